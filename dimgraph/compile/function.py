@@ -1,0 +1,180 @@
+"""`dg.function`: from user variables to one compiled callable.
+
+Pipeline: labeled inputs/outputs are lowered to positional ones (`dimgraph.lower`),
+shared variables become implicit inputs, the graph is copied into a
+`FunctionGraph`, rewritten, and handed to a backend. The returned `Function`
+checks every input before any work, runs the backend's callable, applies
+updates only after all outputs exist, and wraps outputs (DataArrays for labeled).
+"""
+
+from __future__ import annotations
+
+from dimgraph.backends import get_backend
+from dimgraph.compile.io import TensorInput, TensorOutput
+from dimgraph.compile.shared import DEFAULT_CONTEXT, SharedMixin
+from dimgraph.core.fgraph import FunctionGraph
+from dimgraph.core.graph import Constant, Variable, graph_inputs
+from dimgraph.core.rewriting import rewrite_graph
+from dimgraph.core.type import TensorType
+from dimgraph.errors import InputError
+
+
+class Function:
+    """A compiled graph. Call with arrays positionally or by input name."""
+
+    def __init__(self, inputs, outputs, single, fgraph, backend, run, in_specs, out_specs, checks, shared, n_updates):
+        self.inputs = inputs
+        self.outputs = outputs
+        self.fgraph = fgraph
+        self.backend = backend
+        self._run = run
+        self._in_specs = in_specs
+        self._out_specs = out_specs
+        self._checks = checks
+        self._shared = shared
+        self._n_updates = n_updates
+        self._single = single
+        self._names = {v.name: k for k, v in enumerate(inputs) if v.name}
+        self.source = getattr(run, "source", None)
+
+    def _bind(self, args, kwargs):
+        n = len(self.inputs)
+        if len(args) > n:
+            raise InputError(f"function takes {n} inputs {self._input_names()}, got {len(args)} positional values")
+        values = list(args) + [_MISSING] * (n - len(args))
+        for key, value in kwargs.items():
+            k = self._names.get(key)
+            if k is None:
+                raise InputError(f"unexpected input {key!r}; the inputs are {self._input_names()}")
+            if values[k] is not _MISSING:
+                raise InputError(f"input {key!r} given twice (by position and by name)")
+            values[k] = value
+        missing = [self._input_label(k) for k, v in enumerate(values) if v is _MISSING]
+        if missing:
+            raise InputError(f"missing inputs {missing}; the inputs are {self._input_names()}")
+        return values
+
+    def _input_label(self, k):
+        return self.inputs[k].name or f"input {k}"
+
+    def _input_names(self):
+        return [self._input_label(k) for k in range(len(self.inputs))]
+
+    def __call__(self, *args, ctx=None, trust_input=False, **kwargs):
+        raw = self._bind(args, kwargs)
+        if trust_input:
+            arrays = raw
+        else:
+            arrays = [spec.convert(v) for spec, v in zip(self._in_specs, raw)]
+            for check in self._checks:
+                check(arrays, raw)
+        ctx = ctx or DEFAULT_CONTEXT
+        arrays += [ctx.get(s) for s in self._shared]
+        results = self._run(arrays)
+        n_out = len(results) - self._n_updates
+        outs = [spec.wrap(r, raw) for spec, r in zip(self._out_specs, results[:n_out])]
+        if self._n_updates:
+            for var, value in zip(self._update_targets, results[n_out:]):
+                ctx._values[var] = value
+        return outs[0] if self._single else outs
+
+    def dprint(self, file=None):
+        """Print the rewritten graph with types and static shapes."""
+        from dimgraph.printing import dprint
+
+        return dprint(self.fgraph, file=file)
+
+
+_MISSING = object()
+
+
+def _as_list(x):
+    return (list(x), False) if isinstance(x, (list, tuple)) else ([x], True)
+
+
+def function(inputs, outputs, backend=None, updates=None, rewrites="default", **options):
+    """Compile `outputs` as a function of `inputs`.
+
+    Parameters
+    ----------
+    inputs : list of variables (positional or labeled), each given data at call time.
+    outputs : a variable (returned bare) or a list of variables (returned as a list).
+    backend : "python" (NumPy reference) or another registered backend name.
+    updates : {shared variable: new value expression}, applied after each successful call.
+    rewrites : "default", "none", or a spec understood by `dimgraph.core.rewriting`.
+
+    Examples
+    --------
+    >>> import dimgraph as dg, numpy as np
+    >>> x = dg.tensor("x", shape=(None,))
+    >>> f = dg.function([x], (x * 2).sum())
+    >>> float(f(np.arange(4.0)))
+    12.0
+    """
+    inputs, _ = _as_list(inputs)
+    outputs, single = _as_list(outputs)
+    updates = dict(updates or {})
+    for v in inputs:
+        if not isinstance(v, Variable) or v.owner is not None or isinstance(v, Constant):
+            raise TypeError(f"function inputs must be graph inputs (no owner, not constants); got {v!r}")
+    if len(set(inputs)) != len(inputs):
+        raise ValueError(f"an input is listed twice in {inputs}")
+    for target in updates:
+        if not isinstance(target, SharedMixin):
+            raise TypeError(f"updates: only shared variables can be updated, got {target!r}")
+
+    pos_inputs, pos_outputs, in_specs, out_specs, checks = _lower_io(inputs, outputs)
+    update_targets = list(updates)
+    pos_updates = _lower_updates(updates)
+    given = set(inputs)
+    shared = [
+        v for v in graph_inputs(pos_outputs + pos_updates) if isinstance(v, SharedMixin) and v not in given
+    ]
+    for v in graph_inputs(pos_outputs + pos_updates):
+        if v.owner is None and not isinstance(v, Constant) and v not in given and v not in set(shared) and v not in set(pos_inputs):
+            raise InputError(
+                f"the outputs depend on input {v.name or v!r}, which is not among the function inputs "
+                f"{[i.name for i in inputs]}"
+            )
+    fgraph = FunctionGraph(pos_inputs + shared, pos_outputs + pos_updates)
+    rewrite_graph(fgraph, rewrites)
+    backend_module = get_backend(backend)
+    run = backend_module.compile(fgraph, **options)
+    f = Function(
+        inputs, outputs, single, fgraph, backend_module.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
+    )
+    f._update_targets = update_targets
+    return f
+
+
+def _lower_io(inputs, outputs):
+    """Positional stand-ins for labeled inputs/outputs, with their converters and wrappers."""
+    if all(isinstance(v.type, TensorType) for v in inputs + outputs):
+        in_specs = [TensorInput(v.name or f"input {k}", v.type) for k, v in enumerate(inputs)]
+        return inputs, outputs, in_specs, [TensorOutput() for _ in outputs], []
+    from dimgraph.lower import lower_io
+
+    return lower_io(inputs, outputs)
+
+
+def _lower_updates(updates):
+    out = []
+    for target, value in updates.items():
+        if not isinstance(value, Variable):
+            from dimgraph.core.basic import constant
+
+            value = constant(value)
+        if not isinstance(value.type, TensorType):
+            from dimgraph.lower import lower_update
+
+            value = lower_update(target, value)
+        if value.type.dtype != target.type.dtype:
+            from dimgraph.core.math import cast
+
+            value = cast(value, target.type.dtype)
+        if value.type.ndim != target.type.ndim or any(
+            a is not None and b is not None and a != b for a, b in zip(value.type.shape, target.type.shape)
+        ):
+            raise ValueError(f"updates: the new value of {target.name!r} has type {value.type}, expected {target.type}")
+        out.append(value)
+    return out

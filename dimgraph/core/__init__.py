@@ -1,0 +1,44 @@
+"""The positional core: graph IR, ops with NumPy semantics, and the shape system."""
+
+from dimgraph.core.basic import as_tensor, constant, matrix, scalar, tensor, vector
+from dimgraph.core.elemwise import DimShuffle, Elemwise
+from dimgraph.core.fgraph import Feature, FunctionGraph
+from dimgraph.core.graph import Apply, Constant, Op, Variable, ancestors, graph_inputs, toposort
+from dimgraph.core.math import *  # noqa: F401,F403  (the elementwise functions)
+from dimgraph.core.math import abs, clip, cast, round, where  # noqa: F401  (shadowing builtins on purpose)
+from dimgraph.core.reduce import (  # noqa: F401
+    CAReduce,
+    Argmax,
+    all,
+    any,
+    argmax,
+    argmin,
+    logsumexp,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)
+from dimgraph.core.scalar import Cast, Composite, ScalarOp
+from dimgraph.core.shape import Shape, ShapeI, shape_of
+from dimgraph.core.shape_ops import (  # noqa: F401
+    Alloc,
+    Reshape,
+    broadcast_to,
+    expand_dims,
+    flatten,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    reshape,
+    squeeze,
+    transpose,
+    zeros,
+    zeros_like,
+)
+from dimgraph.core.type import TensorType, Type
+from dimgraph.core.variable import TensorConstant, TensorVariable

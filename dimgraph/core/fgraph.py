@@ -1,0 +1,147 @@
+"""`FunctionGraph`: the one mutable container that rewrites and backends work on.
+
+It owns a copy of the graph between its inputs and outputs, keeps for every
+variable the list of its clients `(node, input_index)` (an output is a client
+`("output", i)`), and tells listening features about every change. Variables are
+never mutated in place except for `node.inputs[i]` through `replace`.
+"""
+
+from __future__ import annotations
+
+from dimgraph.core.graph import Constant, clone_graph, toposort
+
+
+class FunctionGraph:
+    def __init__(self, inputs, outputs, clone=True):
+        inputs, outputs = list(inputs), list(outputs)
+        if clone:
+            inputs, outputs, _ = clone_graph(outputs, inputs)
+        self.inputs = inputs
+        self.outputs = outputs
+        self.features = []
+        self.clients = {}
+        self.nodes = set()
+        for v in inputs:
+            self.clients.setdefault(v, [])
+        for node in toposort(outputs, blockers=inputs):
+            self._import_node(node)
+        for i, out in enumerate(outputs):
+            self.clients.setdefault(out, []).append(("output", i))
+        self._check_inputs_reachable()
+
+    def _check_inputs_reachable(self):
+        given = set(self.inputs)
+        for v in self.clients:
+            if v.owner is None and not isinstance(v, Constant) and v not in given:
+                raise ValueError(
+                    f"the graph needs {v!r}, which is not among the inputs "
+                    f"{[i.name for i in self.inputs]}"
+                )
+
+    # -- bookkeeping -------------------------------------------------------
+    def _import_node(self, node):
+        if node in self.nodes:
+            return
+        self.nodes.add(node)
+        for i, inp in enumerate(node.inputs):
+            self.clients.setdefault(inp, []).append((node, i))
+        for out in node.outputs:
+            self.clients.setdefault(out, [])
+        for f in self.features:
+            f.on_import(self, node)
+
+    def _import_graph(self, var):
+        for node in toposort([var], blockers=list(self.clients)):
+            self._import_node(node)
+
+    def _prune(self, var):
+        """Drop the nodes that no longer reach an output, starting from `var`."""
+        stack = [var]
+        while stack:
+            v = stack.pop()
+            node = v.owner
+            if node is None or node not in self.nodes:
+                continue
+            if any(self.clients.get(o) for o in node.outputs):
+                continue
+            self.nodes.discard(node)
+            for o in node.outputs:
+                self.clients.pop(o, None)
+            for i, inp in enumerate(node.inputs):
+                cl = self.clients.get(inp)
+                if cl is not None:
+                    cl.remove((node, i))
+                    if not cl:
+                        stack.append(inp)
+            for f in self.features:
+                f.on_prune(self, node)
+
+    # -- changes -----------------------------------------------------------
+    def replace(self, old, new, reason=None, prune=True):
+        """Make every client of `old` use `new`; `new`'s type must accept all of `old`'s values."""
+        if old is new:
+            return
+        if old not in self.clients:
+            raise ValueError(f"replace: {old!r} is not in this graph")
+        # A replacement may be more or less specific about static sizes, never of another kind.
+        if not (old.type.is_super(new.type) or new.type.is_super(old.type)):
+            raise TypeError(
+                f"replace ({reason or 'manual'}): {old!r} has type {old.type} but its replacement "
+                f"{new!r} has type {new.type}"
+            )
+        self._import_graph(new)
+        for client, i in list(self.clients[old]):
+            if client == "output":
+                self.outputs[i] = new
+            else:
+                client.inputs[i] = new
+            self.clients[old].remove((client, i))
+            self.clients.setdefault(new, []).append((client, i))
+            for f in self.features:
+                f.on_change_input(self, client, i, old, new, reason)
+        if prune:
+            self._prune(old)
+
+    def replace_all(self, pairs, reason=None):
+        for old, new in pairs:
+            if old in self.clients:
+                self.replace(old, new, reason=reason)
+
+    def attach_feature(self, feature):
+        self.features.append(feature)
+        if hasattr(feature, "on_attach"):
+            feature.on_attach(self)
+
+    def remove_feature(self, feature):
+        self.features.remove(feature)
+
+    # -- views -------------------------------------------------------------
+    def toposort(self):
+        return toposort(self.outputs, blockers=self.inputs)
+
+    def variables(self):
+        return list(self.clients)
+
+    def clone(self):
+        """An independent copy with fresh inputs; returns (fgraph, memo id(old)->new)."""
+        inputs, outputs, memo = clone_graph(self.outputs, self.inputs)
+        return FunctionGraph(inputs, outputs, clone=False), memo
+
+    def __repr__(self):
+        return f"FunctionGraph({self.inputs} -> {self.outputs}, {len(self.nodes)} nodes)"
+
+
+class Feature:
+    """A listener on graph changes; override the hooks you need."""
+
+    def on_attach(self, fgraph):
+        pass
+
+    def on_import(self, fgraph, node):
+        pass
+
+    def on_prune(self, fgraph, node):
+        pass
+
+    def on_change_input(self, fgraph, node, i, old, new, reason):
+        pass

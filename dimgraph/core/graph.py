@@ -1,0 +1,238 @@
+"""The graph IR: `Variable`, `Constant`, `Apply`, `Op`, and iterative graph walks.
+
+Invariants:
+- `Op`s are frozen, hashable values compared by their parameters.
+- An `Apply` is immutable once built and carries a structural key computed from
+  its op and its inputs' keys, so equal subgraphs are found in linear time.
+- A variable's `key` is nominal for graph inputs (its identity) and structural
+  for constants (dtype, shape, data digest) and for outputs (owner key, index).
+- Every walk is iterative: no recursion limit at any graph depth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+_counter = itertools.count()
+
+
+class Variable:
+    """A value in a graph: a graph input (no owner), a constant, or an Apply's output."""
+
+    __slots__ = ("type", "owner", "index", "name", "_key", "_uid", "__weakref__", "tag")
+
+    def __init__(self, type, owner=None, index=None, name=None):
+        self.type = type
+        self.owner = owner
+        self.index = index
+        self.name = name
+        self._key = None
+        self._uid = next(_counter)
+        self.tag = {}
+
+    # Identity semantics for dicts and sets even where operators are overloaded.
+    __hash__ = object.__hash__
+
+    @property
+    def key(self):
+        if self._key is None:
+            if self.owner is not None:
+                self._key = hash((self.owner.key, self.index))
+            else:
+                self._key = hash(("input", self._uid))
+        return self._key
+
+    def __bool__(self):
+        raise TypeError(
+            f"the truth value of symbolic variable {self!r} is unknown while the graph is built; "
+            "use dg.where / dg.ifelse, or compare graphs with `is`"
+        )
+
+    def clone(self, name=None):
+        """A fresh graph input of the same type (no owner)."""
+        return type(self)(self.type, name=self.name if name is None else name)
+
+    def __repr__(self):
+        return f"{self.name or ('<' + type(self).__name__ + '>')}: {self.type}"
+
+    def eval(self, inputs=None, backend=None):
+        """Compile this variable alone and evaluate it for `inputs` ({variable: value})."""
+        from dimgraph.compile.function import function
+
+        inputs = dict(inputs or {})
+        f = function(list(inputs), self, backend=backend)
+        return f(*inputs.values())
+
+
+class Constant(Variable):
+    """A variable with data known when the graph is built; keyed by its value."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, type, data, name=None):
+        super().__init__(type, name=name)
+        self.data = data
+
+    @property
+    def key(self):
+        if self._key is None:
+            arr = np.ascontiguousarray(self.data)
+            digest = hashlib.blake2b(arr.view(np.uint8).tobytes() if arr.size else b"", digest_size=16).digest()
+            self._key = hash(("const", arr.dtype.str, arr.shape, digest))
+        return self._key
+
+    def equals(self, other) -> bool:
+        return (
+            isinstance(other, Constant)
+            and self.type == other.type
+            and np.array_equal(self.data, other.data, equal_nan=self.data.dtype.kind in "fc")
+        )
+
+    def clone(self, name=None):
+        return type(self)(self.type, self.data, name=self.name if name is None else name)
+
+    def __repr__(self):
+        if np.ndim(self.data) == 0 or np.size(self.data) <= 6:
+            return f"{np.array2string(np.asarray(self.data), separator=',')}: {self.type}"
+        return f"<constant>: {self.type}"
+
+
+class Apply:
+    """One application of an Op to input variables, producing output variables."""
+
+    __slots__ = ("op", "inputs", "outputs", "key", "tag")
+
+    def __init__(self, op, inputs, output_types):
+        self.op = op
+        self.inputs = list(inputs)
+        self.key = hash((op, tuple(i.key for i in self.inputs)))
+        self.outputs = [t.make_variable() for t in output_types]
+        for i, out in enumerate(self.outputs):
+            out.owner, out.index = self, i
+        self.tag = {}
+
+    @property
+    def out(self):
+        assert len(self.outputs) == 1, f"{self.op} has {len(self.outputs)} outputs"
+        return self.outputs[0]
+
+    def clone_with_new_inputs(self, inputs):
+        """The same op on other inputs, through make_node so types are re-inferred."""
+        return self.op.make_node(*inputs)
+
+    def __repr__(self):
+        return f"Apply({self.op}, {self.inputs})"
+
+
+@dataclass(frozen=True)
+class Op:
+    """An operation: a frozen value whose fields are its static parameters.
+
+    Subclasses implement `make_node(*inputs) -> Apply`, `infer_shape(node, input_shapes)`
+    (one tuple per output, entries int or a symbolic int64 scalar), `perform(node, inputs)`
+    (NumPy reference, returns a list of outputs) and, where differentiable, `L_op`.
+    """
+
+    def __call__(self, *inputs):
+        node = self.make_node(*inputs)
+        return node.outputs[0] if len(node.outputs) == 1 else node.outputs
+
+    def make_node(self, *inputs) -> Apply:
+        raise NotImplementedError(f"{type(self).__name__}.make_node")
+
+    def perform(self, node, inputs):
+        raise NotImplementedError(f"{type(self).__name__}.perform")
+
+    def infer_shape(self, node, input_shapes):
+        raise NotImplementedError(f"{type(self).__name__}.infer_shape")
+
+    def __str__(self):
+        params = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)]
+        return f"{type(self).__name__}{{{', '.join(params)}}}" if params else type(self).__name__
+
+
+def ancestors(outputs, blockers=()):
+    """Every variable that `outputs` depend on (outputs included), stopping at `blockers`."""
+    blocked = {id(b) for b in blockers}
+    seen, order, stack = set(), [], list(outputs)
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        order.append(v)
+        if v.owner is not None and id(v) not in blocked:
+            stack.extend(v.owner.inputs)
+    return order
+
+
+def graph_inputs(outputs, blockers=()):
+    """The ownerless (or blocked) variables that `outputs` depend on, in discovery order."""
+    blocked = {id(b) for b in blockers}
+    return [v for v in ancestors(outputs, blockers) if v.owner is None or id(v) in blocked]
+
+
+def toposort(outputs, blockers=()):
+    """Apply nodes between `blockers` and `outputs`, each after the nodes it depends on."""
+    blocked = {id(b) for b in blockers}
+    order, done, on_stack = [], set(), set()
+    stack = [(v, False) for v in reversed(list(outputs))]
+    while stack:
+        v, expanded = stack.pop()
+        node = v.owner
+        if node is None or id(v) in blocked or id(node) in done:
+            continue
+        if expanded:
+            done.add(id(node))
+            order.append(node)
+            continue
+        if id(node) in on_stack:
+            continue
+        on_stack.add(id(node))
+        stack.append((v, True))
+        for inp in reversed(node.inputs):
+            if inp.owner is not None and id(inp.owner) not in done and id(inp) not in blocked:
+                stack.append((inp, False))
+    return order
+
+
+def clone_graph(outputs, inputs, replace=None):
+    """Copies of `outputs` with `inputs` (and `replace` keys) mapped to new variables.
+
+    Returns (new_inputs, new_outputs, memo) where memo maps id(old) -> new.
+    """
+    memo = {}
+    new_inputs = []
+    for v in inputs:
+        nv = v if isinstance(v, Constant) else v.clone()
+        memo[id(v)] = nv
+        new_inputs.append(nv)
+    for old, new in (replace or {}).items():
+        memo[id(old)] = new
+    for node in toposort(outputs, blockers=[v for v in inputs]):
+        if all(id(o) in memo for o in node.outputs):
+            continue
+        new_node = rebuild_node(node, [memo.get(id(i), i) for i in node.inputs])
+        for o, no in zip(node.outputs, new_node.outputs):
+            no.name = o.name
+            memo[id(o)] = no
+    return new_inputs, [memo.get(id(o), o) for o in outputs], memo
+
+
+def rebuild_node(node, new_inputs):
+    """`node` on new inputs, keeping the identical node when nothing changed."""
+    if all(a is b for a, b in zip(node.inputs, new_inputs)):
+        return node
+    if any(a.type != b.type for a, b in zip(node.inputs, new_inputs)):
+        return node.op.make_node(*new_inputs)
+    new = Apply.__new__(Apply)
+    new.op = node.op
+    new.inputs = list(new_inputs)
+    new.key = hash((node.op, tuple(i.key for i in new.inputs)))
+    new.outputs = [type(o)(o.type, owner=new, index=o.index, name=o.name) for o in node.outputs]
+    new.tag = dict(node.tag)
+    return new

@@ -1,0 +1,225 @@
+"""Reductions: `CAReduce` (sum, prod, max, min, all, any over any set of axes) and `Argmax`.
+
+mean/var/std/logsumexp are graphs of these (so rewrites and gradients see
+through them). Output dtypes follow NumPy: sums of small ints widen to the
+platform int, float32 stays float32, all/any give bool.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+
+import numpy as np
+
+from dimgraph.core.basic import as_tensor
+from dimgraph.core.elemwise import DimShuffle
+from dimgraph.core.graph import Op
+from dimgraph.core.shape import build, shape_of
+
+REDUCERS = {
+    "add": np.sum,
+    "mul": np.prod,
+    "maximum": np.max,
+    "minimum": np.min,
+    "and": np.all,
+    "or": np.any,
+}
+
+
+def normalize_axis(axis, ndim, what="axis") -> tuple:
+    """A sorted tuple of non-negative axes; None means all axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"{what} {a} is out of range for an array with {ndim} axes")
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"repeated {what} in {axes}")
+    return tuple(sorted(out))
+
+
+@dataclass(frozen=True)
+class CAReduce(Op):
+    """Reduce `axis` with a commutative, associative scalar op (`REDUCERS` keys)."""
+
+    scalar_op: str
+    axis: tuple
+
+    def __post_init__(self):
+        if self.scalar_op not in REDUCERS:
+            raise ValueError(f"CAReduce: unknown reducer {self.scalar_op!r}; known: {sorted(REDUCERS)}")
+
+    def make_node(self, x):
+        x = as_tensor(x)
+        if builtins.any(not 0 <= a < x.type.ndim for a in self.axis):
+            raise ValueError(f"{self}: axes {self.axis} out of range for {x.type}")
+        if self.scalar_op in ("maximum", "minimum"):
+            for a in self.axis:
+                if x.type.shape[a] == 0:
+                    raise ValueError(f"{self}: cannot reduce the empty axis {a} of {x!r} (no identity for {self.scalar_op})")
+        dtype = REDUCERS[self.scalar_op](np.zeros((1,), dtype=x.type.dtype)).dtype.name
+        return build(self, [x], [dtype])
+
+    def infer_shape(self, inputs, input_shapes):
+        return [tuple(s for a, s in enumerate(input_shapes[0]) if a not in self.axis)]
+
+    def perform(self, node, inputs):
+        out = REDUCERS[self.scalar_op](inputs[0], axis=self.axis)
+        return [np.asarray(out, dtype=node.outputs[0].type.dtype)]
+
+    def __str__(self):
+        return f"{self.scalar_op}_reduce{{axis={list(self.axis)}}}"
+
+
+@dataclass(frozen=True)
+class Argmax(Op):
+    """Position (int64) of the max (`mode="max"`) or min along one `axis`; first one on ties."""
+
+    axis: int
+    mode: str = "max"
+
+    def make_node(self, x):
+        x = as_tensor(x)
+        if not 0 <= self.axis < x.type.ndim:
+            raise ValueError(f"{self}: axis {self.axis} out of range for {x.type}")
+        if x.type.shape[self.axis] == 0:
+            raise ValueError(f"{self}: the axis {self.axis} of {x!r} is empty")
+        return build(self, [x], ["int64"])
+
+    def infer_shape(self, inputs, input_shapes):
+        return [tuple(s for a, s in enumerate(input_shapes[0]) if a != self.axis)]
+
+    def perform(self, node, inputs):
+        fn = np.argmax if self.mode == "max" else np.argmin
+        return [np.asarray(fn(inputs[0], axis=self.axis), dtype=np.int64)]
+
+
+def _keep(x, out, axes, keepdims):
+    if not keepdims:
+        return out
+    order, k = [], 0
+    for a in range(x.type.ndim):
+        if a in axes:
+            order.append("x")
+        else:
+            order.append(k)
+            k += 1
+    return DimShuffle(out.type.ndim, tuple(order))(out)
+
+
+def _reduce(name, x, axis, keepdims):
+    x = as_tensor(x)
+    axes = normalize_axis(axis, x.type.ndim)
+    return _keep(x, CAReduce(name, axes)(x), axes, keepdims)
+
+
+def sum(x, axis=None, keepdims=False):
+    """Sum over `axis` (None: all), NumPy dtype rules."""
+    return _reduce("add", x, axis, keepdims)
+
+
+def prod(x, axis=None, keepdims=False):
+    return _reduce("mul", x, axis, keepdims)
+
+
+def max(x, axis=None, keepdims=False):
+    return _reduce("maximum", x, axis, keepdims)
+
+
+def min(x, axis=None, keepdims=False):
+    return _reduce("minimum", x, axis, keepdims)
+
+
+def all(x, axis=None, keepdims=False):
+    from dimgraph.core.math import neq
+
+    x = as_tensor(x)
+    if x.type.dtype != "bool":
+        x = neq(x, 0)
+    return _reduce("and", x, axis, keepdims)
+
+
+def any(x, axis=None, keepdims=False):
+    from dimgraph.core.math import neq
+
+    x = as_tensor(x)
+    if x.type.dtype != "bool":
+        x = neq(x, 0)
+    return _reduce("or", x, axis, keepdims)
+
+
+def count(x, axis):
+    """Number of elements reduced by `axis` (an int, or a symbolic int64 scalar)."""
+    n = 1
+    shape = shape_of(x)
+    for a in normalize_axis(axis, x.type.ndim):
+        n = n * shape[a]
+    return n
+
+
+def mean(x, axis=None, keepdims=False):
+    """Arithmetic mean; ints give float64 (NumPy), float32 stays float32."""
+    from dimgraph.core.math import as_float, cast
+
+    x = as_float(x)
+    n = count(x, axis)
+    if not isinstance(n, int):
+        n = cast(n, x.type.dtype)
+    return sum(x, axis, keepdims) / n
+
+
+def var(x, axis=None, keepdims=False, ddof=0):
+    """Variance with `ddof` degrees of freedom removed (default 0, as NumPy)."""
+    from dimgraph.core.math import as_float, cast
+
+    x = as_float(x)
+    dev = x - mean(x, axis, keepdims=True)
+    n = count(x, axis)
+    denom = n - ddof
+    if not isinstance(denom, int):
+        denom = cast(denom, x.type.dtype)
+    return sum(dev * dev, axis, keepdims) / denom
+
+
+def std(x, axis=None, keepdims=False, ddof=0):
+    from dimgraph.core.math import sqrt
+
+    return sqrt(var(x, axis, keepdims, ddof))
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    """log(sum(exp(x))) computed with a max shift, finite where the naive form overflows."""
+    from dimgraph.core.math import as_float, exp, isfinite, log, where
+
+    x = as_float(x)
+    m = max(x, axis, keepdims=True)
+    shift = where(isfinite(m), m, 0)
+    out = log(sum(exp(x - shift), axis, keepdims=True)) + shift
+    axes = normalize_axis(axis, x.type.ndim)
+    if keepdims:
+        return out
+    keep = tuple(a for a in range(x.type.ndim) if a not in axes)
+    return DimShuffle(x.type.ndim, keep)(out)
+
+
+def _arg(mode, x, axis, keepdims):
+    x = as_tensor(x)
+    if axis is None:
+        from dimgraph.core.shape_ops import reshape
+
+        x, axis = reshape(x, (-1,)), 0
+    (a,) = normalize_axis(axis, x.type.ndim)
+    return _keep(x, Argmax(a, mode)(x), (a,), keepdims)
+
+
+def argmax(x, axis=None, keepdims=False):
+    """Index of the first maximum along `axis` (None: of the flattened array), int64."""
+    return _arg("max", x, axis, keepdims)
+
+
+def argmin(x, axis=None, keepdims=False):
+    return _arg("min", x, axis, keepdims)

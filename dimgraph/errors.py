@@ -1,0 +1,17 @@
+"""Error classes users catch: every message names the variable, the expectation and what came."""
+
+
+class DimError(ValueError):
+    """Dims that clash in one expression (names, sizes or coords)."""
+
+
+class InputError(ValueError):
+    """Data given to a compiled function that does not fit its declared input."""
+
+
+class BackendUnavailable(RuntimeError):
+    """A backend that cannot run on this machine (missing package, missing compiler)."""
+
+
+class ShapeError(ValueError):
+    """Run-time sizes that contradict the graph (e.g. an axis of unknown size that is 1 against a longer one)."""
