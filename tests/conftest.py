@@ -17,7 +17,8 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
-BACKENDS = available_backends()
+# DIMGRAPH_TEST_BACKENDS=python,numba restricts the backend-parametrized suites (default: all registered).
+BACKENDS = [b for b in os.environ.get("DIMGRAPH_TEST_BACKENDS", ",".join(available_backends())).split(",") if b]
 
 
 @pytest.fixture(params=BACKENDS)
