@@ -28,7 +28,11 @@ class ScalarSpec:
 
 def _digamma_scalar(x: float) -> float:
     """digamma by recurrence to x >= 6 and the asymptotic series (about 1e-15 relative)."""
-    if x <= 0.0 and x == math.floor(x):
+    if not math.isfinite(x):
+        return x if x > 0 else math.nan  # psi(inf) = inf; -inf and nan give nan (scipy)
+    if x == 0.0:
+        return -math.copysign(math.inf, x)  # the pole's one-sided limit, as scipy.special.digamma
+    if x < 0.0 and x == math.floor(x):
         return math.nan
     result = 0.0
     if x < 0.0:  # reflection: psi(1 - x) - psi(x) = pi / tan(pi x)
@@ -45,6 +49,8 @@ def _digamma_scalar(x: float) -> float:
 
 def _trigamma_scalar(x: float) -> float:
     """trigamma by recurrence to x >= 6 and the asymptotic series."""
+    if not math.isfinite(x):
+        return 0.0 if x > 0 else (math.inf if x < 0 else math.nan)  # as scipy.special.polygamma(1, x)
     if x <= 0.0 and x == math.floor(x):
         return math.inf
     result = 0.0
@@ -62,7 +68,7 @@ def _trigamma_scalar(x: float) -> float:
 
 def _lgamma_scalar(x: float) -> float:
     """log|Gamma(x)|, +inf at the poles (math.lgamma raises there)."""
-    if x <= 0.0 and x == math.floor(x):
+    if math.isfinite(x) and x <= 0.0 and x == math.floor(x):
         return math.inf
     return math.lgamma(x)
 
