@@ -229,6 +229,8 @@ def _resolve(name: str, in_dtypes: tuple) -> str:
         return dts[0].name
     if spec.rule == "where":
         return np.result_type(dts[1], dts[2]).name
+    if spec.rule == "float" and spec.ufunc.nin != len(dts):  # reciprocal: the dtype of x / x
+        dts = dts * spec.ufunc.nin
     try:
         return spec.ufunc.resolve_dtypes(dts + (None,))[-1].name
     except TypeError as err:
