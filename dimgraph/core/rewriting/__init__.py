@@ -1,10 +1,60 @@
-"""Graph rewrites run by `dg.function` between building the graph and code generation."""
+"""Graph rewrites run by `dg.function` between building the graph and code generation.
+
+Phases (`db.PHASES`, in order): merge, canonicalize, stabilize, specialize,
+fusion, then backend clean-ups. `rewrites=` selects what runs:
+
+>>> import dimgraph as dg, numpy as np
+>>> x = dg.vector("x")
+>>> f = dg.function([x], dg.log(1 + x), rewrites={"exclude": ["fusion"], "trace": True})
+>>> f.fgraph.outputs[0].owner.op.scalar_op.name
+'log1p'
+>>> f.fgraph.rewrite_trace.counts["log1p"]
+1
+"""
 
 from __future__ import annotations
 
+from dimgraph.core.rewriting.engine import (  # noqa: F401
+    Context,
+    GraphRewriter,
+    NodeRewriter,
+    RewriteError,
+    RewriteSpec,
+    RewriteTrace,
+    node_rewriter,
+)
+from dimgraph.core.rewriting.pattern import Pat, rule  # noqa: F401
 
-def rewrite_graph(fgraph, rewrites="default"):
-    """Rewrite `fgraph` in place. `rewrites="none"` keeps the graph as written."""
-    if rewrites not in ("default", "none"):
-        raise ValueError(f"rewrites: expected 'default' or 'none', got {rewrites!r}")
+
+def rewrite_graph(fgraph, rewrites="default", backend=None):
+    """Rewrite `fgraph` in place and return it; `fgraph.rewrite_trace` says what fired.
+
+    `rewrites`: "default", "none" (the graph as written), a dict with `include`
+    / `exclude` (rewrite names, tags or phase names) and `trace` (record every
+    event; default `dg.config.rewrite_trace`), or a `RewriteSpec`. A `backend`
+    module may add `REWRITES_EXCLUDE` (names/tags it cannot run, e.g. a fused op
+    it has no kernel for) and `CLEANUP_REWRITES` (node rewriters run last).
+    """
+    from dimgraph import config
+    from dimgraph.core.rewriting.db import MERGE, PHASES, GlobalPhase, LocalPhase
+
+    spec = RewriteSpec.parse(rewrites)
+    extra_exclude = tuple(getattr(backend, "REWRITES_EXCLUDE", ()))
+    if extra_exclude:
+        spec = RewriteSpec(spec.include, tuple(spec.exclude) + extra_exclude, spec.trace)
+    trace = RewriteTrace(tracing=bool(config.rewrite_trace if spec.trace is None else spec.trace))
+    fgraph.rewrite_trace = trace
+    if spec.include == ():
+        return fgraph
+    ctx = Context(fgraph, spec, trace)
+    merge_on = spec.enabled(MERGE)
+    for phase in PHASES:
+        if phase.name == "cleanup":
+            phase = LocalPhase("cleanup", list(getattr(backend, "CLEANUP_REWRITES", ())))
+        ctx.phase = phase.name
+        ctx.changed = False
+        phase.run(fgraph, ctx)
+        if ctx.changed and merge_on and phase.name != "merge":
+            ctx.phase = "merge"
+            GlobalPhase("merge", [MERGE]).run(fgraph, ctx)
     return fgraph

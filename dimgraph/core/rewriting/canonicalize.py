@@ -1,0 +1,225 @@
+"""canonicalize and specialize: simpler equivalent graphs, exact to the bit (NaN, inf, dtypes).
+
+Rules that could change a value are guarded: `x + 0 -> x` only where the zero
+cannot flip the sign of a zero result (ints, or the constant -0.0), `x / x -> 1`
+only for constants known nonzero and finite. Ops that may fail at run time
+(reshape, broadcast_to) are removed only when their check is proved statically.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dimgraph.core import math as dgm
+from dimgraph.core.basic import constant
+from dimgraph.core.elemwise import DimShuffle, Elemwise
+from dimgraph.core.graph import Constant, Op
+from dimgraph.core.reduce import CAReduce
+from dimgraph.core.rewriting.engine import node_rewriter
+from dimgraph.core.rewriting.pattern import Pat, const_data, rule
+from dimgraph.core.scalar import Cast
+from dimgraph.core.shape import Shape, ShapeI, to_static
+from dimgraph.core.shape_ops import Alloc, Reshape, full_like
+
+# A folded constant may hold this many elements, or as many as its largest constant input
+# (so folding never turns a small constant and a shape into a large array stored in the graph).
+CONSTANT_FOLD_LIMIT = 10_000
+
+x = Pat.var("x")
+
+
+def _is_float(v):
+    return np.dtype(v.type.dtype).kind in "fc"
+
+
+def _is_zero(v):
+    data = const_data(v)
+    return data is not None and data.size > 0 and data.dtype.kind in "biuf" and bool(np.all(data == 0))
+
+
+z = Pat.var("z", where=_is_zero)
+
+
+def _signless_zero(x, z):
+    """x + z -> x only where it is bit-exact: any zero for ints, only -0.0 for floats (0.0 + -0.0 is +0.0)."""
+    if _is_float(x) or const_data(z).dtype.kind in "fc":
+        return x if bool(np.all(np.signbit(const_data(z)))) else None
+    return x
+
+
+def _nonzero_finite_constant(v):
+    data = const_data(v)
+    return data is not None and data.size > 0 and data.dtype.kind in "iuf" and bool(np.all(np.isfinite(data) & (data != 0)))
+
+
+CANON_RULES = [
+    rule("mul_one", x * 1, lambda x: x),  # x * 1 -> x
+    rule("div_one", x / 1, lambda x: x),  # x / 1 -> x
+    rule("sub_zero", x - 0, lambda x: x),  # x - 0 -> x (also for x = -0.0)
+    rule("add_zero", x + z, _signless_zero),  # x + 0 -> x, unless 0.0 could turn -0.0 into +0.0
+    rule("pow_one", x**1, lambda x: x),  # x ** 1 -> x
+    rule("neg_neg", -(-x), lambda x: x),  # -(-x) -> x (also for wrapping ints)
+    rule("mul_self", x * x, lambda x: dgm.square(x) if x.type.dtype != "bool" else None),  # x * x -> sqr(x)
+    rule(  # x / x -> 1 only for constants known nonzero and finite (0/0, inf/inf are NaN)
+        "div_self",
+        x / x,
+        lambda x, out: full_like(x, 1, dtype=out.type.dtype) if _nonzero_finite_constant(x) else None,
+    ),
+]
+
+
+@node_rewriter([Op], tags=("canonicalize",))
+def constant_fold(fgraph, node):
+    """An op on constants -> its value, unless that value is large (see CONSTANT_FOLD_LIMIT)."""
+    if not all(isinstance(i, Constant) for i in node.inputs) or not _foldable(node.op):
+        return None
+    try:
+        values = node.op.perform(node, [i.data for i in node.inputs])
+    except Exception:  # noqa: BLE001 - a failing op stays in the graph and fails at run time
+        return None
+    limit = max([CONSTANT_FOLD_LIMIT] + [np.size(i.data) for i in node.inputs])
+    if any(np.size(v) > limit for v in values):
+        return None
+    return [constant(v, dtype=o.type.dtype) for v, o in zip(values, node.outputs)]
+
+
+def _foldable(op):
+    from dimgraph.core.fused import CAReduceElemwise
+    from dimgraph.core.reduce import Argmax
+
+    return isinstance(op, (Elemwise, DimShuffle, Reshape, CAReduce, Alloc, Shape, ShapeI, Argmax, CAReduceElemwise)) or bool(
+        getattr(op, "constant_foldable", False)
+    )
+
+
+@node_rewriter([DimShuffle], tags=("canonicalize",))
+def dimshuffle_chain(fgraph, node):
+    """DimShuffle(DimShuffle(x)) -> one DimShuffle; an identity DimShuffle -> x."""
+    op, (inp,) = node.op, node.inputs
+    if op.order == tuple(range(op.input_ndim)):
+        return inp
+    inner = inp.owner
+    if inner is None or not isinstance(inner.op, DimShuffle):
+        return None
+    order = tuple("x" if o == "x" or inner.op.order[o] == "x" else inner.op.order[o] for o in op.order)
+    src = inner.inputs[0]
+    if order == tuple(range(src.type.ndim)):
+        return src
+    return DimShuffle(src.type.ndim, order)(src)
+
+
+def _same_entry(entry, var, axis):
+    """Shape input `entry` is the length of `var`'s `axis` (statically, or as ShapeI(axis)(var))."""
+    known = to_static(entry)
+    if known is not None:
+        return var.type.shape[axis] == known
+    owner = entry.owner
+    return owner is not None and isinstance(owner.op, ShapeI) and owner.op.i == axis and owner.inputs[0] is var
+
+
+@node_rewriter([Reshape], tags=("canonicalize",))
+def reshape_chain(fgraph, node):
+    """reshape(reshape(x, s1), s2) -> reshape(x, s2), when the inner reshape is proved valid statically."""
+    inner = node.inputs[0].owner
+    if inner is None or not isinstance(inner.op, Reshape):
+        return None
+    src = inner.inputs[0]
+    if None in src.type.shape or any(to_static(s) is None or to_static(s) == -1 for s in inner.inputs[1:]):
+        return None  # the inner reshape's run-time check could fail: keep it
+    return Reshape(node.op.ndim)(src, *node.inputs[1:])
+
+
+@node_rewriter([Reshape], tags=("canonicalize", "useless"))
+def reshape_same(fgraph, node):
+    """reshape(x, x.shape) -> x."""
+    src, *shape = node.inputs
+    if src.type.ndim == len(shape) and all(_same_entry(s, src, a) for a, s in enumerate(shape)):
+        return src
+    return None
+
+
+@node_rewriter([Alloc], tags=("canonicalize", "useless"))
+def alloc_same(fgraph, node):
+    """broadcast_to(x, x.shape) -> x (the result is a copy only for the caller's sake; values are equal)."""
+    src, *shape = node.inputs
+    if src.type.ndim == len(shape) and all(_same_entry(s, src, a) for a, s in enumerate(shape)):
+        return src
+    return None
+
+
+@node_rewriter([Elemwise], tags=("canonicalize", "useless"))
+def cast_same(fgraph, node):
+    """cast(x, x.dtype) -> x."""
+    if isinstance(node.op.scalar_op, Cast) and node.inputs[0].type.dtype == node.op.scalar_op.dtype:
+        return node.inputs[0]
+    return None
+
+
+@node_rewriter([ShapeI, Shape], tags=("canonicalize", "shape"))
+def shape_static(fgraph, node):
+    """The length of an axis known statically -> an int64 constant."""
+    src = node.inputs[0]
+    if isinstance(node.op, ShapeI):
+        size = src.type.shape[node.op.i]
+        return None if size is None else constant(size, dtype="int64")
+    if None in src.type.shape:
+        return None
+    return constant(np.asarray(src.type.shape, dtype=np.int64), dtype="int64")
+
+
+@node_rewriter([CAReduce], tags=("canonicalize",))
+def reduce_of_dimshuffle(fgraph, node):
+    """reduce(DimShuffle(x)) -> DimShuffle(reduce(x)): reduce the array as stored, permute the small result."""
+    ds = node.inputs[0].owner
+    if ds is None or not isinstance(ds.op, DimShuffle):
+        return None
+    order, axes = ds.op.order, set(node.op.axis)
+    src = ds.inputs[0]
+    red_axes = tuple(sorted({order[a] for a in axes if order[a] != "x"} | set(ds.op.dropped)))
+    kept = [a for a in range(src.type.ndim) if a not in red_axes]
+    reduced = CAReduce(node.op.scalar_op, red_axes)(src) if red_axes else src
+    if reduced.type.dtype != node.outputs[0].type.dtype:
+        return None  # e.g. sum of int8 over only broadcast axes: the dtype widening needs the reduce
+    new_order = tuple("x" if order[k] == "x" else kept.index(order[k]) for k in range(len(order)) if k not in axes)
+    if new_order == tuple(range(reduced.type.ndim)):
+        return reduced
+    return DimShuffle(reduced.type.ndim, new_order)(reduced)
+
+
+@node_rewriter([CAReduce], tags=("canonicalize", "useless"))
+def reduce_no_axes(fgraph, node):
+    """A reduction over no axes -> its input (when the dtype is unchanged)."""
+    if node.op.axis == () and node.inputs[0].type.dtype == node.outputs[0].type.dtype:
+        return node.inputs[0]
+    return None
+
+
+CANONICALIZE = [
+    constant_fold,
+    *CANON_RULES,
+    dimshuffle_chain,
+    reshape_chain,
+    reshape_same,
+    alloc_same,
+    cast_same,
+    shape_static,
+    reduce_of_dimshuffle,
+    reduce_no_axes,
+]
+
+SPECIALIZE = [
+    rule("pow_two", x**2, lambda x: dgm.square(x)),  # x ** 2 -> sqr(x) (pow is correctly rounded here)
+    rule("pow_minus_one", x**-1, lambda x: dgm.reciprocal(x) if _is_float(x) else None),  # x ** -1 -> 1 / x
+    rule("mul_minus_one", x * -1, lambda x: neg_of(x)),  # x * -1 -> -x
+]
+
+
+def neg_of(v):
+    return dgm.neg(v) if v.type.dtype != "bool" else None
+
+
+for _r in CANON_RULES:
+    _r.tags |= {"canonicalize"}
+for _r in SPECIALIZE:
+    _r.tags |= {"specialize"}
+del _r

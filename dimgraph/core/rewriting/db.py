@@ -1,0 +1,39 @@
+"""The rewrite database: every phase, in the order it runs. Read top to bottom.
+
+A local phase runs its rewriters to a fixed point with a work list; a global
+phase runs whole-graph passes once. After any phase that changed the graph, the
+merge pass runs again (rewrites build new nodes that may equal existing ones).
+Each rewrite is tagged with its own name and its phase name, so
+`rewrites={"exclude": ["stabilize"]}` drops a phase and
+`rewrites={"exclude": ["log1p"]}` drops one rule.
+"""
+
+from __future__ import annotations
+
+from dimgraph.core.rewriting.canonicalize import CANONICALIZE, SPECIALIZE
+from dimgraph.core.rewriting.engine import GlobalPhase, GraphRewriter, LocalPhase
+from dimgraph.core.rewriting.fusion import elemwise_fusion, fuse_reduce
+from dimgraph.core.rewriting.merge import merge_graph
+from dimgraph.core.rewriting.stabilize import STABILIZE
+
+MERGE = GraphRewriter("merge", merge_graph, tags=("merge",))
+
+PHASES = [
+    GlobalPhase("merge", [MERGE]),  # equal subgraphs -> one (linear, by structural key)
+    LocalPhase("canonicalize", CANONICALIZE),  # neutral elements, folding, useless ops, static shapes
+    LocalPhase("stabilize", STABILIZE),  # log1p, expm1, log-sigmoid, logsumexp, softmax
+    LocalPhase("specialize", SPECIALIZE),  # cheaper equivalents (x**2 -> sqr)
+    GlobalPhase(
+        "fusion",
+        [
+            GraphRewriter("elemwise_fusion", elemwise_fusion, tags=("fusion",)),  # chains + multi-output
+            GraphRewriter("reduce_fusion", fuse_reduce, tags=("fusion",)),  # sum(f(x)) -> CAReduceElemwise
+        ],
+    ),
+    LocalPhase("cleanup", []),  # backend clean-ups: a backend module's CLEANUP_REWRITES are appended here
+]
+
+
+def all_rewriters():
+    """Every registered rewriter by name (for docs and tests)."""
+    return {rw.name: rw for phase in PHASES for rw in phase.rewriters}

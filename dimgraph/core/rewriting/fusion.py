@@ -1,0 +1,250 @@
+"""fusion: Elemwise chains into one `Elemwise(Composite)` loop, siblings into multi-output loops,
+and a reduction of an Elemwise into one `CAReduceElemwise`.
+
+Groups are formed first and built once (linear in the graph; no Composite is
+rebuilt per absorbed node). The rules that keep fused kernels fast and exact:
+- a node joins a group only if its output has the group's exact static shape,
+  so nothing computed at low rank (e.g. `log1p(b * b)` broadcast along a new
+  axis) is recomputed at full rank; low-rank values enter as kernel inputs;
+- a producer is absorbed into a consumer's group only if every client of it is
+  in the group; otherwise it is joined as a multi-output kernel (its value is
+  still produced once) or left alone: work is never duplicated;
+- siblings are merged only if they read a common input of the full shape (so
+  their run-time shapes are equal) and no path leaves one and enters the other;
+- a kernel has at most MAX_INPUTS inputs and MAX_STEPS scalar steps.
+"""
+
+from __future__ import annotations
+
+from dimgraph.core.elemwise import Elemwise
+from dimgraph.core.fused import CAReduceElemwise
+from dimgraph.core.reduce import CAReduce
+from dimgraph.core.scalar import Composite
+
+MAX_INPUTS = 32
+MAX_STEPS = 256
+
+
+def _steps_of(node):
+    sop = node.op.scalar_op
+    return len(sop.steps) if isinstance(sop, Composite) else 1
+
+
+def _is_elemwise(node):
+    return node is not None and isinstance(node.op, Elemwise)
+
+
+class _Groups:
+    """Disjoint groups of Elemwise nodes with a common output shape, by union of group ids."""
+
+    def __init__(self, fgraph):
+        self.fgraph = fgraph
+        self.order = fgraph.toposort()
+        self.pos = {node: k for k, node in enumerate(self.order)}
+        self.gid = {}  # node -> group id
+        self.members = {}  # group id -> list of nodes
+        self.shape = {}  # group id -> static output shape
+
+    def new(self, node):
+        g = len(self.members)
+        self.gid[node] = g
+        self.members[g] = [node]
+        self.shape[g] = node.outputs[0].type.shape
+        return g
+
+    def add(self, g, node):
+        self.gid[node] = g
+        self.members[g].append(node)
+
+    def union(self, a, b):
+        if len(self.members[a]) < len(self.members[b]):
+            a, b = b, a
+        moved = self.members.pop(b)
+        for n in moved:
+            self.gid[n] = a
+        self.members[a].extend(moved)
+        self.shape.pop(b)
+        return a
+
+    def inputs(self, nodes):
+        """The variables the group reads from outside (by identity, in first-use order)."""
+        inside = set(nodes)
+        seen, out = set(), []
+        for n in nodes:
+            for i in n.inputs:
+                if (i.owner is None or i.owner not in inside) and id(i) not in seen:
+                    seen.add(id(i))
+                    out.append(i)
+        return out
+
+    def steps(self, nodes):
+        return sum(_steps_of(n) for n in nodes)
+
+    def path_through_outside(self, a_nodes, b_nodes):
+        """Whether some node outside both groups lies on a path from a group to the other."""
+        a, b = set(a_nodes), set(b_nodes)
+        return self._reaches(a, b) or self._reaches(b, a)
+
+    def _reaches(self, src, dst):
+        """A path src -> (outside node)+ -> dst, found by walking back from dst, bounded below by src."""
+        lowest = min(self.pos[n] for n in src)
+        stack, seen = [], set()
+        for n in dst:
+            for i in n.inputs:
+                o = i.owner
+                if o is not None and o not in src and o not in dst and self.pos.get(o, -1) >= lowest:
+                    stack.append(o)
+        while stack:
+            o = stack.pop()
+            if o in seen:
+                continue
+            seen.add(o)
+            for i in o.inputs:
+                p = i.owner
+                if p is None or self.pos.get(p, -1) < lowest:
+                    continue
+                if p in src:
+                    return True
+                if p not in dst:
+                    stack.append(p)
+        return False
+
+
+def _clients(fgraph, var):
+    return fgraph.clients.get(var, [])
+
+
+def _form_chains(G):
+    """Vertical groups: from each unassigned Elemwise (outputs first), absorb producers read only inside."""
+    fgraph = G.fgraph
+    for node in reversed(G.order):
+        if not _is_elemwise(node) or node in G.gid:
+            continue
+        g = G.new(node)
+        shape = G.shape[g]
+        members = {node}
+        ext = {id(i): i for i in node.inputs}
+        n_steps = _steps_of(node)
+        stack = [node]
+        while stack:
+            m = stack.pop()
+            for inp in m.inputs:
+                p = inp.owner
+                if not _is_elemwise(p) or p in G.gid or any(o.type.shape != shape for o in p.outputs):
+                    continue
+                if not all(c != "output" and c in members for o in p.outputs for c, _ in _clients(fgraph, o)):
+                    continue
+                new_ext = dict(ext)
+                for o in p.outputs:
+                    new_ext.pop(id(o), None)
+                for i in p.inputs:
+                    if i.owner is None or i.owner not in members:
+                        new_ext[id(i)] = i
+                if len(new_ext) > MAX_INPUTS or n_steps + _steps_of(p) > MAX_STEPS:
+                    continue
+                ext, n_steps = new_ext, n_steps + _steps_of(p)
+                members.add(p)
+                G.add(g, p)
+                stack.append(p)
+
+
+def _merge_siblings(G):
+    """Horizontal groups: kernels reading a common full-shape variable become one multi-output kernel."""
+    fgraph = G.fgraph
+    for var in list(fgraph.clients):
+        groups = []
+        owner = var.owner
+        if _is_elemwise(owner) and owner in G.gid and G.shape[G.gid[owner]] == var.type.shape:
+            groups.append(G.gid[owner])  # a producer read by several kernels joins them
+        for c, _ in _clients(fgraph, var):
+            if c != "output" and c in G.gid and G.shape[G.gid[c]] == var.type.shape and G.gid[c] not in groups:
+                groups.append(G.gid[c])
+        if len(groups) < 2:
+            continue
+        acc = groups[0]
+        for g in groups[1:]:
+            if g not in G.members or acc not in G.members or g == acc:
+                continue
+            a, b = G.members[acc], G.members[g]
+            merged = a + b
+            if len(G.inputs(merged)) > MAX_INPUTS or G.steps(merged) > MAX_STEPS:
+                continue
+            if len(_outputs_of(fgraph, merged)) > MAX_INPUTS or G.path_through_outside(a, b):
+                continue
+            acc = G.union(acc, g)
+
+
+def _outputs_of(fgraph, nodes):
+    """Outputs of a group read outside it (or graph outputs), in node order."""
+    inside = set(nodes)
+    outs = []
+    for n in nodes:
+        for o in n.outputs:
+            if any(c == "output" or c not in inside for c, _ in _clients(fgraph, o)):
+                outs.append(o)
+    return outs
+
+
+def composite_of(nodes, inputs, outputs):
+    """The Composite computing `outputs` of the Elemwise `nodes` (topologically sorted) from `inputs`."""
+    ref = {id(v): k for k, v in enumerate(inputs)}
+    nin = len(inputs)
+    steps = []
+    for n in nodes:
+        sop = n.op.scalar_op
+        in_refs = [ref[id(i)] for i in n.inputs]
+        if isinstance(sop, Composite):
+            base = nin + len(steps)
+            local = lambda r, base=base, in_refs=in_refs, k=sop.nin: in_refs[r] if r < k else base + r - k  # noqa: E731
+            steps.extend((op, tuple(local(r) for r in refs)) for op, refs in sop.steps)
+            for o, r in zip(n.outputs, sop.outs):
+                ref[id(o)] = local(r)
+        else:
+            steps.append((sop, tuple(in_refs)))
+            ref[id(n.outputs[0])] = nin + len(steps) - 1
+    return Composite(
+        in_dtypes=tuple(v.type.dtype for v in inputs), steps=tuple(steps), outs=tuple(ref[id(o)] for o in outputs)
+    )
+
+
+def fuse_elemwise(fgraph, ctx, rewriter, multi_output=True):
+    """Build one Elemwise(Composite) per group of two or more Elemwise nodes."""
+    G = _Groups(fgraph)
+    _form_chains(G)
+    if multi_output:
+        _merge_siblings(G)
+    for g, nodes in list(G.members.items()):
+        if len(nodes) < 2:
+            continue
+        nodes = sorted(nodes, key=G.pos.__getitem__)
+        inputs = G.inputs(nodes)
+        outputs = _outputs_of(fgraph, nodes)
+        comp = composite_of(nodes, inputs, outputs)
+        new = Elemwise(comp).make_node(*inputs).outputs
+        ctx.replace(rewriter, nodes[-1], list(zip(outputs, new)))
+
+
+class _Tagged:
+    tags = frozenset({"multi_output_fusion", "fusion"})
+
+
+def elemwise_fusion(fgraph, ctx, rewriter):
+    """Chains, and (unless "multi_output_fusion" is excluded) siblings, into Elemwise(Composite)."""
+    fuse_elemwise(fgraph, ctx, rewriter, multi_output=ctx.spec.enabled(_Tagged))
+
+
+def fuse_reduce(fgraph, ctx, rewriter):
+    """reduce(Elemwise(...)) read only by the reduction -> CAReduceElemwise (no full-size temporary)."""
+    for node in fgraph.toposort():
+        if node not in fgraph.nodes or not isinstance(node.op, CAReduce):
+            continue
+        src = node.inputs[0]
+        e = src.owner
+        if not _is_elemwise(e) or len(e.outputs) != 1 or _clients(fgraph, src) != [(node, 0)]:
+            continue
+        sop = e.op.scalar_op
+        if not isinstance(sop, Composite):
+            nin = len(e.inputs)
+            sop = Composite(in_dtypes=tuple(i.type.dtype for i in e.inputs), steps=((sop, tuple(range(nin))),), outs=(nin,))
+        new = CAReduceElemwise(sop, node.op.scalar_op, node.op.axis)(*e.inputs)
+        ctx.replace(rewriter, node, [(node.outputs[0], new)])
