@@ -6,7 +6,7 @@
 array(3.)
 """
 
-from dimgraph import core
+from dimgraph import config, core
 from dimgraph.compile.function import Function, function
 from dimgraph.compile.shared import SharedContext, shared
 from dimgraph.core.basic import constant as _positional_constant  # noqa: F401

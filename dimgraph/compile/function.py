@@ -36,6 +36,8 @@ class Function:
         self._single = single
         self._names = {v.name: k for k, v in enumerate(inputs) if v.name}
         self.source = getattr(run, "source", None)
+        # What the rewrites did (dimgraph.core.rewriting.RewriteTrace): counts, and events when traced.
+        self.rewrite_trace = getattr(fgraph, "rewrite_trace", None)
 
     def _bind(self, args, kwargs):
         n = len(self.inputs)
@@ -137,8 +139,8 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
                 f"{[i.name for i in inputs]}"
             )
     fgraph = FunctionGraph(pos_inputs + shared, pos_outputs + pos_updates)
-    rewrite_graph(fgraph, rewrites)
     backend_module = get_backend(backend)
+    rewrite_graph(fgraph, rewrites, backend=backend_module)
     run = backend_module.compile(fgraph, **options)
     f = Function(
         inputs, outputs, single, fgraph, backend_module.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
