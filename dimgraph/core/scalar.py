@@ -157,7 +157,7 @@ SCALAR_SPECS: dict[str, ScalarSpec] = {
     "digamma": ScalarSpec(1, _vectorize(_digamma_scalar), np.exp, "float"),
     "trigamma": ScalarSpec(1, _vectorize(_trigamma_scalar), np.exp, "float"),
     "logaddexp": ScalarSpec(2, np.logaddexp, np.logaddexp),
-    "round": ScalarSpec(1, np.round, None, "same"),  # half to even, ints unchanged (np.round)
+    "round": ScalarSpec(1, np.round, None, "round"),  # half to even, ints unchanged (np.round)
     "floor": ScalarSpec(1, np.floor, np.floor),
     "ceil": ScalarSpec(1, np.ceil, np.ceil),
     "trunc": ScalarSpec(1, np.trunc, np.trunc),
@@ -227,6 +227,8 @@ def _resolve(name: str, in_dtypes: tuple) -> str:
         raise TypeError(f"scalar op {name} takes {spec.nin} inputs, got {len(dts)}")
     if spec.rule == "same":
         return dts[0].name
+    if spec.rule == "round":  # np.round keeps ints and floats, but bool goes through rint to float16
+        return np.round(np.zeros(1, dts[0])).dtype.name
     if spec.rule == "where":
         return np.result_type(dts[1], dts[2]).name
     if spec.rule == "float" and spec.ufunc.nin != len(dts):  # reciprocal: the dtype of x / x
