@@ -51,7 +51,18 @@ class FunctionGraph:
             f.on_import(self, node)
 
     def _import_graph(self, var):
-        for node in toposort([var], blockers=list(self.clients)):
+        # Walk only the new part (stop at variables already in the graph): O(new nodes), not O(graph).
+        if var in self.clients:
+            return
+        new, stack, seen = [], [var], set()
+        while stack:
+            v = stack.pop()
+            if v in seen or v in self.clients or v.owner is None:
+                continue
+            seen.add(v)
+            new.append(v)
+            stack.extend(v.owner.inputs)
+        for node in toposort([var], blockers=[i for v in new for i in v.owner.inputs if i in self.clients]):
             self._import_node(node)
 
     def _prune(self, var):
