@@ -84,15 +84,21 @@ def _vectorize(fn):
     return impl
 
 
-def _sigmoid(x):
+def _as_float(x):
+    """`x` in the float dtype np.exp gives it (bool and ints cannot be negated safely)."""
     x = np.asarray(x)
+    return x if x.dtype.kind in "fc" else x.astype(np.exp.resolve_dtypes((x.dtype, None))[-1])
+
+
+def _sigmoid(x):
+    x = _as_float(x)
     with np.errstate(over="ignore"):
         e = np.exp(-np.abs(x))
         return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
 def _softplus(x):
-    x = np.asarray(x)
+    x = _as_float(x)
     return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)
 
 
