@@ -1,0 +1,333 @@
+"""Elemwise and DimShuffle against NumPy (and scipy.special for the special functions).
+
+Every scalar op in SCALAR_SPECS runs on every test dtype where NumPy defines it
+(where NumPy raises, building the graph must raise TypeError too). Values are
+compared in the output dtype: rtol is a few ulps of that dtype (core_checks.RTOL);
+the special functions are compared with scipy computed in float64 and cast to
+the output dtype, with rtol = atol = 1e-8 in float64 (digamma/trigamma lose
+digits next to their poles at negative integers, by the reflection formula).
+"""
+
+import numpy as np
+import pytest
+import scipy.special as sp
+from core_checks import DTYPES, arrays, check_outputs, declared, rtol_for, shapes, values_for
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dimgraph as dg
+from dimgraph.core.math import elemwise
+from dimgraph.core.scalar import SCALAR_SPECS
+
+FEW = settings(max_examples=max(4, settings.default.max_examples // 4))
+
+
+def _float_like(fn):
+    """A float64 oracle cast to the dtype NumPy's exp gives (the rule for special functions)."""
+
+    def oracle(x):
+        with np.errstate(all="ignore"):
+            out_dtype = np.exp(np.zeros(1, x.dtype)).dtype
+            return np.asarray(fn(x.astype(np.float64))).astype(out_dtype)
+
+    return oracle
+
+
+SPECIAL = {
+    "sigmoid": _float_like(sp.expit),
+    "softplus": _float_like(lambda x: np.logaddexp(0.0, x)),
+    "erf": _float_like(sp.erf),
+    "erfc": _float_like(sp.erfc),
+    "gammaln": _float_like(lambda x: np.where(x == -np.inf, np.inf, sp.gammaln(x))),  # C lgamma(-inf) = inf
+    "digamma": _float_like(sp.digamma),
+    "trigamma": _float_like(lambda x: sp.polygamma(1, x)),
+}
+
+UNARY = {
+    "neg": np.negative,
+    "abs": np.absolute,
+    "sign": np.sign,
+    "reciprocal": lambda x: np.true_divide(np.ones((), x.dtype), x),
+    "invert": np.invert,
+    "isnan": np.isnan,
+    "isfinite": np.isfinite,
+    "isinf": np.isinf,
+    "exp": np.exp,
+    "exp2": np.exp2,
+    "log": np.log,
+    "log2": np.log2,
+    "log10": np.log10,
+    "log1p": np.log1p,
+    "expm1": np.expm1,
+    "sqrt": np.sqrt,
+    "square": np.square,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "arcsin": np.arcsin,
+    "arccos": np.arccos,
+    "arctan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "round": np.round,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
+    "identity": lambda x: x,
+    **SPECIAL,
+}
+
+BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "true_div": np.true_divide,
+    "floor_div": np.floor_divide,
+    "mod": np.remainder,
+    "pow": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "eq": np.equal,
+    "neq": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+    "arctan2": np.arctan2,
+    "logaddexp": np.logaddexp,
+}
+
+
+def test_every_scalar_op_has_an_oracle():
+    assert set(UNARY) | set(BINARY) | {"where"} == set(SCALAR_SPECS)
+
+
+def _numpy_defines(fn, *dtypes):
+    try:
+        with np.errstate(all="ignore"):
+            fn(*[np.ones(1, d) for d in dtypes])
+        return True
+    except TypeError:
+        return False
+
+
+def _tol(name, dtype):
+    if name in SPECIAL:
+        return dict(rtol=max(1e-8, rtol_for(dtype, 4)), atol=1e-8 if dtype == "float64" else rtol_for(dtype, 4))
+    if name in ("tan", "sinh", "cosh", "exp", "exp2", "expm1", "pow"):
+        return dict(rtol=rtol_for(dtype, 4), atol=0)
+    return dict(rtol=rtol_for(dtype, 4), atol=rtol_for(dtype))
+
+
+def _elements(name, dtype, position=0):
+    if name == "pow" and position == 1 and np.dtype(dtype).kind in "iu":
+        return values_for(dtype, 0, 3)
+    if name == "pow" and np.dtype(dtype).kind in "iu":
+        return values_for(dtype, -4, 4)
+    if name in ("exp", "exp2", "sinh", "cosh", "expm1") and np.dtype(dtype).kind == "f":
+        return values_for(dtype, -30, 30, finite=False)
+    return values_for(dtype, -10, 10, finite=False)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary(backend, name, dtype):
+    oracle = UNARY[name]
+    if not _numpy_defines(oracle, dtype):
+        with pytest.raises(TypeError):
+            elemwise(name, dg.tensor("x", shape=(None, None), dtype=dtype))
+        return
+    x = dg.tensor("x", shape=(None, None), dtype=dtype)
+    y = elemwise(name, x)
+
+    @FEW
+    @given(arrays(dtype, shapes(2, 2, 0, 3), elements=_elements(name, dtype)))
+    def check(data):
+        with np.errstate(all="ignore"):
+            expected = np.asarray(oracle(data))
+        check_outputs(backend, [x], y, [data], expected, key=("unary", name, dtype), **_tol(name, expected.dtype))
+
+    check()
+
+
+BINARY_DTYPE_PAIRS = [(d, d) for d in DTYPES] + [
+    ("int8", "float32"),
+    ("int32", "int64"),
+    ("bool", "int8"),
+    ("float32", "float64"),
+    ("int64", "float32"),
+    ("int8", "int32"),
+]
+
+
+@pytest.mark.parametrize("dtypes", BINARY_DTYPE_PAIRS, ids=lambda p: "-".join(p))
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary(backend, name, dtypes):
+    oracle = BINARY[name]
+    if not _numpy_defines(oracle, *dtypes):
+        with pytest.raises(TypeError):
+            elemwise(name, dg.tensor("x", shape=(None,), dtype=dtypes[0]), dg.tensor("y", shape=(None,), dtype=dtypes[1]))
+        return
+    x = dg.tensor("x", shape=(None, 3), dtype=dtypes[0])
+    y = dg.tensor("y", shape=(1, None), dtype=dtypes[1])  # static 1 broadcasts
+    z = elemwise(name, x, y)
+
+    @FEW
+    @given(st.data())
+    def check(data):
+        n = data.draw(st.integers(0, 3))
+        a = data.draw(arrays(dtypes[0], (n, 3), elements=_elements(name, dtypes[0], 0)))
+        b = data.draw(arrays(dtypes[1], (1, 3), elements=_elements(name, dtypes[1], 1)))
+        with np.errstate(all="ignore"):
+            expected = np.asarray(oracle(a, b))
+        check_outputs(backend, [x, y], z, [a, b], expected, key=("binary", name, dtypes), **_tol(name, expected.dtype))
+
+    check()
+
+
+@pytest.mark.parametrize("dtypes", [("bool", "int8", "float32"), ("bool", "int64", "int64"), ("bool", "float32", "float64")])
+def test_where(backend, dtypes):
+    c = dg.tensor("c", shape=(None,), dtype=dtypes[0])
+    a = dg.tensor("a", shape=(None,), dtype=dtypes[1])
+    b = dg.tensor("b", shape=(1,), dtype=dtypes[2])
+    out = dg.where(c, a, b)
+
+    @FEW
+    @given(st.data())
+    def check(data):
+        n = data.draw(st.integers(0, 4))
+        cv = data.draw(arrays(dtypes[0], (n,)))
+        av = data.draw(arrays(dtypes[1], (n,)))
+        bv = data.draw(arrays(dtypes[2], (1,)))
+        check_outputs(backend, [c, a, b], out, [cv, av, bv], np.where(cv, av, bv), key=("where", dtypes), exact=True)
+
+    check()
+
+
+# NEP 50: Python scalars are weak, NumPy scalars and arrays are not.
+NEP50_CASES = [
+    ("int8", lambda x: x + 1),
+    ("int8", lambda x: x * 2),
+    ("int8", lambda x: x / 2),
+    ("int32", lambda x: x // 3),
+    ("int32", lambda x: 7 % x),
+    ("float32", lambda x: x + 1.5),
+    ("float32", lambda x: 2.0 ** x),
+    ("float32", lambda x: x * 3),
+    ("int64", lambda x: x + 1.5),
+    ("int8", lambda x: x + 1.5),
+    ("bool", lambda x: x + 1),
+    ("bool", lambda x: x & True),
+    ("float32", lambda x: x + np.float64(1)),
+    ("int8", lambda x: x + np.int32(1)),
+    ("float32", lambda x: dg.maximum(x, 0) if isinstance(x, dg.core.Variable) else np.maximum(x, 0)),
+    ("int8", lambda x: dg.where(x > 2, x, 100) if isinstance(x, dg.core.Variable) else np.where(x > 2, x, 100)),
+    ("int32", lambda x: x < 2.5),
+]
+
+
+@pytest.mark.parametrize("case", range(len(NEP50_CASES)))
+def test_python_scalars_follow_nep50(backend, case):
+    dtype, fn = NEP50_CASES[case]
+    x = dg.tensor("x", shape=(None,), dtype=dtype)
+    y = fn(x)
+
+    @FEW
+    @given(arrays(dtype, shapes(1, 1, 0, 3), elements=values_for(dtype, 1, 5)))
+    def check(data):
+        with np.errstate(all="ignore"):
+            expected = np.asarray(fn(data))
+        check_outputs(backend, [x], y, [data], expected, key=("nep50", case), rtol=rtol_for(expected.dtype, 4))
+
+    check()
+
+
+@given(st.data())
+def test_broadcasting_static_shapes(data):
+    """Static shapes after broadcasting (with sizes 0 and 1 and unknown sizes) match NumPy's result."""
+    shape = data.draw(shapes(0, 3, 0, 3))
+    ndim_b = data.draw(st.integers(0, len(shape)))
+    b_shape = tuple(data.draw(st.sampled_from([1, s])) for s in shape[len(shape) - ndim_b :])
+    a_decl = data.draw(declared(shape))
+    b_decl = tuple(1 if s == 1 else d for s, d in zip(b_shape, data.draw(declared(b_shape))))
+    x = dg.tensor("x", shape=a_decl)
+    y = dg.tensor("y", shape=b_decl)
+    out = x * y + 1.0
+    a = data.draw(arrays("float64", shape))
+    b = data.draw(arrays("float64", b_shape))
+    check_outputs("python", [x, y], out, [a, b], a * b + 1.0)
+
+
+def test_runtime_broadcast_of_unknown_size_is_shape_error(backend):
+    x = dg.tensor("x", shape=(None,))
+    y = dg.tensor("y", shape=(3,))
+    f = dg.function([x, y], x + y, backend=backend)
+    np.testing.assert_allclose(f(np.ones(3), np.ones(3)), 2.0)
+    with pytest.raises(dg.ShapeError):
+        f(np.ones(1), np.ones(3))
+
+
+def test_static_size_mismatch_is_shape_error():
+    with pytest.raises(dg.ShapeError, match="axis 0"):
+        dg.tensor("x", shape=(2,)) + dg.tensor("y", shape=(3,))
+
+
+def test_special_function_edges():
+    """inf, nan and the poles (they raised OverflowError before)."""
+    x = np.array([np.inf, np.nan, 0.0, -0.0, -1.0, -2.5, 1.4616321449683622, 3.0])
+    v = dg.tensor("v", shape=(None,))
+    f = dg.function([v], [dg.digamma(v), elemwise("trigamma", v), dg.gammaln(v)], backend="python")
+    dig, tri, lg = f(x)
+    np.testing.assert_allclose(dig, sp.digamma(x), rtol=1e-10, atol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(tri, sp.polygamma(1, x), rtol=1e-10, equal_nan=True)
+    np.testing.assert_allclose(lg, sp.gammaln(x), rtol=1e-10, equal_nan=True)
+
+
+# ---------------------------------------------------------------------------
+# DimShuffle
+
+
+@given(st.data())
+def test_dimshuffle(data):
+    shape = data.draw(shapes(0, 3, 0, 3))
+    decl = data.draw(declared(shape))
+    perm = data.draw(st.permutations(range(len(shape))))
+    n_new = data.draw(st.integers(0, 2))
+    order = list(perm)
+    for _ in range(n_new):
+        order.insert(data.draw(st.integers(0, len(order))), "x")
+    # drop axes of static size 1
+    droppable = [a for a in perm if decl[a] == 1]
+    drop = set(data.draw(st.lists(st.sampled_from(droppable), unique=True))) if droppable else set()
+    order = [o for o in order if o not in drop]
+    x = dg.tensor("x", shape=decl, dtype="int32")
+    op = dg.core.DimShuffle(len(shape), tuple(order))
+    y = op(x)
+    a = data.draw(arrays("int32", shape))
+    kept = [o for o in order if o != "x"]
+    expected = np.transpose(a, kept + sorted(drop)).reshape([a.shape[k] for k in kept])
+    expected = np.expand_dims(expected, [k for k, o in enumerate(order) if o == "x"])
+    check_outputs("python", [x], y, [a], expected)
+
+
+def test_dimshuffle_rejects_dropping_non_broadcastable():
+    with pytest.raises(ValueError, match="cannot drop axis 0"):
+        dg.core.DimShuffle(2, (1,))(dg.tensor("x", shape=(None, 3)))
+
+
+@given(st.data())
+def test_transpose_expand_squeeze_helpers(data):
+    shape = data.draw(shapes(1, 3, 0, 3))
+    x = dg.tensor("x", shape=data.draw(declared(shape)))
+    a = data.draw(arrays("float64", shape))
+    axes = data.draw(st.permutations(range(len(shape))))
+    new_axis = data.draw(st.integers(-len(shape) - 1, len(shape)))
+    outs = [dg.core.transpose(x, axes), x.T, dg.core.expand_dims(x, new_axis)]
+    expected = [np.transpose(a, axes), a.T, np.expand_dims(a, new_axis)]
+    ones = dg.tensor("o", shape=(1,) + tuple(data.draw(declared(shape))))
+    outs.append(dg.core.squeeze(ones, 0))
+    check_outputs("python", [x, ones], outs, [a, a[None]], expected + [a])
