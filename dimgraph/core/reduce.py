@@ -211,7 +211,8 @@ def _arg(mode, x, axis, keepdims):
     if axis is None:
         from dimgraph.core.shape_ops import reshape
 
-        x, axis = reshape(x, (-1,)), 0
+        out = Argmax(0, mode)(reshape(x, (-1,)))
+        return reshape(out, (1,) * x.type.ndim) if keepdims else out  # NumPy keeps every axis, as size 1
     (a,) = normalize_axis(axis, x.type.ndim)
     return _keep(x, Argmax(a, mode)(x), (a,), keepdims)
 
