@@ -1,0 +1,327 @@
+"""Products: `MatMul` (NumPy matmul, batch broadcasting), `Einsum`, and `dot`/`tensordot` built on them.
+
+Batch axes broadcast as in Elemwise: only a static size 1 (or a missing
+leading axis) stretches; an unknown size that turns out to be 1 against a
+longer one is a run-time `ShapeError`. `Einsum` keeps its subscripts in one
+normal form (explicit output, ellipses spelled out as letters, letters
+renamed in order of appearance), so equal contractions are equal ops.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+
+import numpy as np
+
+from dimgraph.core.basic import as_tensor
+from dimgraph.core.graph import Op
+from dimgraph.core.shape import build, static_or_symbolic
+from dimgraph.errors import ShapeError
+
+
+def _broadcast_static(op_name, shapes, static_shapes):
+    """Right-aligned broadcast of batch shapes; entries ints or symbolic."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for ax in range(ndim):
+        cands = []
+        for sh, st in zip(shapes, static_shapes):
+            k = ax - (ndim - len(sh))
+            if k >= 0:
+                cands.append((sh[k], st[k]))
+        known = {st for _, st in cands if st not in (None, 1)}
+        if len(known) > 1:
+            raise ShapeError(f"{op_name}: batch axes cannot broadcast: shapes {[tuple(st) for st in static_shapes]}")
+        if known:
+            out.append(known.pop())
+        elif all(st == 1 for _, st in cands):
+            out.append(1)
+        else:
+            out.append(next(e for e, st in cands if st is None))
+    return tuple(out)
+
+
+def _check_runtime_broadcast(op, static_shapes, shapes):
+    ndim = max((len(s) for s in shapes), default=0)
+    target = np.broadcast_shapes(*shapes) if shapes else ()
+    for st, sh in zip(static_shapes, shapes):
+        off = ndim - len(sh)
+        for k, (s, n) in enumerate(zip(st, sh)):
+            if s is None and n != target[off + k]:
+                raise ShapeError(
+                    f"{op}: a batch axis has size {n} where another input has {target[off + k]}; "
+                    "only axes of static size 1 broadcast"
+                )
+
+
+@dataclass(frozen=True)
+class MatMul(Op):
+    """`a @ b` with NumPy semantics: 1-d operands are promoted and their axis dropped; batch axes broadcast."""
+
+    def make_node(self, a, b):
+        a, b = as_tensor(a), as_tensor(b)
+        if a.type.ndim == 0 or b.type.ndim == 0:
+            raise ValueError(f"matmul: operands must have at least 1 axis, got {a.type} and {b.type}")
+        k_a = a.type.shape[-1]
+        k_b = b.type.shape[0] if b.type.ndim == 1 else b.type.shape[-2]
+        if k_a is not None and k_b is not None and k_a != k_b:
+            raise ShapeError(f"matmul: the contracted axes differ: {k_a} in {a!r} ({a.type}) and {k_b} in {b!r} ({b.type})")
+        try:
+            dtype = np.matmul.resolve_dtypes((np.dtype(a.type.dtype), np.dtype(b.type.dtype), None))[-1].name
+        except TypeError as err:
+            raise TypeError(f"matmul is not defined for dtypes {a.type.dtype} and {b.type.dtype}: {err}") from None
+        return build(self, [a, b], [dtype])
+
+    @staticmethod
+    def _batch(x_type, shape):
+        return tuple(shape[:-2]), tuple(x_type.shape[:-2])
+
+    def infer_shape(self, inputs, input_shapes):
+        a, b = inputs
+        sa, sb = input_shapes
+        ba, sta = self._batch(a.type, sa) if a.type.ndim > 1 else ((), ())
+        bb, stb = self._batch(b.type, sb) if b.type.ndim > 1 else ((), ())
+        batch = _broadcast_static("matmul", [ba, bb], [sta, stb])
+        rows = (sa[-2],) if a.type.ndim > 1 else ()
+        cols = (sb[-1],) if b.type.ndim > 1 else ()
+        return [batch + rows + cols]
+
+    def perform(self, node, inputs):
+        a, b = inputs
+        ta, tb = node.inputs[0].type, node.inputs[1].type
+        if a.shape[-1] != (b.shape[0] if b.ndim == 1 else b.shape[-2]):
+            raise ShapeError(f"matmul: the contracted axes differ: shapes {a.shape} and {b.shape}")
+        if a.ndim > 2 or b.ndim > 2:
+            _check_runtime_broadcast(
+                self,
+                [ta.shape[:-2] if a.ndim > 1 else (), tb.shape[:-2] if b.ndim > 1 else ()],
+                [a.shape[:-2] if a.ndim > 1 else (), b.shape[:-2] if b.ndim > 1 else ()],
+            )
+        return [np.asarray(np.matmul(a, b), dtype=node.outputs[0].type.dtype)]
+
+    def __str__(self):
+        return "MatMul"
+
+
+def matmul(a, b):
+    """Matrix product with NumPy's `matmul` rules (1-d operands, broadcasting batch axes).
+
+    >>> import dimgraph as dg, numpy as np
+    >>> a = dg.tensor("a", shape=(5, None, 3))
+    >>> (a @ np.ones(3)).type.shape
+    (5, None)
+    """
+    return MatMul()(a, b)
+
+
+def dot(a, b):
+    """`np.dot`: scalars multiply, 1-d and 2-d operands use matmul, else contract a's last with b's second-to-last axis.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> dg.core.dot(np.ones((2, 3)), np.ones(3)).eval().tolist()
+    [3.0, 3.0]
+    """
+    from dimgraph.core.math import mul
+
+    a, b = as_tensor(a), as_tensor(b)
+    if a.type.ndim == 0 or b.type.ndim == 0:
+        return mul(a, b)
+    if b.type.ndim <= 2:
+        return matmul(a, b)
+    return tensordot(a, b, axes=([a.type.ndim - 1], [b.type.ndim - 2]))
+
+
+def tensordot(a, b, axes=2):
+    """Sum of products over the given axes (as `np.tensordot`), through reshape and one matmul.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> dg.core.tensordot(np.ones((2, 3, 4)), np.ones((3, 4, 5))).type.shape
+    (2, 5)
+    """
+    from dimgraph.core.shape_ops import reshape, transpose
+
+    a, b = as_tensor(a), as_tensor(b)
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > min(a.type.ndim, b.type.ndim):
+            raise ValueError(f"tensordot: axes={n} is out of range for {a.type} and {b.type}")
+        axes_a, axes_b = list(range(a.type.ndim - n, a.type.ndim)), list(range(n))
+    else:
+        axes_a, axes_b = axes
+        axes_a = [axes_a] if isinstance(axes_a, (int, np.integer)) else list(axes_a)
+        axes_b = [axes_b] if isinstance(axes_b, (int, np.integer)) else list(axes_b)
+    if len(axes_a) != len(axes_b):
+        raise ValueError(f"tensordot: axes lists differ in length: {axes_a} and {axes_b}")
+    axes_a = [int(x) % a.type.ndim if -a.type.ndim <= x < a.type.ndim else _bad_axis(x, a) for x in axes_a]
+    axes_b = [int(x) % b.type.ndim if -b.type.ndim <= x < b.type.ndim else _bad_axis(x, b) for x in axes_b]
+    for xa, xb in zip(axes_a, axes_b):
+        sa, sb = a.type.shape[xa], b.type.shape[xb]
+        if sa is not None and sb is not None and sa != sb:
+            raise ShapeError(f"tensordot: shape mismatch for sum: axis {xa} of a has {sa}, axis {xb} of b has {sb}")
+    free_a = [x for x in range(a.type.ndim) if x not in axes_a]
+    free_b = [x for x in range(b.type.ndim) if x not in axes_b]
+    sa, sb = static_or_symbolic(a), static_or_symbolic(b)
+    at = transpose(a, free_a + axes_a)
+    bt = transpose(b, axes_b + free_b)
+    m = _prod([sa[x] for x in free_a])
+    k = _prod([sa[x] for x in axes_a])
+    n = _prod([sb[x] for x in free_b])
+    out = matmul(reshape(at, (m, k)), reshape(bt, (k, n)))
+    return reshape(out, tuple(sa[x] for x in free_a) + tuple(sb[x] for x in free_b))
+
+
+def _bad_axis(x, v):
+    raise ValueError(f"tensordot: axis {x} is out of range for {v!r} with {v.type.ndim} axes")
+
+
+def _prod(entries):
+    total = 1
+    for e in entries:
+        total = total * e
+    return total
+
+
+# ---------------------------------------------------------------------------
+# einsum
+
+
+def normalize_subscripts(subscripts, ndims):
+    """The einsum subscripts in normal form: explicit output, no ellipsis, letters renamed by first use.
+
+    >>> normalize_subscripts("...ij,...jk", (3, 2))
+    'abc,cd->abd'
+    """
+    subscripts = subscripts.replace(" ", "")
+    if "->" in subscripts:
+        lhs, out = subscripts.split("->")
+        explicit = True
+    else:
+        lhs, out, explicit = subscripts, None, False
+    terms = lhs.split(",")
+    if len(terms) != len(ndims):
+        raise ValueError(f"einsum: {len(terms)} operand subscripts in {subscripts!r} but {len(ndims)} operands")
+    used = set(subscripts) - set(",->.")
+    bad = [c for c in used if c not in string.ascii_letters]
+    if bad:
+        raise ValueError(f"einsum: invalid subscript characters {bad} in {subscripts!r}")
+    spare = [c for c in string.ascii_letters if c not in used]
+    n_ell = 0
+    for term, nd in zip(terms, ndims):
+        if "..." in term:
+            n_ell = max(n_ell, nd - len(term.replace("...", "")))
+    ell_letters = spare[:n_ell]
+    expanded = []
+    for term, nd in zip(terms, ndims):
+        if term.count("...") > 1 or "." in term.replace("...", ""):
+            raise ValueError(f"einsum: invalid ellipsis in {term!r}")
+        if "..." in term:
+            k = nd - len(term.replace("...", ""))
+            if k < 0:
+                raise ValueError(f"einsum: operand subscripts {term!r} have more letters than the operand's {nd} axes")
+            term = term.replace("...", "".join(ell_letters[n_ell - k :]))
+        if len(term) != nd:
+            raise ValueError(f"einsum: subscripts {term!r} name {len(term)} axes but the operand has {nd}")
+        expanded.append(term)
+    if explicit:
+        if "..." in out:
+            out = out.replace("...", "".join(ell_letters))
+        elif n_ell:
+            raise ValueError(f"einsum: output subscripts {out!r} must contain '...' when the inputs do")
+        if len(set(out)) != len(out):
+            raise ValueError(f"einsum: output subscripts {out!r} repeat a letter")
+        missing = [c for c in out if not any(c in t for t in expanded)]
+        if missing:
+            raise ValueError(f"einsum: output letters {missing} do not appear in the inputs")
+    else:
+        counts = {}
+        for t in expanded:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        out = "".join(ell_letters) + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in ell_letters))
+    rename = {}
+    for c in "".join(expanded) + out:
+        rename.setdefault(c, string.ascii_letters[len(rename)])
+    return ",".join("".join(rename[c] for c in t) for t in expanded) + "->" + "".join(rename[c] for c in out)
+
+
+def _letter_sizes(op_name, terms, shapes, static_shapes):
+    """For each letter: its size (int or symbolic), the first known non-1 size winning."""
+    sizes = {}
+    for term, sh, st in zip(terms, shapes, static_shapes):
+        for c, e, s in zip(term, sh, st):
+            sizes.setdefault(c, []).append((e, s))
+    out = {}
+    for c, cands in sizes.items():
+        known = {s for _, s in cands if s not in (None, 1)}
+        if len(known) > 1:
+            raise ShapeError(f"einsum: letter {c!r} has sizes {sorted(known)} across the operands ({op_name})")
+        if known:
+            out[c] = known.pop()
+        elif all(s == 1 for _, s in cands):
+            out[c] = 1
+        else:
+            out[c] = next(e for e, s in cands if s is None)
+    return out
+
+
+@dataclass(frozen=True)
+class Einsum(Op):
+    """`np.einsum` with normalised `subscripts` (see `normalize_subscripts`); size-1 axes broadcast."""
+
+    subscripts: str
+
+    @property
+    def terms(self):
+        return self.subscripts.split("->")[0].split(",")
+
+    @property
+    def output(self):
+        return self.subscripts.split("->")[1]
+
+    def make_node(self, *operands):
+        operands = [as_tensor(o) for o in operands]
+        terms = self.terms
+        if len(terms) != len(operands) or any(len(t) != o.type.ndim for t, o in zip(terms, operands)):
+            raise ValueError(f"{self}: operands {[str(o.type) for o in operands]} do not fit the subscripts")
+        dtype = np.einsum(self.subscripts, *[np.zeros((1,) * o.type.ndim, o.type.dtype) for o in operands]).dtype.name
+        return build(self, operands, [dtype])
+
+    def infer_shape(self, inputs, input_shapes):
+        sizes = _letter_sizes(self.subscripts, self.terms, input_shapes, [i.type.shape for i in inputs])
+        return [tuple(sizes[c] for c in self.output)]
+
+    def perform(self, node, inputs):
+        terms = self.terms
+        actual = {}
+        for term, x in zip(terms, inputs):
+            for c, n in zip(term, x.shape):
+                actual.setdefault(c, set()).add(n)
+        target = {c: max(s) for c, s in actual.items()}
+        for term, x, var in zip(terms, inputs, node.inputs):
+            for c, n, s in zip(term, x.shape, var.type.shape):
+                if n != target[c] and (s is None or n != 1):
+                    raise ShapeError(
+                        f"{self}: letter {c!r} has sizes {sorted(actual[c])} across the operands; "
+                        "only axes of static size 1 broadcast"
+                    )
+        # letters repeated within one operand (diagonals) must not broadcast; give NumPy full sizes
+        args = []
+        for term, x in zip(terms, inputs):
+            if len(set(term)) != len(term) and any(x.shape[k] != target[c] for k, c in enumerate(term)):
+                x = np.broadcast_to(x, tuple(target[c] for c in term))
+            args.append(x)
+        return [np.asarray(np.einsum(self.subscripts, *args), dtype=node.outputs[0].type.dtype)]
+
+
+def einsum(subscripts, *operands):
+    """Einstein summation as `np.einsum` (implicit or explicit output, `...` for broadcast axes).
+
+    >>> import dimgraph as dg, numpy as np
+    >>> a = dg.tensor("a", shape=(None, 3))
+    >>> y = dg.core.einsum("ij,j->i", a, np.arange(3.0))
+    >>> y.owner.op.subscripts, y.eval({a: np.ones((2, 3))}).tolist()
+    ('ab,b->a', [3.0, 3.0])
+    """
+    operands = [as_tensor(o) for o in operands]
+    return Einsum(normalize_subscripts(subscripts, tuple(o.type.ndim for o in operands)))(*operands)
