@@ -41,4 +41,16 @@ from dimgraph.core.shape_ops import (  # noqa: F401
     zeros_like,
 )
 from dimgraph.core.type import TensorType, Type
+from dimgraph.core.subtensor import (  # noqa: F401
+    AdvancedIncSubtensor,
+    AdvancedSubtensor,
+    IncSubtensor,
+    Subtensor,
+    getitem,
+    inc_subtensor,
+    set_subtensor,
+)
+from dimgraph.core.join import Join, Split, concatenate, split, split_sizes, stack  # noqa: F401
+from dimgraph.core.linalg import Einsum, MatMul, dot, einsum, matmul, tensordot  # noqa: F401
+from dimgraph.core.extra import ARange, Assert, CumOp, arange, assert_op, cumprod, cumsum, diff  # noqa: F401
 from dimgraph.core.variable import TensorConstant, TensorVariable
