@@ -56,9 +56,9 @@ def _trigamma_scalar(x: float) -> float:
     result = 0.0
     if x < 0.0:  # reflection: psi1(1 - x) + psi1(x) = pi^2 / sin^2(pi x)
         s = math.sin(math.pi * x)
-        return -_trigamma_scalar(1.0 - x) + math.pi * math.pi / (s * s)
+        return -_trigamma_scalar(1.0 - x) + (math.pi / s) * (math.pi / s)
     while x < 12.0:
-        result += 1.0 / (x * x)
+        result += 1.0 / x / x  # x * x underflows to 0 for tiny x
         x += 1.0
     inv = 1.0 / x
     inv2 = inv * inv
