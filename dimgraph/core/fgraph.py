@@ -1,8 +1,9 @@
 """`FunctionGraph`: the one mutable container that rewrites and backends work on.
 
 It owns a copy of the graph between its inputs and outputs, keeps for every
-variable the list of its clients `(node, input_index)` (an output is a client
-`("output", i)`), and tells listening features about every change. Variables are
+variable its clients `(node, input_index)` (an output is a client
+`("output", i)`; an insertion-ordered dict used as a set, so dropping one client of
+a variable with thousands is O(1)), and tells listening features about every change. Variables are
 never mutated in place except for `node.inputs[i]` through `replace`.
 """
 
@@ -22,11 +23,11 @@ class FunctionGraph:
         self.clients = {}
         self.nodes = set()
         for v in inputs:
-            self.clients.setdefault(v, [])
+            self.clients.setdefault(v, {})
         for node in toposort(outputs, blockers=inputs):
             self._import_node(node)
         for i, out in enumerate(outputs):
-            self.clients.setdefault(out, []).append(("output", i))
+            self.clients.setdefault(out, {})[("output", i)] = None
         self._check_inputs_reachable()
 
     def _check_inputs_reachable(self):
@@ -44,9 +45,9 @@ class FunctionGraph:
             return
         self.nodes.add(node)
         for i, inp in enumerate(node.inputs):
-            self.clients.setdefault(inp, []).append((node, i))
+            self.clients.setdefault(inp, {})[(node, i)] = None
         for out in node.outputs:
-            self.clients.setdefault(out, [])
+            self.clients.setdefault(out, {})
         for f in self.features:
             f.on_import(self, node)
 
@@ -81,7 +82,7 @@ class FunctionGraph:
             for i, inp in enumerate(node.inputs):
                 cl = self.clients.get(inp)
                 if cl is not None:
-                    cl.remove((node, i))
+                    cl.pop((node, i), None)
                     if not cl:
                         stack.append(inp)
             for f in self.features:
@@ -106,8 +107,8 @@ class FunctionGraph:
                 self.outputs[i] = new
             else:
                 client.inputs[i] = new
-            self.clients[old].remove((client, i))
-            self.clients.setdefault(new, []).append((client, i))
+            del self.clients[old][(client, i)]
+            self.clients.setdefault(new, {})[(client, i)] = None
             for f in self.features:
                 f.on_change_input(self, client, i, old, new, reason)
         if prune:
