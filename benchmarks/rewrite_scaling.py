@@ -5,12 +5,14 @@
 The chain alternates tanh(y) and y * 1.0001 + 0.5 on a vector, so every phase
 has work (merge, folding of the padded constants, fusion into kernels of up to
 MAX_STEPS steps). Times are medians over repeats; the exponent is the slope of
-log(time) against log(n) by least squares (1.0 = linear).
+log(time) against log(n) by least squares (1.0 = linear). Times are process CPU
+time after a `gc.collect()`, since the benchmark machine is shared.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -32,9 +34,10 @@ def measure(n, repeats, rewrites="default"):
     times = []
     for _ in range(repeats):
         x, y = chain(n)
-        t0 = time.perf_counter()
+        gc.collect()
+        t0 = time.process_time()  # CPU time: the machine is shared, wall time is noisy
         f = dg.function([x], y, backend="python", rewrites=rewrites)
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - t0)
     f(np.zeros(3))  # the compiled function runs
     return statistics.median(times), len(f.fgraph.nodes)
 

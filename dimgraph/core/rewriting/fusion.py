@@ -240,7 +240,7 @@ def fuse_reduce(fgraph, ctx, rewriter):
             continue
         src = node.inputs[0]
         e = src.owner
-        if not _is_elemwise(e) or len(e.outputs) != 1 or _clients(fgraph, src) != [(node, 0)]:
+        if not _is_elemwise(e) or len(e.outputs) != 1 or list(_clients(fgraph, src)) != [(node, 0)]:
             continue
         sop = e.op.scalar_op
         if not isinstance(sop, Composite):
