@@ -59,9 +59,11 @@ def main(argv=None):
     ts = np.log([r[1] for r in rows])
     slope = np.polyfit(ns, ts, 1)[0]
     print(f"fitted growth exponent (time ~ n^k): k = {slope:.2f}")
-    if len(rows) >= 2:
-        (n1, t1), (n2, t2) = rows[-2], rows[-1]
-        print(f"exponent between n={n1} and n={n2}: {np.log(t2 / t1) / np.log(n2 / n1):.2f}")
+    times = dict(rows)
+    pairs = [(1000, 10000)] if {1000, 10000} <= set(times) else []
+    pairs += [(rows[-2][0], rows[-1][0])] if len(rows) >= 2 else []
+    for n1, n2 in dict.fromkeys(pairs):
+        print(f"exponent between n={n1} and n={n2}: {np.log(times[n2] / times[n1]) / np.log(n2 / n1):.2f}")
 
 
 if __name__ == "__main__":
