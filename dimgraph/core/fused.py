@@ -1,4 +1,4 @@
-"""`CAReduceElemwise`: a reduction of a fused elementwise expression, with no full-size temporary.
+"""`CAReduceElemwise`: reductions of a fused elementwise expression, with no full-size temporary.
 
 The fusion phase (`dimgraph.core.rewriting.fusion`) turns `sum(f(a, b, ...))`,
 where `f` is an Elemwise read only by the reduction, into one node: the scalar
@@ -36,7 +36,11 @@ BLOCK_ELEMENTS = 1 << 16  # elements of the elementwise result evaluated at once
 
 @dataclass(frozen=True)
 class CAReduceElemwise(Op):
-    """`reducer` over `axis` of the single output of `scalar_op` applied elementwise to the inputs.
+    """`reducer` over `axis` of every output of `scalar_op` applied elementwise to the inputs.
+
+    A multi-output `scalar_op` gives one reduced output per composite output:
+    the sum of a log-density term and the sums of its gradient terms come from
+    one loop over the data.
 
     >>> import dimgraph as dg, numpy as np
     >>> from dimgraph.core.scalar import Composite, ScalarOp
@@ -53,8 +57,6 @@ class CAReduceElemwise(Op):
     def __post_init__(self):
         if self.reducer not in REDUCERS:
             raise ValueError(f"CAReduceElemwise: unknown reducer {self.reducer!r}; known: {sorted(REDUCERS)}")
-        if self.scalar_op.nout != 1:
-            raise ValueError(f"CAReduceElemwise: the composite must have one output, it has {self.scalar_op.nout}")
 
     @property
     def elemwise(self):
@@ -65,46 +67,51 @@ class CAReduceElemwise(Op):
         dtypes = tuple(i.type.dtype for i in inputs)
         if dtypes != tuple(self.scalar_op.in_dtypes):
             raise TypeError(f"{self}: expected input dtypes {self.scalar_op.in_dtypes}, got {dtypes}")
-        # Elemwise validates arity, ndim and static broadcasting; its output type is the reduced array.
-        full = self.elemwise.make_node(*inputs).outputs[0]
-        if any(not 0 <= a < full.type.ndim for a in self.axis):
-            raise ValueError(f"{self}: axes {self.axis} out of range for {full.type}")
-        if self.reducer in ("maximum", "minimum") and any(full.type.shape[a] == 0 for a in self.axis):
+        # Elemwise validates arity, ndim and static broadcasting; its output types are the unreduced arrays.
+        full = self.elemwise.make_node(*inputs).outputs
+        ndim = full[0].type.ndim
+        if any(not 0 <= a < ndim for a in self.axis):
+            raise ValueError(f"{self}: axes {self.axis} out of range for {full[0].type}")
+        if self.reducer in ("maximum", "minimum") and any(full[0].type.shape[a] == 0 for a in self.axis):
             raise ValueError(f"{self}: cannot reduce an empty axis (no identity for {self.reducer})")
-        dtype = REDUCERS[self.reducer](np.zeros((1,), dtype=full.type.dtype)).dtype.name
-        return build(self, inputs, [dtype])
+        out_dtypes = [REDUCERS[self.reducer](np.zeros((1,), dtype=f.type.dtype)).dtype.name for f in full]
+        return build(self, inputs, out_dtypes)
 
     def infer_shape(self, inputs, input_shapes):
-        (full,) = self.elemwise.infer_shape(inputs, input_shapes)[:1]
-        return [tuple(s for a, s in enumerate(full) if a not in self.axis)]
+        full = self.elemwise.infer_shape(inputs, input_shapes)[0]
+        return [tuple(s for a, s in enumerate(full) if a not in self.axis)] * self.scalar_op.nout
 
     def perform(self, node, inputs):
         _check_broadcast(self, node, inputs)
-        dtype = node.outputs[0].type.dtype
+        dtypes = [o.type.dtype for o in node.outputs]
         shape = np.broadcast_shapes(*[np.shape(i) for i in inputs])
-        reduce = REDUCERS[self.reducer]
         n = shape[0] if shape else 1
         row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
         step = max(1, BLOCK_ELEMENTS // max(row, 1))
         if not shape or n <= step:
-            return [np.asarray(reduce(self._block(inputs, shape), axis=self.axis), dtype=dtype)]
+            return self._reduce_block(inputs, shape, dtypes)
         parts = []
         for start in range(0, n, step):
             sl = slice(start, min(n, start + step))
             block_inputs = [i[sl] if np.shape(i)[0] != 1 else i for i in inputs]
-            block_shape = (sl.stop - sl.start,) + tuple(shape[1:])
-            parts.append(np.asarray(reduce(self._block(block_inputs, block_shape), axis=self.axis), dtype=dtype))
-        if 0 in self.axis:
-            out = parts[0]
-            for p in parts[1:]:
-                out = COMBINE[self.reducer](out, p)
-        else:
-            out = np.concatenate(parts, axis=0)
-        return [np.asarray(out, dtype=dtype)]
+            parts.append(self._reduce_block(block_inputs, (sl.stop - sl.start,) + tuple(shape[1:]), dtypes))
+        outs = []
+        for k, dtype in enumerate(dtypes):
+            if 0 in self.axis:
+                out = parts[0][k]
+                for p in parts[1:]:
+                    out = COMBINE[self.reducer](out, p[k])
+            else:
+                out = np.concatenate([p[k] for p in parts], axis=0)
+            outs.append(np.asarray(out, dtype=dtype))
+        return outs
 
-    def _block(self, inputs, shape):
-        (res,) = self.scalar_op.impl(*inputs)
-        return np.broadcast_to(res, shape)
+    def _reduce_block(self, inputs, shape, dtypes):
+        reduce = REDUCERS[self.reducer]
+        results = self.scalar_op.impl(*inputs)
+        return [
+            np.asarray(reduce(np.broadcast_to(r, shape), axis=self.axis), dtype=dt) for r, dt in zip(results, dtypes)
+        ]
 
     def __str__(self):
         return f"{self.reducer}_reduce{{axis={list(self.axis)}}}({self.scalar_op})"

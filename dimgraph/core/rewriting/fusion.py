@@ -234,17 +234,28 @@ def elemwise_fusion(fgraph, ctx, rewriter):
 
 
 def fuse_reduce(fgraph, ctx, rewriter):
-    """reduce(Elemwise(...)) read only by the reduction -> CAReduceElemwise (no full-size temporary)."""
-    for node in fgraph.toposort():
-        if node not in fgraph.nodes or not isinstance(node.op, CAReduce):
+    """reduce(Elemwise(...)) read only by reductions -> CAReduceElemwise (no full-size temporary).
+
+    A multi-output kernel whose every output is read only by the same reduction
+    (e.g. the sum of a log-density term and the sums of its gradient terms)
+    becomes one multi-output CAReduceElemwise: one pass over the data.
+    """
+    for e in fgraph.toposort():
+        if e not in fgraph.nodes or not _is_elemwise(e):
             continue
-        src = node.inputs[0]
-        e = src.owner
-        if not _is_elemwise(e) or len(e.outputs) != 1 or list(_clients(fgraph, src)) != [(node, 0)]:
-            continue
-        sop = e.op.scalar_op
-        if not isinstance(sop, Composite):
-            nin = len(e.inputs)
-            sop = Composite(in_dtypes=tuple(i.type.dtype for i in e.inputs), steps=((sop, tuple(range(nin))),), outs=(nin,))
-        new = CAReduceElemwise(sop, node.op.scalar_op, node.op.axis)(*e.inputs)
-        ctx.replace(rewriter, node, [(node.outputs[0], new)])
+        reductions = []
+        for o in e.outputs:
+            cl = list(_clients(fgraph, o))
+            if len(cl) != 1 or cl[0][0] == "output" or not isinstance(cl[0][0].op, CAReduce):
+                break
+            reductions.append(cl[0][0])
+        else:
+            if len({(r.op.scalar_op, r.op.axis) for r in reductions}) != 1:
+                continue
+            sop = e.op.scalar_op
+            if not isinstance(sop, Composite):
+                nin = len(e.inputs)
+                sop = Composite(in_dtypes=tuple(i.type.dtype for i in e.inputs), steps=((sop, tuple(range(nin))),), outs=(nin,))
+            red = reductions[0].op
+            new = CAReduceElemwise(sop, red.scalar_op, red.axis).make_node(*e.inputs).outputs
+            ctx.replace(rewriter, reductions[0], [(r.outputs[0], n) for r, n in zip(reductions, new)])

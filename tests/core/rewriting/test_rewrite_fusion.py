@@ -147,3 +147,19 @@ def test_careduce_elemwise_checks_broadcast_like_elemwise():
     f = dg.function([x, y], (x * y).sum())
     with pytest.raises(dg.ShapeError):
         f(np.ones(1), np.ones(3))
+
+
+def test_logp_and_gradient_sums_share_one_pass():
+    mu, sigma = dg.scalar("mu"), dg.scalar("sigma")
+    z = (x - mu) / sigma
+    logp = (-0.5 * z * z - dg.log(sigma)).sum()
+    dmu = (z / sigma).sum()
+    f = dg.function([x, mu, sigma], [logp, dmu])
+    (red,) = ops(f, CAReduceElemwise)
+    assert len(red.outputs) == 2 and red.op.scalar_op.nout == 2
+    assert step_names(red.op.scalar_op).count("true_div") == 2  # z computed once, then z / sigma
+    v = np.linspace(-1, 2, 6)
+    zv = (v - 0.5) / 1.5
+    np.testing.assert_allclose(f(v, 0.5, 1.5), [(-0.5 * zv * zv - np.log(1.5)).sum(), (zv / 1.5).sum()])
+    g = dg.function([x, mu, sigma], [logp, (z / sigma).max()])  # different reductions: separate nodes
+    assert not any(len(n.outputs) > 1 for n in ops(g, CAReduceElemwise))
