@@ -3,7 +3,8 @@
 Rules that could change a value are guarded: `x + 0 -> x` only where the zero
 cannot flip the sign of a zero result (ints, or the constant -0.0), `x / x -> 1`
 only for constants known nonzero and finite. Ops that may fail at run time
-(reshape, broadcast_to) are removed only when their check is proved statically.
+(reshape, broadcast_to) are removed only when their check is proved statically;
+an `Assert` loses only conditions that are constant and true, and is never folded.
 """
 
 from __future__ import annotations
@@ -19,11 +20,20 @@ from dimgraph.core.rewriting.engine import node_rewriter
 from dimgraph.core.rewriting.pattern import Pat, const_data, rule
 from dimgraph.core.scalar import Cast
 from dimgraph.core.shape import Shape, ShapeI, to_static
+from dimgraph.core.extra import Assert, CumOp
+from dimgraph.core.fused import CAReduceElemwise
+from dimgraph.core.join import Join
+from dimgraph.core.reduce import Argmax
 from dimgraph.core.shape_ops import Alloc, Reshape, full_like
+from dimgraph.core.subtensor import AdvancedSubtensor, Subtensor
 
 # A folded constant may hold this many elements, or as many as its largest constant input
 # (so folding never turns a small constant and a shape into a large array stored in the graph).
 CONSTANT_FOLD_LIMIT = 10_000
+
+# Ops whose value depends only on their inputs and that raise only on inputs that are invalid anyway.
+FOLDABLE = (Elemwise, DimShuffle, Reshape, CAReduce, Alloc, Shape, ShapeI, Argmax, CAReduceElemwise)
+FOLDABLE += (Subtensor, AdvancedSubtensor, Join, CumOp)
 
 x = Pat.var("x")
 
@@ -84,12 +94,8 @@ def constant_fold(fgraph, node):
 
 
 def _foldable(op):
-    from dimgraph.core.fused import CAReduceElemwise
-    from dimgraph.core.reduce import Argmax
-
-    return isinstance(op, (Elemwise, DimShuffle, Reshape, CAReduce, Alloc, Shape, ShapeI, Argmax, CAReduceElemwise)) or bool(
-        getattr(op, "constant_foldable", False)
-    )
+    """Pure ops only: never an Assert (its failure must happen at run time) or an op with state."""
+    return isinstance(op, FOLDABLE) or bool(getattr(op, "constant_foldable", False))
 
 
 @node_rewriter([DimShuffle], tags=("canonicalize",))
@@ -194,6 +200,42 @@ def reduce_no_axes(fgraph, node):
     return None
 
 
+@node_rewriter([Subtensor], tags=("canonicalize", "useless"))
+def full_slice(fgraph, node):
+    """x[:, ::1, 0::] -> x: basic indexing that keeps every element in order."""
+    if len(node.inputs) == 1 and all(_is_full_slice(e) for e in node.op.index):
+        return node.inputs[0]
+    return None
+
+
+def _is_full_slice(entry):
+    return (
+        isinstance(entry, tuple)
+        and entry[0] == "slice"
+        and entry[1] in (None, 0)
+        and entry[2] is None
+        and entry[3] in (None, 1)
+    )
+
+
+@node_rewriter([Join], tags=("canonicalize", "useless"))
+def join_one(fgraph, node):
+    """concatenate([x]) -> x."""
+    if len(node.inputs) == 1 and node.inputs[0].type.dtype == node.outputs[0].type.dtype:
+        return node.inputs[0]
+    return None
+
+
+@node_rewriter([Assert], tags=("canonicalize",))
+def assert_proved(fgraph, node):
+    """assert_op(x, True, ...) -> x: only conditions that are constants and true are dropped."""
+    conds = node.inputs[1:]
+    keep = [c for c in conds if not (isinstance(c, Constant) and bool(np.all(c.data)))]
+    if len(keep) == len(conds):
+        return None
+    return Assert(node.op.message)(node.inputs[0], *keep) if keep else node.inputs[0]
+
+
 CANONICALIZE = [
     constant_fold,
     *CANON_RULES,
@@ -205,6 +247,9 @@ CANONICALIZE = [
     shape_static,
     reduce_of_dimshuffle,
     reduce_no_axes,
+    full_slice,
+    join_one,
+    assert_proved,
 ]
 
 SPECIALIZE = [

@@ -80,7 +80,7 @@ def test_every_rule_has_a_test():
     tested = {c[0] for c in CASES} | {
         "constant_fold", "dimshuffle_chain", "reshape_chain", "reshape_same", "alloc_same", "shape_static",
         "reduce_of_dimshuffle", "reduce_no_axes", "div_self", "logsumexp", "softmax", "log_softmax", "merge",
-        "elemwise_fusion", "reduce_fusion",
+        "elemwise_fusion", "reduce_fusion", "full_slice", "join_one", "assert_proved",
     }  # fmt: skip
     assert set(all_rewriters()) <= tested
 
@@ -200,3 +200,46 @@ def test_merge_is_structural_and_merges_constants_by_value():
     c = dg.exp(x) + dg.core.constant(np.array([1.0, 3.0]))
     g = compiled([x], [a, c], ["merge"])
     assert g.fgraph.outputs[0] is not g.fgraph.outputs[1] and len(g.fgraph.nodes) == 3
+
+
+def test_full_slice_and_near_miss():
+    f = compiled([m], [m[:, ::1]], ["full_slice"])
+    assert root(f) is f.fgraph.inputs[0]
+    g = compiled([m], [m[:, 1:]], ["full_slice"])
+    assert g.rewrite_trace.counts["full_slice"] == 0
+    h = compiled([m], [m[:, ::-1]], ["full_slice"])
+    assert h.rewrite_trace.counts["full_slice"] == 0
+
+
+def test_join_one():
+    f = compiled([x], [dg.core.concatenate([x])], ["join_one"])
+    assert root(f) is f.fgraph.inputs[0]
+    g = compiled([x], [dg.core.concatenate([x, x])], ["join_one"])
+    assert g.rewrite_trace.counts["join_one"] == 0
+
+
+def test_assert_survives_rewrites_and_still_fails():
+    from dimgraph.core import Assert, assert_op
+
+    checked = assert_op(x, (x > 0).all(), msg="x must be positive")
+    out = (dg.log(dg.exp(checked * 1 + 0)) - 0).sum()
+    f = dg.function([x], out)
+    assert any(isinstance(n.op, Assert) for n in f.fgraph.nodes)
+    np.testing.assert_allclose(f(np.array([1.0, 2.0])), 3.0)
+    with pytest.raises(AssertionError, match="x must be positive"):
+        f(np.array([1.0, -2.0]))
+    never = dg.function([x], assert_op(x, dg.core.constant(False), msg="always fails") + 1)
+    with pytest.raises(AssertionError, match="always fails"):
+        never(np.ones(2))
+
+
+def test_assert_proved():
+    from dimgraph.core import Assert, assert_op
+
+    f = compiled([x], [assert_op(x, dg.core.constant(True))], ["assert_proved"])
+    assert root(f) is f.fgraph.inputs[0]
+    g = compiled([x], [assert_op(x, dg.core.constant(True), (x > 0).all())], ["assert_proved"])
+    node = root(g).owner
+    assert isinstance(node.op, Assert) and len(node.inputs) == 2
+    h = compiled([x], [assert_op(x, (x > 0).all())], ["assert_proved", "constant_fold"])
+    assert isinstance(root(h).owner.op, Assert)
