@@ -26,6 +26,10 @@ from dimgraph.core.rewriting.engine import (  # noqa: F401
 from dimgraph.core.rewriting.pattern import Pat, rule  # noqa: F401
 
 
+# Rewrites producing ops that a compiled backend must declare it can run (`REWRITES_OPT_IN`).
+OPT_IN = ("multi_output_reduce_fusion",)
+
+
 def rewrite_graph(fgraph, rewrites="default", backend=None):
     """Rewrite `fgraph` in place and return it; `fgraph.rewrite_trace` says what fired.
 
@@ -33,13 +37,16 @@ def rewrite_graph(fgraph, rewrites="default", backend=None):
     / `exclude` (rewrite names, tags or phase names) and `trace` (record every
     event; default `dg.config.rewrite_trace`), or a `RewriteSpec`. A `backend`
     module may add `REWRITES_EXCLUDE` (names/tags it cannot run, e.g. a fused op
-    it has no kernel for) and `CLEANUP_REWRITES` (node rewriters run last).
+    it has no kernel for), `REWRITES_OPT_IN` (the `OPT_IN` rewrites it can run:
+    the python backend runs them all) and `CLEANUP_REWRITES` (run last).
     """
     from dimgraph import config
     from dimgraph.core.rewriting.db import MERGE, PHASES, GlobalPhase, LocalPhase
 
     spec = RewriteSpec.parse(rewrites)
     extra_exclude = tuple(getattr(backend, "REWRITES_EXCLUDE", ()))
+    if backend is not None and getattr(backend, "name", None) != "python":  # python runs every op's perform
+        extra_exclude += tuple(r for r in OPT_IN if r not in getattr(backend, "REWRITES_OPT_IN", ()))
     if extra_exclude:
         spec = RewriteSpec(spec.include, tuple(spec.exclude) + extra_exclude, spec.trace)
     trace = RewriteTrace(tracing=bool(config.rewrite_trace if spec.trace is None else spec.trace))

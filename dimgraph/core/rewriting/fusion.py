@@ -228,6 +228,10 @@ class _Tagged:
     tags = frozenset({"multi_output_fusion", "fusion"})
 
 
+class _MultiReduce:  # a backend without multi-output CAReduceElemwise kernels excludes this tag
+    tags = frozenset({"multi_output_reduce_fusion", "reduce_fusion", "fusion"})
+
+
 def elemwise_fusion(fgraph, ctx, rewriter):
     """Chains, and (unless "multi_output_fusion" is excluded) siblings, into Elemwise(Composite)."""
     fuse_elemwise(fgraph, ctx, rewriter, multi_output=ctx.spec.enabled(_Tagged))
@@ -251,6 +255,8 @@ def fuse_reduce(fgraph, ctx, rewriter):
             reductions.append(cl[0][0])
         else:
             if len({(r.op.scalar_op, r.op.axis) for r in reductions}) != 1:
+                continue
+            if len(reductions) > 1 and not ctx.spec.enabled(_MultiReduce):
                 continue
             sop = e.op.scalar_op
             if not isinstance(sop, Composite):

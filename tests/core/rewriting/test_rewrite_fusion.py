@@ -163,3 +163,22 @@ def test_logp_and_gradient_sums_share_one_pass():
     np.testing.assert_allclose(f(v, 0.5, 1.5), [(-0.5 * zv * zv - np.log(1.5)).sum(), (zv / 1.5).sum()])
     g = dg.function([x, mu, sigma], [logp, (z / sigma).max()])  # different reductions: separate nodes
     assert not any(len(n.outputs) > 1 for n in ops(g, CAReduceElemwise))
+
+
+def test_fused_kernels_run_on_every_backend(backend):
+    mu = dg.scalar("mu")
+    z = x - mu
+    outs = [
+        dg.exp(x * 2 + y) - dg.sin(y),  # chain
+        (dg.exp(a[:, None] + b[None, :]) * dg.log1p(b * b)[None, :]).sum(1),  # rank rule + reduce fusion
+        (-0.5 * z * z).sum(),  # logp-like sum ...
+        z.sum(),  # ... and its gradient term
+        dg.log(dg.exp(x).sum()),  # stabilized logsumexp
+    ]
+    ins = [x, y, a, b, mu]
+    vals = [np.linspace(-1, 1, 4), np.linspace(0, 2, 4), np.linspace(0, 1, 3), np.linspace(-1, 1, 5), 0.25]
+    want = dg.function(ins, outs, backend="python", rewrites="none")(*vals)
+    got = dg.function(ins, outs, backend=backend)(*vals)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-12)
