@@ -339,7 +339,9 @@ def test_advanced_set_inc(mode, case, data):
             return
         expected[index] = vals
     else:
-        np.add.at(expected, _normalize_for_add_at(index), vals)  # repeated positions accumulate
+        # repeated positions accumulate; values broadcast explicitly because NumPy 2.4's ufunc.at
+        # mis-adds values that broadcast over index axes (np.add.at([0], [[0, 0], [0, 0]], [5, 3]) != 16)
+        np.add.at(expected, _normalize_for_add_at(index), np.broadcast_to(vals, a[index].shape))
     check_outputs("python", [x, v, *sym.inputs], y, [a, vals, *sym.values], expected)
 
 
