@@ -43,7 +43,8 @@ class Join(Op):
             raise ValueError(f"{self}: need at least one input")
         ndims = {t.type.ndim for t in tensors}
         if len(ndims) > 1:
-            raise ValueError(f"{self}: all inputs must have the same number of axes, got {[str(t.type) for t in tensors]}")
+            types = [str(t.type) for t in tensors]
+            raise ValueError(f"{self}: all inputs must have the same number of axes, got {types}")
         ndim = ndims.pop()
         if not 0 <= self.axis < ndim:
             raise ValueError(f"{self}: axis {self.axis} is out of range for inputs with {ndim} axes")
@@ -100,7 +101,9 @@ class Split(Op):
             raise ValueError(f"{self}: sizes must be non-negative")
         n = x.type.shape[self.axis]
         if n is not None and n_sym == 0 and sum(self.sizes) != n:
-            raise ShapeError(f"{self}: sizes {self.sizes} add up to {sum(self.sizes)}, but axis {self.axis} of {x!r} has size {n}")
+            raise ShapeError(
+                f"{self}: sizes {self.sizes} add up to {sum(self.sizes)}, but axis {self.axis} of {x!r} has size {n}"
+            )
         shapes = self.infer_shape([x, *sizes], [static_or_symbolic(x)] + [()] * len(sizes))
         types = [TensorType(x.type.dtype, tuple(to_static(e) for e in sh)) for sh in shapes]
         return Apply(self, [x, *sizes], types)
@@ -128,7 +131,9 @@ class Split(Op):
         x, *sizes = inputs
         sizes = [int(s) for s in self._size_entries(sizes)]
         if any(s < 0 for s in sizes) or sum(sizes) != x.shape[self.axis]:
-            raise ShapeError(f"{self}: sizes {sizes} do not add up to the length {x.shape[self.axis]} of axis {self.axis}")
+            raise ShapeError(
+                f"{self}: sizes {sizes} do not add up to the length {x.shape[self.axis]} of axis {self.axis}"
+            )
         return [np.array(p) for p in np.split(x, np.cumsum(sizes)[:-1], axis=self.axis)]
 
 

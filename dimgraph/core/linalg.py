@@ -66,7 +66,7 @@ class MatMul(Op):
         k_a = a.type.shape[-1]
         k_b = b.type.shape[0] if b.type.ndim == 1 else b.type.shape[-2]
         if k_a is not None and k_b is not None and k_a != k_b:
-            raise ShapeError(f"matmul: the contracted axes differ: {k_a} in {a!r} ({a.type}) and {k_b} in {b!r} ({b.type})")
+            raise ShapeError(f"matmul: the contracted axes differ: {k_a} in {a!r} and {k_b} in {b!r}")
         try:
             dtype = np.matmul.resolve_dtypes((np.dtype(a.type.dtype), np.dtype(b.type.dtype), None))[-1].name
         except TypeError as err:

@@ -309,7 +309,7 @@ def _index_str(index):
 
 @dataclass(frozen=True)
 class Subtensor(Op):
-    """Basic indexing (ints, slices, newaxis): a view-like selection whose output shape is static where the sizes allow."""
+    """Basic indexing (ints, slices, newaxis); the output shape is static wherever the sizes allow."""
 
     index: tuple
 
@@ -420,10 +420,12 @@ def _validate_advanced(op_name, index, x, idx_inputs):
             if kind == "b":
                 if a.type.ndim == 0:
                     raise TypeError(f"{op_name}: boolean scalar indices are not supported")
+                if axis + a.type.ndim > x.type.ndim:
+                    raise IndexError(
+                        f"{op_name}: too many indices: the boolean index at axis {axis} has {a.type.ndim} axes"
+                    )
                 for k, s in enumerate(a.type.shape):
-                    size = x.type.shape[axis + k] if axis + k < x.type.ndim else None
-                    if axis + k >= x.type.ndim:
-                        raise IndexError(f"{op_name}: too many indices: the boolean index at axis {axis} has {a.type.ndim} axes")
+                    size = x.type.shape[axis + k]
                     if s is not None and size is not None and s != size:
                         raise IndexError(
                             f"{op_name}: boolean index did not match the indexed array along axis {axis + k}; "
@@ -520,7 +522,8 @@ def _advanced_parts(index, x_shape, idx_inputs, idx_shapes):
 def _advanced_shape(op_name, index, x_shape, idx_inputs, idx_shapes):
     parts = _advanced_parts(index, x_shape, idx_inputs, idx_shapes)
     adv_pos = [k for k, p in enumerate(parts) if p[0] == "adv"]
-    bshape = _broadcast_index_shapes(op_name, [p[1] for p in parts if p[0] == "adv"], [p[2] for p in parts if p[0] == "adv"])
+    adv = [p for p in parts if p[0] == "adv"]
+    bshape = _broadcast_index_shapes(op_name, [p[1] for p in adv], [p[2] for p in adv])
     consecutive = adv_pos[-1] - adv_pos[0] + 1 == len(adv_pos)
     basics_before = [p[1] for p in parts[: adv_pos[0]] if p[0] == "basic"]
     basics_after = [p[1] for p in parts[adv_pos[0] :] if p[0] == "basic"]
@@ -549,9 +552,14 @@ def _check_index_broadcast(op, index, idx_nodes_inputs, key):
     try:
         target = np.broadcast_shapes(*shapes)
     except ValueError:
-        raise IndexError(f"{op}: shape mismatch: indexing arrays could not be broadcast together with shapes {shapes}") from None
+        raise IndexError(
+            f"{op}: shape mismatch: indexing arrays could not be broadcast together with shapes {shapes}"
+        ) from None
     for (var, k), sh in zip(arrays, shapes):
-        static = var.type.shape if k.dtype != np.bool_ else ((int(np.count_nonzero(var.data)),) if isinstance(var, Constant) else (None,))
+        if k.dtype != np.bool_:
+            static = var.type.shape
+        else:  # a mask stands for its positions: a count known only for constants
+            static = (int(np.count_nonzero(var.data)),) if isinstance(var, Constant) else (None,)
         offset = len(target) - len(sh)
         for ax, (s, n) in enumerate(zip(static, sh)):
             if s is None and n != target[offset + ax]:
@@ -618,7 +626,8 @@ class AdvancedIncSubtensor(Op):
         _validate_advanced(str(self), self.index, x, idx)
         if v.type.dtype != x.type.dtype:
             raise TypeError(f"{self}: the value has dtype {v.type.dtype}, expected {x.type.dtype} (x's dtype)")
-        target = _advanced_shape(str(self), self.index, static_or_symbolic(x), idx, [static_or_symbolic(i) for i in idx])
+        idx_shapes = [static_or_symbolic(i) for i in idx]
+        target = _advanced_shape(str(self), self.index, static_or_symbolic(x), idx, idx_shapes)
         _check_value(str(self), target, v)
         return build(self, [x, v, *idx], [x.type.dtype])
 
@@ -650,7 +659,8 @@ class AdvancedIncSubtensor(Op):
 
 
 def _update(sub, v, mode, fname):
-    if not isinstance(sub, Variable) or sub.owner is None or not isinstance(sub.owner.op, (Subtensor, AdvancedSubtensor)):
+    owner = sub.owner if isinstance(sub, Variable) else None
+    if owner is None or not isinstance(owner.op, (Subtensor, AdvancedSubtensor)):
         raise TypeError(f"{fname}: expected an indexed tensor x[index] as first argument, got {sub!r}")
     op = sub.owner.op
     x, *idx = sub.owner.inputs
