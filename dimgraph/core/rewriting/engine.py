@@ -7,6 +7,10 @@ work list: it starts with every node in topological order and afterwards only
 revisits nodes whose inputs changed, nodes that were imported by a replacement,
 and producers that lost a client. A `GraphRewriter` is a whole-graph pass (merge,
 fusion): one linear function over the FunctionGraph.
+
+Within a phase, a node is offered to its rewriters in list order and the first
+one that returns a replacement wins; the node's replacement is then queued and
+offered to all of them again.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ def node_rewriter(tracks, name=None, tags=()):
 
 
 class GraphRewriter:
-    """A named whole-graph pass: `fn(fgraph, ctx)` rewrites in place (through `ctx.replace`)."""
+    """A named whole-graph pass: `fn(fgraph, ctx, rewriter)` rewrites in place through `ctx.replace`."""
 
     def __init__(self, name, fn, tags=()):
         self.name = name
