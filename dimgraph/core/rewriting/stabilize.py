@@ -75,6 +75,14 @@ def _logsumexp(x, red):
     return dgm.log(CAReduce("add", red.axis)(dgm.exp(y))) + _drop(shift, red.axis)
 
 
+def _logsumexp_keepdims(x, red, ds):
+    """log(sum(exp(x), keepdims=True)) -> the same with a max shift."""
+    if not _is_keepdims(ds, red, x.type.ndim):
+        return None
+    lse = _logsumexp(x, red)
+    return None if lse is None else DimShuffle(lse.type.ndim, ds.order)(lse)
+
+
 def _softmax(x, red, ds):
     """exp(x) / sum(exp(x), keepdims) -> the same with x shifted by its max."""
     if _is_shifted(x) or not _is_keepdims(ds, red, x.type.ndim) or any(x.type.shape[a] == 0 for a in red.axis):
@@ -104,6 +112,7 @@ STABILIZE = [
     rule("log1m_sigmoid", log(1 - sigmoid(x)), lambda x: -dgm.softplus(x)),  # log(1 - sigmoid(x)) -> -softplus(x)
     rule("log1p_neg_sigmoid", log1p(-sigmoid(x)), lambda x: -dgm.softplus(x)),  # log1p(-sigmoid(x)) -> -softplus(x)
     rule("logsumexp", log(_sum_of(exp(x))), _logsumexp),  # log(sum(exp(x))) -> m + log(sum(exp(x - m)))
+    rule("logsumexp_keepdims", log(_keepdims_of(_sum_of(exp(x)))), _logsumexp_keepdims),  # same, keepdims
     rule("softmax", exp(x) / _keepdims_of(_sum_of(exp(x))), _softmax),  # exp(x)/sum(exp(x)) -> shifted
     rule("log_softmax", log(exp(x) / _keepdims_of(_sum_of(exp(x)))), _log_softmax),  # -> x - logsumexp(x)
 ]

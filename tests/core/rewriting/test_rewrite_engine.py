@@ -117,6 +117,12 @@ STABLE = [
     ("log1m_sigmoid", lambda v: dg.log(1 - dg.sigmoid(v)), lambda a: -np.logaddexp(0, a), BIG),
     ("log_exp", lambda v: dg.log(dg.exp(v)), lambda a: a, BIG),
     ("logsumexp", lambda v: dg.log(dg.exp(v).sum()), lambda a: np.logaddexp.reduce(a), BIG),
+    (
+        "logsumexp_keepdims",
+        lambda v: dg.log(dg.exp(v).sum(keepdims=True)),
+        lambda a: np.logaddexp.reduce(a, keepdims=True),
+        BIG,
+    ),
     ("softmax", lambda v: dg.exp(v) / dg.exp(v).sum(), lambda a: np.exp(a - a.max()) / np.exp(a - a.max()).sum(), BIG),
     (
         "log_softmax",

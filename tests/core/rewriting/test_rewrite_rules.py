@@ -79,7 +79,7 @@ def test_pattern_rule_fires_and_skips_near_miss(name, inputs, fires, check, near
 def test_every_rule_has_a_test():
     tested = {c[0] for c in CASES} | {
         "constant_fold", "dimshuffle_chain", "reshape_chain", "reshape_same", "alloc_same", "shape_static",
-        "reduce_of_dimshuffle", "reduce_no_axes", "div_self", "logsumexp", "softmax", "log_softmax", "merge",
+        "reduce_of_dimshuffle", "reduce_no_axes", "div_self", "logsumexp", "logsumexp_keepdims", "softmax", "log_softmax", "merge",
         "elemwise_fusion", "reduce_fusion", "full_slice", "join_one", "assert_proved",
     }  # fmt: skip
     assert set(all_rewriters()) <= tested
@@ -187,8 +187,12 @@ def test_logsumexp_softmax_log_softmax_structure():
     assert scalar_name(root(ls)) == "sub"
     assert ls.rewrite_trace.counts["softmax"] + ls.rewrite_trace.counts["log_softmax"] >= 1
     # applying the rules to their own output changes nothing more
-    again = compiled([m], [dg.logsumexp(m, axis=1)], ["logsumexp"])
-    assert again.rewrite_trace.counts["logsumexp"] == 0
+    kd = compiled([m], [dg.log(dg.exp(m).sum(1, keepdims=True))], ["logsumexp_keepdims"])
+    assert {op.scalar_op for op in _reduce_ops(kd)} == {"add", "maximum"} and root(kd).type.ndim == 2
+    kd_near = compiled([m], [dg.log(dg.exp(m).sum(1, keepdims=True).T)], ["logsumexp_keepdims"])
+    assert kd_near.rewrite_trace.counts["logsumexp_keepdims"] == 0
+    again = compiled([m], [dg.logsumexp(m, axis=1)], ["logsumexp", "logsumexp_keepdims"])
+    assert not again.rewrite_trace.counts
 
 
 def test_merge_is_structural_and_merges_constants_by_value():
