@@ -4,6 +4,11 @@ Every rule here is for floating inputs only (for ints, `1 + x` may wrap before
 the log, so log1p would change the value). Where the naive form is finite the
 stable one agrees to rounding; where it overflows to inf or loses everything to
 cancellation, the stable one gives the finite answer.
+
+Known difference: the max-shifted forms (logsumexp, softmax) reduce with `max`,
+which has no value on an empty axis. They are not applied when the reduced axis
+is statically empty; an axis of unknown size that is empty at run time raises
+(as `dg.logsumexp` does) where the written graph gives -inf or NaN.
 """
 
 from __future__ import annotations
