@@ -60,26 +60,36 @@ def compile_checked(backend, inputs, outputs, key=None):
     return entry
 
 
-def check_outputs(backend, inputs, outputs, values, expected, key=None, rtol=None, atol=0.0, exact=False):
-    """Run `outputs` on `values` and compare with the `expected` NumPy arrays (dtype exactly)."""
+def check_outputs(backend, inputs, outputs, values, expected, key=None, rtol=None, atol=0.0, exact=False, names=None):
+    """Run `outputs` on `values` and compare with the `expected` NumPy arrays (dtype exactly).
+
+    `rtol`/`atol` may be lists (one per output); `names` label the outputs in failure messages.
+    """
     single = not isinstance(outputs, (list, tuple))
     outputs = [outputs] if single else list(outputs)
     expected = [expected] if single else list(expected)
+    n_out = len(outputs)
+    rtols = list(rtol) if isinstance(rtol, (list, tuple)) else [rtol] * n_out
+    atols = list(atol) if isinstance(atol, (list, tuple)) else [atol] * n_out
+    names = list(names) if names is not None else [f"output {k}" for k in range(n_out)]
     f, layout, n = compile_checked(backend, inputs, outputs, key)
     results = f(*values)
     got, sym = results[:n], results[n:]
-    for k, (g, e, (typ, spec)) in enumerate(zip(got, expected, layout)):
+    for name, g, e, (typ, spec), rt, at in zip(names, got, expected, layout, rtols, atols):
         e = np.asarray(e)
         g = np.asarray(g)
-        assert g.dtype == e.dtype, f"output {k}: dtype {g.dtype}, expected {e.dtype}"
-        assert g.shape == e.shape, f"output {k}: shape {g.shape}, expected {e.shape}"
-        assert typ.dtype == e.dtype.name, f"output {k}: static dtype {typ.dtype}, expected {e.dtype}"
+        assert g.dtype == e.dtype, f"{name}: dtype {g.dtype}, expected {e.dtype}"
+        assert g.shape == e.shape, f"{name}: shape {g.shape}, expected {e.shape}"
+        assert typ.dtype == e.dtype.name, f"{name}: static dtype {typ.dtype}, expected {e.dtype}"
         assert len(typ.shape) == g.ndim and all(
             s is None or s == v for s, v in zip(typ.shape, g.shape)
-        ), f"output {k}: static shape {typ.shape} but actual {g.shape}"
+        ), f"{name}: static shape {typ.shape} but actual {g.shape}"
         shape = tuple(int(sym[i]) if kind == "sym" else i for kind, i in spec)
-        assert shape == g.shape, f"output {k}: shape_of gives {shape} but actual {g.shape}"
-        assert_values(g, e, rtol=rtol_for(e.dtype) if rtol is None else rtol, atol=atol, exact=exact)
+        assert shape == g.shape, f"{name}: shape_of gives {shape} but actual {g.shape}"
+        try:
+            assert_values(g, e, rtol=rtol_for(e.dtype) if rt is None else rt, atol=at, exact=exact)
+        except AssertionError as err:
+            raise AssertionError(f"{name}: {err}") from None
     return got
 
 
