@@ -1,0 +1,237 @@
+"""The loop-nest printer: Elemwise, CAReduce and reduce-of-elemwise kernels as explicit loops.
+
+A kernel is one loop nest over the output (or reduced input) shape in C order, so
+the innermost loop is the contiguous one. Broadcasting is static: an input axis of
+static size 1 is never advanced (index 0), every other axis must match at run
+time (a `ShapeError` otherwise, as the python backend raises).
+
+Each value (input load or scalar step) is computed at its own rank:
+- it is emitted in the loop of the innermost axis it depends on (loop-invariant
+  values sit outside the inner loops), and
+- an expensive value that skips an outer axis (e.g. `log1p(b * b)` with `b` on
+  the inner axis only) is computed once into a small temporary of its own rank
+  before the main nest, instead of once per element of the full output.
+
+Reduced outputs accumulate in a local when the reduced axes are the innermost
+ones (no full-size temporary), or into the output array otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dimgraph.backends.numba.scalar import CHEAP, _cast_expr, np_type, render_step
+
+
+class _Src:
+    def __init__(self):
+        self.lines = []
+        self.level = 1
+
+    def __call__(self, line):
+        self.lines.append("    " * self.level + line)
+
+
+def _idx(names):
+    return "[" + ", ".join(names) + "]" if names else "[()]"
+
+
+def _identity(reducer, dtype):
+    dtype = np.dtype(dtype)
+    if reducer == "add":
+        return "0"
+    if reducer == "mul":
+        return "1"
+    if reducer == "and":
+        return "True"
+    if reducer == "or":
+        return "False"
+    if dtype.kind == "b":
+        return "False" if reducer == "maximum" else "True"
+    if dtype.kind == "f":
+        return "-np.inf" if reducer == "maximum" else "np.inf"
+    info = np.iinfo(dtype)
+    return str(info.min if reducer == "maximum" else info.max)
+
+
+_COMBINE = {
+    "add": "({0} + {1})",
+    "mul": "({0} * {1})",
+    "maximum": "rt.maximum({0}, {1})",
+    "minimum": "rt.minimum({0}, {1})",
+    "and": "({0} and {1})",
+    "or": "({0} or {1})",
+}
+
+
+def _combine(reducer, acc, val, dtype):
+    if np.dtype(dtype).kind == "b" and reducer in ("add", "mul", "maximum", "minimum"):
+        reducer = {"add": "or", "mul": "and", "maximum": "or", "minimum": "and"}[reducer]
+    return f"{np_type(dtype)}({_COMBINE[reducer].format(acc, val)})"
+
+
+def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise") -> str:
+    """Source of `def kernel(x0, x1, ...)` computing `steps` over inputs with broadcast patterns.
+
+    in_bcast: per input a tuple of bools (True where the static size is 1).
+    steps: flat scalar steps `(scalar_op, refs)`, refs < nin naming inputs.
+    outputs: per output `(ref, None)` for an elementwise result, or
+        `(ref, (reducer, axes, dtype))` for a reduction of that value over `axes`.
+    """
+    nin = len(in_bcast)
+    ndim = len(in_bcast[0]) if nin else 0
+    # -- static facts per value: dtype, axes it varies over, expensive subtree
+    dtypes = list(in_dtypes)
+    axes = [frozenset(a for a, one in enumerate(b) if not one) for b in in_bcast]
+    costly = [False] * nin
+    exprs = [None] * nin
+    names = [f"a{v}" for v in range(nin)]
+    for op, refs in steps:
+        v = len(dtypes)
+        expr, dt = render_step(op, [names[r] for r in refs], [dtypes[r] for r in refs])
+        dtypes.append(dt)
+        exprs.append(expr)
+        names.append(f"s{v - nin}")
+        axes.append(frozenset().union(*[axes[r] for r in refs]))
+        costly.append(op.name not in CHEAP or any(costly[r] for r in refs))
+    consumers = [[] for _ in dtypes]
+    for k, (op, refs) in enumerate(steps):
+        for r in refs:
+            consumers[r].append(nin + k)
+    out_refs = {ref for ref, _ in outputs}
+
+    def is_prefix(s):
+        return s == frozenset(range(max(s) + 1)) if s else True
+
+    temps = [
+        v
+        for v in range(nin, len(dtypes))
+        if costly[v] and not is_prefix(axes[v]) and (v in out_refs or any(axes[c] != axes[v] for c in consumers[v]))
+    ]
+    temp_set = set(temps)
+
+    src = _Src()
+    args = [f"x{k}" for k in range(nin)]
+    src.lines.append(f"def kernel({', '.join(args)}):")
+    # -- sizes and the run-time broadcast check
+    for ax in range(ndim):
+        owners = [k for k in range(nin) if not in_bcast[k][ax]]
+        if not owners:
+            src(f"n{ax} = 1")
+            continue
+        src(f"n{ax} = x{owners[0]}.shape[{ax}]")
+        for k in owners[1:]:
+            src(f"if x{k}.shape[{ax}] != n{ax}:")
+            src(
+                f"    raise ShapeError('{op_name}: axis {ax} has different sizes across inputs; only axes of "
+                "static size 1 broadcast (declare the size as 1 where you mean to broadcast)')"
+            )
+    for ref, red in outputs:
+        if red is not None and red[0] in ("maximum", "minimum") and red[1]:
+            empty = " or ".join(f"n{a} == 0" for a in red[1])
+            src(f"if {empty}:")
+            src(f"    raise ValueError('zero-size array to reduction operation {red[0]} which has no identity')")
+
+    def shape_of(ax_set, keep=None):
+        keep = range(ndim) if keep is None else keep
+        entries = [f"n{a}" if a in ax_set else "1" for a in keep]
+        return "(" + "".join(e + ", " for e in entries) + ")"
+
+    def load(v, loop_axes):
+        """The expression reading value v (an input or a temp) inside loops over `loop_axes`."""
+        if ndim == 0:
+            return f"{'x' if v < nin else 'p'}{v}.item()"
+        if v < nin:
+            return f"x{v}" + _idx(["0" if in_bcast[v][a] else f"j{a}" for a in range(ndim)])
+        return f"p{v}" + _idx([f"j{a}" if a in axes[v] else "0" for a in range(ndim)])
+
+    def emit_nest(loop_axes, targets, stop, body_end):
+        """Loops over `loop_axes`, computing `targets` (and what they need), values at their own depth.
+
+        `stop`: values read from memory (temps) instead of computed. `body_end(depth)` is
+        called when entering each depth (0..len) and after leaving it, for stores.
+        """
+        need, stack = set(), list(targets)
+        while stack:
+            v = stack.pop()
+            if v in need:
+                continue
+            need.add(v)
+            if v >= nin and v not in stop:
+                stack.extend(steps[v - nin][1])
+        pos = {a: i for i, a in enumerate(loop_axes)}
+
+        def depth(v):
+            return 1 + max(pos[a] for a in axes[v]) if axes[v] else 0
+
+        by_depth = [[] for _ in range(len(loop_axes) + 1)]
+        for v in sorted(need):
+            by_depth[depth(v)].append(v)
+        for d in range(len(loop_axes) + 1):
+            body_end(d, "enter")
+            for v in by_depth[d]:
+                if v < nin or v in stop:
+                    src(f"{names[v]} = {load(v, loop_axes)}")
+                else:
+                    src(f"{names[v]} = {exprs[v]}")
+            if d < len(loop_axes):
+                src(f"for j{loop_axes[d]} in range(n{loop_axes[d]}):")
+                src.level += 1
+        body_end(len(loop_axes), "inner")
+        for d in reversed(range(len(loop_axes))):
+            src.level -= 1
+            body_end(d, "exit")
+
+    # -- temporaries of lower rank, computed before the main nest
+    for t in temps:
+        src(f"p{t} = np.empty({shape_of(axes[t])}, dtype={np_type(dtypes[t])})")
+        t_axes = sorted(axes[t])
+
+        def store_temp(d, when, t=t, t_axes=t_axes):
+            if when == "inner":
+                src(f"p{t}" + _idx([f"j{a}" if a in axes[t] else "0" for a in range(ndim)]) + f" = {names[t]}")
+
+        emit_nest(t_axes, [t], temp_set - {t}, store_temp)
+
+    # -- outputs
+    ret = []
+    for k, (ref, red) in enumerate(outputs):
+        if red is None:
+            src(f"o{k} = np.empty({shape_of(range(ndim))}, dtype={np_type(dtypes[ref])})")
+        else:
+            reducer, r_axes, out_dtype = red
+            kept = [a for a in range(ndim) if a not in r_axes]
+            if _suffix(r_axes, ndim):
+                src(f"o{k} = np.empty({shape_of(range(ndim), kept)}, dtype={np_type(out_dtype)})")
+            else:
+                init = _identity(reducer, out_dtype)
+                src(f"o{k} = np.full({shape_of(range(ndim), kept)}, {init}, dtype={np_type(out_dtype)})")
+        ret.append(f"o{k}")
+
+    def stores(d, when):
+        for k, (ref, red) in enumerate(outputs):
+            if red is None:
+                if when == "inner":
+                    src(f"o{k}" + _idx([f"j{a}" for a in range(ndim)]) + f" = {names[ref]}")
+                continue
+            reducer, r_axes, out_dtype = red
+            kept_idx = _idx([f"j{a}" for a in range(ndim) if a not in r_axes])
+            val = _cast_expr(names[ref], dtypes[ref], out_dtype)
+            if _suffix(r_axes, ndim):
+                first = ndim - len(r_axes)
+                if when == "enter" and d == first:
+                    src(f"acc{k} = {np_type(out_dtype)}({_identity(reducer, out_dtype)})")
+                if when == "inner":
+                    src(f"acc{k} = {_combine(reducer, f'acc{k}', val, out_dtype)}")
+                if (when == "exit" and d == first) or (when == "inner" and first == ndim):
+                    src(f"o{k}{kept_idx} = acc{k}")
+            elif when == "inner":
+                src(f"o{k}{kept_idx} = {_combine(reducer, f'o{k}{kept_idx}', val, out_dtype)}")
+
+    emit_nest(list(range(ndim)), [ref for ref, _ in outputs], temp_set, stores)
+    src(f"return {ret[0]}" if len(ret) == 1 else f"return {', '.join(ret)}")
+    return "\n".join(src.lines) + "\n"
+
+
+def _suffix(r_axes, ndim):
+    return tuple(r_axes) == tuple(range(ndim - len(r_axes), ndim))

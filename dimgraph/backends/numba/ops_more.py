@@ -1,0 +1,263 @@
+"""numba kernels for indexing, joins, scans, ranges, asserts, fused reductions and linear algebra.
+
+Printed kernels cover the common forms (basic indexing, one integer index
+array, concatenation, cumulative ops, matrix products of 1-d/2-d operands).
+The remaining forms (several index arrays, boolean masks, batched products,
+einsum, decompositions) run the op's NumPy `perform` inside the jitted graph
+through `numba.objmode`: correct everywhere, at Python speed for that node.
+Those entries are registered explicitly (`_objmode`), so an op nobody registered
+still fails at compile time naming itself and the backend.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+
+from dimgraph.backends.numba.loops import loop_kernel
+from dimgraph.backends.numba.ops import _bcast, _tuple, numba_kernel
+from dimgraph.backends.numba.scalar import flatten, np_type
+
+
+def _objmode_kernel(op, node) -> str:
+    """A kernel that calls `op.perform` in object mode; output types are declared from the node."""
+    payload = pickle.dumps((op, [i.type for i in node.inputs]), protocol=4).hex()
+    args = [f"x{k}" for k in range(len(node.inputs))]
+    outs = [f"o{k}" for k in range(len(node.outputs))]
+    types = [
+        f"_t{k} = numba.types.Array(numba.from_dtype(np.dtype('{o.type.dtype}')), {o.type.ndim}, 'A')"
+        for k, o in enumerate(node.outputs)
+    ]
+    decl = ", ".join(f"o{k}=_t{k}" for k in range(len(outs)))
+    return (
+        "from dimgraph.backends.numba.fallback import perform_caller\n\n"
+        f'_perform = perform_caller("{payload}")\n'
+        + "\n".join(types)
+        + f"\n\n\ndef kernel({', '.join(args)}):\n"
+        f"    with numba.objmode({decl}):\n"
+        f"        {', '.join(outs)} = _perform({', '.join(args)})\n"
+        f"    return {', '.join(outs)}\n"
+    )
+
+
+def _objmode(op_type):
+    numba_kernel.register(op_type)(_objmode_kernel)
+
+
+# -- fused reduce-of-elemwise ------------------------------------------------
+try:
+    from dimgraph.core.fused import CAReduceElemwise
+except ImportError:  # pragma: no cover - the op lands with the rewrites
+    CAReduceElemwise = None
+
+if CAReduceElemwise is not None:
+
+    @numba_kernel.register(CAReduceElemwise)
+    def _careduce_elemwise(op, node):
+        steps, outs = flatten(op.scalar_op, len(node.inputs))
+        return loop_kernel(
+            [_bcast(i) for i in node.inputs],
+            [i.type.dtype for i in node.inputs],
+            steps,
+            [(outs[0], (op.reducer, tuple(op.axis), node.outputs[0].type.dtype))],
+            op_name=str(op),
+        )
+
+
+# -- indexing ----------------------------------------------------------------
+try:
+    from dimgraph.core import subtensor as _sub
+except ImportError:  # pragma: no cover
+    _sub = None
+
+
+def _basic_key_src(index, first_scalar):
+    """(checks, key) source for a basic index; scalar inputs are s{k} from `first_scalar`."""
+    checks, key, k, axis = [], [], first_scalar, 0
+    for e in index:
+        if e == _sub.NEWAXIS:
+            key.append("None")
+            continue
+        if isinstance(e, tuple):
+            parts = []
+            for p in e[1:]:
+                if p == _sub.SYMBOLIC:
+                    parts.append(f"s{k}.item()")
+                    k += 1
+                else:
+                    parts.append("None" if p is None else str(int(p)))
+            key.append(":".join(parts))
+        else:
+            pos = f"s{k}.item()" if e == _sub.SYMBOLIC else str(int(e))
+            if e == _sub.SYMBOLIC:
+                k += 1
+            checks.append(f"    i{axis} = rt_views.check_index({pos}, x.shape[{axis}], {axis})")
+            key.append(f"i{axis}")
+        axis += 1
+    return checks, key, k
+
+
+if _sub is not None:
+
+    @numba_kernel.register(_sub.Subtensor)
+    def _subtensor(op, node):
+        n_scalars = len(node.inputs) - 1
+        checks, key, _ = _basic_key_src(op.index, 0)
+        args = ["x"] + [f"s{k}" for k in range(n_scalars)]
+        body = checks + [f"    return x[{', '.join(key) if key else '()'}]"]
+        if not key or all(k == ":" for k in key):
+            body = ["    return x"]
+        return f"def kernel({', '.join(args)}):\n" + "\n".join(body) + "\n"
+
+    _objmode(_sub.IncSubtensor)
+
+    def _single_int_array(op, node, first):
+        """The axis of the one integer index array when all other entries are full slices, else None."""
+        entries = list(op.index)
+        arrays = [k for k, e in enumerate(entries) if e == _sub.ARRAY]
+        if len(arrays) != 1 or any(e != _sub.FULL_SLICE for k, e in enumerate(entries) if k != arrays[0]):
+            return None
+        if np.dtype(node.inputs[first].type.dtype).kind not in "iu":
+            return None
+        return arrays[0]
+
+    @numba_kernel.register(_sub.AdvancedSubtensor)
+    def _advanced_subtensor(op, node):
+        axis = _single_int_array(op, node, 1)
+        if axis is None:
+            return _objmode_kernel(op, node)
+        dtype = np_type(node.outputs[0].type.dtype)
+        return f"""def kernel(x, idx):
+    n = x.shape[{axis}]
+    pre = 1
+    for a in range({axis}):
+        pre *= x.shape[a]
+    post = 1
+    for a in range({axis + 1}, x.ndim):
+        post *= x.shape[a]
+    out = np.empty(x.shape[:{axis}] + idx.shape + x.shape[{axis + 1}:], dtype={dtype})
+    x3 = rt_views.reshape(x, (pre, n, post))
+    ii = rt_views.reshape(idx, (-1,))
+    m = ii.shape[0]
+    o3 = out.reshape((pre, m, post))
+    for b in range(m):
+        k = rt_views.check_index(ii[b], n, {axis})
+        for a in range(pre):
+            for c in range(post):
+                o3[a, b, c] = x3[a, k, c]
+    return out
+"""
+
+    @numba_kernel.register(_sub.AdvancedIncSubtensor)
+    def _advanced_inc_subtensor(op, node):
+        axis = _single_int_array(op, node, 2)
+        if axis is None:
+            return _objmode_kernel(op, node)
+        update = "o3[a, k, c] += v3[a, b, c]" if op.mode == "inc" else "o3[a, k, c] = v3[a, b, c]"
+        return f"""def kernel(x, v, idx):
+    n = x.shape[{axis}]
+    pre = 1
+    for a in range({axis}):
+        pre *= x.shape[a]
+    post = 1
+    for a in range({axis + 1}, x.ndim):
+        post *= x.shape[a]
+    out = x.copy()
+    ii = rt_views.reshape(idx, (-1,))
+    m = ii.shape[0]
+    sel = x.shape[:{axis}] + idx.shape + x.shape[{axis + 1}:]
+    v3 = np.ascontiguousarray(np.broadcast_to(v, sel)).reshape((pre, m, post))
+    o3 = out.reshape((pre, n, post))
+    for b in range(m):
+        k = rt_views.check_index(ii[b], n, {axis})
+        for a in range(pre):
+            for c in range(post):
+                {update}
+    return out
+"""
+
+
+# -- join / split ----------------------------------------------------------------
+try:
+    from dimgraph.core import join as _join
+except ImportError:  # pragma: no cover
+    _join = None
+
+if _join is not None:
+
+    @numba_kernel.register(_join.Join)
+    def _join_kernel(op, node):
+        args = [f"x{k}" for k in range(len(node.inputs))]
+        if len(args) == 1:
+            return "def kernel(x0):\n    return x0.copy()\n"
+        return f"def kernel({', '.join(args)}):\n    return np.concatenate({_tuple(args)}, axis={op.axis})\n"
+
+    _objmode(_join.Split)
+
+
+# -- scans, ranges, asserts ------------------------------------------------------
+try:
+    from dimgraph.core import extra as _extra
+except ImportError:  # pragma: no cover
+    _extra = None
+
+if _extra is not None:
+
+    @numba_kernel.register(_extra.CumOp)
+    def _cumop(op, node):
+        nd = node.inputs[0].type.ndim
+        order = [a for a in range(nd) if a != op.axis] + [op.axis]
+        dtype = np_type(node.outputs[0].type.dtype)
+        sym = "+" if op.mode == "add" else "*"
+        shape = _tuple(f"x.shape[{a}]" for a in order)
+        strides = _tuple(f"x.strides[{a}]" for a in order)
+        ostrides = _tuple(f"out.strides[{a}]" for a in order)
+        return f"""def kernel(x):
+    out = np.empty(x.shape, dtype={dtype})
+    y = rt_views.strided_view(x, {shape}, {strides})
+    z = rt_views.strided_view(out, {shape}, {ostrides})
+    n = y.shape[-1]
+    for idx in np.ndindex(y.shape[:-1]):
+        row = y[idx]
+        dst = z[idx]
+        acc = {dtype}({'0' if op.mode == 'add' else '1'})
+        for i in range(n):
+            acc = {dtype}(acc {sym} {dtype}(row[i]))
+            dst[i] = acc
+    return out
+"""
+
+    @numba_kernel.register(_extra.ARange)
+    def _arange(op, node):
+        return "from dimgraph.backends.numba.fallback import arange\n\n\ndef kernel(start, stop, step):\n" + (
+            f"    return arange(start.item(), stop.item(), step.item(), {np_type(op.dtype)}(0))\n"
+        )
+
+    @numba_kernel.register(_extra.Assert)
+    def _assert(op, node):
+        conds = [f"c{k}" for k in range(len(node.inputs) - 1)]
+        message = op.message.encode().hex()
+        test = " and ".join(f"c{k}.item()" for k in range(len(conds))) or "True"
+        return (
+            f'_MESSAGE = bytes.fromhex("{message}").decode()\n\n\n'
+            f"def kernel(x{''.join(', ' + c for c in conds)}):\n"
+            f"    if not ({test}):\n"
+            "        raise AssertionError(_MESSAGE)\n"
+            "    return x\n"
+        )
+
+
+# -- linear algebra ----------------------------------------------------------------
+try:
+    from dimgraph.core import linalg as _linalg
+except ImportError:  # pragma: no cover
+    _linalg = None
+
+if _linalg is not None:
+    from dimgraph.core.graph import Op as _Op
+
+    for _name in dir(_linalg):
+        _obj = getattr(_linalg, _name)
+        if isinstance(_obj, type) and issubclass(_obj, _Op) and _obj is not _Op and _obj.__module__ == _linalg.__name__:
+            _objmode(_obj)

@@ -1,0 +1,188 @@
+"""Scalar helpers that generated kernels call where NumPy's semantics differ from Numba's.
+
+Every helper is `njit(cache=True, inline="always")`: it costs one compilation per
+argument type for the whole process (and none once Numba's cache holds it), and
+LLVM sees its body inside the kernel's loop. Each one mirrors the NumPy routine
+named in its docstring, so results agree with the python backend exactly
+(integer division by zero gives 0, max/min propagate NaN, casts from NaN give
+the minimum integer as on x86, and so on).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from dimgraph.core import scalar as _scalar
+
+_jit = numba.njit(cache=True, inline="always", error_model="numpy")
+_jit_call = numba.njit(cache=True, error_model="numpy")
+
+_LOGE2 = math.log(2.0)
+_TWO63 = 2.0**63
+
+
+@_jit
+def maximum(a, b):
+    """np.maximum: NaN in either argument gives NaN."""
+    return a if (a >= b or a != a) else b
+
+
+@_jit
+def minimum(a, b):
+    """np.minimum: NaN in either argument gives NaN."""
+    return a if (a <= b or a != a) else b
+
+
+@_jit
+def floordiv_int(a, b):
+    """np.floor_divide on ints: x // 0 is 0; MIN // -1 wraps (the caller casts the result back)."""
+    if b == 0:
+        return a - a
+    if b == -1:
+        return -a
+    return a // b
+
+
+@_jit
+def mod_int(a, b):
+    """np.remainder on ints: x % 0 is 0, the sign follows the divisor."""
+    if b == 0 or b == -1:
+        return a - a
+    return a % b
+
+
+@_jit
+def floordiv_float(a, b):
+    """np.floor_divide on floats (npy_divmod): x // 0 is x / 0 (inf or nan)."""
+    if b == 0:
+        return a / b
+    mod = np.fmod(a, b)
+    div = (a - mod) / b
+    if mod != 0 and ((b < 0) != (mod < 0)):
+        div -= 1.0
+    if div != 0:
+        floordiv = np.floor(div)
+        if div - floordiv > 0.5:
+            floordiv += 1.0
+    else:
+        floordiv = math.copysign(0.0, a / b)
+    return floordiv
+
+
+@_jit
+def mod_float(a, b):
+    """np.remainder on floats (npy_divmod): the sign follows the divisor; x % 0 is nan."""
+    if b == 0:
+        return np.fmod(a, b)
+    mod = np.fmod(a, b)
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            mod += b
+    else:
+        mod = math.copysign(0.0, b)
+    return mod
+
+
+@_jit_call
+def pow_int(a, b):
+    """np.power on ints: wrapping repeated squaring; a negative exponent is an error as in NumPy."""
+    if b < 0:
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    result = a - a + 1
+    base = a
+    while b > 0:
+        if b & 1:
+            result = result * base
+        base = base * base
+        b >>= 1
+    return result
+
+
+@_jit
+def sign(x):
+    """np.sign: NaN stays NaN."""
+    if x != x:
+        return x
+    return (x > 0) - (x < 0)
+
+
+@_jit
+def sigmoid(x):
+    """The stable logistic used by the scalar table (no overflow for large |x|)."""
+    e = math.exp(-abs(x))
+    if x >= 0:
+        return 1.0 / (1.0 + e)
+    return e / (1.0 + e)
+
+
+@_jit
+def softplus(x):
+    """log(1 + exp(x)) without overflow: log1p(exp(-|x|)) + max(x, 0), NaN-propagating."""
+    return math.log1p(math.exp(-abs(x))) + maximum(x, 0.0)
+
+
+@_jit
+def logaddexp(x, y):
+    """np.logaddexp (npy_logaddexp)."""
+    if x == y:
+        return x + _LOGE2
+    tmp = x - y
+    if tmp > 0:
+        return x + math.log1p(math.exp(-tmp))
+    if tmp <= 0:
+        return y + math.log1p(math.exp(tmp))
+    return tmp
+
+
+@_jit
+def exp2(x):
+    return math.pow(2.0, x)
+
+
+@_jit
+def float_to_int64(x):
+    """An unsafe float -> int64 cast as NumPy does it on x86: NaN, inf and overflow give MIN."""
+    if x != x or x >= 9.2233720368547758e18 or x < -9.2233720368547758e18:
+        return np.int64(-9223372036854775808)
+    return np.int64(x)
+
+
+@_jit
+def float_to_uint64(x):
+    """An unsafe float -> uint64 cast (values at or above 2**63 convert directly)."""
+    if x >= _TWO63 and x < 1.8446744073709552e19:
+        return np.uint64(x)
+    return np.uint64(float_to_int64(x))
+
+
+# The special functions compile the python backend's own scalar code, so both agree to the last bit.
+lgamma = _jit(_scalar._lgamma_scalar)
+digamma = _jit_call(_scalar._digamma_scalar)
+
+
+@_jit_call
+def _trigamma_positive(x):
+    result = 0.0
+    while x < 12.0:
+        result += 1.0 / (x * x)
+        x += 1.0
+    inv = 1.0 / x
+    inv2 = inv * inv
+    series = inv + 0.5 * inv2 + inv * inv2 * (1.0 / 6 - inv2 * (1.0 / 30 - inv2 * (1.0 / 42 - inv2 * (1.0 / 30))))
+    return result + series
+
+
+@_jit_call
+def trigamma(x):
+    """trigamma: `dimgraph.core.scalar._trigamma_scalar` line by line (its reflection calls itself)."""
+    if not math.isfinite(x):
+        return 0.0 if x > 0 else (math.inf if x < 0 else math.nan)
+    if x <= 0.0 and x == math.floor(x):
+        return math.inf
+    if x < 0.0:
+        s = math.sin(math.pi * x)
+        return -_trigamma_positive(1.0 - x) + math.pi * math.pi / (s * s)
+    return _trigamma_positive(x)
