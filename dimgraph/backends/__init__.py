@@ -11,6 +11,9 @@ import importlib
 
 _LOADERS = {
     "python": "dimgraph.backends.python",
+    "numba": "dimgraph.backends.numba",
+    "c": "dimgraph.backends.c",
+    "jax": "dimgraph.backends.jax",
 }
 DEFAULT_BACKEND = "python"
 
