@@ -1,0 +1,32 @@
+"""The labeled layer: what users write. Dims, labeled variables and labeled ops (graph nodes that carry Dims).
+
+Nothing here computes: `dg.function` lowers every labeled op to positional ops
+(`dimgraph.lower`) and compiles the result.
+"""
+
+from dimgraph.labeled.basic import as_labeled, constant, from_positional, labeled
+from dimgraph.labeled.dims import Dim, ProductDim
+from dimgraph.labeled.math import DISPATCHING, astype, clip, logsumexp, round, where
+from dimgraph.labeled.ops import LabeledOp, is_labeled
+from dimgraph.labeled.shape import (
+    arange,
+    broadcast,
+    broadcast_like,
+    expand_dims,
+    full_like,
+    ones_like,
+    rename,
+    squeeze,
+    to_positional,
+    transpose,
+    zeros_like,
+)
+from dimgraph.labeled.type import LabeledType
+from dimgraph.labeled.variable import LabeledConstant, LabeledVariable
+
+__all__ = [
+    "Dim", "ProductDim", "LabeledType", "LabeledVariable", "LabeledConstant", "LabeledOp", "is_labeled",
+    "labeled", "constant", "as_labeled", "from_positional", "to_positional", "astype", "clip", "round",
+    "where", "logsumexp", "arange", "broadcast", "broadcast_like", "expand_dims", "full_like", "ones_like",
+    "zeros_like", "rename", "squeeze", "transpose", "DISPATCHING",
+]  # fmt: skip

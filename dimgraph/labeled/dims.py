@@ -1,0 +1,252 @@
+"""`Dim`: a named dimension, the static fact every labeled variable carries.
+
+A Dim is an immutable value: name, size (None until data arrives) and coords
+(a `pandas.Index` or None). Two Dims are the same dim when all three agree;
+coords enter equality through a digest computed once, so hashing a Dim never
+re-hashes its Index. This module also holds the helpers every labeled op uses
+to resolve dim references (a Dim or a name) and to unify the dims of several
+operands in order of first appearance (xarray's rule), raising `DimError`
+when one name stands for two different Dims.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from dimgraph.errors import DimError
+
+
+def _coords_digest(coords) -> bytes:
+    if coords is None:
+        return b""
+    values = pd.util.hash_pandas_object(coords, index=False).to_numpy()
+    kind = str(coords.dtype) if not isinstance(coords, pd.MultiIndex) else "multi:" + ",".join(map(str, coords.names))
+    return hashlib.blake2b(kind.encode() + values.tobytes(), digest_size=16).digest()
+
+
+@dataclass(frozen=True)
+class Dim:
+    """A named dimension: `Dim(name, size=None, coords=None)`.
+
+    `coords` (any sequence of unique labels, stored as a `pandas.Index`) fix the
+    size; a Dim without coords behaves as xarray's: its labels are 0..n-1.
+    A Dim without a size gets one when data arrives; every variable on it shares it.
+
+    >>> import dimgraph as dg
+    >>> country = dg.Dim("country", coords=["USA", "Italy", "Chile"])
+    >>> country.size, list(country.coords)
+    (3, ['USA', 'Italy', 'Chile'])
+    >>> country.rename("origin").name, dg.Dim("age", size=5) == dg.Dim("age", size=5)
+    ('origin', True)
+    """
+
+    name: str
+    size: int | None = None
+    coords: pd.Index | None = field(default=None, compare=False, repr=False)
+    # Marks a dim derived at graph-build time whose size is unknown (e.g. `diff` of an unknown dim),
+    # so it never compares equal to the dim it came from.
+    origin: str | None = field(default=None, repr=False)
+    _digest: bytes = field(default=b"", init=False, repr=False)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"Dim: the name must be a non-empty str, got {self.name!r}")
+        coords = self.coords
+        if coords is not None:
+            if not isinstance(coords, pd.Index):
+                values = np.asarray(coords)
+                if values.ndim != 1:
+                    raise DimError(f"Dim {self.name!r}: coords must be one-dimensional, got shape {values.shape}")
+                coords = pd.Index(values)
+            if coords.has_duplicates:
+                dups = coords[coords.duplicated()].unique().tolist()[:3]
+                raise DimError(f"Dim {self.name!r}: coords must be unique, {dups} appear more than once")
+            if self.size is not None and int(self.size) != len(coords):
+                raise DimError(f"Dim {self.name!r}: size={self.size} disagrees with the {len(coords)} coords given")
+            object.__setattr__(self, "coords", coords)
+            object.__setattr__(self, "size", len(coords))
+        elif self.size is not None:
+            if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) or self.size < 0:
+                raise DimError(f"Dim {self.name!r}: size must be a non-negative int or None, got {self.size!r}")
+            object.__setattr__(self, "size", int(self.size))
+        object.__setattr__(self, "_digest", _coords_digest(self.coords))
+
+    def rename(self, new_name: str) -> "Dim":
+        """The same size and coords under another name."""
+        return Dim(new_name, self.size, self.coords)
+
+    @property
+    def labels(self) -> pd.Index:
+        """The coords, or the positions 0..n-1 for a Dim without coords (static size needed)."""
+        if self.coords is not None:
+            return self.coords
+        if self.size is None:
+            raise DimError(f"dim {self.name!r} has no size yet, so it has no labels")
+        return pd.RangeIndex(self.size)
+
+    def __repr__(self):
+        parts = [repr(self.name)]
+        if self.coords is not None:
+            shown = self.coords[:5].tolist()
+            more = ", ..." if len(self.coords) > 5 else ""
+            parts.append(f"coords=[{', '.join(map(repr, shown))}{more}]")
+        elif self.size is not None:
+            parts.append(f"size={self.size}")
+        if self.origin is not None:
+            parts.append(f"origin={self.origin!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+@dataclass(frozen=True)
+class ProductDim(Dim):
+    """A dim whose positions are the product of component dims (row-major), as `stack` makes.
+
+    Size is the product of the components' sizes; coords are
+    `pandas.MultiIndex.from_product` with the component names as levels
+    (a component without coords contributes 0..n-1).
+
+    >>> import dimgraph as dg
+    >>> cell = dg.ProductDim("cell", (dg.Dim("a", coords=["x", "y"]), dg.Dim("b", size=2)))
+    >>> cell.size, cell.coords.names
+    (4, FrozenList(['a', 'b']))
+    """
+
+    dims: tuple = ()
+
+    def __init__(self, name, dims):
+        dims = tuple(dims)
+        if not dims or not all(isinstance(d, Dim) for d in dims):
+            raise TypeError(f"ProductDim {name!r}: give a non-empty tuple of Dims, got {dims!r}")
+        object.__setattr__(self, "dims", dims)
+        sizes = [d.size for d in dims]
+        size = math.prod(sizes) if None not in sizes else None
+        coords = None
+        if size is not None:
+            coords = pd.MultiIndex.from_product([d.labels for d in dims], names=[d.name for d in dims])
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "coords", coords)
+        object.__setattr__(self, "origin", None)
+        Dim.__post_init__(self)
+
+    def __repr__(self):
+        return f"ProductDim({self.name!r}, ({', '.join(map(repr, self.dims))}))"
+
+
+def fmt_dims(dims) -> str:
+    """`(country: 3, obs: ?)`, the one way dims are shown in messages and types."""
+    return "(" + ", ".join(f"{d.name}: {'?' if d.size is None else d.size}" for d in dims) + ")"
+
+
+def describe_difference(a: Dim, b: Dim) -> str:
+    """Why two Dims of one name differ: sizes, or the first differing coords."""
+    if a.size != b.size:
+        return f"size {_size(a)} vs {_size(b)}"
+    if (a.coords is None) != (b.coords is None):
+        return "one has coords and the other has none"
+    if a.coords is not None:
+        for k, (u, v) in enumerate(zip(a.coords, b.coords)):
+            if not (u == v or (u != u and v != v)):
+                return f"coords differ first at position {k}: {u!r} vs {v!r}"
+        return f"coords of dtype {a.coords.dtype} vs {b.coords.dtype}"
+    if a.origin != b.origin:
+        return f"one is derived ({a.origin or b.origin}), so their sizes may differ"
+    return "they differ"
+
+
+def _size(d):
+    return "?" if d.size is None else d.size
+
+
+def clash(what, name, a, a_in, b, b_in):
+    """The DimError for two different Dims sharing `name`."""
+    return DimError(
+        f"{what}: two different dims named {name!r}: {a!r} in {a_in} and {b!r} in {b_in} "
+        f"({describe_difference(a, b)})\n"
+        "hint: select/rename so the dims agree, or use the same Dim object for both"
+    )
+
+
+def as_dim_tuple(dims, what) -> tuple:
+    """A tuple of Dim objects for a declaration; strings are refused (a new dim is only a Dim)."""
+    if dims is None:
+        return ()
+    if isinstance(dims, Dim):
+        dims = (dims,)
+    elif isinstance(dims, str):
+        raise TypeError(
+            f"{what}: dims must be Dim objects, got the string {dims!r}; declare it first, "
+            f"e.g. {dims} = dg.Dim({dims!r}, size=...)"
+        )
+    dims = tuple(dims)
+    for d in dims:
+        if not isinstance(d, Dim):
+            raise TypeError(f"{what}: dims must be Dim objects, got {d!r} in {dims!r}")
+    check_unique(dims, what)
+    return dims
+
+
+def check_unique(dims, what):
+    seen = {}
+    for d in dims:
+        if d.name in seen:
+            raise DimError(f"{what}: dim name {d.name!r} appears twice in {fmt_dims(dims)}")
+        seen[d.name] = d
+
+
+def _ref_list(ref):
+    if ref is None:
+        return None
+    if isinstance(ref, (Dim, str)):
+        return [ref]
+    return list(ref)
+
+
+def resolve_dims(dims, ref, what, var_label="the variable") -> tuple:
+    """The Dims of `dims` that `ref` names (a Dim, a name, or a list of them; None: all).
+
+    A lone string is one name. A name or Dim that is not among `dims` is a
+    DimError listing the dims there are; a Dim whose name matches but which differs is a clash.
+    """
+    refs = _ref_list(ref)
+    if refs is None:
+        return tuple(dims)
+    by_name = {d.name: d for d in dims}
+    out = []
+    for r in refs:
+        name = r.name if isinstance(r, Dim) else r
+        if not isinstance(name, str):
+            raise TypeError(f"{what}: a dim is referenced by a Dim or its name, got {r!r}")
+        found = by_name.get(name)
+        if found is None:
+            raise DimError(f"{what}: {var_label} has no dim {name!r}; its dims are {fmt_dims(dims)}")
+        if isinstance(r, Dim) and r != found:
+            raise clash(what, name, r, "the argument", found, var_label)
+        if any(found is o for o in out):
+            raise DimError(f"{what}: dim {name!r} is given twice")
+        out.append(found)
+    return tuple(out)
+
+
+def unify_dims(what, variables) -> tuple:
+    """The dims of a broadcast of `variables`: xarray's order of first appearance, clashes refused."""
+    seen, order, where = {}, [], {}
+    for k, v in enumerate(variables):
+        for d in v.type.dims:
+            prev = seen.get(d.name)
+            if prev is None:
+                seen[d.name] = d
+                where[d.name] = _label(v, k)
+                order.append(d)
+            elif prev != d:
+                raise clash(what, d.name, prev, where[d.name], d, _label(v, k))
+    return tuple(order)
+
+
+def _label(v, k):
+    return f"{v.name!r}" if v.name else f"operand {k} {fmt_dims(v.type.dims)}"

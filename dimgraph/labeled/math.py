@@ -1,0 +1,182 @@
+"""Labeled math: elementwise functions, where/clip/astype, reductions and scans over named dims.
+
+Operands broadcast by dim name, result dims in order of first appearance
+(xarray). Dtypes follow NumPy 2, with Python scalars weak (NEP 50): they take
+the dtype the other operands promote to. The top-level `dg.exp`, `dg.where`, ...
+(`dispatching`) accept labeled and positional variables alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dimgraph.core import math as core_math
+from dimgraph.core import reduce as core_reduce
+from dimgraph.core.basic import is_python_scalar
+from dimgraph.core.graph import Variable
+from dimgraph.core.scalar import Cast, ScalarOp
+from dimgraph.labeled.basic import as_labeled, constant, from_positional, is_dataarray
+from dimgraph.labeled.dims import resolve_dims
+from dimgraph.labeled.ops import LabeledCumulative, LabeledDiff, LabeledElemwise, LabeledReduce, is_labeled
+
+
+def as_operand(x, what="operand"):
+    """A labeled variable for a non-scalar operand: labeled, DataArray, 0-d positional or 0-d data."""
+    if is_labeled(x):
+        return x
+    if is_dataarray(x):
+        return as_labeled(x)
+    if isinstance(x, Variable):
+        if x.type.ndim == 0:
+            return from_positional(x, ())
+        raise TypeError(
+            f"{what}: cannot combine a positional tensor with {x.type.ndim} axes ({x!r}) with labeled variables; "
+            "give it dims with dg.from_positional(t, dims)"
+        )
+    arr = np.asarray(x)
+    if arr.ndim == 0:
+        return constant(arr)
+    raise TypeError(f"{what}: an array with shape {arr.shape} has no dims; use dg.constant(value, dims=...)")
+
+
+def operands(args, what):
+    """Labeled variables for `args`; Python scalars typed by NEP 50 against the others."""
+    converted = [a if is_python_scalar(a) else as_operand(a, what) for a in args]
+    strong = [v.type.dtype for v in converted if not is_python_scalar(v)]
+    return [
+        constant(np.asarray(a, dtype=np.result_type(*strong, a) if strong else None)) if is_python_scalar(a) else a
+        for a in converted
+    ]
+
+
+def elemwise(name, *args):
+    """Scalar op `name` over labeled operands, broadcast by dim name."""
+    op = name if isinstance(name, ScalarOp) else ScalarOp(name)
+    return LabeledElemwise(op)(*operands(args, str(op)))
+
+
+UNARY = [
+    "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "square",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+    "sigmoid", "softplus", "erf", "erfc", "gammaln", "digamma", "trigamma",
+    "isnan", "isfinite", "isinf", "floor", "ceil", "trunc", "sign", "neg", "invert", "reciprocal", "abs",
+]  # fmt: skip
+BINARY = ["add", "sub", "mul", "true_div", "floor_div", "mod", "pow", "eq", "neq", "lt", "le", "gt", "ge",
+          "maximum", "minimum", "logaddexp", "arctan2"]  # fmt: skip
+BITWISE = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor"}
+
+
+def any_labeled(args) -> bool:
+    return any(is_labeled(a) or is_dataarray(a) for a in args)
+
+
+def _dispatching(name, scalar_name):
+    core_fn = getattr(core_math, name)
+
+    def fn(*args):
+        if any_labeled(args):
+            return elemwise(scalar_name, *args)
+        return core_fn(*args)
+
+    fn.__name__ = name
+    fn.__doc__ = (
+        f"Elementwise `{scalar_name}`: on labeled variables broadcast by dim name (xarray), "
+        "on positional ones by NumPy's rules."
+    )
+    return fn
+
+
+DISPATCHING = {name: _dispatching(name, name) for name in UNARY + BINARY}
+DISPATCHING.update({name: _dispatching(name, s) for name, s in BITWISE.items()})
+exp, exp2, log, log2, log10, log1p, expm1, sqrt, square = (DISPATCHING[n] for n in UNARY[:9])
+sin, cos, tan, arcsin, arccos, arctan, sinh, cosh, tanh = (DISPATCHING[n] for n in UNARY[9:18])
+sigmoid, softplus, erf, erfc, gammaln, digamma, trigamma = (DISPATCHING[n] for n in UNARY[18:25])
+isnan, isfinite, isinf, floor, ceil, trunc, sign = (DISPATCHING[n] for n in UNARY[25:32])
+maximum, minimum, logaddexp, arctan2 = (DISPATCHING[n] for n in BINARY[-4:])
+
+
+def where(cond, a, b):
+    """`a` where `cond` holds, else `b` (as `xarray.where`: dims in order cond, a, b).
+
+    >>> import dimgraph as dg
+    >>> x = dg.labeled("x", dims=(dg.Dim("i", size=3),))
+    >>> dg.where(x > 0, x, 0).dims
+    (Dim('i', size=3),)
+    """
+    if any_labeled((cond, a, b)):
+        return elemwise("where", cond, a, b)
+    return core_math.where(cond, a, b)
+
+
+def clip(x, lower=None, upper=None):
+    """`x` limited to [lower, upper]; None leaves a side open (dims in order x, lower, upper)."""
+    if not any_labeled((x, lower, upper)):
+        return core_math.clip(x, lower, upper)
+    x = as_operand(x, "clip")
+    if lower is not None:
+        x = elemwise("maximum", x, lower)
+    if upper is not None:
+        x = elemwise("minimum", x, upper)
+    return x
+
+
+def round(x, decimals=0):
+    """Round half to even (as `np.round`); `decimals` shifts the rounding position."""
+    if not any_labeled((x,)):
+        return core_math.round(x, decimals)
+    if decimals == 0:
+        return elemwise("round", x)
+    scale = 10.0**decimals
+    return elemwise("true_div", elemwise("round", elemwise("mul", x, scale)), scale)
+
+
+def astype(x, dtype):
+    """`x` converted to `dtype` (unsafe casting, as `astype`)."""
+    x = as_operand(x, "astype")
+    if x.type.dtype == np.dtype(dtype).name:
+        return x
+    return LabeledElemwise(Cast(dtype=dtype))(x)
+
+
+def reduce(kind, x, dim=None, ddof=0):
+    """Reduction `kind` of `x` over `dim` (a Dim, a name, a list of them; None: all dims)."""
+    x = as_operand(x, kind)
+    dims = resolve_dims(x.type.dims, dim, kind, x.name or "the variable")
+    if kind in ("argmax", "argmin") and dim is None and len(dims) != 1:
+        from dimgraph.errors import DimError
+
+        raise DimError(f"{kind}: give `dim` for a variable with dims {x.type.names} (one dim at a time)")
+    return LabeledReduce(kind, dims, ddof)(x)
+
+
+def logsumexp(x, dim=None, axis=None, keepdims=False):
+    """log(sum(exp(x))) over `dim` (labeled) or `axis` (positional), stable against overflow.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> i = dg.Dim("i", size=2)
+    >>> float(dg.logsumexp(dg.constant(np.array([1000.0, 1000.0]), (i,)), "i").eval())
+    1000.6931471805599
+    """
+    if any_labeled((x,)):
+        return reduce("logsumexp", x, dim)
+    return core_reduce.logsumexp(x, axis=axis if axis is not None else dim, keepdims=keepdims)
+
+
+def cumulative(mode, x, dim):
+    x = as_operand(x, "cumsum")
+    what = "cumsum" if mode == "add" else "cumprod"
+    if dim is None:
+        if x.type.ndim != 1:
+            from dimgraph.errors import DimError
+
+            raise DimError(f"{what}: give `dim` for a variable with dims {x.type.names}")
+        dim = x.type.dims[0]
+    (d,) = resolve_dims(x.type.dims, [dim] if not isinstance(dim, (list, tuple)) else dim, what, x.name or "the variable")
+    return LabeledCumulative(mode, d)(x)
+
+
+def diff(x, dim, n=1):
+    """n-th difference along `dim`; the result keeps xarray's upper labels."""
+    x = as_operand(x, "diff")
+    (d,) = resolve_dims(x.type.dims, dim, "diff", x.name or "the variable")
+    return LabeledDiff(d, int(n))(x)

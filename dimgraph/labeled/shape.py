@@ -1,0 +1,152 @@
+"""Labeled shape ops: transpose, rename, expand_dims, squeeze, broadcasting, `*_like`, `arange`, `to_positional`.
+
+xarray's semantics: `transpose()` reverses and `...` stands for the dims not
+named; `expand_dims` puts new dims first; `broadcast_like` puts the other's
+dims first; `dg.broadcast` gives every result the dims of all inputs in order
+of first appearance.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dimgraph.core import shape_ops as core_shape
+from dimgraph.errors import DimError
+from dimgraph.labeled.dims import Dim, as_dim_tuple, fmt_dims, resolve_dims, unify_dims
+from dimgraph.labeled.math import any_labeled, as_operand
+from dimgraph.labeled.ops import (
+    Arange,
+    BroadcastTo,
+    ExpandDims,
+    FullLike,
+    Relabel,
+    Squeeze,
+    ToPositional,
+    Transpose,
+)
+
+
+def transpose(x, *dims):
+    """`x` with dims in the given order; `...` stands for the others in their order; no dims: reversed."""
+    x = as_operand(x, "transpose")
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = tuple(dims[0])
+    if not dims:
+        order = tuple(reversed(x.type.dims))
+    else:
+        if sum(d is Ellipsis for d in dims) > 1:
+            raise DimError("transpose: `...` may appear only once")
+        named = resolve_dims(x.type.dims, [d for d in dims if d is not Ellipsis], "transpose", x.name or "the variable")
+        rest = tuple(d for d in x.type.dims if d not in named)
+        if Ellipsis not in dims:
+            if rest:
+                raise DimError(
+                    f"transpose: give every dim of {fmt_dims(x.type.dims)} (or `...`); missing {[d.name for d in rest]}"
+                )
+            order = named
+        else:
+            k = dims.index(Ellipsis)
+            order = named[:k] + rest + named[k:]
+    if order == x.type.dims:
+        return x
+    return Transpose(order)(x)
+
+
+def rename(x, mapping=None, **names):
+    """Dims renamed: `{old: new}` with old a Dim or name, new a name (same size and coords) or a Dim.
+
+    A lone string renames the variable itself, as `DataArray.rename`.
+    """
+    x = as_operand(x, "rename")
+    if isinstance(mapping, str):
+        out = Relabel(x.type.dims)(x)
+        out.name = mapping
+        return out
+    mapping = dict(mapping or {}, **names)
+    new_dims = list(x.type.dims)
+    for old, new in mapping.items():
+        (d,) = resolve_dims(x.type.dims, old, "rename", x.name or "the variable")
+        k = x.type.dims.index(d)
+        new_dims[k] = d.rename(new) if isinstance(new, str) else new
+        if not isinstance(new_dims[k], Dim):
+            raise TypeError(f"rename: the new dim for {d.name!r} must be a name or a Dim, got {new!r}")
+    new_dims = as_dim_tuple(new_dims, "rename")
+    return Relabel(new_dims)(x)
+
+
+def expand_dims(x, dim):
+    """New dims (Dim objects) put first; the data repeats along them."""
+    x = as_operand(x, "expand_dims")
+    new = as_dim_tuple(dim, "expand_dims")
+    return ExpandDims(new)(x) if new else x
+
+
+def squeeze(x, dim=None):
+    """Dims of size 1 dropped (`dim=None`: all of static size 1)."""
+    x = as_operand(x, "squeeze")
+    if dim is None:
+        dims = tuple(d for d in x.type.dims if d.size == 1)
+    else:
+        dims = resolve_dims(x.type.dims, dim, "squeeze", x.name or "the variable")
+    return Squeeze(dims)(x) if dims else x
+
+
+def broadcast_to_dims(x, dims):
+    x = as_operand(x, "broadcast")
+    return x if tuple(dims) == x.type.dims else BroadcastTo(tuple(dims))(x)
+
+
+def broadcast_like(x, other):
+    """`x` repeated over the dims of `other` it lacks; dims: other's first, then x's others (xarray)."""
+    x, other = as_operand(x, "broadcast_like"), as_operand(other, "broadcast_like")
+    return broadcast_to_dims(x, unify_dims("broadcast_like", [other, x]))
+
+
+def broadcast(*xs):
+    """Every input repeated to the dims of all of them (in order of first appearance), as `xarray.broadcast`."""
+    xs = [as_operand(x, "broadcast") for x in xs]
+    dims = unify_dims("broadcast", xs)
+    return tuple(broadcast_to_dims(x, dims) for x in xs)
+
+
+def full_like(x, fill_value, dtype=None):
+    """An array like `x` (dims) filled with `fill_value`; positional variables get `dg.core.full_like`."""
+    if not any_labeled((x,)):
+        return core_shape.full_like(x, fill_value, dtype)
+    x = as_operand(x, "full_like")
+    dtype = np.dtype(dtype or x.type.dtype).name
+    value = np.asarray(fill_value, dtype=dtype).item()
+    return FullLike(value, dtype)(x)
+
+
+def zeros_like(x, dtype=None):
+    """Zeros with the dims (and dtype, unless given) of `x`."""
+    return full_like(x, 0, dtype)
+
+
+def ones_like(x, dtype=None):
+    """Ones with the dims (and dtype, unless given) of `x`."""
+    return full_like(x, 1, dtype)
+
+
+def arange(dim, *args, **kwargs):
+    """The positions 0..n-1 of `dim` (int64, on that dim); positional arguments give `dg.core.arange`.
+
+    >>> import dimgraph as dg
+    >>> dg.arange(dg.Dim("i", size=3)).eval().values.tolist()
+    [0, 1, 2]
+    """
+    if not isinstance(dim, Dim):
+        from dimgraph.core.extra import arange as core_arange
+
+        return core_arange(dim, *args, **kwargs)
+    return Arange(dim)()
+
+
+def to_positional(x, dims_order=None):
+    """`x` as a positional tensor with axes in `dims_order` (default: its dims' order)."""
+    x = as_operand(x, "to_positional")
+    order = x.type.dims if dims_order is None else resolve_dims(x.type.dims, dims_order, "to_positional", x.name or "the variable")
+    if len(order) != x.type.ndim:
+        raise DimError(f"to_positional: dims_order must name every dim of {fmt_dims(x.type.dims)}")
+    return ToPositional(order)(x)

@@ -1,0 +1,222 @@
+"""`LabeledVariable`: what users hold. xarray's operators and methods, each building a labeled op.
+
+`==` is elementwise (as xarray); hashing stays by identity so variables stay
+dict keys. Every method returns a new labeled variable.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from dimgraph.core.graph import Constant, Variable
+from dimgraph.labeled import math as lmath
+from dimgraph.labeled import shape as lshape
+from dimgraph.labeled.dims import fmt_dims, unify_dims
+
+
+def _binary(name, reflected=False):
+    if reflected:
+        return lambda self, other: lmath.elemwise(name, other, self)
+    return lambda self, other: lmath.elemwise(name, self, other)
+
+
+class LabeledOperators:
+    """Operators and methods shared by labeled variables and labeled constants."""
+
+    __slots__ = ()
+    __array_priority__ = 1000
+    __array_ufunc__ = None  # NumPy arrays and scalars defer to our reflected operators
+
+    __add__, __radd__ = _binary("add"), _binary("add", True)
+    __sub__, __rsub__ = _binary("sub"), _binary("sub", True)
+    __mul__, __rmul__ = _binary("mul"), _binary("mul", True)
+    __truediv__, __rtruediv__ = _binary("true_div"), _binary("true_div", True)
+    __floordiv__, __rfloordiv__ = _binary("floor_div"), _binary("floor_div", True)
+    __mod__, __rmod__ = _binary("mod"), _binary("mod", True)
+    __pow__, __rpow__ = _binary("pow"), _binary("pow", True)
+    __eq__, __ne__ = _binary("eq"), _binary("neq")
+    __lt__, __le__, __gt__, __ge__ = _binary("lt"), _binary("le"), _binary("gt"), _binary("ge")
+    __and__, __rand__ = _binary("and"), _binary("and", True)
+    __or__, __ror__ = _binary("or"), _binary("or", True)
+    __xor__, __rxor__ = _binary("xor"), _binary("xor", True)
+    __hash__ = Variable.__hash__
+
+    def __neg__(self):
+        return lmath.elemwise("neg", self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return lmath.elemwise("abs", self)
+
+    def __invert__(self):
+        return lmath.elemwise("invert", self)
+
+    def __iter__(self):
+        raise TypeError(f"symbolic labeled variable {self!r} cannot be iterated")
+
+    def __len__(self):
+        raise TypeError(f"len() of symbolic labeled variable {self!r}; use x.sizes")
+
+    # -- properties ---------------------------------------------------------
+    @property
+    def dims(self) -> tuple:
+        """The Dim objects, in order."""
+        return self.type.dims
+
+    @property
+    def sizes(self) -> dict:
+        """{name: size}; a dim whose size comes with the data gives a symbolic int64 scalar."""
+        positional = None
+        out = {}
+        for k, d in enumerate(self.type.dims):
+            if d.size is None:
+                if positional is None:
+                    positional = self.to_positional()
+                from dimgraph.core.shape import ShapeI
+
+                out[d.name] = ShapeI(k)(positional)
+            else:
+                out[d.name] = d.size
+        return out
+
+    @property
+    def dtype(self):
+        return np.dtype(self.type.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return self.type.ndim
+
+    @property
+    def values(self):
+        """The data as a positional tensor, axes in dims order (as `to_positional()`)."""
+        return self.to_positional()
+
+    # -- conversion and elementwise methods ---------------------------------
+    def to_positional(self, dims_order=None):
+        """A positional tensor with axes in `dims_order` (a list of Dims or names; default: `dims`)."""
+        return lshape.to_positional(self, dims_order)
+
+    def astype(self, dtype):
+        return lmath.astype(self, dtype)
+
+    def clip(self, min=None, max=None):
+        return lmath.clip(self, min, max)
+
+    def round(self, decimals=0):
+        return lmath.round(self, decimals)
+
+    def where(self, cond, other=np.nan):
+        """`self` where `cond` holds, else `other` (dims: self's first, as `DataArray.where`)."""
+        out = lmath.where(cond, self, other)
+        order = unify_dims("where", [v for v in lmath.operands([self, cond, other], "where")])
+        return lshape.transpose(out, *order)
+
+    # -- reductions and scans ----------------------------------------------
+    def sum(self, dim=None):
+        return lmath.reduce("sum", self, dim)
+
+    def prod(self, dim=None):
+        return lmath.reduce("prod", self, dim)
+
+    def max(self, dim=None):
+        return lmath.reduce("max", self, dim)
+
+    def min(self, dim=None):
+        return lmath.reduce("min", self, dim)
+
+    def all(self, dim=None):
+        return lmath.reduce("all", self, dim)
+
+    def any(self, dim=None):
+        return lmath.reduce("any", self, dim)
+
+    def mean(self, dim=None):
+        return lmath.reduce("mean", self, dim)
+
+    def var(self, dim=None, ddof=0):
+        return lmath.reduce("var", self, dim, ddof)
+
+    def std(self, dim=None, ddof=0):
+        return lmath.reduce("std", self, dim, ddof)
+
+    def logsumexp(self, dim=None):
+        return lmath.reduce("logsumexp", self, dim)
+
+    def argmax(self, dim=None):
+        return lmath.reduce("argmax", self, dim)
+
+    def argmin(self, dim=None):
+        return lmath.reduce("argmin", self, dim)
+
+    def cumsum(self, dim=None):
+        return lmath.cumulative("add", self, dim)
+
+    def cumprod(self, dim=None):
+        return lmath.cumulative("mul", self, dim)
+
+    def diff(self, dim, n=1):
+        return lmath.diff(self, dim, n)
+
+    # -- shape ---------------------------------------------------------------
+    def transpose(self, *dims):
+        return lshape.transpose(self, *dims)
+
+    @property
+    def T(self):
+        return lshape.transpose(self)
+
+    def rename(self, mapping=None, **names):
+        return lshape.rename(self, mapping, **names)
+
+    def expand_dims(self, dim):
+        return lshape.expand_dims(self, dim)
+
+    def squeeze(self, dim=None):
+        return lshape.squeeze(self, dim)
+
+    def broadcast_like(self, other):
+        return lshape.broadcast_like(self, other)
+
+    # -- display -------------------------------------------------------------
+    def _repr_html_(self):
+        rows = "".join(
+            f"<tr><td>{html.escape(d.name)}</td><td>{'?' if d.size is None else d.size}</td>"
+            f"<td>{html.escape(_coords_preview(d))}</td></tr>"
+            for d in self.type.dims
+        )
+        title = html.escape(f"{self.name or '<labeled>'}: {self.type.dtype}{fmt_dims(self.type.dims)}")
+        return (
+            f"<div><b>{title}</b><table><thead><tr><th>dim</th><th>size</th><th>coords</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></div>"
+        )
+
+
+def _coords_preview(d):
+    if d.coords is None:
+        return ""
+    shown = ", ".join(map(str, d.coords[:5].tolist()))
+    return shown + (", ..." if len(d.coords) > 5 else "")
+
+
+class LabeledVariable(LabeledOperators, Variable):
+    __slots__ = ()
+
+
+class LabeledConstant(LabeledOperators, Constant):
+    __slots__ = ()
+
+    @property
+    def key(self):
+        if self._key is None:
+            self._key = hash((Constant.key.fget(self), self.type))
+        return self._key
+
+    def __repr__(self):
+        if np.size(self.data) <= 6:
+            return f"{np.array2string(np.asarray(self.data), separator=',')}: {self.type}"
+        return f"<constant>: {self.type}"

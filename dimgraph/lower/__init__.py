@@ -1,0 +1,154 @@
+"""Lowering: labeled graphs -> positional graphs, in one topological pass before any rewrite.
+
+Every labeled op is replaced by its rule in `dimgraph.lower.rules`; positional
+nodes are rebuilt on the lowered inputs. A labeled graph input becomes one
+positional twin (kept on the variable, so every lowering of it agrees) whose
+static shape is its Dims' static sizes. A Dim of unknown size gets the
+symbolic size of the first input that carries it; the compiled function checks
+before any work that every input on that dim agrees (`lower_io`). After the
+pass no labeled op is left.
+"""
+
+from __future__ import annotations
+
+from dimgraph.core.basic import constant as positional_constant
+from dimgraph.core.graph import Constant, ancestors, rebuild_node, toposort
+from dimgraph.core.shape import ShapeI
+from dimgraph.core.type import TensorType
+from dimgraph.errors import DimError
+from dimgraph.labeled.dims import fmt_dims
+from dimgraph.labeled.ops import LabeledOp, is_labeled
+from dimgraph.lower.rules import lowering
+
+
+def positional_twin(var):
+    """The positional stand-in of a labeled graph input or constant (made once, then reused)."""
+    twin = var.tag.get("positional")
+    if twin is None:
+        shared_twin = getattr(var, "shared_twin", None)
+        if shared_twin is not None:
+            twin = shared_twin
+        elif isinstance(var, Constant):
+            twin = positional_constant(var.data)
+        else:
+            twin = TensorType(var.type.dtype, var.type.shape).make_variable(name=var.name)
+        var.tag["positional"] = twin
+    return twin
+
+
+class Lowering:
+    """One lowering pass: a memo from labeled variables to positional ones, and the sizes of dims."""
+
+    def __init__(self):
+        self.memo = {}  # id(variable) -> positional variable
+        self.sizes = {}  # Dim -> int or symbolic int64 scalar
+        self.fixed = {}  # Dim of unknown size -> the size a labeled constant gives it
+
+    def get(self, var):
+        """The positional version of `var`; labeled leaves get their twin."""
+        found = self.memo.get(id(var))
+        if found is not None:
+            return found
+        if var.owner is None and is_labeled(var):
+            twin = positional_twin(var)
+            self.memo[id(var)] = twin
+            self.bind(var, twin)
+            if isinstance(var, Constant):
+                for d, n in zip(var.type.dims, twin.type.shape):
+                    if d.size is None:
+                        self.fixed.setdefault(d, n)
+            return twin
+        return var
+
+    def bind(self, var, positional):
+        for k, d in enumerate(var.type.dims):
+            if d.size is None and d not in self.sizes:
+                s = positional.type.shape[k]
+                self.sizes[d] = s if s is not None else ShapeI(k)(positional)
+
+    def size(self, dim, what):
+        """The size of `dim`: its static size, or the symbolic size bound from an input carrying it."""
+        if dim.size is not None:
+            return dim.size
+        found = self.sizes.get(dim)
+        if found is None:
+            raise DimError(
+                f"{what}: dim {dim.name!r} has no size: give the Dim a size, or use it in an input "
+                "that brings it (its size then comes with the data)"
+            )
+        return found
+
+    def run(self, outputs):
+        """Positional versions of `outputs` (labeled or positional)."""
+        for v in ancestors(outputs):
+            if v.owner is None and is_labeled(v):
+                self.get(v)
+        for node in toposort(outputs):
+            if all(id(o) in self.memo for o in node.outputs):
+                continue
+            inputs = [self.get(i) for i in node.inputs]
+            if isinstance(node.op, LabeledOp):
+                result = lowering(node.op, node, inputs, self)
+                results = list(result) if isinstance(result, (list, tuple)) else [result]
+            else:
+                results = rebuild_node(node, inputs).outputs
+            for out, low in zip(node.outputs, results):
+                _check_lowered(node, out, low)
+                self.memo[id(out)] = low
+                if is_labeled(out):
+                    self.bind(out, low)
+        return [self.get(o) for o in outputs]
+
+
+def _check_lowered(node, out, low):
+    # NOTE: an invariant of the rules, not a user error: dtype and static sizes survive lowering.
+    assert isinstance(low.type, TensorType), f"lowering {node.op} left a labeled variable"
+    assert low.type.dtype == out.type.dtype, f"lowering {node.op}: dtype {low.type.dtype} != {out.type.dtype}"
+    assert low.type.ndim == out.type.ndim, f"lowering {node.op}: {low.type} does not fit {out.type}"
+    for s, t in zip(low.type.shape, out.type.shape):
+        assert t is None or s == t, f"lowering {node.op}: static shape {low.type} does not fit {out.type}"
+
+
+def lower(outputs):
+    """The positional graph of labeled `outputs` (a variable or a list), to inspect what compiles.
+
+    Labeled inputs become positional inputs (same names) whose static shapes
+    are their dims' sizes; dims become axes in each variable's dims order.
+
+    >>> import dimgraph as dg
+    >>> country, age = dg.Dim("country", size=3), dg.Dim("age", size=5)
+    >>> a, b = dg.labeled("a", dims=(country,)), dg.labeled("b", dims=(age,))
+    >>> y = dg.lower(a + b)
+    >>> y.type.shape, type(y.owner.op).__name__
+    ((3, 5), 'Elemwise')
+    """
+    single = not isinstance(outputs, (list, tuple))
+    outs = Lowering().run([outputs] if single else list(outputs))
+    return outs[0] if single else outs
+
+
+def lower_io(inputs, outputs):
+    """Positional inputs/outputs for `dg.function`, with input converters, output wrappers and checks."""
+    from dimgraph.compile.io import TensorInput, TensorOutput
+    from dimgraph.lower.io import LabeledInput, LabeledOutput, size_checks
+
+    low = Lowering()
+    pos_inputs = [low.get(v) for v in inputs]
+    pos_outputs = low.run(outputs)
+    labels = [v.name or f"input {k}" for k, v in enumerate(inputs)]
+    in_specs = [
+        LabeledInput(label, v.type) if is_labeled(v) else TensorInput(label, v.type) for label, v in zip(labels, inputs)
+    ]
+    out_specs = [LabeledOutput(o, inputs) if is_labeled(o) else TensorOutput() for o in outputs]
+    return pos_inputs, pos_outputs, in_specs, out_specs, size_checks(inputs, labels, low)
+
+
+def lower_update(target, value):
+    """The positional new value of shared `target` from labeled `value` (broadcast and ordered to its dims)."""
+    from dimgraph.labeled.shape import broadcast_to_dims
+
+    if is_labeled(target):
+        value = broadcast_to_dims(value, target.type.dims)
+    elif value.type.ndim != target.type.ndim:
+        raise DimError(f"updates: {target.name!r} is positional with {target.type.ndim} axes; the new value has dims {fmt_dims(value.type.dims)}")
+    return Lowering().run([value])[0]

@@ -1,0 +1,145 @@
+"""Labeled inputs and outputs of compiled functions: DataArray/NumPy in, DataArray out.
+
+`LabeledInput.convert` matches a DataArray's dims by name (transposing as
+needed), checks sizes and, when the Dim has coords, the coords; a NumPy array
+must come in declared dim order. `size_checks` catch a dim of unknown size
+that two inputs give different sizes. All of it runs before any computation.
+`LabeledOutput.wrap` builds the DataArray: coords from the Dims, or for a Dim
+without coords from the input DataArray that brought that dim.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dimgraph.compile.io import cast_exact
+from dimgraph.errors import InputError
+from dimgraph.labeled.basic import is_dataarray
+from dimgraph.labeled.dims import ProductDim, fmt_dims
+from dimgraph.labeled.ops import is_labeled
+
+
+def _first_difference(expected, got) -> str:
+    for k, (u, v) in enumerate(zip(expected, got)):
+        if not (u == v or (u != u and v != v)):
+            return f"first difference at position {k}: expected {u!r}, got {v!r}"
+    return f"expected {len(expected)} labels, got {len(got)}"
+
+
+class LabeledInput:
+    """Converts user data for a labeled input (dims, sizes, coords, dtype) to an array in dims order."""
+
+    __slots__ = ("name", "type")
+
+    def __init__(self, name, type):
+        self.name, self.type = name, type
+
+    def convert(self, value):
+        dims = self.type.dims
+        if is_dataarray(value):
+            names = [str(n) for n in value.dims]
+            expected = [d.name for d in dims]
+            missing = [n for n in expected if n not in names]
+            extra = [n for n in names if n not in expected]
+            if missing or extra:
+                got = "(" + ", ".join(f"{n}: {s}" for n, s in zip(names, value.shape)) + ")"
+                why = "; ".join(
+                    ([f"missing dim {', '.join(map(repr, missing))}"] if missing else [])
+                    + ([f"unexpected dim {', '.join(map(repr, extra))}"] if extra else [])
+                )
+                raise InputError(f"input {self.name!r}: expected dims {fmt_dims(dims)}, got dims {got}: {why}")
+            if names != expected:
+                value = value.transpose(*expected)
+            for d in dims:
+                if d.coords is None:
+                    continue
+                index = value.indexes.get(d.name)
+                if index is not None and not index.equals(d.coords):
+                    raise InputError(
+                        f"input {self.name!r}: the coords of dim {d.name!r} disagree with the Dim's "
+                        f"({_first_difference(d.coords, index)})"
+                    )
+            arr = np.asarray(value.values)
+        else:
+            arr = np.asarray(value)
+            if arr.ndim != len(dims):
+                raise InputError(
+                    f"input {self.name!r}: expected an array with dims {fmt_dims(dims)} ({len(dims)} axes, "
+                    f"in this order), got {arr.ndim} axes (shape {arr.shape})"
+                )
+        for d, n in zip(dims, arr.shape):
+            if d.size is not None and d.size != n:
+                raise InputError(f"input {self.name!r}: dim {d.name!r} has size {d.size}, got {n} entries along it")
+        return cast_exact(self.name, arr, self.type.dtype)
+
+
+class LabeledOutput:
+    """Wraps a result array as a DataArray with the output's dims and coords."""
+
+    __slots__ = ("dims", "name", "sources")
+
+    def __init__(self, var, inputs):
+        self.dims = var.type.dims
+        self.name = var.name
+        # For each dim without coords: the (input position, dim name) pairs of labeled inputs that carry it.
+        self.sources = {
+            d.name: [k for k, v in enumerate(inputs) if is_labeled(v) and d in v.type.dims]
+            for d in self.dims
+            if d.coords is None
+        }
+
+    def wrap(self, value, inputs):
+        import xarray as xr
+
+        coords = {}
+        for axis, d in enumerate(self.dims):
+            if isinstance(d, ProductDim) and d.coords is not None:
+                coords.update(xr.Coordinates.from_pandas_multiindex(d.coords, d.name))
+            elif d.coords is not None:
+                coords[d.name] = d.coords
+            else:
+                for k in self.sources[d.name]:
+                    raw = inputs[k]
+                    index = raw.indexes.get(d.name) if is_dataarray(raw) else None
+                    if index is not None and len(index) == value.shape[axis]:
+                        coords[d.name] = index
+                        break
+        return xr.DataArray(value, dims=[d.name for d in self.dims], coords=coords or None, name=self.name)
+
+
+def size_checks(inputs, labels, lowering):
+    """Checks that the inputs sharing a dim of unknown size agree on it (and with constants that fix it)."""
+    carriers = {}
+    for k, v in enumerate(inputs):
+        if is_labeled(v):
+            for axis, d in enumerate(v.type.dims):
+                if d.size is None:
+                    carriers.setdefault(d, []).append((k, axis))
+    checks = []
+    for d, where in carriers.items():
+        fixed = lowering.fixed.get(d)
+        if len(where) > 1 or fixed is not None:
+            checks.append(_SizeCheck(d.name, where, labels, fixed))
+    return checks
+
+
+class _SizeCheck:
+    __slots__ = ("name", "where", "labels", "fixed")
+
+    def __init__(self, name, where, labels, fixed):
+        self.name, self.where, self.labels, self.fixed = name, where, labels, fixed
+
+    def __call__(self, arrays, raw):
+        (k0, a0), *rest = self.where
+        n0 = arrays[k0].shape[a0]
+        if self.fixed is not None and n0 != self.fixed:
+            raise InputError(
+                f"input {self.labels[k0]!r}: dim {self.name!r} has size {n0}, but a constant in the graph gives it size {self.fixed}"
+            )
+        for k, a in rest:
+            n = arrays[k].shape[a]
+            if n != n0:
+                raise InputError(
+                    f"inputs {self.labels[k0]!r} and {self.labels[k]!r} disagree on the size of dim {self.name!r}: "
+                    f"{n0} in {self.labels[k0]!r}, {n} in {self.labels[k]!r}"
+                )

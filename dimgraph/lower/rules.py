@@ -1,0 +1,144 @@
+"""One lowering per labeled op: dims become axis numbers, and labeled ops become positional ones.
+
+Each rule gets the op, the labeled node, its inputs already lowered (axes in
+the order of `node.inputs[k].type.dims`) and the `Lowering` (for the sizes of
+dims a rule must materialise, e.g. `expand_dims`). It returns the positional
+output(s), with axes in the order of the node's output dims.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+
+from dimgraph.core import reduce as core_reduce
+from dimgraph.core.elemwise import DimShuffle, Elemwise
+from dimgraph.core.extra import CumOp, assert_op
+from dimgraph.core.extra import diff as core_diff
+from dimgraph.core.math import eq
+from dimgraph.core.shape import ShapeI
+from dimgraph.core.shape_ops import broadcast_to, full_like
+from dimgraph.labeled.ops import (
+    Arange,
+    BroadcastTo,
+    ExpandDims,
+    FromPositional,
+    FullLike,
+    LabeledCumulative,
+    LabeledDiff,
+    LabeledElemwise,
+    LabeledReduce,
+    Relabel,
+    Squeeze,
+    ToPositional,
+    Transpose,
+)
+
+
+@singledispatch
+def lowering(op, node, inputs, ctx):
+    raise TypeError(f"no lowering is registered for the labeled op {op} ({type(op).__name__})")
+
+
+def align(x, in_dims, out_dims):
+    """`x` (axes in `in_dims` order) permuted to `out_dims`, with length-1 axes for the dims it lacks."""
+    order = tuple(in_dims.index(d) if d in in_dims else "x" for d in out_dims)
+    if order == tuple(range(len(in_dims))):
+        return x
+    return DimShuffle(len(in_dims), order)(x)
+
+
+def specify_sizes(x, dims, what):
+    """`x` with the static sizes of `dims` in its type; a run-time check guards axes that were unknown."""
+    gain = [k for k, (s, d) in enumerate(zip(x.type.shape, dims)) if s is None and d.size is not None]
+    if not gain:
+        return x
+    conds = [eq(ShapeI(k)(x), dims[k].size) for k in gain]
+    names = ", ".join(f"{dims[k].name!r} (size {dims[k].size})" for k in gain)
+    x = assert_op(x, *conds, msg=f"{what}: the data does not have the sizes of the dims {names}")
+    return broadcast_to(x, [d.size if d.size is not None else ShapeI(k)(x) for k, d in enumerate(dims)])
+
+
+@lowering.register(LabeledElemwise)
+def _(op, node, inputs, ctx):
+    out_dims = node.outputs[0].type.dims
+    return Elemwise(op.scalar_op)(*[align(x, v.type.dims, out_dims) for x, v in zip(inputs, node.inputs)])
+
+
+_REDUCERS = {
+    "sum": core_reduce.sum,
+    "prod": core_reduce.prod,
+    "max": core_reduce.max,
+    "min": core_reduce.min,
+    "all": core_reduce.all,
+    "any": core_reduce.any,
+    "mean": core_reduce.mean,
+    "logsumexp": core_reduce.logsumexp,
+}
+
+
+@lowering.register(LabeledReduce)
+def _(op, node, inputs, ctx):
+    (x,) = inputs
+    in_dims = node.inputs[0].type.dims
+    axes = tuple(in_dims.index(d) for d in op.dims)
+    if op.kind in ("var", "std"):
+        return getattr(core_reduce, op.kind)(x, axes, ddof=op.ddof)
+    if op.kind in ("argmax", "argmin"):
+        return getattr(core_reduce, op.kind)(x, axes[0])
+    return _REDUCERS[op.kind](x, axes)
+
+
+@lowering.register(LabeledCumulative)
+def _(op, node, inputs, ctx):
+    return CumOp(node.inputs[0].type.dims.index(op.dim), op.mode)(inputs[0])
+
+
+@lowering.register(LabeledDiff)
+def _(op, node, inputs, ctx):
+    return core_diff(inputs[0], op.n, node.inputs[0].type.dims.index(op.dim))
+
+
+@lowering.register(Transpose)
+@lowering.register(ToPositional)
+def _(op, node, inputs, ctx):
+    return align(inputs[0], node.inputs[0].type.dims, op.dims)
+
+
+@lowering.register(Relabel)
+def _(op, node, inputs, ctx):
+    return specify_sizes(inputs[0], op.dims, "rename")
+
+
+@lowering.register(FromPositional)
+def _(op, node, inputs, ctx):
+    return specify_sizes(inputs[0], op.dims, "from_positional")
+
+
+@lowering.register(Squeeze)
+def _(op, node, inputs, ctx):
+    return align(inputs[0], node.inputs[0].type.dims, node.outputs[0].type.dims)
+
+
+def _broadcast(x, in_dims, out_dims, ctx, what):
+    x = align(x, in_dims, out_dims)
+    if all(d in in_dims or d.size == 1 for d in out_dims):
+        return x
+    return broadcast_to(x, [ctx.size(d, what) for d in out_dims])
+
+
+@lowering.register(ExpandDims)
+@lowering.register(BroadcastTo)
+def _(op, node, inputs, ctx):
+    return _broadcast(inputs[0], node.inputs[0].type.dims, node.outputs[0].type.dims, ctx, str(op))
+
+
+@lowering.register(FullLike)
+def _(op, node, inputs, ctx):
+    return full_like(inputs[0], op.fill_value, op.dtype)
+
+
+@lowering.register(Arange)
+def _(op, node, inputs, ctx):
+    from dimgraph.core.extra import arange
+
+    return arange(ctx.size(op.dim, str(op)))

@@ -1,0 +1,116 @@
+"""Compiled labeled functions: DataArray/NumPy in, DataArray out, and every InputError case."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import dimgraph as dg
+
+country = dg.Dim("country", coords=["USA", "Italy", "Chile"])
+age = dg.Dim("age", size=4)
+obs = dg.Dim("obs")
+
+
+@pytest.fixture(scope="module")
+def effect_fn():
+    ce = dg.labeled("country_effect", dims=(country,))
+    ae = dg.labeled("age_effect", dims=(age,))
+    return dg.function([ce, ae], ce + ae, backend="python")
+
+
+def test_outputs_are_dataarrays_with_coords(backend):
+    ce = dg.labeled("country_effect", dims=(country,))
+    ae = dg.labeled("age_effect", dims=(age,))
+    f = dg.function([ce, ae], ce + ae, backend=backend)
+    out = f(np.arange(3.0), np.arange(4.0) * 10)
+    assert isinstance(out, xr.DataArray) and out.dims == ("country", "age")
+    assert list(out.indexes["country"]) == ["USA", "Italy", "Chile"] and "age" not in out.indexes
+    np.testing.assert_allclose(out.sel(country="Italy").values, 1 + np.arange(4.0) * 10)
+
+
+def test_dataarray_inputs_are_transposed_by_name(backend):
+    x = dg.labeled("x", dims=(country, age))
+    f = dg.function([x], x * 2, backend=backend)
+    data = xr.DataArray(np.arange(12.0).reshape(4, 3), dims=("age", "country"), coords={"country": list(country.coords)})
+    out = f(data)
+    assert out.dims == ("country", "age")
+    np.testing.assert_allclose(out.values, data.values.T * 2)
+
+
+def test_coords_of_unknown_dims_come_from_the_input_dataarray(backend):
+    x = dg.labeled("x", dims=(obs,))
+    f = dg.function([x], x + 1, backend=backend)
+    data = xr.DataArray(np.zeros(3), dims="obs", coords={"obs": [10, 20, 30]})
+    out = f(data)
+    assert out.indexes["obs"].tolist() == [10, 20, 30]
+    assert "obs" not in f(np.zeros(2)).indexes
+
+
+def test_unknown_dim_mismatch_between_inputs_is_input_error(effect_fn):
+    a = dg.labeled("a", dims=(obs,))
+    b = dg.labeled("b", dims=(obs, age))
+    f = dg.function([a, b], a * b, backend="python")
+    assert f(np.ones(2), np.ones((2, 4))).shape == (2, 4)
+    with pytest.raises(dg.InputError, match="inputs 'a' and 'b' disagree on the size of dim 'obs': 2 in 'a', 3 in 'b'"):
+        f(np.ones(2), np.ones((3, 4)))
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (xr.DataArray(np.ones(3), dims="nation"), "missing dim 'country'; unexpected dim 'nation'"),
+        (xr.DataArray(np.ones(4), dims="country"), "dim 'country' has size 3, got 4"),
+        (np.ones(4), "dim 'country' has size 3, got 4"),
+        (np.ones((3, 1)), "expected an array with dims (country: 3)"),
+        (
+            xr.DataArray(np.ones(3), dims="country", coords={"country": ["USA", "France", "Chile"]}),
+            "first difference at position 1: expected 'Italy', got 'France'",
+        ),
+        (np.array([0.5, 1.0, 2.0]), "change when cast"),
+    ],
+)
+def test_bad_input_is_input_error_naming_input_and_dim(value, message):
+    x = dg.labeled("counts", dims=(country,), dtype="int64")
+    f = dg.function([x], x + 1, backend="python")
+    with pytest.raises(dg.InputError, match="counts") as err:
+        f(value)
+    assert message in str(err.value)
+
+
+def test_missing_input_is_input_error(effect_fn):
+    with pytest.raises(dg.InputError, match="missing inputs \\['age_effect'\\]"):
+        effect_fn(np.ones(3))
+
+
+def test_constant_fixes_unknown_dim_size():
+    x = dg.labeled("x", dims=(obs,))
+    c = dg.constant(np.arange(3.0), dims=(obs,))
+    f = dg.function([x], x + c, backend="python")
+    np.testing.assert_allclose(f(np.ones(3)).values, [1, 2, 3])
+    with pytest.raises(dg.InputError, match="dim 'obs' has size 2, but a constant in the graph gives it size 3"):
+        f(np.ones(2))
+
+
+def test_positional_and_labeled_mixed(backend):
+    x = dg.labeled("x", dims=(country, age))
+    t = dg.tensor("t", shape=(None,))
+    y = x.sum("age").to_positional() * t
+    f = dg.function([x, t], [y, dg.from_positional(t, (obs,)) + x.sum()], backend=backend)
+    p, q = f(np.ones((3, 4)), np.arange(3.0))
+    assert isinstance(p, np.ndarray) and p.tolist() == [0.0, 4.0, 8.0]
+    assert q.dims == ("obs",) and q.values.tolist() == [12.0, 13.0, 14.0]
+
+
+def test_labeled_shared_state(backend):
+    w = dg.shared(np.zeros(3), dims=(country,), name="w")
+    x = dg.labeled("x", dims=(country, age))
+    ctx = dg.SharedContext()
+    f = dg.function([x], (x * w).sum(), updates={w: w + x.sum("age")}, backend=backend)
+    assert float(f(np.ones((3, 4)), ctx=ctx)) == 0.0
+    assert float(f(np.ones((3, 4)), ctx=ctx)) == 48.0  # w was 4 after the first call
+    got = w.get(ctx=ctx)
+    assert isinstance(got, xr.DataArray) and got.values.tolist() == [8.0, 8.0, 8.0]
+    assert list(got.indexes["country"]) == ["USA", "Italy", "Chile"]
+    assert w.get().values.tolist() == [0.0, 0.0, 0.0]
+    w.set(xr.DataArray([1.0, 2.0, 3.0], dims="country"), ctx=ctx)
+    assert w.get(ctx=ctx).values.tolist() == [1.0, 2.0, 3.0]
