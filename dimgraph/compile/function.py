@@ -145,7 +145,7 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
     f = Function(
         inputs, outputs, single, fgraph, backend_module.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
     )
-    f._update_targets = update_targets
+    f._update_targets = [t.storage_key for t in update_targets]
     return f
 
 

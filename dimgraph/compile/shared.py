@@ -51,13 +51,18 @@ class SharedMixin:
     def input_spec(self):
         return TensorInput(self.name, self.type)
 
+    @property
+    def storage_key(self):
+        """The variable whose value a context stores (a labeled shared variable stores its positional twin)."""
+        return self
+
 
 class SharedTensor(SharedMixin, TensorVariable):
     __slots__ = ("initial_value",)
 
 
-def shared(value, name=None, dtype=None):
-    """A positional shared variable initialised to (a copy of) `value`.
+def shared(value, name=None, dtype=None, dims=None):
+    """A shared variable initialised to (a copy of) `value`; labeled with `dims=` or for a DataArray.
 
     >>> import dimgraph as dg, numpy as np
     >>> w = dg.shared(np.zeros(2), name="w")
@@ -65,6 +70,10 @@ def shared(value, name=None, dtype=None):
     >>> float(f()), float(f()), w.get().tolist()
     (0.0, 2.0, [2.0, 2.0])
     """
+    if dims is not None or (hasattr(value, "dims") and hasattr(value, "indexes")):
+        from dimgraph.labeled.shared import labeled_shared
+
+        return labeled_shared(value, dims=dims, name=name, dtype=dtype)
     arr = np.array(value, dtype=dtype)
     var = SharedTensor(TensorType(arr.dtype.name, arr.shape), name=name)
     arr.setflags(write=False)
