@@ -11,36 +11,62 @@ from dimgraph.compile.function import Function, function
 from dimgraph.compile.shared import SharedContext, shared
 from dimgraph.core.basic import constant as _positional_constant  # noqa: F401
 from dimgraph.core.basic import matrix, scalar, tensor, vector
-from dimgraph.core.math import (  # noqa: F401
-    ceil,
+from dimgraph.labeled import (  # noqa: F401  (the labeled layer: the main path)
+    Dim,
+    ProductDim,
+    arange,
+    as_labeled,
+    broadcast,
     clip,
+    constant,
+    from_positional,
+    full_like,
+    labeled,
+    logsumexp,
+    ones_like,
+    round,
+    where,
+    zeros_like,
+)
+from dimgraph.labeled.math import (  # noqa: F401  (dispatch: labeled by dim name, positional as NumPy)
+    arccos,
+    arcsin,
+    arctan,
+    arctan2,
+    ceil,
     cos,
+    cosh,
     digamma,
     erf,
     erfc,
     exp,
+    exp2,
     expm1,
     floor,
     gammaln,
     isfinite,
+    isinf,
     isnan,
     log,
     log1p,
+    log2,
+    log10,
     logaddexp,
     maximum,
     minimum,
-    round,
     sigmoid,
     sign,
     sin,
+    sinh,
     softplus,
     sqrt,
     square,
     tan,
     tanh,
-    where,
+    trigamma,
+    trunc,
 )
-from dimgraph.core.reduce import logsumexp
+from dimgraph.lower import lower
 from dimgraph.errors import BackendUnavailable, DimError, InputError, ShapeError
 from dimgraph.printing import dprint
 
