@@ -179,9 +179,12 @@ def var(x, axis=None, keepdims=False, ddof=0):
     x = as_float(x)
     dev = x - mean(x, axis, keepdims=True)
     n = count(x, axis)
-    denom = n - ddof
-    if not isinstance(denom, int):
-        denom = cast(denom, x.type.dtype)
+    if isinstance(n, int):
+        denom = builtins.max(n - ddof, 0)  # NumPy: ddof >= n gives 0 / 0 = nan (or inf), never a negative count
+    else:
+        from dimgraph.core.math import maximum
+
+        denom = cast(maximum(n - ddof, 0), x.type.dtype)
     return sum(dev * dev, axis, keepdims) / denom
 
 
