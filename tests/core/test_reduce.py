@@ -1,72 +1,120 @@
 """Reductions against NumPy: every CAReduce reducer, mean/var/std, logsumexp (scipy), argmax/argmin.
 
-Axis subsets, keepdims, sizes 0 and 1 and unknown declared sizes are drawn by
-hypothesis; each (function, dtype, ndim, axis, keepdims) graph compiles once per
-backend. Float results use rtol of a few ulps of the output dtype times the
-reduced length (summation order may differ between backends).
+Two kinds of tests: per dtype, one compiled function holding every reduction
+over a fixed set of (axis, keepdims) configurations, run on every backend with
+hypothesis data (sizes 0 and 1 included); and, on the python backend, random
+structure (ndim, axis subset, keepdims, declared static or unknown sizes),
+compiled per example. Float results use rtol of a few ulps of the output dtype
+times the number of elements (summation order may differ between backends).
 """
 
 import numpy as np
 import pytest
 import scipy.special as sp
 from core_checks import DTYPES, arrays, check_outputs, rtol_for, values_for
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import dimgraph as dg
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's oracles on empty slices
 
-FEW = settings(max_examples=max(4, settings.default.max_examples // 2))
 
+def _lse(a, axis=None, keepdims=False):
+    out = np.asarray(sp.logsumexp(a.astype(np.float64), axis=axis, keepdims=keepdims))
+    out = out.reshape(np.sum(a, axis=axis, keepdims=keepdims).shape)  # scipy gives a 0-d input shape (1,)
+    return out.astype(a.dtype if a.dtype.kind == "f" else np.float64)
+
+
+# name: (dimgraph function, NumPy oracle, needs non-empty reduced axes)
 REDUCERS = {
-    "sum": (dg.core.sum, np.sum),
-    "prod": (dg.core.prod, np.prod),
-    "max": (dg.core.max, np.max),
-    "min": (dg.core.min, np.min),
-    "all": (dg.core.all, np.all),
-    "any": (dg.core.any, np.any),
-    "mean": (dg.core.mean, np.mean),
-    "var": (dg.core.var, np.var),
-    "std": (dg.core.std, np.std),
+    "sum": (dg.core.sum, np.sum, False),
+    "prod": (dg.core.prod, np.prod, False),
+    "max": (dg.core.max, np.max, True),
+    "min": (dg.core.min, np.min, True),
+    "all": (dg.core.all, np.all, False),
+    "any": (dg.core.any, np.any, False),
+    "mean": (dg.core.mean, np.mean, False),
+    "var": (dg.core.var, np.var, False),
+    "std": (dg.core.std, np.std, False),
+    "logsumexp": (dg.core.logsumexp, _lse, True),
+    "argmax": (dg.core.argmax, np.argmax, True),
+    "argmin": (dg.core.argmin, np.argmin, True),
 }
+CONFIGS = [(None, False), (None, True), (0, False), (-1, True), ((0, 2), False), ((1,), True), ((), False)]
+ARG_CONFIGS = [(None, False), (None, True), (0, False), (-1, True), (1, False)]
+
+
+def _graph(dtype, nonempty):
+    x = dg.tensor("x", shape=(None, None, None), dtype=dtype)
+    outs, names, calls = [], [], []
+    for name, (fn, np_fn, needs) in REDUCERS.items():
+        if needs and not nonempty:
+            continue
+        for axis, keepdims in ARG_CONFIGS if name.startswith("arg") else CONFIGS:
+            if name.startswith("arg") and axis == ():
+                continue
+            outs.append(fn(x, axis=axis, keepdims=keepdims))
+            names.append(f"{name}(axis={axis}, keepdims={keepdims})")
+            calls.append((np_fn, axis, keepdims))
+    for ddof in (1, 2):  # var/std with ddof
+        outs += [dg.core.var(x, (0, 1), ddof=ddof), dg.core.std(x, -1, True, ddof=ddof)]
+        names += [f"var(ddof={ddof})", f"std(ddof={ddof})"]
+        calls += [(lambda a, axis, keepdims, d=ddof: np.var(a, axis=axis, keepdims=keepdims, ddof=d), (0, 1), False),
+                  (lambda a, axis, keepdims, d=ddof: np.std(a, axis=axis, keepdims=keepdims, ddof=d), -1, True)]
+    return x, outs, names, calls
+
+
+@pytest.mark.parametrize("nonempty", [True, False], ids=["nonempty", "maybe-empty"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reductions(backend, dtype, nonempty):
+    x, outs, names, calls = _graph(dtype, nonempty)
+
+    @given(st.data())
+    def check(data):
+        shape = tuple(data.draw(st.integers(1 if nonempty else 0, 3)) for _ in range(3))
+        lo, hi = (-3, 3) if np.dtype(dtype).kind in "iu" else (-20, 20)  # products stay in range
+        a = data.draw(arrays(dtype, shape, elements=values_for(dtype, lo, hi)))
+        with np.errstate(all="ignore"):
+            expected = [np.asarray(fn(a, axis=axis, keepdims=keepdims)) for fn, axis, keepdims in calls]
+        tols = [rtol_for(e.dtype, 8 * max(1, a.size)) for e in expected]
+        check_outputs(backend, [x], outs, [a], expected, key=("reduce", dtype, nonempty), names=names,
+                      rtol=tols, atol=tols)
+
+    check()
 
 
 @st.composite
-def reduction_case(draw, nonempty=False):
+def reduction_case(draw):
+    name = draw(st.sampled_from(sorted(REDUCERS)))
+    dtype = draw(st.sampled_from(DTYPES))
     ndim = draw(st.integers(0, 3))
+    nonempty = REDUCERS[name][2]
     shape = tuple(draw(st.integers(1 if nonempty else 0, 3)) for _ in range(ndim))
-    axis = draw(st.one_of(st.none(), st.lists(st.integers(0, ndim - 1), unique=True).map(tuple) if ndim else st.none()))
-    if axis is not None and len(axis) == 1 and draw(st.booleans()):
-        axis = axis[0] - ndim if draw(st.booleans()) else axis[0]  # a bare int, maybe negative
-    keepdims = draw(st.booleans())
-    return shape, axis, keepdims
+    decl = tuple(s if draw(st.booleans()) else None for s in shape)
+    if name.startswith("arg"):
+        axis = draw(st.one_of(st.none(), st.integers(-ndim, ndim - 1))) if ndim else None
+    else:
+        axis = draw(st.one_of(st.none(), st.lists(st.integers(0, ndim - 1), unique=True).map(tuple))) if ndim else None
+        if isinstance(axis, tuple) and len(axis) == 1 and draw(st.booleans()):
+            axis = axis[0] - ndim  # a bare negative int
+    return name, dtype, shape, decl, axis, draw(st.booleans())
 
 
-def _compare(backend, fn, np_fn, dtype, shape, axis, keepdims, data, key, scale=4.0):
-    x = dg.tensor("x", shape=(None,) * len(shape), dtype=dtype)
+@given(reduction_case(), st.data())
+def test_reduction_structure(case, data):
+    """Random ndim / axis subsets / keepdims / declared sizes: static shapes, shape_of and values."""
+    name, dtype, shape, decl, axis, keepdims = case
+    fn, np_fn, _ = REDUCERS[name]
+    x = dg.tensor("x", shape=decl, dtype=dtype)
     y = fn(x, axis=axis, keepdims=keepdims)
+    a = data.draw(arrays(dtype, shape, elements=values_for(dtype, -3, 3)))
     with np.errstate(all="ignore"):
-        expected = np.asarray(np_fn(data, axis=axis, keepdims=keepdims))
-    n = max(1, data.size)
-    tol = rtol_for(expected.dtype, scale * n)
-    check_outputs(backend, [x], y, [data], expected, key=key, rtol=tol, atol=tol)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("name", sorted(REDUCERS))
-def test_reducers(backend, name, dtype):
-    fn, np_fn = REDUCERS[name]
-
-    @FEW
-    @given(reduction_case(nonempty=name in ("max", "min")), st.data())
-    def check(case, data):
-        shape, axis, keepdims = case
-        lo, hi = (-3, 3) if name == "prod" else (-20, 20)
-        values = data.draw(arrays(dtype, shape, elements=values_for(dtype, lo, hi)))
-        _compare(backend, fn, np_fn, dtype, shape, axis, keepdims, values, key=(name, dtype, shape.__len__(), axis, keepdims))
-
-    check()
+        expected = np.asarray(np_fn(a, axis=axis, keepdims=keepdims))
+    if None not in decl:
+        assert y.type.shape == expected.shape
+    tol = rtol_for(expected.dtype, 8 * max(1, a.size))
+    check_outputs("python", [x], y, [a], expected, rtol=tol, atol=tol, names=[name])
 
 
 def test_static_shapes_and_empty_errors():
@@ -83,78 +131,9 @@ def test_static_shapes_and_empty_errors():
         dg.core.sum(x, axis=(0, -3))
 
 
-@pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
-@pytest.mark.parametrize("ddof", [0, 1])
-def test_var_std_ddof(backend, dtype, ddof):
-    @FEW
-    @given(reduction_case(nonempty=True), st.data())
-    def check(case, data):
-        shape, axis, keepdims = case
-        values = data.draw(arrays(dtype, shape))
-        with np.errstate(all="ignore"):
-            ev = np.asarray(np.var(values, axis=axis, keepdims=keepdims, ddof=ddof))
-            es = np.asarray(np.std(values, axis=axis, keepdims=keepdims, ddof=ddof))
-        x = dg.tensor("x", shape=(None,) * len(shape), dtype=dtype)
-        outs = [dg.core.var(x, axis, keepdims, ddof), dg.core.std(x, axis, keepdims, ddof)]
-        tol = rtol_for(ev.dtype, 40 * max(1, values.size))
-        check_outputs(backend, [x], outs, [values], [ev, es], key=("varstd", dtype, ddof, len(shape), axis, keepdims), rtol=tol, atol=tol)
-
-    check()
-
-
-@pytest.mark.parametrize("dtype", ["int8", "int64", "float32", "float64"])
-def test_logsumexp(backend, dtype):
-    @FEW
-    @given(reduction_case(nonempty=True), st.data())
-    def check(case, data):
-        shape, axis, keepdims = case
-        values = data.draw(arrays(dtype, shape, elements=values_for(dtype, -800, 800) if dtype == "float64" else None))
-        expected = np.asarray(sp.logsumexp(values.astype(np.float64), axis=axis, keepdims=keepdims))
-        expected = expected.astype(values.dtype if values.dtype.kind == "f" else np.float64)
-        expected = expected.reshape(np.sum(values, axis=axis, keepdims=keepdims).shape)  # scipy gives 0-d input (1,)
-        _compare(backend, dg.core.logsumexp, lambda a, axis, keepdims: expected, dtype, shape, axis, keepdims, values,
-                 key=("lse", dtype, len(shape), axis, keepdims), scale=8.0)
-
-    check()
-
-
-def test_logsumexp_is_stable_and_handles_inf():
+def test_logsumexp_is_stable_and_handles_inf(backend):
     x = dg.tensor("x", shape=(None,))
-    f = dg.function([x], dg.logsumexp(x), backend="python")
+    f = dg.function([x], dg.logsumexp(x), backend=backend)
     np.testing.assert_allclose(f(np.array([1000.0, 1000.0])), 1000.0 + np.log(2.0))
     assert f(np.array([-np.inf, -np.inf])) == -np.inf
     assert f(np.array([np.inf, 1.0])) == np.inf
-
-
-@pytest.mark.parametrize("dtype", ["bool", "int8", "int64", "float32", "float64"])
-@pytest.mark.parametrize("which", ["argmax", "argmin"])
-def test_argmax_argmin(backend, which, dtype):
-    fn, np_fn = getattr(dg.core, which), getattr(np, which)
-
-    @FEW
-    @given(reduction_case(nonempty=True), st.data())
-    def check(case, data):
-        shape, axis, keepdims = case
-        if isinstance(axis, tuple):
-            axis = axis[0] if len(axis) == 1 else None
-        values = data.draw(arrays(dtype, shape, elements=values_for(dtype, -3, 3)))  # ties: the first wins
-        _compare(backend, fn, np_fn, dtype, shape, axis, keepdims, values, key=(which, dtype, len(shape), axis, keepdims))
-
-    check()
-
-
-@given(st.data())
-def test_reductions_with_static_shapes(data):
-    """Declared static sizes (0 and 1 included) give the static output shapes NumPy's result has."""
-    shape, axis, keepdims = data.draw(reduction_case(nonempty=True))
-    decl = tuple(s if data.draw(st.booleans()) else None for s in shape)
-    x = dg.tensor("x", shape=decl)
-    values = data.draw(arrays("float64", shape))
-    outs = [dg.core.sum(x, axis, keepdims), dg.core.max(x, axis, keepdims), dg.core.mean(x, axis, keepdims)]
-    expected = [np.sum(values, axis=axis, keepdims=keepdims), np.max(values, axis=axis, keepdims=keepdims),
-                np.mean(values, axis=axis, keepdims=keepdims)]
-    for o, e in zip(outs, expected):
-        assert all(s is None or s == t for s, t in zip(o.type.shape, np.shape(e)))
-        if None not in decl:
-            assert o.type.shape == np.shape(e)
-    check_outputs("python", [x], outs, [values], expected, rtol=1e-12, atol=1e-12)
