@@ -79,20 +79,30 @@ def broadcast_case(draw):
     return vshape, target
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_broadcast_to(backend, dtype):
-    @given(broadcast_case(), st.data())
-    def check(case, data):
-        vshape, target = case
-        decl = data.draw(declared(vshape))  # broadcast_to may stretch unknown sizes: that is what it is for
-        v = dg.tensor("v", shape=decl, dtype=dtype)
-        n = dg.tensor("n", shape=(), dtype="int64")
-        # the first target size symbolic (an input), the rest constant
-        tshape = (n,) + target[1:] if target else ()
-        out = dg.core.broadcast_to(v, tshape)
-        a = data.draw(arrays(dtype, vshape))
-        inputs, values = ([v, n], [a, np.int64(target[0])]) if target else ([v], [a])
-        check_outputs(backend, inputs, out, values, np.broadcast_to(a, target))
+@given(broadcast_case(), st.sampled_from(DTYPES), st.data())
+def test_broadcast_to(case, dtype, data):
+    vshape, target = case
+    decl = data.draw(declared(vshape))  # broadcast_to may stretch unknown sizes: that is what it is for
+    v = dg.tensor("v", shape=decl, dtype=dtype)
+    n = dg.tensor("n", shape=(), dtype="int64")
+    # the first target size symbolic (an input), the rest constant
+    tshape = (n,) + target[1:] if target else ()
+    out = dg.core.broadcast_to(v, tshape)
+    a = data.draw(arrays(dtype, vshape))
+    inputs, values = ([v, n], [a, np.int64(target[0])]) if target else ([v], [a])
+    check_outputs("python", inputs, out, values, np.broadcast_to(a, target), exact=True)
+
+
+def test_broadcast_to_compiled_once(backend):
+    v = dg.tensor("v", shape=(None, 1), dtype="int32")
+    n = dg.tensor("n", shape=(), dtype="int64")
+    outs = [dg.core.broadcast_to(v, (2, dg.core.shape_of(v)[0], n)), dg.core.broadcast_to(v, (dg.core.shape_of(v)[0], 3))]
+
+    @given(st.integers(0, 3), st.integers(0, 3), st.data())
+    def check(rows, k, data):
+        a = data.draw(arrays("int32", (rows, 1)))
+        expected = [np.broadcast_to(a, (2, rows, k)), np.broadcast_to(a, (rows, 3))]
+        check_outputs(backend, [v, n], outs, [a, np.int64(k)], expected, key=("broadcast_to",), exact=True)
 
     check()
 
