@@ -10,23 +10,24 @@ import dimgraph as dg
 from dimgraph.core import ARange, Assert, CumOp, arange, assert_op, cumprod, cumsum, diff
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("which", ["cumsum", "cumprod"])
-def test_cumulative(backend, which, dtype):
-    fn, np_fn = {"cumsum": (cumsum, np.cumsum), "cumprod": (cumprod, np.cumprod)}[which]
+CUM_AXES = [None, 0, 1, -1]
 
-    @given(st.data())
-    def check(data):
-        shape = data.draw(shapes(1, 3, 0, 4))
-        axis = data.draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)))
-        x = dg.tensor("x", shape=(None,) * len(shape), dtype=dtype)
-        a = data.draw(arrays(dtype, shape, elements=values_for(dtype, -3, 3)))
-        y = fn(x, axis)
-        expected = np_fn(a, axis=axis)
-        assert y.owner.op == CumOp(axis % len(shape) if axis is not None else 0, "add" if which == "cumsum" else "mul")
-        tol = rtol_for(expected.dtype, 4 * max(1, a.size))
-        check_outputs(backend, [x], [y, getattr(x, which)(axis)], [a], [expected, expected],
-                      key=(which, dtype, len(shape), axis), rtol=tol, atol=tol)
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cumulative(backend, dtype):
+    """cumsum/cumprod over every axis (and flattened), as functions and methods, in one compiled function."""
+    x = dg.tensor("x", shape=(None, None), dtype=dtype)
+    outs = [cumsum(x, ax) for ax in CUM_AXES] + [cumprod(x, ax) for ax in CUM_AXES] + [x.cumsum(0), x.cumprod(-1)]
+    names = [f"cumsum({ax})" for ax in CUM_AXES] + [f"cumprod({ax})" for ax in CUM_AXES] + ["x.cumsum", "x.cumprod"]
+    assert outs[1].owner.op == CumOp(0, "add") and outs[7].owner.op == CumOp(1, "mul")
+
+    @given(st.integers(0, 4), st.integers(0, 4), st.data())
+    def check(n, m, data):
+        a = data.draw(arrays(dtype, (n, m), elements=values_for(dtype, -3, 3)))
+        expected = [np.cumsum(a, ax) for ax in CUM_AXES] + [np.cumprod(a, ax) for ax in CUM_AXES]
+        expected += [np.cumsum(a, 0), np.cumprod(a, -1)]
+        tols = [rtol_for(e.dtype, 4 * max(1, a.size)) for e in expected]
+        check_outputs(backend, [x], outs, [a], expected, key=("cum", dtype), rtol=tols, atol=tols, names=names)
 
     check()
 
@@ -36,22 +37,26 @@ def test_cumulative_static_shapes(data):
     shape = data.draw(shapes(1, 3, 0, 4))
     x = dg.tensor("x", shape=data.draw(declared(shape)), dtype="int8")
     a = data.draw(arrays("int8", shape, elements=values_for("int8", -3, 3)))
-    outs = [cumsum(x, -1), cumsum(x), cumprod(x, 0)]
-    check_outputs("python", [x], outs, [a], [np.cumsum(a, -1), np.cumsum(a), np.cumprod(a, 0)])
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    outs = [cumsum(x, axis), cumsum(x), cumprod(x, axis)]
+    check_outputs("python", [x], outs, [a], [np.cumsum(a, axis), np.cumsum(a), np.cumprod(a, axis)])
+
+
+DIFF_CASES = [(0, -1), (1, -1), (2, -1), (1, 0), (3, 0)]
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int8", "int64", "float32", "float64"])
 def test_diff(backend, dtype):
-    @given(st.data())
-    def check(data):
-        shape = data.draw(shapes(1, 3, 0, 5))
-        axis = data.draw(st.integers(-len(shape), len(shape) - 1))
-        n = data.draw(st.integers(0, 3))
-        x = dg.tensor("x", shape=(None,) * len(shape), dtype=dtype)
-        a = data.draw(arrays(dtype, shape, elements=values_for(dtype, -10, 10)))
-        expected = np.diff(a, n=n, axis=axis)
-        check_outputs(backend, [x], diff(x, n, axis), [a], expected, key=("diff", dtype, len(shape), n, axis),
-                      rtol=rtol_for(expected.dtype, 16), atol=rtol_for(expected.dtype, 16))
+    x = dg.tensor("x", shape=(None, None), dtype=dtype)
+    outs = [diff(x, n, axis) for n, axis in DIFF_CASES]
+
+    @given(st.integers(0, 5), st.integers(0, 5), st.data())
+    def check(n0, n1, data):
+        a = data.draw(arrays(dtype, (n0, n1), elements=values_for(dtype, -10, 10)))
+        expected = [np.diff(a, n=n, axis=axis) for n, axis in DIFF_CASES]
+        tols = [rtol_for(e.dtype, 16) for e in expected]
+        check_outputs(backend, [x], outs, [a], expected, key=("diff", dtype), rtol=tols, atol=tols,
+                      names=[f"diff(n={n}, axis={axis})" for n, axis in DIFF_CASES])
 
     check()
 

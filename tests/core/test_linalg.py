@@ -141,24 +141,32 @@ EINSUM_CASES = [
 
 
 @pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
-@pytest.mark.parametrize("case", range(len(EINSUM_CASES)))
-def test_einsum(backend, case, dtype):
-    subscripts, shapes_ = EINSUM_CASES[case]
-    xs = [dg.tensor(f"x{k}", shape=tuple(s if s == 1 else None for s in sh), dtype=dtype) for k, sh in enumerate(shapes_)]
-    y = einsum(subscripts, *xs)
-    assert isinstance(y.owner.op, Einsum)
+def test_einsum(backend, dtype):
+    """Every case in one compiled function; operands declared with unknown sizes (size-1 axes static)."""
+    inputs, outs = [], []
+    for k, (subscripts, shapes_) in enumerate(EINSUM_CASES):
+        xs = [dg.tensor(f"x{k}_{j}", shape=tuple(s if s == 1 else None for s in sh), dtype=dtype)
+              for j, sh in enumerate(shapes_)]
+        inputs += xs
+        outs.append(einsum(subscripts, *xs))
+        assert isinstance(outs[-1].owner.op, Einsum)
+        # the same with every size static
+        static = [dg.tensor(f"s{j}", shape=sh, dtype=dtype) for j, sh in enumerate(shapes_)]
+        zeros = [np.zeros(sh, dtype) for sh in shapes_]
+        assert einsum(subscripts, *static).type.shape == np.einsum(subscripts, *zeros).shape
 
     @given(st.data())
     def check(data):
-        vals = [data.draw(arrays(dtype, sh, elements=values_for(dtype, -5, 5))) for sh in shapes_]
-        expected = np.einsum(subscripts, *vals)
-        tol = rtol_for(expected.dtype, 50)
-        check_outputs(backend, xs, y, vals, expected, key=("einsum", case, dtype), rtol=tol, atol=tol)
+        vals, expected = [], []
+        for subscripts, shapes_ in EINSUM_CASES:
+            vs = [data.draw(arrays(dtype, sh, elements=values_for(dtype, -5, 5))) for sh in shapes_]
+            vals += vs
+            expected.append(np.einsum(subscripts, *vs))
+        tols = [rtol_for(e.dtype, 50) for e in expected]
+        check_outputs(backend, inputs, outs, vals, expected, key=("einsum", dtype), rtol=tols, atol=tols,
+                      names=[c[0] for c in EINSUM_CASES])
 
     check()
-    # the same with every size static
-    xs_static = [dg.tensor(f"x{k}", shape=sh, dtype=dtype) for k, sh in enumerate(shapes_)]
-    assert einsum(subscripts, *xs_static).type.shape == np.einsum(subscripts, *[np.zeros(s, dtype) for s in shapes_]).shape
 
 
 def test_einsum_normal_form():
