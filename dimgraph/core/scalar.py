@@ -288,7 +288,16 @@ class Composite(ScalarOp):
         return [vals[r] for r in self.outs]
 
     def __str__(self):
+        # Nested expressions while short; a shared step would repeat (exponentially, for deep fused
+        # DAGs), so long bodies print one line per step instead: composite{s0=sin(i0); s1=add(s0, i0) -> s1}.
         names = [f"i{k}" for k in range(self.nin)]
         for op, refs in self.steps:
             names.append(f"{op}({', '.join(names[r] for r in refs)})")
+            if len(names[-1]) > 200:
+                return self._str_steps()
         return "composite{" + ", ".join(names[r] for r in self.outs) + "}"
+
+    def _str_steps(self):
+        names = [f"i{k}" for k in range(self.nin)] + [f"s{k}" for k in range(len(self.steps))]
+        body = "; ".join(f"s{k}={op}({', '.join(names[r] for r in refs)})" for k, (op, refs) in enumerate(self.steps))
+        return "composite{" + body + " -> " + ", ".join(names[r] for r in self.outs) + "}"
