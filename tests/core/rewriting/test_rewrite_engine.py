@@ -149,3 +149,16 @@ def test_stabilized_float32_stays_float32():
     f = dg.function([x32], dg.log(dg.exp(x32).sum()))
     out = f(np.array([100.0, 200.0], dtype=np.float32))
     assert out.dtype == np.float32 and np.isfinite(out)
+
+
+def test_deep_shared_dag_fuses_and_prints_in_linear_size():
+    out = x
+    for _ in range(40):
+        out = dg.sin(out) + out  # every value read twice: nested text would double per level
+    f = dg.function([x], out, rewrites={"trace": True})
+    (node,) = f.fgraph.nodes
+    assert len(str(node.op)) < 5000 and len(str(f.rewrite_trace)) < 20000
+    ref = np.array([0.1, 0.2])
+    for _ in range(40):
+        ref = np.sin(ref) + ref
+    np.testing.assert_allclose(f(np.array([0.1, 0.2])), ref)
