@@ -1,0 +1,157 @@
+"""Compiling generated C into a shared library, cached on disk by the digest of what was compiled.
+
+The cache key is a SHA-256 of the source text, the compiler (path and
+`--version`), the flags, the CPU (the flags include `-march=native`) and
+`BACKEND_VERSION`: never Python's salted `hash()`, so a second process finds the
+library and loads it without compiling. The library lives at
+`$DIMGRAPH_CACHE_DIR/c/<key>.so` (default `~/.cache/dimgraph/c`, or under
+`$XDG_CACHE_HOME`). Concurrent compiles of one key each write a private
+temporary file and rename it into place atomically, so a reader never sees a
+half-written library.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from dimgraph.errors import BackendUnavailable
+
+BACKEND_VERSION = "1"
+FLAGS = ("-O2", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno")
+LIBS = ("-lm",)
+
+_loaded = {}  # key -> ctypes library, so one process dlopens each library once
+_lock = threading.Lock()
+stats = {"compiled": 0, "loaded_from_disk": 0, "compile_seconds": 0.0}
+
+
+class CCompileError(RuntimeError):
+    """The system compiler rejected the generated source."""
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("DIMGRAPH_CACHE_DIR")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "dimgraph")
+    path = Path(root) / "c"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def find_compiler() -> list:
+    """The compiler command: `$CC` if set (it must exist), else `cc`, `gcc` or `clang` on PATH."""
+    cc = os.environ.get("CC")
+    if cc:
+        cmd = shlex.split(cc)
+        if not cmd or shutil.which(cmd[0]) is None:
+            raise BackendUnavailable(
+                f"c backend: the C compiler {cc!r} (from the CC environment variable) was not found; "
+                "set CC to an installed C compiler, e.g. CC=gcc, or unset it to search PATH for cc, gcc, clang"
+            )
+        return [shutil.which(cmd[0])] + cmd[1:]
+    for name in ("cc", "gcc", "clang"):
+        path = shutil.which(name)
+        if path:
+            return [path]
+    raise BackendUnavailable(
+        "c backend: no C compiler found (looked for $CC, then cc, gcc and clang on PATH); "
+        "install one or set the CC environment variable to its path, e.g. CC=/usr/bin/gcc"
+    )
+
+
+@lru_cache(maxsize=None)
+def _compiler_identity(cmd: tuple) -> str:
+    try:
+        res = subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=30)
+        version = res.stdout.splitlines()[0] if res.stdout else ""
+    except OSError:
+        version = ""
+    return f"{' '.join(cmd)}|{version}"
+
+
+@lru_cache(maxsize=None)
+def _cpu_identity() -> str:
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "flags")):
+                    model += line
+                    if line.startswith("flags"):
+                        break
+    except OSError:
+        pass
+    return f"{platform.machine()}|{hashlib.sha256(model.encode()).hexdigest()[:16]}"
+
+
+def cache_key(source: str, cmd) -> str:
+    h = hashlib.sha256()
+    for part in (BACKEND_VERSION, _compiler_identity(tuple(cmd)), " ".join(FLAGS + LIBS), _cpu_identity(), source):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def load(source: str):
+    """The ctypes library built from `source`: from this process, from the disk cache, or compiled now."""
+    cmd = find_compiler()
+    key = cache_key(source, cmd)
+    with _lock:
+        if key in _loaded:
+            return _loaded[key], key
+    directory = cache_dir()
+    lib_path = directory / f"{key}.so"
+    if lib_path.exists():
+        stats["loaded_from_disk"] += 1
+    else:
+        _compile(source, cmd, directory, key)
+    lib = ctypes.CDLL(str(lib_path))
+    with _lock:
+        _loaded[key] = lib
+    return lib, key
+
+
+def _compile(source, cmd, directory, key):
+    start = time.perf_counter()
+    src_path = directory / f"{key}.c"
+    _atomic_write(directory, src_path, source.encode())
+    fd, tmp_lib = tempfile.mkstemp(prefix=f".{key}.", suffix=".so", dir=directory)
+    os.close(fd)
+    args = [*cmd, *FLAGS, "-o", tmp_lib, str(src_path), *LIBS]
+    try:
+        res = subprocess.run(args, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise CCompileError(
+                f"c backend: the C compiler failed on the generated source {src_path}\n"
+                f"command: {' '.join(shlex.quote(a) for a in args)}\n"
+                f"compiler output:\n{res.stderr.strip() or res.stdout.strip()}"
+            )
+        os.replace(tmp_lib, directory / f"{key}.so")
+    finally:
+        if os.path.exists(tmp_lib):
+            os.unlink(tmp_lib)
+    stats["compiled"] += 1
+    stats["compile_seconds"] += time.perf_counter() - start
+
+
+def _atomic_write(directory, path, data: bytes):
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

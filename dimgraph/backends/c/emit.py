@@ -1,0 +1,412 @@
+"""The C emitter registry (`c_impl`, keyed by Op type) and the emitters of the core ops.
+
+An emitter reads a node's static facts once, at compile time, and returns a
+`CImpl` with two halves that share one contract:
+
+- `plan(ctx, ins) -> (outs, operands, run)` runs in Python before each call. It
+  gets the node's input arrays (buffers that C fills later; only their shapes
+  and strides are meaningful yet), and returns the output arrays, the kernel's
+  operand arrays and whether the kernel runs. Views are made here, by strides:
+  DimShuffle, Alloc (a broadcast view), reshape where no copy is needed, basic
+  indexing, Split. Broadcasting is done here too: every operand of a loop is a
+  strided view of the loop's shape (a stretched axis has stride 0), so kernels
+  are plain strided loops.
+- `code(o) -> str` prints the kernel's C statements, addressing its operands
+  through `o` (`o.ptr(j)`, `o.shape(j, axis)`, `o.stride(j, axis)` in elements).
+  `operands` lists their static (dtype, ndim).
+
+Errors C detects (a failed Assert) are returned as codes mapped back to exceptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import singledispatch
+from typing import Callable
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from dimgraph.backends.c.scalar import as_composite, compute_ctype, ctype, expression, print_composite
+from dimgraph.core.elemwise import DimShuffle, Elemwise, check_broadcast
+from dimgraph.core.fused import CAReduceElemwise
+from dimgraph.core.fused import _check_broadcast as check_fused_broadcast
+from dimgraph.core.reduce import Argmax, CAReduce
+from dimgraph.core.scalar import ScalarOp
+from dimgraph.core.shape import Shape, ShapeI
+from dimgraph.core.shape_ops import Alloc, Reshape
+
+
+class MissingEmitter(NotImplementedError):
+    """An op with no entry in the C backend's registry (raised when the function is compiled)."""
+
+
+@dataclass
+class CImpl:
+    operands: list  # [(dtype, ndim)] of the kernel's operand arrays
+    code: Callable | None  # code(o) -> C statements; None: the plan does all the work
+    plan: Callable  # plan(ctx, ins) -> (outs, operands, run)
+    errors: list = field(default_factory=list)  # [(exception class, message)]: `o.fail(k)` raises errors[k]
+
+
+@singledispatch
+def c_impl(op, node) -> CImpl:
+    """The `CImpl` of `node` (whose op is `op`)."""
+    raise MissingEmitter(
+        f"c backend: no C emitter for op {op} (type {type(op).__name__}); "
+        "register one with dimgraph.backends.c.emit.c_impl.register"
+    )
+
+
+class Operands:
+    """C expressions for a kernel's operands: slot numbers into the entry function's P and M arrays."""
+
+    def __init__(self, types, slots, offsets, error_base):
+        self.types, self.slots, self.offsets, self.error_base = types, slots, offsets, error_base
+
+    def dtype(self, j):
+        return self.types[j][0]
+
+    def ndim(self, j):
+        return self.types[j][1]
+
+    def ctype(self, j):
+        return ctype(self.dtype(j))
+
+    def ptr(self, j):
+        return f"(({self.ctype(j)} *)P[{self.slots[j]}])"
+
+    def shape(self, j, axis):
+        return f"M[{self.offsets[j] + axis}]"
+
+    def stride(self, j, axis):
+        return f"M[{self.offsets[j] + self.ndim(j) + axis}]"
+
+    def shape_ptr(self, j):
+        return f"(M + {self.offsets[j]})"
+
+    def stride_ptr(self, j):
+        return f"(M + {self.offsets[j] + self.ndim(j)})"
+
+    def size(self, j):
+        return " * ".join(self.shape(j, a) for a in range(self.ndim(j))) or "1"
+
+    def fail(self, k):
+        return f"return {self.error_base + k + 1};"
+
+
+# ---------------------------------------------------------------------------
+# loop printing
+
+
+def indent(lines, n=2):
+    pad = " " * n
+    return [pad + line for line in lines]
+
+
+def nest(shape, strides, body, prefix="i"):
+    """Nested loops over `shape` (C expressions); `strides[j]` lists operand j's stride per axis.
+
+    `body(offsets)` gets the element offset expression of each operand.
+    """
+    lines, opened = [], 0
+    offs = {j: "0" for j in strides}
+    for a, n in enumerate(shape):
+        lines += indent([f"for (int64_t {prefix}{a} = 0; {prefix}{a} < {n}; {prefix}{a}++) {{"], 2 * opened)
+        opened += 1
+        new = {}
+        for j, st in strides.items():
+            name = f"{prefix}q{j}_{a}"
+            lines += indent([f"const int64_t {name} = {offs[j]} + {prefix}{a} * {st[a]};"], 2 * opened)
+            new[j] = name
+        offs = new
+    lines += indent(body(offs), 2 * opened)
+    for k in reversed(range(opened)):
+        lines += indent(["}"], 2 * k)
+    return lines
+
+
+def loop(o, js, body, fast=True):
+    """A loop over the common shape of operands `js` (all of it), with a flat path when all are C-contiguous."""
+    j0 = js[0]
+    nd = o.ndim(j0)
+    general = nest([o.shape(j0, a) for a in range(nd)], {j: [o.stride(j, a) for a in range(nd)] for j in js}, body)
+    if not fast or nd == 0:
+        return general
+    cond = " && ".join(f"dg_contig({nd}, {o.shape_ptr(j)}, {o.stride_ptr(j)})" for j in js)
+    flat = [f"const int64_t n_ = {o.size(j0)};", "for (int64_t f_ = 0; f_ < n_; f_++) {"]
+    flat += indent(body({j: "f_" for j in js})) + ["}"]
+    return [f"if ({cond}) {{"] + indent(flat) + ["} else {"] + indent(general) + ["}"]
+
+
+def copy_code(o, src, dst, op="="):
+    """dst[...] op= src[...] over their common shape, casting to dst's dtype."""
+
+    def body(q):
+        return [f"{o.ptr(dst)}[{q[dst]}] {op} ({o.ctype(dst)}){o.ptr(src)}[{q[src]}];"]
+
+    return loop(o, [src, dst], body)
+
+
+# ---------------------------------------------------------------------------
+# plan helpers
+
+
+def strided(base, shape, elem_strides):
+    """A view of `base`'s memory with `shape` and strides counted in elements."""
+    item = base.itemsize
+    return as_strided(base, shape=tuple(shape), strides=tuple(int(s) * item for s in elem_strides), writeable=False)
+
+
+def elem_strides(a):
+    return [s // a.itemsize for s in a.strides]
+
+
+def reduced_view(out, full_shape, axes):
+    """`out` (the kept axes) seen over `full_shape`, with stride 0 on the reduced `axes`."""
+    st, it = [], iter(elem_strides(out))
+    for a in range(len(full_shape)):
+        st.append(0 if a in axes else next(it))
+    return strided(out, full_shape, st)
+
+
+def identity_of(reducer, dtype):
+    dt = np.dtype(dtype)
+    if reducer == "add":
+        return 0
+    if reducer == "mul":
+        return 1
+    if reducer == "and":
+        return True
+    if reducer == "or":
+        return False
+    if dt.kind == "f":
+        return -np.inf if reducer == "maximum" else np.inf
+    if dt.kind == "b":
+        return reducer == "minimum"
+    info = np.iinfo(dt)
+    return info.min if reducer == "maximum" else info.max
+
+
+def check_nonempty(op, reducer, shape, axes):
+    if reducer in ("maximum", "minimum") and any(shape[a] == 0 for a in axes):
+        raise ValueError(f"{op}: zero-size array to reduction operation {reducer} which has no identity")
+
+
+def combine_code(reducer, dtype, acc, x):
+    """C expression combining accumulator `acc` with `x`, both already in `dtype`'s compute type."""
+    return expression(ScalarOp(reducer), dtype, [acc, x])
+
+
+def plain_plan(node):
+    """Fresh outputs of the shapes infer_shape gives; the kernel gets inputs then outputs."""
+
+    def plan(ctx, ins):
+        shapes = ctx.infer(node, ins)
+        outs = [np.empty(sh, o.type.dtype) for sh, o in zip(shapes, node.outputs)]
+        return outs, list(ins) + outs, True
+
+    return plan
+
+
+# ---------------------------------------------------------------------------
+# Elemwise and DimShuffle
+
+
+@c_impl.register(Elemwise)
+def _elemwise(op, node):
+    in_dtypes = [i.type.dtype for i in node.inputs]
+    comp = as_composite(op.scalar_op, in_dtypes)
+    nd = node.outputs[0].type.ndim
+    nin, nout = len(node.inputs), len(node.outputs)
+    out_dtypes = [o.type.dtype for o in node.outputs]
+    types = [(d, nd) for d in in_dtypes] + [(d, nd) for d in out_dtypes]
+    for d in in_dtypes + out_dtypes:
+        ctype(d)
+
+    def plan(ctx, ins):
+        check_broadcast(node, ins)
+        shape = np.broadcast_shapes(*[a.shape for a in ins])
+        outs = [np.empty(shape, d) for d in out_dtypes]
+        return outs, [np.broadcast_to(a, shape) for a in ins] + outs, True
+
+    def code(o):
+        def body(q):
+            lines = [f"const {o.ctype(k)} x{k} = {o.ptr(k)}[{q[k]}];" for k in range(nin)]
+            steps, results = print_composite(comp, [f"x{k}" for k in range(nin)])
+            lines += steps
+            lines += [f"{o.ptr(nin + k)}[{q[nin + k]}] = {v};" for k, v in enumerate(results)]
+            return lines
+
+        return "\n".join(loop(o, list(range(nin + nout)), body))
+
+    return CImpl(types, code, plan)
+
+
+@c_impl.register(DimShuffle)
+def _dimshuffle(op, node):
+    def plan(ctx, ins):
+        (x,) = ins
+        st = elem_strides(x)
+        shape = [1 if a == "x" else x.shape[a] for a in op.order]
+        strides = [0 if a == "x" else st[a] for a in op.order]
+        return [strided(x, shape, strides)], [], False
+
+    return CImpl([], None, plan)
+
+
+# ---------------------------------------------------------------------------
+# shapes: Reshape, Alloc, ShapeI, Shape
+
+
+@c_impl.register(Reshape)
+def _reshape(op, node):
+    x = node.inputs[0]
+    types = [(x.type.dtype, x.type.ndim)] * 2
+
+    def plan(ctx, ins):
+        a = ins[0]
+        (shape,) = ctx.infer(node, ins)
+        if int(np.prod(shape)) != a.size or any(s < 0 for s in shape):
+            raise ValueError(f"reshape: cannot reshape an array of shape {a.shape} into shape {tuple(shape)}")
+        try:
+            return [np.reshape(a, shape, copy=False)], [a, a], False
+        except ValueError:  # not expressible by strides: C copies in C order
+            out = np.empty(shape, a.dtype)
+            return [out], [a, out.reshape(a.shape)], True
+
+    return CImpl(types, lambda o: "\n".join(copy_code(o, 0, 1)), plan)
+
+
+@c_impl.register(Alloc)
+def _alloc(op, node):
+    def plan(ctx, ins):
+        (shape,) = ctx.infer(node, ins)
+        return [np.broadcast_to(ins[0], tuple(shape))], [], False
+
+    return CImpl([], None, plan)
+
+
+@c_impl.register(ShapeI)
+def _shape_i(op, node):
+    def plan(ctx, ins):
+        out = np.asarray(ins[0].shape[op.i], dtype=np.int64)
+        ctx.set_host(node.outputs[0], out)
+        return [out], [], False
+
+    return CImpl([], None, plan)
+
+
+@c_impl.register(Shape)
+def _shape(op, node):
+    def plan(ctx, ins):
+        out = np.asarray(ins[0].shape, dtype=np.int64)
+        ctx.set_host(node.outputs[0], out)
+        return [out], [], False
+
+    return CImpl([], None, plan)
+
+
+# ---------------------------------------------------------------------------
+# reductions
+
+
+@c_impl.register(CAReduce)
+def _careduce(op, node):
+    x, out = node.inputs[0], node.outputs[0]
+    nd = x.type.ndim
+    types = [(x.type.dtype, nd), (out.type.dtype, nd)]
+    ident = identity_of(op.scalar_op, out.type.dtype)
+
+    def plan(ctx, ins):
+        (a,) = ins
+        check_nonempty(op, op.scalar_op, a.shape, op.axis)
+        res = np.full([s for k, s in enumerate(a.shape) if k not in op.axis], ident, out.type.dtype)
+        return [res], [a, reduced_view(res, a.shape, op.axis)], True
+
+    def code(o):
+        ct = compute_ctype(out.type.dtype)
+
+        def body(q):
+            acc, val = f"(({ct}){o.ptr(1)}[{q[1]}])", f"(({ct}){o.ptr(0)}[{q[0]}])"
+            return [
+                f"const {ct} a_ = {acc}, v_ = {val};",
+                f"{o.ptr(1)}[{q[1]}] = ({o.ctype(1)})({combine_code(op.scalar_op, out.type.dtype, 'a_', 'v_')});",
+            ]
+
+        return "\n".join(loop(o, [0, 1], body, fast=False))
+
+    return CImpl(types, code, plan)
+
+
+@c_impl.register(CAReduceElemwise)
+def _careduce_elemwise(op, node):
+    in_dtypes = [i.type.dtype for i in node.inputs]
+    out = node.outputs[0]
+    nd = node.inputs[0].type.ndim
+    nin = len(node.inputs)
+    types = [(d, nd) for d in in_dtypes] + [(out.type.dtype, nd)]
+    ident = identity_of(op.reducer, out.type.dtype)
+
+    def plan(ctx, ins):
+        check_fused_broadcast(op, node, ins)
+        shape = np.broadcast_shapes(*[a.shape for a in ins])
+        check_nonempty(op, op.reducer, shape, op.axis)
+        res = np.full([s for k, s in enumerate(shape) if k not in op.axis], ident, out.type.dtype)
+        return [res], [np.broadcast_to(a, shape) for a in ins] + [reduced_view(res, shape, op.axis)], True
+
+    def code(o):
+        ct = compute_ctype(out.type.dtype)
+
+        def body(q):
+            lines = [f"const {o.ctype(k)} x{k} = {o.ptr(k)}[{q[k]}];" for k in range(nin)]
+            steps, (res,) = print_composite(op.scalar_op, [f"x{k}" for k in range(nin)])
+            lines += steps
+            lines += [
+                f"const {ct} a_ = ({ct}){o.ptr(nin)}[{q[nin]}], v_ = ({ct}){res};",
+                f"{o.ptr(nin)}[{q[nin]}] = ({o.ctype(nin)})({combine_code(op.reducer, out.type.dtype, 'a_', 'v_')});",
+            ]
+            return lines
+
+        return "\n".join(loop(o, list(range(nin + 1)), body, fast=False))
+
+    return CImpl(types, code, plan)
+
+
+@c_impl.register(Argmax)
+def _argmax(op, node):
+    x = node.inputs[0]
+    nd = x.type.ndim
+    types = [(x.type.dtype, nd), ("int64", nd - 1)]
+    is_float = np.dtype(x.type.dtype).kind == "f"
+    cmp = "<=" if op.mode == "max" else ">="
+
+    def plan(ctx, ins):
+        (a,) = ins
+        if a.shape[op.axis] == 0:
+            raise ValueError(f"{op}: attempt to get arg{op.mode} of an empty sequence")
+        res = np.empty([s for k, s in enumerate(a.shape) if k != op.axis], np.int64)
+        return [res], [np.moveaxis(a, op.axis, -1), res], True
+
+    def code(o):
+        ct = compute_ctype(x.type.dtype)
+
+        def body(q):
+            nan_start = "if (!isnan(b_)) " if is_float else ""
+            nan_stop = " if (isnan(b_)) break;" if is_float else ""
+            return [
+                f"const {o.ctype(0)} *p_ = {o.ptr(0)} + {q[0]};",
+                f"const int64_t n_ = {o.shape(0, nd - 1)}, s_ = {o.stride(0, nd - 1)};",
+                f"{ct} b_ = ({ct})p_[0]; int64_t k_ = 0;",
+                f"{nan_start}for (int64_t i_ = 1; i_ < n_; i_++) {{",
+                f"  const {ct} v_ = ({ct})p_[i_ * s_];",
+                f"  if (!(v_ {cmp} b_)) {{ b_ = v_; k_ = i_;{nan_stop} }}",
+                "}",
+                f"{o.ptr(1)}[{q[1]}] = k_;",
+            ]
+
+        shape = [o.shape(1, a) for a in range(nd - 1)]
+        strides = {0: [o.stride(0, a) for a in range(nd - 1)], 1: [o.stride(1, a) for a in range(nd - 1)]}
+        return "\n".join(nest(shape, strides, body))
+
+    return CImpl(types, code, plan)

@@ -1,0 +1,306 @@
+"""The C scalar-op table: scalar op name -> C expression template, and the printer of scalar code.
+
+Fused kernels are printed from this table (tinygrad's `code_for_op`): each step of
+a `Composite` becomes one statement `double s3 = (double)(exp(s2));`. NumPy's
+dtype rules hold by construction: operands are cast to the ufunc's loop dtypes
+(`resolve_dtypes`), and every result is cast to the step's dtype, so narrow
+integers wrap as NumPy's do (the code is compiled with `-fwrapv`).
+
+A template is a string, or a dict keyed by the loop dtype's kind ("b", "i", "u",
+"f") with "*" as the default. `{0}`, `{1}`, ... are the operands (plain variables,
+so a template may repeat them); `{f}` is the C math suffix (`f` for float32 and
+float16, which compute in `float`), `{t}` the type suffix of the `dg_` helpers in
+`PRELUDE`. Special functions compute in double, as the reference does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dimgraph.core.scalar import SCALAR_SPECS, Cast, Composite
+
+CTYPES = {
+    "bool": "_Bool",
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+    "uint8": "uint8_t",
+    "uint16": "uint16_t",
+    "uint32": "uint32_t",
+    "uint64": "uint64_t",
+    "float16": "_Float16",
+    "float32": "float",
+    "float64": "double",
+}
+
+_SUFFIX = {
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f32", "float32": "f32", "float64": "f64", "bool": "u8",
+}
+
+
+class UnsupportedDtype(TypeError):
+    """A dtype the C backend has no type for (complex, strings, objects)."""
+
+
+def ctype(dtype) -> str:
+    """The C storage type of `dtype`."""
+    name = np.dtype(dtype).name
+    if name not in CTYPES:
+        raise UnsupportedDtype(f"c backend: dtype {name} is not supported (supported: {sorted(CTYPES)})")
+    return CTYPES[name]
+
+
+def compute_ctype(dtype) -> str:
+    """The C type arithmetic runs in: float16 computes in float and is rounded once when stored."""
+    name = np.dtype(dtype).name
+    return "float" if name == "float16" else ctype(name)
+
+
+def _special(fn):
+    return f"{fn}((double){{0}})"
+
+
+TEMPLATES = {
+    "add": "({0} + {1})",
+    "sub": "({0} - {1})",
+    "mul": "({0} * {1})",
+    "true_div": "({0} / {1})",
+    "floor_div": "dg_floordiv_{t}({0}, {1})",
+    "mod": "dg_mod_{t}({0}, {1})",
+    "pow": {"f": "pow{f}({0}, {1})", "*": "dg_pow_{t}({0}, {1})"},
+    "neg": "(-{0})",
+    "abs": {"f": "fabs{f}({0})", "u": "{0}", "b": "{0}", "*": "({0} < 0 ? -{0} : {0})"},
+    "sign": {"f": "({0} > 0 ? 1 : ({0} < 0 ? -1 : ({0} == 0 ? 0 : {0})))", "u": "({0} > 0)", "*": "(({0} > 0) - ({0} < 0))"},
+    "reciprocal": "(1 / {0})",
+    "maximum": {"f": "((isnan({0}) || {0} >= {1}) ? {0} : {1})", "*": "({0} >= {1} ? {0} : {1})"},
+    "minimum": {"f": "((isnan({0}) || {0} <= {1}) ? {0} : {1})", "*": "({0} <= {1} ? {0} : {1})"},
+    "eq": "({0} == {1})",
+    "neq": "({0} != {1})",
+    "lt": "({0} < {1})",
+    "le": "({0} <= {1})",
+    "gt": "({0} > {1})",
+    "ge": "({0} >= {1})",
+    "and": "({0} & {1})",
+    "or": "({0} | {1})",
+    "xor": "({0} ^ {1})",
+    "invert": {"b": "(!{0})", "*": "(~{0})"},
+    "isnan": {"f": "isnan({0})", "*": "0"},
+    "isfinite": {"f": "isfinite({0})", "*": "1"},
+    "isinf": {"f": "isinf({0})", "*": "0"},
+    "exp": "exp{f}({0})",
+    "exp2": "exp2{f}({0})",
+    "log": "log{f}({0})",
+    "log2": "log2{f}({0})",
+    "log10": "log10{f}({0})",
+    "log1p": "log1p{f}({0})",
+    "expm1": "expm1{f}({0})",
+    "sqrt": "sqrt{f}({0})",
+    "square": "({0} * {0})",
+    "sin": "sin{f}({0})",
+    "cos": "cos{f}({0})",
+    "tan": "tan{f}({0})",
+    "arcsin": "asin{f}({0})",
+    "arccos": "acos{f}({0})",
+    "arctan": "atan{f}({0})",
+    "sinh": "sinh{f}({0})",
+    "cosh": "cosh{f}({0})",
+    "tanh": "tanh{f}({0})",
+    "arctan2": "atan2{f}({0}, {1})",
+    "sigmoid": "dg_sigmoid_{t}({0})",
+    "softplus": "dg_softplus_{t}({0})",
+    "erf": _special("erf"),
+    "erfc": _special("erfc"),
+    "gammaln": _special("lgamma"),
+    "digamma": _special("dg_digamma"),
+    "trigamma": _special("dg_trigamma"),
+    "logaddexp": "dg_logaddexp_{t}({0}, {1})",
+    "round": {"f": "nearbyint{f}({0})", "*": "{0}"},
+    "floor": {"f": "floor{f}({0})", "*": "{0}"},
+    "ceil": {"f": "ceil{f}({0})", "*": "{0}"},
+    "trunc": {"f": "trunc{f}({0})", "*": "{0}"},
+    "where": "({0} ? {1} : {2})",
+    "identity": "{0}",
+    "cast": "{0}",
+}
+
+
+def loop_dtypes(op, in_dtypes) -> tuple:
+    """The dtypes the operands are cast to before `op` computes (NumPy's ufunc loop), and the output dtype."""
+    in_dtypes = [np.dtype(d) for d in in_dtypes]
+    (out,) = op.output_dtypes(in_dtypes)
+    out = np.dtype(out)
+    if isinstance(op, Cast):
+        return [in_dtypes[0]], out
+    spec = SCALAR_SPECS[op.name]
+    if spec.rule == "where":
+        return [np.dtype("bool"), out, out], out
+    if spec.rule in ("same", "round", "float"):
+        return [out] * len(in_dtypes) if spec.rule != "same" else in_dtypes, out
+    loop = spec.ufunc.resolve_dtypes(tuple(in_dtypes) + (None,))
+    return list(loop[: len(in_dtypes)]), out
+
+
+def expression(op, loop_dtype, operands) -> str:
+    """The C expression of `op` over operand variables already in `loop_dtype`'s compute type."""
+    name = "cast" if isinstance(op, Cast) else op.name
+    template = TEMPLATES[name]
+    dt = np.dtype(loop_dtype)
+    if isinstance(template, dict):
+        template = template.get(dt.kind, template["*"])
+    f = "" if dt.name == "float64" else "f"
+    return template.format(*operands, f=f, t=_SUFFIX.get(dt.name, "f64"))
+
+
+def as_composite(scalar_op, in_dtypes) -> Composite:
+    """A single scalar op as a one-step Composite, so one printer serves both."""
+    if isinstance(scalar_op, Composite):
+        return scalar_op
+    n = len(in_dtypes)
+    return Composite(in_dtypes=tuple(np.dtype(d).name for d in in_dtypes), steps=((scalar_op, tuple(range(n))),), outs=(n,))
+
+
+def print_composite(comp: Composite, inputs, prefix="s") -> tuple:
+    """C statements computing `comp` from the C variables `inputs`; returns (lines, output variable names).
+
+    Each step's value lives in a variable of its dtype's storage type, so
+    narrow results are rounded or wrapped exactly where NumPy rounds them.
+    """
+    dtypes = comp.step_dtypes
+    names = list(inputs)
+    lines = []
+    for k, (op, refs) in enumerate(comp.steps):
+        loops, out = loop_dtypes(op, [dtypes[r] for r in refs])
+        args = [f"(({compute_ctype(lt)}){names[r]})" for r, lt in zip(refs, loops)]
+        var = f"{prefix}{k}"
+        expr = expression(op, out if _is_where(op) else loops[0], args)
+        lines.append(f"const {ctype(out)} {var} = ({ctype(out)})({expr});")
+        names.append(var)
+    return lines, [names[r] for r in comp.outs]
+
+
+def _is_where(op) -> bool:
+    return not isinstance(op, Cast) and op.name == "where"
+
+
+PRELUDE = r"""
+#include <stdint.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+#define DG_SIGNED_DIV(T, U, S)                                                   \
+  static inline T dg_floordiv_##S(T a, T b) {                                    \
+    if (b == 0) return 0;                                                        \
+    if (b == -1) return (T)(0 - (U)a);                                           \
+    T q = (T)(a / b);                                                            \
+    if ((T)(a % b) != 0 && ((a < 0) != (b < 0))) q -= 1;                         \
+    return q;                                                                    \
+  }                                                                              \
+  static inline T dg_mod_##S(T a, T b) {                                         \
+    if (b == 0 || b == -1) return 0;                                             \
+    T r = (T)(a % b);                                                            \
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;                                  \
+    return r;                                                                    \
+  }                                                                              \
+  static inline T dg_pow_##S(T a, T b) {                                         \
+    if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);          \
+    U r = 1, x = (U)a;                                                           \
+    while (b) { if (b & 1) r *= x; x *= x; b >>= 1; }                            \
+    return (T)r;                                                                 \
+  }
+
+#define DG_UNSIGNED_DIV(T, S)                                                    \
+  static inline T dg_floordiv_##S(T a, T b) { return b == 0 ? 0 : (T)(a / b); } \
+  static inline T dg_mod_##S(T a, T b) { return b == 0 ? 0 : (T)(a % b); }      \
+  static inline T dg_pow_##S(T a, T b) {                                         \
+    T r = 1;                                                                     \
+    while (b) { if (b & 1) r = (T)(r * a); a = (T)(a * a); b >>= 1; }            \
+    return r;                                                                    \
+  }
+
+DG_SIGNED_DIV(int8_t, uint8_t, i8)
+DG_SIGNED_DIV(int16_t, uint16_t, i16)
+DG_SIGNED_DIV(int32_t, uint32_t, i32)
+DG_SIGNED_DIV(int64_t, uint64_t, i64)
+DG_UNSIGNED_DIV(uint8_t, u8)
+DG_UNSIGNED_DIV(uint16_t, u16)
+DG_UNSIGNED_DIV(uint32_t, u32)
+DG_UNSIGNED_DIV(uint64_t, u64)
+
+/* NumPy's npy_divmod: floor division and remainder with the sign of the divisor. */
+#define DG_FLOAT_DIV(T, S, F)                                                    \
+  static inline T dg_floordiv_##S(T a, T b) {                                    \
+    if (!b) return a / b;                                                        \
+    T mod = fmod##F(a, b);                                                       \
+    T div = (a - mod) / b;                                                       \
+    if (mod) { if (isless(b, (T)0) != isless(mod, (T)0)) div -= 1; }             \
+    T fl;                                                                        \
+    if (div) { fl = floor##F(div); if (isgreater(div - fl, (T)0.5)) fl += 1; }   \
+    else fl = copysign##F((T)0, a / b);                                          \
+    return fl;                                                                   \
+  }                                                                              \
+  static inline T dg_mod_##S(T a, T b) {                                         \
+    T mod = fmod##F(a, b);                                                       \
+    if (!b) return mod;                                                          \
+    if (mod) { if (isless(b, (T)0) != isless(mod, (T)0)) mod += b; }             \
+    else mod = copysign##F((T)0, b);                                             \
+    return mod;                                                                  \
+  }                                                                              \
+  static inline T dg_sigmoid_##S(T x) {                                          \
+    T e = exp##F(-fabs##F(x));                                                   \
+    return x >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e);                          \
+  }                                                                              \
+  static inline T dg_softplus_##S(T x) {                                         \
+    T m = (isnan(x) || x >= 0) ? x : (T)0;                                       \
+    return log1p##F(exp##F(-fabs##F(x))) + m;                                    \
+  }                                                                              \
+  static inline T dg_logaddexp_##S(T x, T y) {                                   \
+    if (x == y) return x + (T)0.693147180559945309417232121458176568;            \
+    T d = x - y;                                                                 \
+    if (d > 0) return x + log1p##F(exp##F(-d));                                  \
+    if (d <= 0) return y + log1p##F(exp##F(d));                                  \
+    return d;                                                                    \
+  }
+
+DG_FLOAT_DIV(float, f32, f)
+DG_FLOAT_DIV(double, f64, )
+
+static const double DG_PI = 3.14159265358979323846264338327950288;
+
+static double dg_digamma(double x) {
+  if (!isfinite(x)) return x > 0 ? x : NAN;
+  if (x == 0.0) return -copysign(INFINITY, x);
+  if (x < 0.0 && x == floor(x)) return NAN;
+  double result = 0.0;
+  if (x < 0.0) { result -= DG_PI / tan(DG_PI * x); x = 1.0 - x; }
+  while (x < 12.0) { result -= 1.0 / x; x += 1.0; }
+  double inv = 1.0 / x, inv2 = inv * inv;
+  double series = inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240 - inv2 * (1.0 / 132)))));
+  return result + log(x) - 0.5 * inv - series;
+}
+
+static double dg_trigamma(double x) {
+  if (!isfinite(x)) return x > 0 ? 0.0 : (x < 0 ? INFINITY : NAN);
+  if (x <= 0.0 && x == floor(x)) return INFINITY;
+  double result = 0.0;
+  if (x < 0.0) { double s = sin(DG_PI * x); return -dg_trigamma(1.0 - x) + DG_PI * DG_PI / (s * s); }
+  while (x < 12.0) { result += 1.0 / (x * x); x += 1.0; }
+  double inv = 1.0 / x, inv2 = inv * inv;
+  double series = inv + 0.5 * inv2 + inv * inv2 * (1.0 / 6 - inv2 * (1.0 / 30 - inv2 * (1.0 / 42 - inv2 * (1.0 / 30))));
+  return result + series;
+}
+
+/* 1 when the strided array is C-contiguous for its shape (size-0/1 axes do not matter). */
+static inline int dg_contig(int nd, const int64_t *shape, const int64_t *strides) {
+  int64_t expect = 1;
+  for (int k = nd - 1; k >= 0; k--) {
+    if (shape[k] != 1 && strides[k] != expect) return 0;
+    expect *= shape[k];
+  }
+  return 1;
+}
+"""

@@ -1,0 +1,185 @@
+"""The c backend's own behaviour: disk cache across processes, concurrent compiles, compiler errors,
+missing emitters, registry coverage, and NumPy's edge semantics in generated code.
+
+The op semantics themselves are covered by the backend-parametrized suites
+(tests/core), which run on `c` like on every registered backend.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import dimgraph as dg
+from dimgraph.backends.c import build
+from dimgraph.backends.c.emit import MissingEmitter, c_impl
+from dimgraph.core.graph import Apply, Op
+from dimgraph.core.type import TensorType
+from dimgraph.errors import BackendUnavailable
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# A graph no other test builds (its source, hence its cache key, is its own).
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys, time
+    import numpy as np
+    import dimgraph as dg
+    from dimgraph.backends.c import build
+
+    x = dg.tensor("x", shape=(None, 3), dtype="float32")
+    y = dg.tensor("y", shape=(3,), dtype="float32")
+    start = time.perf_counter()
+    f = dg.function([x, y], [dg.tanh(x) * y - x / 7, (x * y).max(axis=0)], backend="c")
+    elapsed = time.perf_counter() - start
+    a = np.arange(12, dtype="float32").reshape(4, 3)
+    b = np.array([1, -2, 3], dtype="float32")
+    r0, r1 = f(a, b)
+    ok = np.allclose(r0, np.tanh(a) * b - a / 7, rtol=1e-5) and np.array_equal(r1, (a * b).max(0))
+    print(json.dumps({"seconds": elapsed, "ok": bool(ok and r0.dtype == np.float32), **build.stats}))
+    """
+)
+
+
+def _run_script(cache_dir, extra_env=None):
+    env = dict(os.environ, DIMGRAPH_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT)
+    env.update(extra_env or {})
+    return subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _result(proc):
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_second_process_loads_the_cache_without_compiling(tmp_path):
+    cold = _result(_run_script(tmp_path))
+    warm = _result(_run_script(tmp_path))
+    assert cold["ok"] and warm["ok"]
+    assert cold["compiled"] == 1 and cold["loaded_from_disk"] == 0
+    assert warm["compiled"] == 0 and warm["loaded_from_disk"] == 1
+    assert warm["seconds"] < cold["seconds"]
+    print(f"\nc backend compile: cold {cold['seconds']:.3f} s (gcc {cold['compile_seconds']:.3f} s), warm {warm['seconds']:.3f} s")
+
+
+def test_concurrent_compiles_of_one_graph(tmp_path):
+    procs = [_run_script(tmp_path) for _ in range(4)]
+    results = [_result(p) for p in procs]
+    assert all(r["ok"] for r in results)
+    c_dir = tmp_path / "c"
+    libs = sorted(p.name for p in c_dir.iterdir() if p.suffix == ".so")
+    assert len(libs) == 1, libs
+    assert not [p.name for p in c_dir.iterdir() if p.name.startswith(".")], "temporary files left behind"
+    # the library in place is whole: a fresh process loads it
+    assert _result(_run_script(tmp_path))["compiled"] == 0
+
+
+def test_missing_compiler_names_it_and_cc(monkeypatch):
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    x = dg.vector("x")
+    with pytest.raises(BackendUnavailable, match=r"/nonexistent/cc.*CC"):
+        dg.function([x], x * 2, backend="c")
+
+
+def test_compile_error_shows_source_path_and_compiler_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", str(tmp_path))
+    with pytest.raises(build.CCompileError) as info:
+        build.load("int dg_run(void) { return undefined_name; }\n")
+    message = str(info.value)
+    assert str(tmp_path / "c") in message and ".c" in message
+    assert "undefined_name" in message
+
+
+@dataclass(frozen=True)
+class _Unknown(Op):
+    def make_node(self, x):
+        return Apply(self, [x], [TensorType(x.type.dtype, x.type.shape)])
+
+    def infer_shape(self, inputs, input_shapes):
+        return [input_shapes[0]]
+
+    def perform(self, node, inputs):
+        return [inputs[0] + 1]
+
+
+def test_missing_emitter_fails_at_compile_time_naming_op_and_backend():
+    x = dg.vector("x")
+    with pytest.raises(MissingEmitter, match=r"c backend.*_Unknown"):
+        dg.function([x], _Unknown()(x), backend="c")
+
+
+def _op_classes():
+    import dimgraph.core as core
+
+    seen, stack = set(), [Op]
+    while stack:
+        cls = stack.pop()
+        for sub in cls.__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                stack.append(sub)
+    return sorted(
+        (c for c in seen if c.__module__.startswith("dimgraph.core") and not c.__module__.startswith("dimgraph.core.rewriting")),
+        key=lambda c: c.__name__,
+    ), core
+
+
+def test_every_core_op_has_an_emitter():
+    classes, _ = _op_classes()
+    holes = [c.__name__ for c in classes if c_impl.dispatch(c) is c_impl.dispatch(object)]
+    assert not holes, f"c backend has no emitter for {holes}"
+
+
+def test_same_graph_built_twice_gives_the_same_source():
+    def make():
+        x = dg.tensor("x", shape=(None, 2))
+        return dg.function([x], [dg.exp(x).sum(axis=0), x[:, ::-1]], backend="c")
+
+    assert make().source == make().source
+
+
+@pytest.fixture(scope="module")
+def edge_fn():
+    a = dg.tensor("a", shape=(None,), dtype="int64")
+    b = dg.tensor("b", shape=(None,), dtype="int64")
+    i8 = dg.tensor("i8", shape=(None,), dtype="int8")
+    f = dg.tensor("f", shape=(None,), dtype="float32")
+    g = dg.tensor("g", shape=(None,), dtype="float64")
+    outs = [a // b, a % b, i8 * i8, dg.round(f), dg.maximum(g, 0.5), g.max(), g.min(), f / 3, f // g, f % g, g.argmax()]
+    return dg.function([a, b, i8, f, g], outs, backend="c")
+
+
+def test_numpy_edge_semantics(edge_fn):
+    m = np.iinfo(np.int64).min
+    a = np.array([7, -7, 7, -7, 5, m, m], dtype=np.int64)
+    b = np.array([2, 2, -2, -2, 0, -1, 3], dtype=np.int64)
+    i8 = np.array([100, -100, 12, 0, 1, 2, 3], dtype=np.int8)
+    f = np.array([0.5, 1.5, 2.5, -0.5, -1.5, np.nan, 3.25], dtype=np.float32)
+    g = np.array([1.0, np.nan, -3.0, 0.0, -0.0, 2.0, 0.0])
+    with np.errstate(all="ignore"):
+        expected = [
+            a // b, a % b, i8 * i8, np.round(f), np.maximum(g, 0.5), g.max(), g.min(), f / np.float32(3),
+            f // g, f % g, g.argmax(),
+        ]
+    got = edge_fn(a, b, i8, f, g)
+    for k, (r, e) in enumerate(zip(got, expected)):
+        e = np.asarray(e)
+        assert r.dtype == e.dtype, (k, r.dtype, e.dtype)
+        np.testing.assert_array_equal(r, e, err_msg=f"output {k}")
+
+
+def test_strided_and_reversed_inputs_and_reshape_copies():
+    x = dg.tensor("x", shape=(None, None))
+    f = dg.function([x], [dg.exp(x), x.T.reshape((-1,)), x[::-1, 1:].sum(axis=0)], backend="c")
+    base = np.arange(24.0).reshape(4, 6)
+    v = base[::-1, ::2]  # negative and non-unit strides
+    r0, r1, r2 = f(v)
+    np.testing.assert_allclose(r0, np.exp(v))
+    np.testing.assert_array_equal(r1, v.T.reshape(-1))
+    np.testing.assert_array_equal(r2, v[::-1, 1:].sum(axis=0))
