@@ -173,7 +173,7 @@ _SCRIPT = textwrap.dedent(
     w = dg.tensor("w", shape=(3,))
     h = dg.tanh(x * w + 1.0)
     cost = (h * h).sum()
-    f = dg.function([x, w], [cost, dg.grad(cost, w)] if hasattr(dg, "grad") else cost, backend="numba")
+    f = dg.function([x, w], [cost, dg.grad(cost, w)] if hasattr(dg, "grad") else cost, backend="numba", jit_graph=True)
     out = f(np.ones((4, 3)), np.full(3, 0.5))
     stats = f._run.dispatcher.stats
     print(json.dumps({"hits": sum(stats.cache_hits.values()), "misses": sum(stats.cache_misses.values()),

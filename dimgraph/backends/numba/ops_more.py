@@ -191,7 +191,19 @@ if _join is not None:
         args = [f"x{k}" for k in range(len(node.inputs))]
         if len(args) == 1:
             return "def kernel(x0):\n    return x0.copy()\n"
-        return f"def kernel({', '.join(args)}):\n    return np.concatenate({_tuple(args)}, axis={op.axis})\n"
+        nd = node.inputs[0].type.ndim
+        checks = [
+            f"    if {a}.shape[{ax}] != x0.shape[{ax}]:\n"
+            f"        raise ShapeError('Join: axis {ax} of the inputs has different sizes (only axis {op.axis} may differ)')"
+            for a in args[1:]
+            for ax in range(nd)
+            if ax != op.axis
+        ]
+        return (
+            f"def kernel({', '.join(args)}):\n"
+            + "".join(c + "\n" for c in checks)
+            + f"    return np.concatenate({_tuple(args)}, axis={op.axis})\n"
+        )
 
     _objmode(_join.Split)
 
