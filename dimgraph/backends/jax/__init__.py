@@ -1,0 +1,51 @@
+"""The `jax` backend: the whole graph as one `jax.jit` function (optional: `pip install dimgraph[jax]`).
+
+`compile(fgraph, output="numpy", shard=None, mesh=None)` builds one Python
+function over `jax.numpy`/`jax.lax` for the whole FunctionGraph from a registry
+keyed by Op type (`dispatch.jax_impl`), and wraps it once in `jax.jit`:
+
+- dtypes are NumPy's exactly; graphs holding 64-bit values are traced and run
+  under `jax.enable_x64(True)`, which is local to the calling thread and leaves
+  the global JAX config untouched (`compiler.py`);
+- shapes are static Python ints while tracing; a new input shape retraces;
+- the run-time checks other backends make (unknown-size axes that would
+  broadcast, positions out of range, `Assert`, negative integer powers) come
+  back from the jitted call as flags and raise before any output is returned;
+- `output="jax"` returns JAX device arrays instead of NumPy arrays (for
+  chaining into JAX code without a transfer);
+- `f.jax_fn` is the pure JAX function (for `jax.grad`, `jax.vmap`, your own
+  `jit`): positional arrays in, JAX arrays out, data checks skipped (JAX's
+  semantics apply, e.g. out-of-range positions clamp). JAX turns float64 data
+  given to `jax.grad`/`jax.vmap` into float32 unless x64 is on: to keep 64-bit
+  precision in your own transforms, run them inside `with jax.enable_x64(True):`;
+- `shard={dim or input: mesh axis}` and `mesh=` place inputs over devices with
+  `jax.sharding.NamedSharding` (`sharding.py`).
+
+>>> import dimgraph as dg, numpy as np
+>>> x = dg.tensor("x", shape=(None,))
+>>> f = dg.function([x], (x * x).sum(), backend="jax")
+>>> float(f(np.arange(3.0)))
+5.0
+"""
+
+from __future__ import annotations
+
+from dimgraph.errors import BackendUnavailable
+
+name = "jax"
+# Fused ops this backend runs (`dimgraph.core.rewriting.OPT_IN`): XLA reduces several sums in one pass.
+REWRITES_OPT_IN = ("multi_output_reduce_fusion",)
+
+
+def compile(fgraph, **options):
+    """The callable `fn(list of arrays) -> list of arrays` for `fgraph` (options in the module docstring)."""
+    try:
+        import jax  # noqa: F401
+    except ImportError as err:
+        raise BackendUnavailable(
+            f"the jax backend needs JAX, which is not installed here ({err}); install it with "
+            "`pip install dimgraph[jax]`, or use backend='numba' or 'python'"
+        ) from err
+    from dimgraph.backends.jax.compiler import compile_graph
+
+    return compile_graph(fgraph, **options)

@@ -1,0 +1,174 @@
+"""From a rewritten FunctionGraph to one `jax.jit` function, and the callable around it.
+
+`graph_function(fgraph)` is the pure function of the whole graph: it walks the
+nodes in topological order, calling each node's `jax_impl` closure (read once,
+here), and returns the outputs. Nodes whose inputs are all static (NumPy) and
+whose outputs are small are evaluated with the python backend's `perform` while
+tracing, so shape arithmetic never reaches XLA. The function is wrapped once in
+`jax.jit`; JAX retraces it for new input shapes and dtypes only.
+
+64-bit: NumPy dtypes are kept exactly. A graph holding any 64-bit value (float64,
+int64 shapes, ...) is traced and run inside `jax.enable_x64(True)`, a context
+manager local to the calling thread: the user's global JAX config
+(`jax.config.jax_enable_x64`) is not changed and other JAX code keeps its mode.
+
+The callable `run(arrays) -> arrays` checks the run-time flags (`checks.py`),
+and converts outputs to writable NumPy arrays unless `output="jax"`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import jax
+import numpy as np
+
+from dimgraph.backends.jax import indexing, ops_more  # noqa: F401  (they register their entries)
+from dimgraph.backends.jax.checks import collect
+from dimgraph.backends.jax.dispatch import FOLD_LIMIT, is_static, jax_impl, missing_message, missing_ops
+from dimgraph.backends.jax.sharding import Placement
+from dimgraph.backends.python import python_impl
+from dimgraph.core.graph import Constant
+
+OPTIONS = ("output", "shard", "mesh")
+
+
+def needs_x64(fgraph) -> bool:
+    """Whether any value of the graph has a 64-bit dtype (JAX computes in 32 bits without x64)."""
+    variables = list(fgraph.inputs) + list(fgraph.outputs)
+    for node in fgraph.toposort():
+        variables.extend(node.inputs)
+        variables.extend(node.outputs)
+    return any(np.dtype(v.type.dtype).itemsize == 8 or np.dtype(v.type.dtype).kind == "c" for v in variables)
+
+
+def x64_context(enabled):
+    """`jax.enable_x64(True)` (thread-local) when `enabled`, else nothing."""
+    return jax.enable_x64(True) if enabled else contextlib.nullcontext()
+
+
+def _foldable(node) -> bool:
+    size = 0
+    for out in node.outputs:
+        if any(s is None for s in out.type.shape):
+            return False
+        size += int(np.prod(out.type.shape, dtype=np.int64))
+    return size <= FOLD_LIMIT
+
+
+def graph_function(fgraph):
+    """The pure function `(*input arrays) -> list of output arrays` of the whole graph."""
+    nodes = fgraph.toposort()
+    missing = missing_ops(nodes)
+    if missing:
+        op = next(n.op for n in nodes if type(n.op) is missing[0])
+        raise NotImplementedError(missing_message(op))
+    slot, template = {}, []
+
+    def slot_of(var):
+        if var not in slot:
+            slot[var] = len(template)
+            template.append(np.asarray(var.data) if isinstance(var, Constant) else None)
+        return slot[var]
+
+    input_slots = [slot_of(v) for v in fgraph.inputs]
+    program = []
+    for node in nodes:
+        fold = python_impl(node.op, node) if _foldable(node) else None
+        program.append(
+            (jax_impl(node.op, node), fold, [slot_of(i) for i in node.inputs], [slot_of(o) for o in node.outputs], node)
+        )
+    output_slots = [slot_of(v) for v in fgraph.outputs]
+
+    def graph(*args):
+        values = list(template)
+        for s, a in zip(input_slots, args):
+            values[s] = a
+        for impl, fold, ins, outs, node in program:
+            vals = [values[i] for i in ins]
+            if fold is not None and all(is_static(v) for v in vals):
+                results = fold(vals)
+            else:
+                results = impl(vals)
+            for s, r, var in zip(outs, results, node.outputs):
+                values[s] = _conform(node, var, r)
+        return [values[s] for s in output_slots]
+
+    return graph
+
+
+def _conform(node, var, value):
+    """Every result has its static dtype and shape (a mismatch is a bug in an entry)."""
+    dtype, shape = var.type.dtype, var.type.shape
+    if is_static(value):
+        value = np.asarray(value)
+    if value.dtype != dtype or value.ndim != len(shape) or any(
+        s is not None and s != v for s, v in zip(shape, value.shape)
+    ):
+        raise RuntimeError(
+            f"internal error in the jax backend: {node.op} gave {value.dtype}{tuple(value.shape)} "
+            f"but its type says {var.type}"
+        )
+    return value
+
+
+def compile_graph(fgraph, output="numpy", shard=None, mesh=None, **options):
+    """The callable for `fgraph` (see `dimgraph.backends.jax` for the options)."""
+    if options:
+        raise TypeError(f"the jax backend got unknown options {sorted(options)}; it takes {list(OPTIONS)}")
+    if output not in ("numpy", "jax"):
+        raise ValueError(f"the jax backend's output= must be 'numpy' or 'jax', got {output!r}")
+    graph = graph_function(fgraph)
+    x64 = needs_x64(fgraph)
+    placement = Placement(fgraph, shard, mesh) if shard else None
+
+    def traced(*args):
+        with collect() as checks:
+            outs = graph(*args)
+            return outs, checks.flags()
+
+    jitted = jax.jit(traced)
+    pure = jax.jit(graph)
+    to_numpy = output == "numpy"
+
+    def run(arrays):
+        with x64_context(x64):
+            if placement is not None:
+                arrays = placement.place(arrays)
+            outs, flags = jitted(*arrays)
+        if flags is not None:
+            flags.raise_failed()
+        return [np.array(o) for o in outs] if to_numpy else list(outs)
+
+    def jax_fn(*args):
+        with x64_context(x64):
+            return pure(*args)
+
+    run.source = None
+    run.jax_fn = jax_fn
+    run.jitted = jitted
+    run.x64 = x64
+    run.placement = placement
+    run.exports = {"jax_fn": lambda function: _user_jax_fn(jax_fn, function)}
+    return run
+
+
+def _user_jax_fn(jax_fn, function):
+    """`f.jax_fn`: the pure JAX function of a compiled `Function`, returning what `f` returns.
+
+    Arguments: positional arrays for `f.inputs` (labeled ones in their declared
+    dim order), then the values of the shared variables the graph reads. The
+    result is `f`'s (bare when `f` has one output), or `(outputs, new shared
+    values)` when `f` has updates. Outputs are JAX arrays, never DataArrays.
+    """
+    n_out = len(function.outputs)
+    single = function._single
+    has_updates = bool(function._n_updates)
+
+    def user_fn(*args):
+        res = jax_fn(*args)
+        outs = res[0] if single else list(res[:n_out])
+        return (outs, list(res[n_out:])) if has_updates else outs
+
+    user_fn.__doc__ = _user_jax_fn.__doc__
+    return user_fn

@@ -1,0 +1,201 @@
+"""JAX entries for indexing: `Subtensor`, `AdvancedSubtensor` and their set/inc counterparts.
+
+The index is rebuilt while tracing from the op's static description
+(`dimgraph.core.subtensor`): ints and slice bounds known while tracing are
+Python ints; a position computed from data stays a traced scalar (JAX gathers
+with it) and gets a run-time bounds check. Slice bounds and boolean masks
+computed from data would give data-dependent shapes: NotImplementedError.
+`inc` accumulates repeated positions (scatter-add, as `np.add.at`); with `set`
+and repeated positions, which value lands is unspecified in JAX (NumPy: the last).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from dimgraph.backends.jax.checks import runtime_check
+from dimgraph.backends.jax.dispatch import is_static, jax_impl, static_int
+from dimgraph.core.graph import Constant
+from dimgraph.core.subtensor import (
+    ARRAY,
+    NEWAXIS,
+    SYMBOLIC,
+    AdvancedIncSubtensor,
+    AdvancedSubtensor,
+    IncSubtensor,
+    Subtensor,
+    _check_value_runtime,
+)
+from dimgraph.errors import ShapeError
+
+
+def _out_of_bounds(k, axis, n):
+    return f"index {k} is out of bounds for axis {axis} with size {n}"
+
+
+def _position(op, value, axis, n):
+    """A scalar position on an axis of size `n`: a Python int (checked now) or a traced one (checked at run time)."""
+    if is_static(value):
+        k = int(value)
+        if not -n <= k < n:
+            raise IndexError(f"{op}: {_out_of_bounds(k, axis, n)}")
+        return k
+    runtime_check((value >= -n) & (value < n), IndexError, f"{op}: a position is out of bounds for axis {axis} with size {n}")
+    return jnp.asarray(value)
+
+
+def _slice(op, entry, scalars):
+    parts = [static_int(next(scalars), op, "slice bound") if p == SYMBOLIC else p for p in entry[1:]]
+    return slice(*parts)
+
+
+def _basic_key(op, shape, scalars):
+    scalars = iter(scalars)
+    key, axis = [], 0
+    for e in op.index:
+        if e == NEWAXIS:
+            key.append(None)
+            continue
+        if e == SYMBOLIC:
+            key.append(_position(op, next(scalars), axis, shape[axis]))
+        elif isinstance(e, tuple):
+            key.append(_slice(op, e, scalars))
+        else:
+            key.append(_position(op, e, axis, shape[axis]))
+        axis += 1
+    return tuple(key)
+
+
+def _selection_shape(shape, key):
+    """The shape of `x[key]` for `x` of `shape`, found on a zero-stride NumPy stand-in (no memory)."""
+    dummy = np.broadcast_to(np.zeros((), np.bool_), tuple(shape))
+    np_key = tuple(np.zeros(np.shape(k), np.int64) if not (is_static(k) or k is None or isinstance(k, slice)) else k for k in key)
+    return dummy[np_key].shape
+
+
+class _Shaped:
+    """Shape and ndim of an array, for the core's run-time value checks."""
+
+    def __init__(self, shape):
+        self.shape, self.ndim = tuple(shape), len(shape)
+
+
+def _update(x, key, v, mode):
+    ref = jnp.asarray(x).at[key]
+    if mode == "set":
+        return ref.set(v)
+    if x.dtype == np.bool_:  # NumPy: True + True stays True (logical or)
+        return jnp.asarray(x).astype(np.int8).at[key].add(jnp.asarray(v).astype(np.int8)) != 0
+    return ref.add(v)
+
+
+@jax_impl.register(Subtensor)
+def _subtensor(op, node):
+    def subtensor(inputs):
+        x, *scalars = inputs
+        key = _basic_key(op, x.shape, scalars)
+        if is_static(x) and all(is_static(k) or k is None or isinstance(k, slice) for k in key):
+            return [np.array(x[key])]
+        return [jnp.asarray(x)[key]]
+
+    return subtensor
+
+
+@jax_impl.register(IncSubtensor)
+def _inc_subtensor(op, node):
+    def inc_subtensor(inputs):
+        x, v, *scalars = inputs
+        key = _basic_key(op, x.shape, scalars)
+        _check_value_runtime(op, node.inputs[1].type, _Shaped(np.shape(v)), _Shaped(_selection_shape(x.shape, key)))
+        return [_update(x, key, v, op.mode)]
+
+    return inc_subtensor
+
+
+def _advanced_key(op, node, x_shape, idx_values, idx_vars):
+    """The index for jnp (static masks become integer arrays), with bounds and broadcasting checked."""
+    values, variables = iter(idx_values), iter(idx_vars)
+    key, arrays, axis = [], [], 0
+    for e in op.index:
+        if e == NEWAXIS:
+            key.append(None)
+            continue
+        if e != ARRAY:
+            key.append(_slice(op, e, values))
+            for _ in range(sum(p == SYMBOLIC for p in e[1:])):
+                next(variables)  # keep the variables in step with the values
+            axis += 1
+            continue
+        a, var = next(values), next(variables)
+        if np.dtype(var.type.dtype) == np.bool_:
+            if not is_static(a):
+                raise NotImplementedError(
+                    f"the jax backend cannot compile {op}: a boolean mask computed from input data gives an "
+                    "output whose size depends on data (XLA needs static shapes); use integer positions or another backend"
+                )
+            a = np.asarray(a)
+            for k in range(a.ndim):
+                if a.shape[k] != x_shape[axis + k]:
+                    raise IndexError(
+                        f"{op}: boolean index did not match indexed array along axis {axis + k}; size of axis is "
+                        f"{x_shape[axis + k]} but size of corresponding boolean axis is {a.shape[k]}"
+                    )
+            nonzero = np.nonzero(a)
+            static = (int(np.count_nonzero(var.data)),) if isinstance(var, Constant) else (None,)
+            for part in nonzero:
+                key.append(part)
+                arrays.append((part.shape, static))
+            axis += a.ndim
+            continue
+        n = x_shape[axis]
+        if is_static(a):
+            a = np.asarray(a)
+            bad = a[(a < -n) | (a >= n)]
+            if bad.size:
+                raise IndexError(f"{op}: {_out_of_bounds(int(bad.flat[0]), axis, n)}")
+        else:
+            a = jnp.asarray(a)
+            runtime_check(jnp.all((a >= -n) & (a < n)), IndexError, f"{op}: an index is out of bounds for axis {axis} with size {n}")
+        key.append(a)
+        arrays.append((tuple(a.shape), var.type.shape))
+        axis += 1
+    _check_index_broadcast(op, arrays)
+    return tuple(key)
+
+
+def _check_index_broadcast(op, arrays):
+    shapes = [sh for sh, _ in arrays]
+    try:
+        target = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError(f"{op}: shape mismatch: indexing arrays could not be broadcast together with shapes {shapes}") from None
+    for sh, static in arrays:
+        offset = len(target) - len(sh)
+        for ax, (s, n) in enumerate(zip(static, sh)):
+            if s is None and n != target[offset + ax]:
+                raise ShapeError(
+                    f"{op}: an index array has size {n} on axis {ax} where the others have {target[offset + ax]}; "
+                    "only axes of static size 1 broadcast"
+                )
+
+
+@jax_impl.register(AdvancedSubtensor)
+def _advanced_subtensor(op, node):
+    def advanced_subtensor(inputs):
+        x, *idx = inputs
+        key = _advanced_key(op, node, x.shape, idx, node.inputs[1:])
+        return [jnp.asarray(x)[key]]
+
+    return advanced_subtensor
+
+
+@jax_impl.register(AdvancedIncSubtensor)
+def _advanced_inc_subtensor(op, node):
+    def advanced_inc_subtensor(inputs):
+        x, v, *idx = inputs
+        key = _advanced_key(op, node, x.shape, idx, node.inputs[2:])
+        _check_value_runtime(op, node.inputs[1].type, _Shaped(np.shape(v)), _Shaped(_selection_shape(x.shape, key)))
+        return [_update(x, key, v, op.mode)]
+
+    return advanced_inc_subtensor

@@ -1,0 +1,234 @@
+"""Scalar ops for the JAX backend: one table, scalar-op name -> a function over `jax.numpy` arrays.
+
+`scalar_fn(scalar_op, in_dtypes)` returns `f(*arrays) -> tuple of arrays` with
+NumPy 2's dtypes exactly (the static output dtypes of `dimgraph.core.scalar`):
+inputs are cast to the dtypes of the NumPy ufunc loop (`ufunc.resolve_dtypes`),
+the table's function runs, and the result is cast to the output dtype. As NumPy
+does, float16 loops compute in float32 and round once at the end.
+
+Where `jax.numpy` and NumPy disagree the table entry says so and follows NumPy:
+integer `//` and `%` by zero give 0, `trigamma` comes from `polygamma(1, x)`,
+`round` of integers is the identity. A `Composite` becomes one function of its
+scalar DAG (every step cast to its static dtype), which XLA fuses.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.special as jsp
+import numpy as np
+
+from dimgraph.backends.jax.checks import runtime_check
+from dimgraph.core.scalar import SCALAR_SPECS, Cast, Composite, ScalarOp
+
+
+def cast(x, dtype):
+    """`x` as `dtype`. Booleans go to floats through uint8: XLA rewrites `convert(bool) * y` into
+    `select(bool, y, 0)`, which loses NumPy's `0 * inf = nan` (and `False / False = nan`)."""
+    x = jnp.asarray(x)
+    dtype = np.dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    if x.dtype == np.bool_ and dtype.kind in "fc":
+        x = x.astype(np.uint8)
+    return x.astype(dtype)
+
+
+def _int_safe_divisor(y):
+    return jnp.where(y == 0, jnp.ones((), y.dtype), y)
+
+
+def _floor_div(x, y):
+    if jnp.issubdtype(x.dtype, jnp.integer):  # NumPy: x // 0 == 0 for integers (with a warning)
+        return jnp.where(y == 0, jnp.zeros((), x.dtype), jnp.floor_divide(x, _int_safe_divisor(y)))
+    return jnp.floor_divide(x, y)
+
+
+def _mod(x, y):
+    if jnp.issubdtype(x.dtype, jnp.integer):  # NumPy: x % 0 == 0 for integers
+        return jnp.where(y == 0, jnp.zeros((), x.dtype), jnp.remainder(x, _int_safe_divisor(y)))
+    return jnp.remainder(x, y)
+
+
+def _pow(x, y):
+    if jnp.issubdtype(y.dtype, jnp.integer):
+        # NumPy raises for negative integer powers of integers (the python backend does too)
+        runtime_check(jnp.all(y >= 0), ValueError, "Integers to negative integer powers are not allowed.")
+    return jnp.power(x, y)
+
+
+def _float_to_int(x, out):
+    """`x.astype(out)` for floats as NumPy does on x86-64: NaN, inf and values out of the range of
+    the conversion's int32/int64 register give its minimum, then narrower ints wrap (XLA saturates)."""
+    via = np.dtype("int64") if out.itemsize == 8 or out.kind == "u" and out.itemsize == 4 else np.dtype("int32")
+    half = 2.0 ** (via.itemsize * 8 - 1)
+    bad = jnp.isnan(x) | (x < -half) | (x >= half)
+    t = jnp.where(bad, jnp.zeros((), x.dtype), x).astype(via)
+    t = jnp.where(bad, jnp.asarray(np.iinfo(via).min, via), t)
+    return t if t.dtype == out else t.astype(out)
+
+
+def _round(x):
+    return x if not jnp.issubdtype(x.dtype, jnp.inexact) else jnp.round(x)
+
+
+def _int_identity(fn):
+    return lambda x: x if not jnp.issubdtype(x.dtype, jnp.inexact) else fn(x)
+
+
+def _sign(x):
+    if jnp.issubdtype(x.dtype, jnp.inexact):
+        return jnp.where(jnp.isnan(x), x, jnp.sign(x))
+    return jnp.sign(x)
+
+
+def _where(c, a, b):
+    return jnp.where(c.astype(bool), a, b)
+
+
+def _digamma(x):
+    # NumPy reference: psi(+-0) = -+inf (the pole's one-sided limit), nan at negative integers, psi(inf) = inf
+    out = jsp.digamma(x)
+    out = jnp.where(x == 0, jnp.where(jnp.signbit(x), jnp.inf, -jnp.inf).astype(x.dtype), out)
+    out = jnp.where((x < 0) & (x == jnp.floor(x)), jnp.nan, out)
+    return jnp.where(x == jnp.inf, jnp.inf, out)
+
+
+def _trigamma(x):
+    out = jsp.polygamma(1, x)
+    out = jnp.where((x <= 0) & (x == jnp.floor(x)), jnp.inf, out)
+    out = jnp.where(x == jnp.inf, 0.0, out)
+    return jnp.where(x == -jnp.inf, jnp.inf, out)
+
+
+def _gammaln(x):
+    out = jsp.gammaln(x)
+    return jnp.where(jnp.isinf(x) | ((x <= 0) & (x == jnp.floor(x))), jnp.inf, out)
+
+
+def _softplus(x):
+    return jnp.logaddexp(x, jnp.zeros((), x.dtype))
+
+
+# name -> function of arrays already cast to the NumPy loop dtypes
+JAX_SCALAR = {
+    "add": jnp.add,
+    "sub": jnp.subtract,
+    "mul": jnp.multiply,
+    "true_div": jnp.true_divide,
+    "floor_div": _floor_div,
+    "mod": _mod,
+    "pow": _pow,
+    "neg": jnp.negative,
+    "abs": jnp.abs,
+    "sign": _sign,
+    "reciprocal": lambda x: jnp.ones((), x.dtype) / x,
+    "maximum": jnp.maximum,
+    "minimum": jnp.minimum,
+    "eq": jnp.equal,
+    "neq": jnp.not_equal,
+    "lt": jnp.less,
+    "le": jnp.less_equal,
+    "gt": jnp.greater,
+    "ge": jnp.greater_equal,
+    "and": jnp.bitwise_and,
+    "or": jnp.bitwise_or,
+    "xor": jnp.bitwise_xor,
+    "invert": jnp.invert,
+    "isnan": jnp.isnan,
+    "isfinite": jnp.isfinite,
+    "isinf": jnp.isinf,
+    "exp": jnp.exp,
+    "exp2": jnp.exp2,
+    "log": jnp.log,
+    "log2": jnp.log2,
+    "log10": jnp.log10,
+    "log1p": jnp.log1p,
+    "expm1": jnp.expm1,
+    "sqrt": jnp.sqrt,
+    "square": jnp.square,
+    "sin": jnp.sin,
+    "cos": jnp.cos,
+    "tan": jnp.tan,
+    "arcsin": jnp.arcsin,
+    "arccos": jnp.arccos,
+    "arctan": jnp.arctan,
+    "sinh": jnp.sinh,
+    "cosh": jnp.cosh,
+    "tanh": jnp.tanh,
+    "arctan2": jnp.arctan2,
+    "sigmoid": jax.nn.sigmoid,
+    "softplus": _softplus,
+    "erf": jsp.erf,
+    "erfc": jsp.erfc,
+    "gammaln": _gammaln,
+    "digamma": _digamma,
+    "trigamma": _trigamma,
+    "logaddexp": jnp.logaddexp,
+    "round": _round,
+    "floor": _int_identity(jnp.floor),
+    "ceil": _int_identity(jnp.ceil),
+    "trunc": _int_identity(jnp.trunc),
+    "where": _where,
+    "identity": lambda x: x,
+}
+
+
+def loop_dtypes(name, in_dtypes):
+    """The dtypes NumPy computes `name` in, one per input (float16 widened to float32)."""
+    spec = SCALAR_SPECS[name]
+    out = np.dtype(ScalarOp(name).output_dtypes(in_dtypes)[0])
+    if spec.rule == "ufunc":
+        loops = spec.ufunc.resolve_dtypes(tuple(np.dtype(d) for d in in_dtypes) + (None,))[:-1]
+    elif spec.rule == "float":  # special functions: computed in the float dtype np.exp gives
+        loops = (out,) * len(in_dtypes)
+    elif spec.rule == "where":
+        loops = (np.dtype(bool), out, out)
+    else:  # "same", "round": the input's own dtype
+        loops = tuple(np.dtype(d) for d in in_dtypes)
+    return tuple(np.dtype("float32") if d == np.float16 else d for d in loops)
+
+
+def _one(op, in_dtypes):
+    """`f(*arrays) -> array` for a named scalar op or Cast, cast to its static output dtype."""
+    out = np.dtype(op.output_dtypes(in_dtypes)[0])
+    if isinstance(op, Cast):
+        if out == np.bool_:
+            return lambda x: x != 0
+        if out.kind in "iu" and np.dtype(in_dtypes[0]).kind == "f":
+            return lambda x: _float_to_int(x, out)
+        return lambda x: cast(x, out)
+    fn = JAX_SCALAR[op.name]
+    loops = loop_dtypes(op.name, in_dtypes)
+
+    def apply(*xs):
+        res = fn(*[cast(x, d) for x, d in zip(xs, loops)])
+        return res if res.dtype == out else cast(res, out)
+
+    return apply
+
+
+def scalar_fn(op, in_dtypes):
+    """`f(*arrays) -> tuple of arrays` for `op` (a ScalarOp, Cast or Composite) on inputs of `in_dtypes`.
+
+    >>> import numpy as np
+    >>> f = scalar_fn(ScalarOp("floor_div"), ("int64", "int64"))
+    >>> [int(v) for v in f(np.array([7, 7]), np.array([2, 0]))[0]]
+    [3, 0]
+    """
+    in_dtypes = tuple(np.dtype(d).name for d in in_dtypes)
+    if not isinstance(op, Composite):
+        one = _one(op, in_dtypes)
+        return lambda *xs: (one(*[jnp.asarray(x) for x in xs]),)
+    dts = op.step_dtypes
+    steps = [(_one(step, tuple(dts[r] for r in refs)), refs) for step, refs in op.steps]
+    outs = op.outs
+
+    def composite(*xs):
+        vals = [jnp.asarray(x) for x in xs]
+        for fn, refs in steps:
+            vals.append(fn(*[vals[r] for r in refs]))
+        return tuple(vals[r] for r in outs)
+
+    return composite

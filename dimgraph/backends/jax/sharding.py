@@ -1,0 +1,108 @@
+"""Sharding for the JAX backend: inputs placed over a device mesh by dim (or axis), XLA does the rest.
+
+`dg.function(..., backend="jax", shard={obs: "data"}, mesh=None)`:
+- a key that is a Dim (or a dim name) shards that dim of every labeled input
+  that has it over the named mesh axis;
+- a key that is an input variable (positional or labeled) takes a
+  `jax.sharding.PartitionSpec` (or a tuple: a mesh axis name, a tuple of names,
+  or None per axis of the input's positional layout).
+Each sharded input is put on the mesh with `jax.sharding.NamedSharding` before
+the jitted call; GSPMD propagates the layout through the graph, so results equal
+the unsharded ones (outputs come back gathered, or sharded with output="jax").
+`mesh` defaults to a one-axis mesh over all devices named by the one mesh axis
+used. An axis whose length does not divide evenly over its mesh axes is placed
+replicated on that call (uneven sharding is not supported by `device_put`).
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from dimgraph.core.graph import Variable
+from dimgraph.errors import DimError
+
+
+def _entry_names(entry):
+    if entry is None:
+        return ()
+    return tuple(entry) if isinstance(entry, (tuple, list)) else (entry,)
+
+
+class Placement:
+    """Per fgraph input, the mesh axes (or None) of each axis; `place(arrays)` puts them on the mesh."""
+
+    def __init__(self, fgraph, shard, mesh=None):
+        user_inputs = list(getattr(fgraph, "user_inputs", fgraph.inputs))
+        if not isinstance(shard, dict):
+            raise TypeError(f"shard= must be a dict {{dim or input: mesh axis}}, got {type(shard).__name__}")
+        specs = {}
+        for key, value in shard.items():
+            if isinstance(key, Variable):
+                self._shard_input(specs, user_inputs, key, value)
+            else:
+                self._shard_dim(specs, user_inputs, key, value)
+        used = sorted({n for spec in specs.values() for e in spec for n in _entry_names(e)})
+        if mesh is None:
+            if len(used) != 1:
+                raise ValueError(f"shard= names the mesh axes {used}; pass mesh= (a jax.sharding.Mesh) to lay them out")
+            mesh = jax.make_mesh((len(jax.devices()),), tuple(used))
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"mesh= must be a jax.sharding.Mesh, got {type(mesh).__name__}")
+        unknown = [n for n in used if n not in mesh.axis_names]
+        if unknown:
+            raise ValueError(f"shard= names mesh axes {unknown} that the mesh does not have; it has {list(mesh.axis_names)}")
+        self.mesh = mesh
+        self.specs = specs  # input position -> tuple of mesh-axis entries, one per axis
+        self._cache = {}
+
+    @staticmethod
+    def _shard_input(specs, user_inputs, var, value):
+        k = next((k for k, v in enumerate(user_inputs) if v is var), None)
+        if k is None:
+            raise ValueError(f"shard=: {var!r} is not an input of this function")
+        ndim = var.type.ndim if hasattr(var.type, "ndim") else len(var.dims)
+        entries = (value,) if isinstance(value, str) else tuple(value)
+        if len(entries) > ndim:
+            raise ValueError(f"shard=: the spec {value!r} for {var!r} has {len(entries)} entries but the input has {ndim} axes")
+        specs[k] = tuple(entries) + (None,) * (ndim - len(entries))
+
+    @staticmethod
+    def _shard_dim(specs, user_inputs, key, axis_name):
+        name = key if isinstance(key, str) else getattr(key, "name", None)
+        if name is None:
+            raise TypeError(f"shard= keys must be dims, dim names or input variables, got {key!r}")
+        if not isinstance(axis_name, str):
+            raise TypeError(f"shard=: dim {name!r} must map to a mesh axis name, got {axis_name!r}")
+        found = False
+        for k, v in enumerate(user_inputs):
+            dims = getattr(v, "dims", None)
+            if not dims:
+                continue
+            names = [getattr(d, "name", d) for d in dims]
+            if name in names:
+                spec = list(specs.get(k, (None,) * len(names)))
+                spec[names.index(name)] = axis_name
+                specs[k] = tuple(spec)
+                found = True
+        if not found:
+            have = sorted({getattr(d, "name", d) for v in user_inputs for d in (getattr(v, "dims", None) or ())})
+            raise DimError(f"shard=: no input has dim {name!r}; the inputs' dims are {have}")
+
+    def sharding_for(self, k, shape):
+        """The NamedSharding of input `k` for an array of `shape` (uneven axes replicated)."""
+        spec = tuple(
+            e if shape[ax] % int(np.prod([self.mesh.shape[n] for n in _entry_names(e)], dtype=np.int64)) == 0 else None
+            for ax, e in enumerate(self.specs[k])
+        )
+        sharding = self._cache.get(spec)
+        if sharding is None:
+            sharding = self._cache[spec] = NamedSharding(self.mesh, PartitionSpec(*spec))
+        return sharding
+
+    def place(self, arrays):
+        arrays = list(arrays)
+        for k in self.specs:
+            arrays[k] = jax.device_put(arrays[k], self.sharding_for(k, np.shape(arrays[k])))
+        return arrays
