@@ -100,6 +100,7 @@ def compile(fgraph, **options):
         ptrs = [0] * n_slots
         meta = [0] * n_meta
         flags = bytearray(len(program))
+        alive = []  # the operand arrays must outlive the C call (some exist only in this list)
         for n, (node, impl, (slots, offsets)) in enumerate(program):
             outs, operands, go = impl.plan(ctx, [ctx.bufs[i] for i in node.inputs])
             for v, a in zip(node.outputs, outs):
@@ -107,6 +108,7 @@ def compile(fgraph, **options):
             if not go:
                 continue
             flags[n] = 1
+            alive.append(operands)
             for a, s, off in zip(operands, slots, offsets):
                 ptrs[s] = a.ctypes.data
                 nd = a.ndim
