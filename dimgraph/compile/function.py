@@ -141,11 +141,14 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
     fgraph = FunctionGraph(pos_inputs + shared, pos_outputs + pos_updates)
     backend_module = get_backend(backend)
     rewrite_graph(fgraph, rewrites, backend=backend_module)
+    fgraph.user_inputs = list(inputs)  # the variables behind fgraph.inputs[:len(inputs)] (jax shard= maps them)
     run = backend_module.compile(fgraph, **options)
     f = Function(
         inputs, outputs, single, fgraph, backend_module.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
     )
     f._update_targets = [t.storage_key for t in update_targets]
+    for attr, make in getattr(run, "exports", {}).items():  # backend extras built on the Function (jax: f.jax_fn)
+        setattr(f, attr, make(f))
     return f
 
 
