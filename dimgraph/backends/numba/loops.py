@@ -194,6 +194,14 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise") -> str:
         emit_nest(t_axes, [t], temp_set - {t}, store_temp)
 
     # -- outputs
+    # A costly sum over the innermost axis goes through a row buffer: the loop that fills
+    # it has no loop-carried dependence, so LLVM vectorizes it (the math included).
+    row_buffers = {
+        k
+        for k, (ref, red) in enumerate(outputs)
+        if red is not None and red[0] == "add" and tuple(red[1]) == (ndim - 1,) and costly[ref]
+        and np.dtype(red[2]).kind == "f"
+    }
     ret = []
     for k, (ref, red) in enumerate(outputs):
         if red is None:
@@ -206,6 +214,8 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise") -> str:
             else:
                 init = _identity(reducer, out_dtype)
                 src(f"o{k} = np.full({shape_of(range(ndim), kept)}, {init}, dtype={np_type(out_dtype)})")
+        if k in row_buffers:
+            src(f"buf{k} = np.empty((n{ndim - 1},), dtype={np_type(red[2])})")
         ret.append(f"o{k}")
 
     def stores(d, when):
@@ -217,7 +227,13 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise") -> str:
             reducer, r_axes, out_dtype = red
             kept_idx = _idx([f"j{a}" for a in range(ndim) if a not in r_axes])
             val = _cast_expr(names[ref], dtypes[ref], out_dtype)
-            if _suffix(r_axes, ndim):
+            if k in row_buffers:
+                last = ndim - 1
+                if when == "inner":
+                    src(f"buf{k}[j{last}] = {val}")
+                if when == "exit" and d == last:
+                    src(f"o{k}{kept_idx} = {np_type(out_dtype)}(rt.sum_buffer(buf{k}))")
+            elif _suffix(r_axes, ndim):
                 first = ndim - len(r_axes)
                 if when == "enter" and d == first:
                     src(f"acc{k} = {np_type(out_dtype)}({_identity(reducer, out_dtype)})")

@@ -106,8 +106,18 @@ if _sub is not None:
         checks, key, _ = _basic_key_src(op.index, 0)
         args = ["x"] + [f"s{k}" for k in range(n_scalars)]
         body = checks + [f"    return x[{', '.join(key) if key else '()'}]"]
-        if not key or all(k == ":" for k in key):
-            body = ["    return x"]
+        if all(e == _sub.NEWAXIS or e == _sub.FULL_SLICE for e in op.index):
+            # only new axes: a reshape-like view that keeps a C-contiguous array C-typed
+            shape, strides, axis = [], [], 0
+            for e in op.index:
+                if e == _sub.NEWAXIS:
+                    shape.append("1")
+                    strides.append("0")
+                else:
+                    shape.append(f"x.shape[{axis}]")
+                    strides.append(f"x.strides[{axis}]")
+                    axis += 1
+            body = [f"    return rt_views.expand_view(x, {_tuple(shape)}, {_tuple(strides)})"]
         return f"def kernel({', '.join(args)}):\n" + "\n".join(body) + "\n"
 
     _objmode(_sub.IncSubtensor)

@@ -5,8 +5,8 @@ a `Composite` becomes one assignment `s3 = np.float64(math.exp(s2))`. NumPy's
 dtype rules are kept by construction: operands are cast to the ufunc's loop
 dtypes (`resolve_dtypes`), and every result is cast to the step's dtype, so
 narrow integers wrap exactly as NumPy's do even though Numba computes in int64.
-A template is a string, or a dict keyed by dtype kind ("b", "i", "u", "f")
-with "*" as the default. `{0}`, `{1}`, ... are the operands; `rt.` names a
+A template is a string, or a dict keyed by dtype name ("float64") or kind
+("b", "i", "u", "f"), with "*" as the default. `{0}`, `{1}`, ... are the operands; `rt.` names a
 helper in `dimgraph.backends.numba.runtime`.
 """
 
@@ -46,7 +46,7 @@ SCALAR_TEMPLATES = {
     "isnan": {"f": "({0} != {0})", "*": "False"},
     "isfinite": {"f": "math.isfinite({0})", "*": "True"},
     "isinf": {"f": "math.isinf({0})", "*": "False"},
-    "exp": "math.exp({0})",
+    "exp": {"float64": "rt.exp_f64({0})", "*": "math.exp({0})"},
     "exp2": "rt.exp2({0})",
     "log": "np.log({0})",
     "log2": "np.log2({0})",
@@ -101,13 +101,14 @@ def np_type(dtype) -> str:
     return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
 
 
-def _template(name, kind):
+def _template(name, dtype):
     entry = SCALAR_TEMPLATES.get(name)
     if entry is None:
         raise NotImplementedError(f"numba backend: no scalar template for {name!r}")
     if isinstance(entry, str):
         return entry
-    return entry.get(kind, entry.get("*"))
+    dtype = np.dtype(dtype)
+    return entry.get(dtype.name, entry.get(dtype.kind, entry.get("*")))
 
 
 def _cast_expr(expr, from_dtype, to_dtype) -> str:
@@ -145,8 +146,7 @@ def render_step(op: ScalarOp, args, in_dtypes) -> tuple:
         return _cast_expr(args[0], in_dtypes[0], op.dtype), op.dtype
     loop_in, out = loop_dtypes(op, in_dtypes)
     cast_args = [_cast_expr(a, d, ld) for a, d, ld in zip(args, in_dtypes, loop_in)]
-    kind = np.dtype(loop_in[-1] if op.name == "where" else loop_in[0]).kind
-    expr = _template(op.name, kind).format(*cast_args)
+    expr = _template(op.name, loop_in[-1] if op.name == "where" else loop_in[0]).format(*cast_args)
     return f"{np_type(out)}({expr})", out
 
 
