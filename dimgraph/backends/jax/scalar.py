@@ -87,19 +87,50 @@ def _where(c, a, b):
     return jnp.where(c.astype(bool), a, b)
 
 
+def _recur(x, term):
+    """Sum of `term(x + k)` for k = 0, 1, ... while x + k < 12, and the x >= 12 reached (x >= 0)."""
+    acc = jnp.zeros_like(x)
+    for _ in range(12):  # from x >= 0 twelve steps reach 12
+        small = x < 12
+        acc = acc + jnp.where(small, term(jnp.where(small, x, 1)), 0)
+        x = jnp.where(small, x + 1, x)
+    return acc, x
+
+
+def _pi_frac(x):
+    """pi * (x - round(x)): the argument of sin/tan(pi x) reduced exactly, so poles keep their digits."""
+    return jnp.pi * (x - jnp.round(x))
+
+
 def _digamma(x):
-    # NumPy reference: psi(+-0) = -+inf (the pole's one-sided limit), nan at negative integers, psi(inf) = inf
-    out = jsp.digamma(x)
+    # as dimgraph.core.scalar._digamma_scalar: reflection for x < 0, recurrence to x >= 12, asymptotic series
+    neg = x < 0
+    y = jnp.where(neg, 1 - x, x)
+    acc, y = _recur(y, lambda t: -1 / t)
+    inv = 1 / y
+    inv2 = inv * inv
+    series = inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240 - inv2 * (1.0 / 132)))))
+    out = acc + jnp.log(y) - 0.5 * inv - series
+    out = jnp.where(neg, out - jnp.pi / jnp.tan(_pi_frac(x)), out)
+    # psi(+-0) = -+inf (the pole's one-sided limit), nan at negative integers and -inf, psi(inf) = inf
     out = jnp.where(x == 0, jnp.where(jnp.signbit(x), jnp.inf, -jnp.inf).astype(x.dtype), out)
-    out = jnp.where((x < 0) & (x == jnp.floor(x)), jnp.nan, out)
+    out = jnp.where((neg & (x == jnp.floor(x))) | jnp.isnan(x), jnp.nan, out)
     return jnp.where(x == jnp.inf, jnp.inf, out)
 
 
 def _trigamma(x):
-    out = jsp.polygamma(1, x)
+    # as dimgraph.core.scalar._trigamma_scalar: psi1(x) = -psi1(1 - x) + pi^2 / sin^2(pi x) for x < 0
+    neg = x < 0
+    y = jnp.where(neg, 1 - x, x)
+    acc, y = _recur(y, lambda t: 1 / t / t)
+    inv = 1 / y
+    inv2 = inv * inv
+    out = acc + inv + 0.5 * inv2 + inv * inv2 * (1.0 / 6 - inv2 * (1.0 / 30 - inv2 * (1.0 / 42 - inv2 * (1.0 / 30))))
+    s = jnp.sin(_pi_frac(x))
+    out = jnp.where(neg, -out + (jnp.pi / s) * (jnp.pi / s), out)
     out = jnp.where((x <= 0) & (x == jnp.floor(x)), jnp.inf, out)
-    out = jnp.where(x == jnp.inf, 0.0, out)
-    return jnp.where(x == -jnp.inf, jnp.inf, out)
+    out = jnp.where(x == jnp.inf, 0, out)
+    return jnp.where(jnp.isnan(x), jnp.nan, out)
 
 
 def _gammaln(x):

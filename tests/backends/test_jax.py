@@ -1,0 +1,205 @@
+"""jax-specific behaviour: the pure function under JAX transforms, device outputs, x64 kept local,
+run-time checks, compile-time errors for ops without an entry, and the registry's coverage.
+
+Values on every op are checked by the backend-parametrized suites (tests/core,
+tests/compile, tests/labeled, ...); sharding runs in its own process
+(test_jax_sharding.py). Compiled functions are shared by module fixtures: every
+new graph or input shape is one XLA compile.
+"""
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import dimgraph as dg
+from dimgraph.core.graph import Apply, Op
+from dimgraph.core.type import TensorType
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+
+@pytest.fixture(scope="module")
+def logp():
+    """A float64 log-density with its data: sum of normal log-densities of y around mu * x."""
+    mu = dg.scalar("mu")
+    x = dg.tensor("x", shape=(None,))
+    y = dg.tensor("y", shape=(None,))
+    cost = (-0.5 * dg.square(y - mu * x)).sum()
+    f = dg.function([mu, x, y], cost, backend="jax")
+    data = (np.float64(0.7), np.linspace(-1, 1, 5), np.linspace(0, 2, 5))
+    return f, data
+
+
+def test_jax_fn_under_grad_and_vmap(logp):
+    f, (mu, x, y) = logp
+    expected_grad = np.sum((y - mu * x) * x)  # d/dmu of -0.5 (y - mu x)^2
+    with jax.enable_x64(True):
+        value = f.jax_fn(mu, x, y)
+        grad = jax.grad(f.jax_fn)(mu, x, y)
+        mus = np.array([0.0, 0.7, 1.5])
+        batched = jax.vmap(f.jax_fn, in_axes=(0, None, None))(mus, x, y)
+        jitted = jax.jit(jax.value_and_grad(f.jax_fn))(mu, x, y)
+    assert isinstance(value, jax.Array) and value.dtype == np.float64
+    np.testing.assert_allclose(float(value), f(mu, x, y), rtol=1e-14)
+    np.testing.assert_allclose(float(grad), expected_grad, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(batched), [f(m, x, y) for m in mus], rtol=1e-14)
+    np.testing.assert_allclose(float(jitted[1]), expected_grad, rtol=1e-12)
+
+
+def test_x64_stays_local(logp):
+    f, data = logp
+    assert not jax.config.jax_enable_x64
+    out = f(*data)
+    assert out.dtype == np.float64 and f._run.x64
+    # the user's JAX code keeps 32-bit defaults, on this thread and after the call
+    assert not jax.config.jax_enable_x64
+    assert jnp.zeros(2).dtype == np.float32
+    assert jnp.arange(3).dtype == np.int32
+
+
+def test_graph_of_32_bit_values_runs_without_x64():
+    x = dg.tensor("x", shape=(3,), dtype="float32")
+    f = dg.function([x], dg.exp(x) + 1, backend="jax")
+    assert not f._run.x64
+    out = f(np.zeros(3, np.float32))
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, 2.0)
+    assert float(jax.grad(lambda v: f.jax_fn(v).sum())(jnp.zeros(3))[0]) == 1.0  # no x64 needed
+
+
+def test_output_jax_keeps_device_arrays_and_updates():
+    x = dg.tensor("x", shape=(None,))
+    w = dg.shared(np.zeros(3), name="w")
+    f = dg.function([x], [x * 2, (x * w).sum()], backend="jax", updates={w: w + x}, output="jax")
+    ctx = dg.SharedContext()
+    a, b = f(np.ones(3), ctx=ctx)
+    assert isinstance(a, jax.Array) and isinstance(b, jax.Array)
+    assert a.dtype == np.float64
+    a, b = f(np.ones(3), ctx=ctx)
+    assert float(b) == 3.0
+    np.testing.assert_array_equal(np.asarray(w.get(ctx=ctx)), [2.0, 2.0, 2.0])
+    with jax.enable_x64(True):
+        outs, new_state = f.jax_fn(np.ones(3), np.zeros(3))
+    np.testing.assert_array_equal(np.asarray(new_state[0]), 1.0)
+
+
+def test_numpy_outputs_are_writable_numpy_arrays(logp):
+    x = dg.tensor("x", shape=(None,), dtype="int32")
+    f = dg.function([x], [x + 1, dg.core.argmax(x)], backend="jax")
+    out, idx = f(np.array([3, 9, 9], np.int32))
+    assert type(out) is np.ndarray and out.dtype == np.int32 and out.flags.writeable
+    assert idx.dtype == np.int64 and int(idx) == 1  # ties: the first
+    out[0] = 0
+
+
+@pytest.fixture(scope="module")
+def checked():
+    x = dg.tensor("x", shape=(None,))
+    i = dg.scalar("i", dtype="int64")
+    idx = dg.tensor("idx", shape=(None,), dtype="int64")
+    w = dg.shared(np.zeros(()), name="w")
+    y = dg.core.assert_op(x, (x >= 0).all(), msg="x must be non-negative")
+    outs = [y[i], y[idx].sum()]
+    f = dg.function([x, i, idx], outs, backend="jax", updates={w: w + 1})
+    return f, w
+
+
+def test_run_time_checks_raise_before_outputs_and_updates(checked):
+    f, w = checked
+    ctx = dg.SharedContext()
+    x = np.arange(4.0)
+    first, total = f(x, np.int64(-1), np.array([0, 3]), ctx=ctx)
+    assert float(first) == 3.0 and float(total) == 3.0
+    assert float(w.get(ctx=ctx)) == 1.0
+    with pytest.raises(AssertionError, match="x must be non-negative"):
+        f(-x, np.int64(0), np.array([0]), ctx=ctx)
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 4"):
+        f(x, np.int64(4), np.array([0]), ctx=ctx)
+    with pytest.raises(IndexError, match="out of bounds"):
+        f(x, np.int64(0), np.array([0, -5]), ctx=ctx)
+    assert float(w.get(ctx=ctx)) == 1.0  # no failed call changed the state
+
+
+def test_negative_integer_power_raises_as_numpy():
+    a = dg.tensor("a", shape=(None,), dtype="int64")
+    b = dg.tensor("b", shape=(None,), dtype="int64")
+    f = dg.function([a, b], a**b, backend="jax")
+    np.testing.assert_array_equal(f(np.array([2, 3]), np.array([3, 0])), [8, 1])
+    with pytest.raises(ValueError, match="negative integer powers"):
+        f(np.array([2, 3]), np.array([1, -1]))
+
+
+def test_data_dependent_shapes_are_a_clear_error():
+    x = dg.tensor("x", shape=(None,))
+    f = dg.function([x], x[x > 0], backend="jax")
+    with pytest.raises(NotImplementedError, match="jax backend.*depends on data"):
+        f(np.array([1.0, -1.0]))
+    # a constant mask is static: fine
+    g = dg.function([x], x[np.array([True, False, True])], backend="jax")
+    np.testing.assert_array_equal(g(np.array([1.0, 2.0, 3.0])), [1.0, 3.0])
+
+
+def test_shapes_from_symbolic_sizes_are_static():
+    x = dg.tensor("x", shape=(None, None))
+    n = dg.core.shape_of(x)[0]
+    y = dg.core.reshape(x, (-1,))[: n * 2 - 1] + dg.core.arange(0, n * 2 - 1).astype("float64")
+    f = dg.function([x], [y, n], backend="jax")
+    out, size = f(np.ones((2, 3)))
+    np.testing.assert_array_equal(out, 1.0 + np.arange(3.0))
+    assert size.dtype == np.int64 and int(size) == 2
+
+
+@dataclass(frozen=True)
+class Mystery(Op):
+    """An op no backend but python knows."""
+
+    def make_node(self, x):
+        return Apply(self, [x], [TensorType(x.type.dtype, x.type.shape)])
+
+    def infer_shape(self, inputs, input_shapes):
+        return [input_shapes[0]]
+
+    def perform(self, node, inputs):
+        return [inputs[0] + 1]
+
+
+def test_missing_op_fails_at_compile_time_naming_op_and_backend():
+    x = dg.tensor("x", shape=(2,))
+    with pytest.raises(NotImplementedError, match=r"jax backend has no implementation of op Mystery"):
+        dg.function([x], Mystery()(x), backend="jax")
+
+
+def test_every_core_op_has_an_entry():
+    """Walks every Op class defined in dimgraph.core and lists those without a jax entry."""
+    import dimgraph.core  # noqa: F401  (imports every op module)
+    from dimgraph.backends.jax.dispatch import jax_impl
+
+    default = jax_impl.dispatch(object)
+    seen, stack, holes = set(), list(Op.__subclasses__()), []
+    while stack:
+        cls = stack.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        stack.extend(cls.__subclasses__())
+        if cls.__module__.startswith("dimgraph.core.") and jax_impl.dispatch(cls) is default:
+            holes.append(f"{cls.__module__}.{cls.__name__}")
+    assert not holes, f"ops with no jax entry: {sorted(holes)}"
+
+
+def test_backend_unavailable_without_jax(monkeypatch):
+    from dimgraph.backends import get_backend
+
+    monkeypatch.setitem(sys.modules, "jax", None)  # `import jax` raises ImportError
+    x = dg.tensor("x", shape=(2,))
+    with pytest.raises(dg.BackendUnavailable, match=r"pip install dimgraph\[jax\]"):
+        get_backend("jax").compile(dg.core.FunctionGraph([x], [x + 1]))
+
+
+def test_unknown_option_is_a_type_error():
+    x = dg.tensor("x", shape=(2,))
+    with pytest.raises(TypeError, match="unknown options"):
+        dg.function([x], x + 1, backend="jax", outptu="jax")
