@@ -342,7 +342,7 @@ for i in range({blocks}):
     h = dg.tanh(h * w + b)
 cost = h.sum()
 outs = [cost] + (dg.grad(cost, ws + bs) if hasattr(dg, "grad") else [])
-f = dg.function([x] + ws + bs, outs)
+f = dg.function([x] + ws + bs, outs, backend="numba")
 t2 = time.perf_counter()
 rng = np.random.default_rng(0)
 args = [rng.normal(size=(64, 32))] + [rng.normal(size=32) * 0.1 for _ in range(2 * {blocks})]
@@ -392,7 +392,7 @@ h = x
 for i in range(n):
     h = dg.sin(h) if i % 2 else h * 1.0001 + 0.5
 t0 = time.perf_counter()
-f = dg.function([x], h)
+f = dg.function([x], h, backend="numba")
 f(np.ones(4))
 print(json.dumps(time.perf_counter() - t0))
 """

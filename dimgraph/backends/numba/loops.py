@@ -79,6 +79,8 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise") -> str:
         `(ref, (reducer, axes, dtype))` for a reduction of that value over `axes`.
     """
     nin = len(in_bcast)
+    if len(op_name) > 60:
+        op_name = op_name[:57] + "..."
     ndim = len(in_bcast[0]) if nin else 0
     # -- static facts per value: dtype, axes it varies over, expensive subtree
     dtypes = list(in_dtypes)
@@ -122,10 +124,11 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise") -> str:
         src(f"n{ax} = x{owners[0]}.shape[{ax}]")
         for k in owners[1:]:
             src(f"if x{k}.shape[{ax}] != n{ax}:")
-            src(
-                f"    raise ShapeError('{op_name}: axis {ax} has different sizes across inputs; only axes of "
-                "static size 1 broadcast (declare the size as 1 where you mean to broadcast)')"
+            message = (
+                f"{op_name}: axis {ax} has different sizes across inputs; only axes of static size 1 "
+                "broadcast (declare the size as 1 where you mean to broadcast)"
             )
+            src(f"    raise ShapeError({message!r})")
     for ref, red in outputs:
         if red is not None and red[0] in ("maximum", "minimum") and red[1]:
             empty = " or ".join(f"n{a} == 0" for a in red[1])

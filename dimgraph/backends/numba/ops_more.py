@@ -60,7 +60,7 @@ if CAReduceElemwise is not None:
             [_bcast(i) for i in node.inputs],
             [i.type.dtype for i in node.inputs],
             steps,
-            [(outs[0], (op.reducer, tuple(op.axis), node.outputs[0].type.dtype))],
+            [(r, (op.reducer, tuple(op.axis), o.type.dtype)) for r, o in zip(outs, node.outputs)],
             op_name=str(op),
         )
 
