@@ -183,3 +183,32 @@ def test_strided_and_reversed_inputs_and_reshape_copies():
     np.testing.assert_allclose(r0, np.exp(v))
     np.testing.assert_array_equal(r1, v.T.reshape(-1))
     np.testing.assert_array_equal(r2, v[::-1, 1:].sum(axis=0))
+
+
+def test_shapes_that_depend_on_computed_values_and_assert():
+    x = dg.tensor("x", shape=(None,), dtype="int64")
+    n = x.sum()  # computed in the graph; the plan evaluates it before C runs
+    y = dg.core.reshape(dg.core.arange(0, n * 2), (n, 2))
+    checked = dg.core.assert_op(x * 2, (x >= 0).all(), msg="x must be non-negative")
+    f = dg.function([x], [y, checked], backend="c")
+    r0, r1 = f(np.array([1, 2], dtype=np.int64))
+    np.testing.assert_array_equal(r0, np.arange(6).reshape(3, 2))
+    np.testing.assert_array_equal(r1, [2, 4])
+    with pytest.raises(AssertionError, match="non-negative"):
+        f(np.array([1, -2], dtype=np.int64))
+
+
+def test_runtime_broadcast_of_unknown_size_is_a_shape_error():
+    x = dg.tensor("x", shape=(None,))
+    y = dg.tensor("y", shape=(None,))
+    f = dg.function([x, y], x + y, backend="c")
+    with pytest.raises(dg.ShapeError if hasattr(dg, "ShapeError") else ValueError):
+        f(np.ones(3), np.ones(1))
+
+
+def test_one_compile_per_source_in_a_process():
+    before = dict(build.stats)
+    x = dg.tensor("x", shape=(None, 5), dtype="int8")
+    for _ in range(3):
+        dg.function([x], [x // 3, x % 3], backend="c")
+    assert build.stats["compiled"] - before["compiled"] <= 1

@@ -266,7 +266,10 @@ def _reshape(op, node):
 
     def plan(ctx, ins):
         a = ins[0]
-        (shape,) = ctx.infer(node, ins)
+        shape = list(ctx.infer(node, ins)[0])
+        if shape.count(-1) == 1:  # a -1 computed at run time means "the rest", as in np.reshape
+            rest = int(np.prod([s for s in shape if s != -1]))
+            shape[shape.index(-1)] = a.size // rest if rest and a.size % rest == 0 else -1
         if int(np.prod(shape)) != a.size or any(s < 0 for s in shape):
             raise ValueError(f"reshape: cannot reshape an array of shape {a.shape} into shape {tuple(shape)}")
         try:
@@ -311,32 +314,128 @@ def _shape(op, node):
 # reductions
 
 
+def trailing_reduced(axes, ndim) -> int:
+    """How many trailing axes are all reduced (they are merged into one inner loop where strides allow)."""
+    r = 0
+    while r < ndim and ndim - 1 - r in axes:
+        r += 1
+    return r
+
+
+def collapse_trailing(views, r):
+    """The views with their last `r` axes merged into the last one (earlier ones of size 1), if every
+    view walks that block with one stride; else the views unchanged."""
+    if r < 2:
+        return views
+    shape = views[0].shape
+    nd = len(shape)
+    new = []
+    for v in views:
+        st = elem_strides(v)
+        step, expect = None, None
+        for k in reversed(range(nd - r, nd)):
+            if shape[k] == 1:
+                continue
+            if step is None:
+                step, expect = st[k], st[k] * shape[k]
+            elif st[k] != expect:
+                return views
+            else:
+                expect *= shape[k]
+        n = int(np.prod(shape[nd - r :]))
+        new.append(strided(v, shape[: nd - r] + (1,) * (r - 1) + (n,), st[: nd - r] + [0] * (r - 1) + [step or 0]))
+    return new
+
+
+def reduce_code(o, nd, nin, reducer, out_dtype, axes, value_lines):
+    """Loops reducing the values `value_lines(offsets, i)` (C lines ending in `const ct v_ = ...;`) into operand `nin`.
+
+    Where the innermost axis is reduced, each output element is accumulated in a
+    register over it, float sums by NumPy's pairwise summation (over a scratch row
+    when the values are computed); elsewhere the output is updated in place.
+    """
+    ct = compute_ctype(out_dtype)
+    js = list(range(nin + 1))
+    combine = combine_code(reducer, out_dtype, "a_", "v_")
+    store = f"{o.ptr(nin)}[{{q}}] = ({o.ctype(nin)})a_;"
+    if nd == 0 or nd - 1 not in axes:
+
+        def body(q):
+            return value_lines(q, None) + [f"const {ct} a_ = ({ct}){o.ptr(nin)}[{q[nin]}];", store.format(q=q[nin]).replace("a_;", f"({combine});")]
+
+        return "\n".join(loop(o, js, body, fast=False))
+    inner = nd - 1
+    n = o.shape(0, inner)
+    pairwise = reducer == "add" and np.dtype(out_dtype).kind == "f"
+    scratch = pairwise and value_lines.computed
+    suffix = {"float16": "f16", "float32": "f32", "float64": "f64"}.get(np.dtype(out_dtype).name)
+
+    def body(q):
+        lines = [f"{ct} a_ = ({ct}){o.ptr(nin)}[{q[nin]}];"]
+        if pairwise and not scratch:
+            lines.append(f"a_ = a_ + dg_pairwise_{suffix}({o.ptr(0)} + {q[0]}, {n}, {o.stride(0, inner)});")
+        else:
+            lines.append(f"for (int64_t r_ = 0; r_ < {n}; r_++) {{")
+            lines += indent(value_lines(q, "r_"))
+            lines += indent([f"w_[r_] = v_;"] if scratch else [f"a_ = {combine};"])
+            lines.append("}")
+            if scratch:
+                lines.append(f"a_ = a_ + dg_pairwise_{'f64' if ct == 'double' else 'f32'}(w_, {n}, 1);")
+        return lines + [store.format(q=q[nin])]
+
+    shape = [o.shape(0, a) for a in range(inner)]
+    code = nest(shape, {j: [o.stride(j, a) for a in range(inner)] for j in js}, body)
+    if not scratch:
+        return "\n".join(code)
+    head = [
+        f"{ct} *w_ = ({ct} *)malloc(sizeof({ct}) * ({n} > 0 ? {n} : 1));",
+        f"if (!w_) {o.fail(0)}",
+    ]
+    return "\n".join(head + code + ["free(w_);"])
+
+
+class _Values:
+    """`value_lines` for reduce_code: loads (and computes) the value at offsets q (+ i along the inner axis)."""
+
+    def __init__(self, o, nin, nd, ct, comp=None):
+        self.o, self.nin, self.nd, self.ct, self.comp = o, nin, nd, ct, comp
+        self.computed = comp is not None
+
+    def __call__(self, q, i):
+        o = self.o
+
+        def at(k):
+            return q[k] if i is None else f"{q[k]} + {i} * {o.stride(k, self.nd - 1)}"
+
+        if self.comp is None:
+            return [f"const {self.ct} v_ = ({self.ct}){o.ptr(0)}[{at(0)}];"]
+        lines = [f"const {o.ctype(k)} x{k} = {o.ptr(k)}[{at(k)}];" for k in range(self.nin)]
+        steps, (res,) = print_composite(self.comp, [f"x{k}" for k in range(self.nin)])
+        return lines + steps + [f"const {self.ct} v_ = ({self.ct}){res};"]
+
+
+_NOMEM = [(MemoryError, "c backend: out of memory for a reduction's scratch row")]
+
+
 @c_impl.register(CAReduce)
 def _careduce(op, node):
     x, out = node.inputs[0], node.outputs[0]
     nd = x.type.ndim
     types = [(x.type.dtype, nd), (out.type.dtype, nd)]
     ident = identity_of(op.scalar_op, out.type.dtype)
+    r = trailing_reduced(op.axis, nd)
 
     def plan(ctx, ins):
         (a,) = ins
         check_nonempty(op, op.scalar_op, a.shape, op.axis)
         res = np.full([s for k, s in enumerate(a.shape) if k not in op.axis], ident, out.type.dtype)
-        return [res], [a, reduced_view(res, a.shape, op.axis)], True
+        return [res], collapse_trailing([a, reduced_view(res, a.shape, op.axis)], r), True
 
     def code(o):
-        ct = compute_ctype(out.type.dtype)
+        values = _Values(o, 1, nd, compute_ctype(out.type.dtype))
+        return reduce_code(o, nd, 1, op.scalar_op, out.type.dtype, op.axis, values)
 
-        def body(q):
-            acc, val = f"(({ct}){o.ptr(1)}[{q[1]}])", f"(({ct}){o.ptr(0)}[{q[0]}])"
-            return [
-                f"const {ct} a_ = {acc}, v_ = {val};",
-                f"{o.ptr(1)}[{q[1]}] = ({o.ctype(1)})({combine_code(op.scalar_op, out.type.dtype, 'a_', 'v_')});",
-            ]
-
-        return "\n".join(loop(o, [0, 1], body, fast=False))
-
-    return CImpl(types, code, plan)
+    return CImpl(types, code, plan, errors=_NOMEM)
 
 
 @c_impl.register(CAReduceElemwise)
@@ -347,30 +446,21 @@ def _careduce_elemwise(op, node):
     nin = len(node.inputs)
     types = [(d, nd) for d in in_dtypes] + [(out.type.dtype, nd)]
     ident = identity_of(op.reducer, out.type.dtype)
+    r = trailing_reduced(op.axis, nd)
 
     def plan(ctx, ins):
         check_fused_broadcast(op, node, ins)
         shape = np.broadcast_shapes(*[a.shape for a in ins])
         check_nonempty(op, op.reducer, shape, op.axis)
         res = np.full([s for k, s in enumerate(shape) if k not in op.axis], ident, out.type.dtype)
-        return [res], [np.broadcast_to(a, shape) for a in ins] + [reduced_view(res, shape, op.axis)], True
+        views = [np.broadcast_to(a, shape) for a in ins] + [reduced_view(res, shape, op.axis)]
+        return [res], collapse_trailing(views, r), True
 
     def code(o):
-        ct = compute_ctype(out.type.dtype)
+        values = _Values(o, nin, nd, compute_ctype(out.type.dtype), op.scalar_op)
+        return reduce_code(o, nd, nin, op.reducer, out.type.dtype, op.axis, values)
 
-        def body(q):
-            lines = [f"const {o.ctype(k)} x{k} = {o.ptr(k)}[{q[k]}];" for k in range(nin)]
-            steps, (res,) = print_composite(op.scalar_op, [f"x{k}" for k in range(nin)])
-            lines += steps
-            lines += [
-                f"const {ct} a_ = ({ct}){o.ptr(nin)}[{q[nin]}], v_ = ({ct}){res};",
-                f"{o.ptr(nin)}[{q[nin]}] = ({o.ctype(nin)})({combine_code(op.reducer, out.type.dtype, 'a_', 'v_')});",
-            ]
-            return lines
-
-        return "\n".join(loop(o, list(range(nin + 1)), body, fast=False))
-
-    return CImpl(types, code, plan)
+    return CImpl(types, code, plan, errors=_NOMEM)
 
 
 @c_impl.register(Argmax)

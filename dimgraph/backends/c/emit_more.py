@@ -15,7 +15,6 @@ from dimgraph.core.extra import ARange, Assert, CumOp
 from dimgraph.core.join import Join, Split
 from dimgraph.core.linalg import Einsum, MatMul, _check_runtime_broadcast
 from dimgraph.core.subtensor import (
-    ARRAY,
     NEWAXIS,
     AdvancedIncSubtensor,
     AdvancedSubtensor,
@@ -86,10 +85,6 @@ def _offsets(op, ctx, a, index_vars):
         shape[ax] = n
         grid += (np.arange(n, dtype=np.int64) * s).reshape(shape)
     return np.ascontiguousarray(grid[key])
-
-
-def _advanced_ndim(node):
-    return node.outputs[0].type.ndim if isinstance(node.op, AdvancedSubtensor) else None
 
 
 @c_impl.register(AdvancedSubtensor)
@@ -241,7 +236,36 @@ def _matmul(op, node):
         ]
         return [res], views, True
 
-    return CImpl(types, _contract_code(2, out.type.dtype), plan)
+    return CImpl(types, _matmul_code(out.type.dtype), plan)
+
+
+def _matmul_code(out_dtype):
+    """Loops (batch, i, k) around a row update out[i, :] += a[i, k] * b[k, :], unit-stride when rows are contiguous."""
+    ct = compute_ctype(out_dtype)
+
+    def code(o):
+        L = o.ndim(2)
+
+        def body(q):
+            t = o.ctype(2)
+            update = f"(({ct})po_[{{j}} * so_] + a_ * ({ct})pb_[{{j}} * sb_])"
+            return [
+                f"const {ct} a_ = ({ct}){o.ptr(0)}[{q[0]}];",
+                f"{t} *restrict po_ = {o.ptr(2)} + {q[2]};",
+                f"const {o.ctype(1)} *restrict pb_ = {o.ptr(1)} + {q[1]};",
+                f"const int64_t n_ = {o.shape(2, L - 1)}, sb_ = {o.stride(1, L - 1)}, so_ = {o.stride(2, L - 1)};",
+                "if (sb_ == 1 && so_ == 1) {",
+                "  _Pragma(\"omp simd\")",
+                f"  for (int64_t j_ = 0; j_ < n_; j_++) po_[j_] = ({t})(({ct})po_[j_] + a_ * ({ct})pb_[j_]);",
+                "} else {",
+                f"  for (int64_t j_ = 0; j_ < n_; j_++) po_[j_ * so_] = ({t}){update.format(j='j_')};",
+                "}",
+            ]
+
+        strides = {j: [o.stride(j, a) for a in range(L - 1)] for j in range(3)}
+        return "\n".join(nest([o.shape(2, a) for a in range(L - 1)], strides, body))
+
+    return code
 
 
 @c_impl.register(Einsum)

@@ -294,6 +294,35 @@ static double dg_trigamma(double x) {
   return result + series;
 }
 
+/* NumPy's pairwise summation (8 accumulators, blocks of 128), so float sums round as NumPy's do. */
+#define DG_PAIRWISE(S, TI, TA)                                                   \
+  static TA dg_pairwise_##S(const TI *a, int64_t n, int64_t s) {                 \
+    if (n < 8) {                                                                 \
+      TA res = 0;                                                                \
+      for (int64_t i = 0; i < n; i++) res += (TA)a[i * s];                       \
+      return res;                                                                \
+    }                                                                            \
+    if (n <= 128) {                                                              \
+      TA r[8];                                                                   \
+      int64_t i;                                                                 \
+      for (int j = 0; j < 8; j++) r[j] = (TA)a[j * s];                           \
+      for (i = 8; i < n - (n % 8); i += 8)                                       \
+        for (int j = 0; j < 8; j++) r[j] += (TA)a[(i + j) * s];                  \
+      TA res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \
+      for (; i < n; i++) res += (TA)a[i * s];                                    \
+      return res;                                                                \
+    }                                                                            \
+    int64_t n2 = n / 2;                                                          \
+    n2 -= n2 % 8;                                                                \
+    return dg_pairwise_##S(a, n2, s) + dg_pairwise_##S(a + n2 * s, n - n2, s);   \
+  }
+
+#ifdef __FLT16_MAX__
+DG_PAIRWISE(f16, _Float16, float)
+#endif
+DG_PAIRWISE(f32, float, float)
+DG_PAIRWISE(f64, double, double)
+
 /* 1 when the strided array is C-contiguous for its shape (size-0/1 axes do not matter). */
 static inline int dg_contig(int nd, const int64_t *shape, const int64_t *strides) {
   int64_t expect = 1;
