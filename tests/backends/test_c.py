@@ -212,3 +212,20 @@ def test_one_compile_per_source_in_a_process():
     for _ in range(3):
         dg.function([x], [x // 3, x % 3], backend="c")
     assert build.stats["compiled"] - before["compiled"] <= 1
+
+
+def test_negative_integer_power_raises_as_numpy():
+    x = dg.tensor("x", shape=(None,), dtype="int64")
+    f = dg.function([x], [x ** x, (x ** 2).sum()], backend="c")
+    r0, r1 = f(np.array([2, 3], dtype=np.int64))
+    np.testing.assert_array_equal(r0, [4, 27])
+    assert r1 == 13
+    with pytest.raises(ValueError, match="negative integer powers"):
+        f(np.array([2, -1], dtype=np.int64))
+    f(np.array([1], dtype=np.int64))  # the flag was cleared
+
+
+def test_unknown_option_is_a_type_error():
+    x = dg.vector("x")
+    with pytest.raises(TypeError, match="c backend"):
+        dg.function([x], x + 1, backend="c", fastmath=True)

@@ -75,6 +75,9 @@ def _comment(node):
 
 
 def compile(fgraph, **options):
+    """`run(arrays) -> arrays` for `fgraph`; the C library comes from the disk cache or is compiled now."""
+    if options:
+        raise TypeError(f"c backend: unknown compile options {sorted(options)} (it takes none)")
     source, nodes, impls, bases, n_slots, n_meta, errors = generate(fgraph)
     lib, key = load(source)
     entry = lib.dg_run

@@ -28,7 +28,7 @@ from pathlib import Path
 from dimgraph.errors import BackendUnavailable
 
 BACKEND_VERSION = "1"
-FLAGS = ("-O2", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-fopenmp-simd")
+FLAGS = ("-O2", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-fopenmp-simd")
 LIBS = ("-lm",)
 
 _loaded = {}  # key -> ctypes library, so one process dlopens each library once

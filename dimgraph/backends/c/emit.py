@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from dimgraph.backends.c.scalar import as_composite, compute_ctype, ctype, expression, print_composite
+from dimgraph.backends.c.scalar import NEGATIVE_POWER, as_composite, compute_ctype, ctype, expression, print_composite, raises
 from dimgraph.core.elemwise import DimShuffle, Elemwise, check_broadcast
 from dimgraph.core.fused import CAReduceElemwise
 from dimgraph.core.fused import _check_broadcast as check_fused_broadcast
@@ -238,9 +238,10 @@ def _elemwise(op, node):
             lines += [f"{o.ptr(nin + k)}[{q[nin + k]}] = {v};" for k, v in enumerate(results)]
             return lines
 
-        return "\n".join(loop(o, list(range(nin + nout)), body))
+        check = [f"if (dg_error) {{ dg_error = 0; {o.fail(0)} }}"] if raises(comp) else []
+        return "\n".join(loop(o, list(range(nin + nout)), body) + check)
 
-    return CImpl(types, code, plan)
+    return CImpl(types, code, plan, errors=[NEGATIVE_POWER])
 
 
 @c_impl.register(DimShuffle)
@@ -458,9 +459,10 @@ def _careduce_elemwise(op, node):
 
     def code(o):
         values = _Values(o, nin, nd, compute_ctype(out.type.dtype), op.scalar_op)
-        return reduce_code(o, nd, nin, op.reducer, out.type.dtype, op.axis, values)
+        check = f"\nif (dg_error) {{ dg_error = 0; {o.fail(1)} }}" if raises(op.scalar_op) else ""
+        return reduce_code(o, nd, nin, op.reducer, out.type.dtype, op.axis, values) + check
 
-    return CImpl(types, code, plan, errors=_NOMEM)
+    return CImpl(types, code, plan, errors=_NOMEM + [NEGATIVE_POWER])
 
 
 @c_impl.register(Argmax)

@@ -240,30 +240,47 @@ def _matmul(op, node):
 
 
 def _matmul_code(out_dtype):
-    """Loops (batch, i, k) around a row update out[i, :] += a[i, k] * b[k, :], unit-stride when rows are contiguous."""
+    """Loops (batch, i) around row updates out[i, :] += a[i, k] * b[k, :], four k at a time on unit-stride rows.
+
+    The four updates are added in k order, so every element is summed as the plain k loop sums it.
+    """
     ct = compute_ctype(out_dtype)
 
     def code(o):
         L = o.ndim(2)
+        t, ta, tb = o.ctype(2), o.ctype(0), o.ctype(1)
+        k_ax, j_ax = L - 2, L - 1
 
         def body(q):
-            t = o.ctype(2)
-            update = f"(({ct})po_[{{j}} * so_] + a_ * ({ct})pb_[{{j}} * sb_])"
+            def term(a, b, j):
+                return f"{a} * ({ct}){b}[{j}]"
+
+            blocked = f"(((({ct})po_[j_] + {term('a0_', 'b0_', 'j_')}) + {term('a1_', 'b1_', 'j_')}) + {term('a2_', 'b2_', 'j_')}) + {term('a3_', 'b3_', 'j_')}"
             return [
-                f"const {ct} a_ = ({ct}){o.ptr(0)}[{q[0]}];",
+                f"const {ta} *pa_ = {o.ptr(0)} + {q[0]};",
+                f"const {tb} *pb_ = {o.ptr(1)} + {q[1]};",
                 f"{t} *restrict po_ = {o.ptr(2)} + {q[2]};",
-                f"const {o.ctype(1)} *restrict pb_ = {o.ptr(1)} + {q[1]};",
-                f"const int64_t n_ = {o.shape(2, L - 1)}, sb_ = {o.stride(1, L - 1)}, so_ = {o.stride(2, L - 1)};",
-                "if (sb_ == 1 && so_ == 1) {",
-                "  _Pragma(\"omp simd\")",
-                f"  for (int64_t j_ = 0; j_ < n_; j_++) po_[j_] = ({t})(({ct})po_[j_] + a_ * ({ct})pb_[j_]);",
-                "} else {",
-                f"  for (int64_t j_ = 0; j_ < n_; j_++) po_[j_ * so_] = ({t}){update.format(j='j_')};",
+                f"const int64_t K_ = {o.shape(2, k_ax)}, N_ = {o.shape(2, j_ax)};",
+                f"const int64_t sa_ = {o.stride(0, k_ax)}, sbk_ = {o.stride(1, k_ax)}, sbj_ = {o.stride(1, j_ax)}, so_ = {o.stride(2, j_ax)};",
+                "int64_t k_ = 0;",
+                "if (sbj_ == 1 && so_ == 1) {",
+                "  for (; k_ + 4 <= K_; k_ += 4) {",
+                f"    const {ct} a0_ = ({ct})pa_[k_ * sa_], a1_ = ({ct})pa_[(k_ + 1) * sa_], "
+                f"a2_ = ({ct})pa_[(k_ + 2) * sa_], a3_ = ({ct})pa_[(k_ + 3) * sa_];",
+                f"    const {tb} *restrict b0_ = pb_ + k_ * sbk_, *restrict b1_ = b0_ + sbk_, *restrict b2_ = b1_ + sbk_, *restrict b3_ = b2_ + sbk_;",
+                '    _Pragma("omp simd")',
+                f"    for (int64_t j_ = 0; j_ < N_; j_++) po_[j_] = ({t})({blocked});",
+                "  }",
+                "}",
+                "for (; k_ < K_; k_++) {",
+                f"  const {ct} a_ = ({ct})pa_[k_ * sa_];",
+                f"  const {tb} *b_ = pb_ + k_ * sbk_;",
+                f"  for (int64_t j_ = 0; j_ < N_; j_++) po_[j_ * so_] = ({t})(({ct})po_[j_ * so_] + a_ * ({ct})b_[j_ * sbj_]);",
                 "}",
             ]
 
-        strides = {j: [o.stride(j, a) for a in range(L - 1)] for j in range(3)}
-        return "\n".join(nest([o.shape(2, a) for a in range(L - 1)], strides, body))
+        strides = {j: [o.stride(j, a) for a in range(L - 2)] for j in range(3)}
+        return "\n".join(nest([o.shape(2, a) for a in range(L - 2)], strides, body))
 
     return code
 

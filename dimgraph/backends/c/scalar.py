@@ -181,6 +181,20 @@ def print_composite(comp: Composite, inputs, prefix="s") -> tuple:
     return lines, [names[r] for r in comp.outs]
 
 
+def raises(comp: Composite) -> bool:
+    """Whether the printed code may set `dg_error` (integer `pow`, which NumPy refuses for negative exponents)."""
+    dtypes = comp.step_dtypes
+    for op, refs in comp.steps:
+        if not isinstance(op, Cast) and op.name == "pow":
+            loops, _ = loop_dtypes(op, [dtypes[r] for r in refs])
+            if loops[0].kind == "i":
+                return True
+    return False
+
+
+NEGATIVE_POWER = (ValueError, "Integers to negative integer powers are not allowed.")
+
+
 def _is_where(op) -> bool:
     return not isinstance(op, Cast) and op.name == "where"
 
@@ -191,6 +205,9 @@ PRELUDE = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+
+/* Set by scalar helpers that NumPy would raise in (an integer to a negative power); checked after the kernel. */
+static _Thread_local int dg_error;
 
 #define DG_SIGNED_DIV(T, U, S)                                                   \
   static inline T dg_floordiv_##S(T a, T b) {                                    \
@@ -207,7 +224,7 @@ PRELUDE = r"""
     return r;                                                                    \
   }                                                                              \
   static inline T dg_pow_##S(T a, T b) {                                         \
-    if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);          \
+    if (b < 0) { dg_error = 1; return 0; }                                       \
     U r = 1, x = (U)a;                                                           \
     while (b) { if (b & 1) r *= x; x *= x; b >>= 1; }                            \
     return (T)r;                                                                 \
