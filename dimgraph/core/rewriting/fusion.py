@@ -44,9 +44,11 @@ class _Groups:
         self.gid = {}  # node -> group id
         self.members = {}  # group id -> list of nodes
         self.shape = {}  # group id -> static output shape
+        self.next_id = 0
 
     def new(self, node):
-        g = len(self.members)
+        g = self.next_id
+        self.next_id += 1
         self.gid[node] = g
         self.members[g] = [node]
         self.shape[g] = node.outputs[0].type.shape
@@ -193,12 +195,12 @@ def composite_of(nodes, inputs, outputs):
     for n in nodes:
         sop = n.op.scalar_op
         in_refs = [ref[id(i)] for i in n.inputs]
-        if isinstance(sop, Composite):
+        if isinstance(sop, Composite):  # inline: inner input r -> in_refs[r], inner step j -> base + j
             base = nin + len(steps)
-            local = lambda r, base=base, in_refs=in_refs, k=sop.nin: in_refs[r] if r < k else base + r - k  # noqa: E731
-            steps.extend((op, tuple(local(r) for r in refs)) for op, refs in sop.steps)
+            outer = in_refs + list(range(base, base + len(sop.steps)))
+            steps.extend((op, tuple(outer[r] for r in refs)) for op, refs in sop.steps)
             for o, r in zip(n.outputs, sop.outs):
-                ref[id(o)] = local(r)
+                ref[id(o)] = outer[r]
         else:
             steps.append((sop, tuple(in_refs)))
             ref[id(n.outputs[0])] = nin + len(steps) - 1
