@@ -182,3 +182,17 @@ def test_fused_kernels_run_on_every_backend(backend):
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def test_existing_composites_are_inlined():
+    two = Composite(
+        in_dtypes=("float64", "float64"),
+        steps=((ScalarOp("exp"), (0,)), (ScalarOp("add"), (2, 1))),
+        outs=(3, 2),
+    )
+    s, e = Elemwise(two)(x, y)
+    f = dg.function([x, y], s * e - y)
+    (node,) = f.fgraph.nodes
+    assert sorted(step_names(node.op.scalar_op)) == ["add", "exp", "mul", "sub"]
+    v, w = np.linspace(0, 1, 3), np.arange(3.0)
+    np.testing.assert_allclose(f(v, w), (np.exp(v) + w) * np.exp(v) - w)
