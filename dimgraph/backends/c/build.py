@@ -46,6 +46,14 @@ def cache_dir() -> Path:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(base, "dimgraph")
     path = Path(root) / "c"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if os.access(path, os.W_OK):
+            return path
+    except OSError:
+        pass
+    # NOTE: an unwritable cache (a read-only home) falls back to a per-user temporary directory.
+    path = Path(tempfile.gettempdir()) / f"dimgraph-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / "c"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
