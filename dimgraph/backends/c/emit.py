@@ -126,17 +126,22 @@ def nest(shape, strides, body, prefix="i"):
     return lines
 
 
-def loop(o, js, body, fast=True):
-    """A loop over the common shape of operands `js` (all of it), with a flat path when all are C-contiguous."""
-    j0 = js[0]
+def loop(o, js, body, fast=True, shape_of=None, still=None):
+    """A loop over the shape of operand `shape_of` (default: the first of `js`) for operands `js`,
+    with a flat path when all are C-contiguous; `still[j]` lists axes operand j does not advance on
+    (its static size 1 stretched), so it need not be a broadcast view."""
+    j0 = js[0] if shape_of is None else shape_of
+    still = still or {}
     nd = o.ndim(j0)
-    general = nest([o.shape(j0, a) for a in range(nd)], {j: [o.stride(j, a) for a in range(nd)] for j in js}, body)
+    strides = {j: ["0" if a in still.get(j, ()) else o.stride(j, a) for a in range(nd)] for j in js}
+    general = nest([o.shape(j0, a) for a in range(nd)], strides, body)
     if not fast or nd == 0:
         return general
-    cond = " && ".join(f"dg_contig({nd}, {o.shape_ptr(j)}, {o.stride_ptr(j)})" for j in js)
+    conds = [f"dg_contig({nd}, {o.shape_ptr(j)}, {o.stride_ptr(j)})" for j in js]
+    conds += [f"{o.shape(j0, a)} == 1" for j in js for a in still.get(j, ())]
     flat = [f"const int64_t n_ = {o.size(j0)};", "for (int64_t f_ = 0; f_ < n_; f_++) {"]
     flat += indent(body({j: "f_" for j in js})) + ["}"]
-    return [f"if ({cond}) {{"] + indent(flat) + ["} else {"] + indent(general) + ["}"]
+    return [f"if ({' && '.join(conds)}) {{"] + indent(flat) + ["} else {"] + indent(general) + ["}"]
 
 
 def copy_code(o, src, dst, op="="):
@@ -224,11 +229,15 @@ def _elemwise(op, node):
     for d in in_dtypes + out_dtypes:
         ctype(d)
 
+    still = {j: [a for a, s in enumerate(i.type.shape) if s == 1] for j, i in enumerate(node.inputs)}
+
     def plan(ctx, ins):
         check_broadcast(node, ins)
-        shape = np.broadcast_shapes(*[a.shape for a in ins])
+        shape = tuple(
+            next((a.shape[ax] for j, a in enumerate(ins) if ax not in still[j]), 1) for ax in range(nd)
+        )
         outs = [np.empty(shape, d) for d in out_dtypes]
-        return outs, [np.broadcast_to(a, shape) for a in ins] + outs, True
+        return outs, list(ins) + outs, True
 
     def code(o):
         def body(q):
@@ -239,7 +248,7 @@ def _elemwise(op, node):
             return lines
 
         check = [f"if (dg_error) {{ dg_error = 0; {o.fail(0)} }}"] if raises(comp) else []
-        return "\n".join(loop(o, list(range(nin + nout)), body) + check)
+        return "\n".join(loop(o, list(range(nin + nout)), body, shape_of=nin, still=still) + check)
 
     return CImpl(types, code, plan, errors=[NEGATIVE_POWER])
 

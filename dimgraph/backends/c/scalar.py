@@ -323,8 +323,12 @@ static double dg_trigamma(double x) {
       TA r[8];                                                                   \
       int64_t i;                                                                 \
       for (int j = 0; j < 8; j++) r[j] = (TA)a[j * s];                           \
-      for (i = 8; i < n - (n % 8); i += 8)                                       \
-        for (int j = 0; j < 8; j++) r[j] += (TA)a[(i + j) * s];                  \
+      if (s == 1) /* the same sums; unit stride lets the 8 lanes vectorize */     \
+        for (i = 8; i < n - (n % 8); i += 8)                                     \
+          for (int j = 0; j < 8; j++) r[j] += (TA)a[i + j];                      \
+      else                                                                       \
+        for (i = 8; i < n - (n % 8); i += 8)                                     \
+          for (int j = 0; j < 8; j++) r[j] += (TA)a[(i + j) * s];                \
       TA res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \
       for (; i < n; i++) res += (TA)a[i * s];                                    \
       return res;                                                                \
