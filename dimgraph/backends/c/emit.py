@@ -203,17 +203,6 @@ def combine_code(reducer, dtype, acc, x):
     return expression(ScalarOp(reducer), dtype, [acc, x])
 
 
-def plain_plan(node):
-    """Fresh outputs of the shapes infer_shape gives; the kernel gets inputs then outputs."""
-
-    def plan(ctx, ins):
-        shapes = ctx.infer(node, ins)
-        outs = [np.empty(sh, o.type.dtype) for sh, o in zip(shapes, node.outputs)]
-        return outs, list(ins) + outs, True
-
-    return plan
-
-
 # ---------------------------------------------------------------------------
 # Elemwise and DimShuffle
 
