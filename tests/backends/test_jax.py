@@ -203,3 +203,18 @@ def test_unknown_option_is_a_type_error():
     x = dg.tensor("x", shape=(2,))
     with pytest.raises(TypeError, match="unknown options"):
         dg.function([x], x + 1, backend="jax", outptu="jax")
+
+
+def test_sizes_from_small_inputs_are_compiled_in():
+    x = dg.tensor("x", shape=(None,))
+    n = dg.scalar("n", dtype="int64")
+    k = dg.scalar("k", dtype="int32")
+    outs = [x[:n], dg.core.broadcast_to(x[0], (k,)), dg.core.arange(0, n)]
+    f = dg.function([x, n, k], outs, backend="jax")
+    data = np.arange(5.0)
+    for nv, kv in [(2, 3), (4, 1), (2, 3)]:
+        head, filled, r = f(data, np.int64(nv), np.int32(kv))
+        np.testing.assert_array_equal(head, data[:nv])
+        np.testing.assert_array_equal(filled, np.zeros(kv))
+        np.testing.assert_array_equal(r, np.arange(nv))
+    assert f._run.static_inputs() == {1, 2}  # n and k: one compile per distinct (n, k)

@@ -7,6 +7,13 @@ whose outputs are small are evaluated with the python backend's `perform` while
 tracing, so shape arithmetic never reaches XLA. The function is wrapped once in
 `jax.jit`; JAX retraces it for new input shapes and dtypes only.
 
+Data-dependent shapes: where a size, slice bound or mask needed while tracing
+comes from input values (`x[:n]`, `broadcast_to(v, (k,))` with `n`, `k`
+inputs), the small inputs it is computed from (at most STATIC_INPUT_LIMIT
+elements) become static arguments of the jit: their values are compiled in,
+one compile per distinct value, as a JAX user would write `static_argnums`.
+A size computed from a large input (`x[x > 0]`) is a NotImplementedError.
+
 64-bit: NumPy dtypes are kept exactly. A graph holding any 64-bit value (float64,
 int64 shapes, ...) is traced and run inside `jax.enable_x64(True)`, a context
 manager local to the calling thread: the user's global JAX config
@@ -25,12 +32,22 @@ import numpy as np
 
 from dimgraph.backends.jax import indexing, ops_more  # noqa: F401  (they register their entries)
 from dimgraph.backends.jax.checks import collect
-from dimgraph.backends.jax.dispatch import FOLD_LIMIT, is_static, jax_impl, missing_message, missing_ops
+from dimgraph.backends.jax.dispatch import (
+    FOLD_LIMIT,
+    DataDependentShape,
+    is_static,
+    jax_impl,
+    missing_message,
+    missing_ops,
+)
 from dimgraph.backends.jax.sharding import Placement
 from dimgraph.backends.python import python_impl
 from dimgraph.core.graph import Constant
+from dimgraph.core.shape import Shape, ShapeI
 
 OPTIONS = ("output", "shard", "mesh")
+# Inputs of at most this many elements whose values set a shape are compiled in as constants.
+STATIC_INPUT_LIMIT = 64
 
 
 def needs_x64(fgraph) -> bool:
@@ -89,12 +106,65 @@ def graph_function(fgraph):
             if fold is not None and all(is_static(v) for v in vals):
                 results = fold(vals)
             else:
-                results = impl(vals)
+                try:
+                    results = impl(vals)
+                except DataDependentShape as err:
+                    raise NeedsStatic(_static_candidates(fgraph, node, vals, err.value), err) from None
             for s, r, var in zip(outs, results, node.outputs):
                 values[s] = _conform(node, var, r)
         return [values[s] for s in output_slots]
 
     return graph
+
+
+class NeedsStatic(Exception):
+    """Tracing met a data-dependent shape; `positions` are the fgraph inputs to make static (None: impossible)."""
+
+    def __init__(self, positions, error):
+        super().__init__(str(error))
+        self.positions, self.error = positions, error
+
+
+def _small(var) -> bool:
+    shape = var.type.shape
+    return all(s is not None for s in shape) and int(np.prod(shape, dtype=np.int64)) <= STATIC_INPUT_LIMIT
+
+
+def _static_candidates(fgraph, node, vals, value):
+    """The graph inputs `value` is computed from (through values, not through shapes), if all small."""
+    start = [v for v, x in zip(node.inputs, vals) if x is value] or [
+        v for v, x in zip(node.inputs, vals) if not is_static(x)
+    ]
+    position = {v: k for k, v in enumerate(fgraph.inputs)}
+    found, seen, stack = set(), set(), list(start)
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in position:
+            if not _small(v):
+                return None
+            found.add(position[v])
+        elif v.owner is not None and not isinstance(v.owner.op, (ShapeI, Shape)):  # shapes are static already
+            stack.extend(v.owner.inputs)
+    return frozenset(found) or None
+
+
+class StaticValue:
+    """A small input compiled in as a constant: hashable by dtype, shape and bytes (a `jax.jit` static argument)."""
+
+    __slots__ = ("array", "_key")
+
+    def __init__(self, value):
+        self.array = np.array(value)
+        self._key = (self.array.dtype.str, self.array.shape, self.array.tobytes())
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return isinstance(other, StaticValue) and self._key == other._key
 
 
 def _conform(node, var, value):
@@ -124,29 +194,43 @@ def compile_graph(fgraph, output="numpy", shard=None, mesh=None, **options):
 
     def traced(*args):
         with collect() as checks:
-            outs = graph(*args)
+            outs = graph(*[a.array if isinstance(a, StaticValue) else a for a in args])
             return outs, checks.flags()
 
-    jitted = jax.jit(traced)
-    pure = jax.jit(graph)
+    jitted = {frozenset(): jax.jit(traced)}  # by the set of inputs compiled in as constants
+    static = frozenset()
     to_numpy = output == "numpy"
 
     def run(arrays):
+        nonlocal static
         with x64_context(x64):
             if placement is not None:
                 arrays = placement.place(arrays)
-            outs, flags = jitted(*arrays)
+            while True:
+                args = [StaticValue(a) if k in static else a for k, a in enumerate(arrays)]
+                try:
+                    outs, flags = jitted[static](*args)
+                    break
+                except NeedsStatic as need:
+                    if need.positions is None or need.positions <= static:
+                        raise need.error from None
+                    static = static | need.positions
+                    jitted[static] = jax.jit(traced, static_argnums=tuple(sorted(static)))
         if flags is not None:
             flags.raise_failed()
         return [np.array(o) for o in outs] if to_numpy else list(outs)
 
     def jax_fn(*args):
         with x64_context(x64):
-            return pure(*args)
+            try:
+                return [jax.numpy.asarray(o) for o in graph(*args)]
+            except NeedsStatic as need:
+                raise need.error from None
 
     run.source = None
     run.jax_fn = jax_fn
     run.jitted = jitted
+    run.static_inputs = lambda: static
     run.x64 = x64
     run.placement = placement
     run.exports = {"jax_fn": lambda function: _user_jax_fn(jax_fn, function)}

@@ -63,13 +63,28 @@ def is_static(value) -> bool:
     return isinstance(value, (np.ndarray, np.generic, int, float, bool))
 
 
+class DataDependentShape(NotImplementedError):
+    """A size, bound or mask needed while tracing is a traced value (`value`): the shape depends on data.
+
+    The compiled function answers by making the small inputs behind `value`
+    static (one compile per distinct value, see `compiler.py`); where the value
+    comes from a large input it is the user's error.
+    """
+
+    def __init__(self, message, value):
+        super().__init__(message)
+        self.value = value
+
+
 def static_int(value, op, what) -> int:
-    """`value` as a Python int; NotImplementedError when it is only known from data at run time."""
+    """`value` as a Python int; DataDependentShape (a NotImplementedError) when it is traced."""
     if is_static(value):
         return int(value)
-    raise NotImplementedError(
+    raise DataDependentShape(
         f"the {BACKEND} backend cannot compile {op}: its {what} is computed from input data, so the "
-        "output shape would depend on data (XLA needs static shapes); use another backend for this graph"
+        "output shape would depend on data (XLA needs static shapes), and the inputs it comes from are "
+        "not small enough to be compiled in as constants; use another backend for this graph",
+        value,
     )
 
 

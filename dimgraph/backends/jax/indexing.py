@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dimgraph.backends.jax.checks import runtime_check
-from dimgraph.backends.jax.dispatch import is_static, jax_impl, static_int
+from dimgraph.backends.jax.dispatch import DataDependentShape, is_static, jax_impl, static_int
 from dimgraph.core.graph import Constant
 from dimgraph.core.subtensor import (
     ARRAY,
@@ -130,9 +130,11 @@ def _advanced_key(op, node, x_shape, idx_values, idx_vars):
         a, var = next(values), next(variables)
         if np.dtype(var.type.dtype) == np.bool_:
             if not is_static(a):
-                raise NotImplementedError(
+                raise DataDependentShape(
                     f"the jax backend cannot compile {op}: a boolean mask computed from input data gives an "
-                    "output whose size depends on data (XLA needs static shapes); use integer positions or another backend"
+                    "output whose size depends on data (XLA needs static shapes); use integer positions, "
+                    "a constant mask, or another backend",
+                    a,
                 )
             a = np.asarray(a)
             for k in range(a.ndim):
