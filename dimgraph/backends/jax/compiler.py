@@ -8,11 +8,12 @@ tracing, so shape arithmetic never reaches XLA. The function is wrapped once in
 `jax.jit`; JAX retraces it for new input shapes and dtypes only.
 
 Data-dependent shapes: where a size, slice bound or mask needed while tracing
-comes from input values (`x[:n]`, `broadcast_to(v, (k,))` with `n`, `k`
-inputs), the small inputs it is computed from (at most STATIC_INPUT_LIMIT
-elements) become static arguments of the jit: their values are compiled in,
-one compile per distinct value, as a JAX user would write `static_argnums`.
-A size computed from a large input (`x[x > 0]`) is a NotImplementedError.
+comes from input values (`x[:n]`, `broadcast_to(v, (k,))`, `x[mask]` with `n`,
+`k`, `mask` inputs), the inputs it is computed from become static arguments
+of the jit when they are small (at most STATIC_INPUT_LIMIT elements in the
+call that needs it): their values are compiled in, one compile per distinct
+value, as a JAX user would write `static_argnums`. A size computed from a
+larger input (`x[x > 0]` for a long `x`) is a NotImplementedError.
 
 64-bit: NumPy dtypes are kept exactly. A graph holding any 64-bit value (float64,
 int64 shapes, ...) is traced and run inside `jax.enable_x64(True)`, a context
@@ -109,7 +110,7 @@ def graph_function(fgraph):
                 try:
                     results = impl(vals)
                 except DataDependentShape as err:
-                    raise NeedsStatic(_static_candidates(fgraph, node, vals, err.value), err) from None
+                    raise NeedsStatic(_static_candidates(fgraph, args, node, vals, err.value), err) from None
             for s, r, var in zip(outs, results, node.outputs):
                 values[s] = _conform(node, var, r)
         return [values[s] for s in output_slots]
@@ -125,13 +126,8 @@ class NeedsStatic(Exception):
         self.positions, self.error = positions, error
 
 
-def _small(var) -> bool:
-    shape = var.type.shape
-    return all(s is not None for s in shape) and int(np.prod(shape, dtype=np.int64)) <= STATIC_INPUT_LIMIT
-
-
-def _static_candidates(fgraph, node, vals, value):
-    """The graph inputs `value` is computed from (through values, not through shapes), if all small."""
+def _static_candidates(fgraph, args, node, vals, value):
+    """The graph inputs `value` is computed from (through values, not through shapes), if all are small now."""
     start = [v for v, x in zip(node.inputs, vals) if x is value] or [
         v for v, x in zip(node.inputs, vals) if not is_static(x)
     ]
@@ -143,7 +139,7 @@ def _static_candidates(fgraph, node, vals, value):
             continue
         seen.add(v)
         if v in position:
-            if not _small(v):
+            if int(np.prod(np.shape(args[position[v]]), dtype=np.int64)) > STATIC_INPUT_LIMIT:
                 return None
             found.add(position[v])
         elif v.owner is not None and not isinstance(v.owner.op, (ShapeI, Shape)):  # shapes are static already
