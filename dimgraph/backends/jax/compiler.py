@@ -92,9 +92,15 @@ def graph_function(fgraph):
     input_slots = [slot_of(v) for v in fgraph.inputs]
     program = []
     for node in nodes:
-        fold = python_impl(node.op, node) if _foldable(node) else None
         program.append(
-            (jax_impl(node.op, node), fold, [slot_of(i) for i in node.inputs], [slot_of(o) for o in node.outputs], node)
+            (
+                jax_impl(node.op, node),
+                python_impl(node.op, node),
+                _foldable(node),
+                [slot_of(i) for i in node.inputs],
+                [slot_of(o) for o in node.outputs],
+                node,
+            )
         )
     output_slots = [slot_of(v) for v in fgraph.outputs]
 
@@ -102,9 +108,9 @@ def graph_function(fgraph):
         values = list(template)
         for s, a in zip(input_slots, args):
             values[s] = a
-        for impl, fold, ins, outs, node in program:
+        for impl, fold, small_out, ins, outs, node in program:
             vals = [values[i] for i in ins]
-            if fold is not None and all(is_static(v) for v in vals):
+            if all(is_static(v) for v in vals) and (small_out or sum(np.size(v) for v in vals) <= FOLD_LIMIT):
                 results = fold(vals)
             else:
                 try:
@@ -203,6 +209,14 @@ def compile_graph(fgraph, output="numpy", shard=None, mesh=None, **options):
             if placement is not None:
                 arrays = placement.place(arrays)
             while True:
+                for k in static:
+                    if np.size(arrays[k]) > STATIC_INPUT_LIMIT:
+                        raise DataDependentShape(
+                            f"the jax backend compiles input {k} in as a constant because its values set an "
+                            f"output shape, but it has {np.size(arrays[k])} elements (more than {STATIC_INPUT_LIMIT}): "
+                            "the output shape would depend on data (XLA needs static shapes); use another backend",
+                            None,
+                        )
                 args = [StaticValue(a) if k in static else a for k, a in enumerate(arrays)]
                 try:
                     outs, flags = jitted[static](*args)
