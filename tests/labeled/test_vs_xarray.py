@@ -1,0 +1,332 @@
+"""Differential tests: random labeled programs against xarray on the same data.
+
+Each example draws 2-4 Dims (sizes 0-3, some with coords, some of unknown size),
+inputs over random subsets of them in random orders, and a random program of
+math, reductions, scans and shape ops applied step by step to both a labeled
+variable and an xarray.DataArray. One compiled function per example; results are
+compared on values, dims, dim order, coords and dtype. Whatever xarray refuses
+is skipped; whatever xarray does, dimgraph must do the same (the one designed
+difference: two different Dims of one name are a DimError, where xarray aligns).
+"""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+import scipy.special
+import xarray as xr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dimgraph as dg
+
+NAMES = ["a", "bb", "c", "d"]
+
+
+@st.composite
+def dims_strategy(draw):
+    n = draw(st.integers(2, 4))
+    dims, data_sizes = [], {}
+    for name in NAMES[:n]:
+        size = draw(st.sampled_from([0, 1, 2, 3, 3]))
+        kind = draw(st.sampled_from(["size", "coords", "unknown"]))
+        if kind == "coords":
+            labels = draw(st.permutations([f"{name}{k}" for k in range(size)]))
+            dims.append(dg.Dim(name, coords=labels))
+        else:
+            dims.append(dg.Dim(name, size=size if kind == "size" else None))
+        data_sizes[name] = size
+    return dims, data_sizes
+
+
+def make_dataarray(rng, dims, sizes, dtype):
+    shape = tuple(sizes[d.name] for d in dims)
+    if np.dtype(dtype).kind == "f":
+        data = rng.uniform(-2, 2, shape).astype(dtype)
+    elif dtype == "bool":
+        data = rng.uniform(size=shape) > 0.5
+    else:
+        data = rng.integers(-3, 4, shape).astype(dtype)
+    coords = {d.name: d.coords for d in dims if d.coords is not None}
+    return xr.DataArray(data, dims=[d.name for d in dims], coords=coords)
+
+
+@st.composite
+def inputs_strategy(draw, dims, sizes, n_min=1, n_max=3, dtypes=("float64", "float32", "int64", "bool")):
+    n = draw(st.integers(n_min, n_max))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    pairs = []
+    for k in range(n):
+        sub = draw(st.lists(st.sampled_from(dims), unique=True, max_size=len(dims)))
+        dtype = draw(st.sampled_from(dtypes))
+        var = dg.labeled(f"in{k}", dims=tuple(sub), dtype=dtype)
+        pairs.append((var, make_dataarray(rng, sub, sizes, dtype)))
+    return pairs
+
+
+UNARY = {
+    "exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt, "square": np.square,
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "sigmoid": scipy.special.expit,
+    "softplus": lambda x: np.logaddexp(x, 0) if x.dtype.kind in "fc" else np.logaddexp(x.astype("float64"), 0.0),
+    "erf": scipy.special.erf, "erfc": scipy.special.erfc,
+    "isnan": np.isnan, "isfinite": np.isfinite, "floor": np.floor, "ceil": np.ceil, "sign": np.sign,
+}  # fmt: skip
+POSITIVE_ONLY = {"gammaln": scipy.special.gammaln, "digamma": scipy.special.digamma}
+BINARY = {
+    "add": (lambda a, b: a + b, lambda a, b: a + b),
+    "sub": (lambda a, b: a - b, lambda a, b: a - b),
+    "mul": (lambda a, b: a * b, lambda a, b: a * b),
+    "div": (lambda a, b: a / b, lambda a, b: a / b),
+    "pow": (lambda a, b: a**b, lambda a, b: a**b),
+    "gt": (lambda a, b: a > b, lambda a, b: a > b),
+    "eq": (lambda a, b: a == b, lambda a, b: a == b),
+    "and": (lambda a, b: a & b, lambda a, b: a & b),
+    "maximum": (dg.maximum, np.maximum),
+    "minimum": (dg.minimum, np.minimum),
+    "logaddexp": (dg.logaddexp, np.logaddexp),
+}
+REDUCTIONS = ["sum", "mean", "prod", "max", "min", "std", "var", "all", "any", "logsumexp", "argmax", "argmin"]
+
+
+def xr_reduce(kind, da, names):
+    if kind == "logsumexp":
+        names = list(da.dims) if names is None else names
+        axes = tuple(range(-len(names), 0))
+
+        def lse(v):
+            if v.size == 0:  # scipy fails on several empty axes; the sum of nothing is 0, its log -inf
+                return np.full(v.shape[: v.ndim - len(axes)], -np.inf, dtype=v.dtype)
+            return scipy.special.logsumexp(v, axis=axes) if axes else scipy.special.logsumexp(v[..., None], axis=-1)
+
+        return xr.apply_ufunc(lse, da.astype("float64") if da.dtype.kind not in "fc" else da, input_core_dims=[names])
+    if kind in ("argmax", "argmin"):
+        return getattr(da, kind)(names[0], skipna=False)
+    if kind in ("all", "any"):
+        return getattr(da, kind)(names)
+    return getattr(da, kind)(names, skipna=False)
+
+
+def _xr(fn, *args):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
+def _is_float(pair):
+    return np.dtype(pair[1].dtype).kind == "f"
+
+
+def _static_size(dim, sizes):
+    return sizes[dim.name]
+
+
+@st.composite
+def step(draw, pool, dims, sizes):
+    """One random operation on pairs from `pool`: (description, labeled fn, xarray fn, operands)."""
+    x = draw(st.sampled_from(pool))
+    lab, da = x
+    kind = draw(st.sampled_from(["unary", "binary", "scalar", "where", "reduce", "scan", "shape", "shape", "astype"]))
+    if kind == "unary":
+        name = draw(st.sampled_from(sorted(UNARY)))
+        return name, lambda: getattr(dg, name)(lab), lambda: UNARY[name](da)
+    if kind == "binary":
+        name = draw(st.sampled_from(sorted(BINARY)))
+        y_lab, y_da = draw(st.sampled_from(pool))
+        f_lab, f_xr = BINARY[name]
+        return name, lambda: f_lab(lab, y_lab), lambda: f_xr(da, y_da)
+    if kind == "scalar":
+        name = draw(st.sampled_from(["add", "sub", "mul", "div", "gt", "maximum"]))
+        value = draw(st.sampled_from([2, -1, 0.5, 1.5, True]))
+        f_lab, f_xr = BINARY[name]
+        if draw(st.booleans()):
+            return f"{name} scalar", lambda: f_lab(lab, value), lambda: f_xr(da, value)
+        return f"scalar {name}", lambda: f_lab(value, lab), lambda: f_xr(value, da)
+    if kind == "where":
+        c_lab, c_da = draw(st.sampled_from(pool))
+        y_lab, y_da = draw(st.sampled_from(pool))
+        if draw(st.booleans()):
+            return "where", lambda: dg.where(c_lab > 0, lab, y_lab), lambda: xr.where(c_da > 0, da, y_da)
+        other = draw(st.sampled_from([0, 1.5]))
+        return "where method", lambda: lab.where(c_lab > 0, other), lambda: da.where(c_da > 0, other)
+    if kind == "reduce":
+        red = draw(st.sampled_from(REDUCTIONS))
+        if red in ("argmax", "argmin"):
+            if not lab.dims:
+                return None
+            names = [draw(st.sampled_from(lab.dims)).name]
+        elif draw(st.integers(0, 3)) == 0:
+            names = None
+        else:
+            names = [d.name for d in draw(st.lists(st.sampled_from(lab.dims), unique=True, max_size=lab.ndim))] if lab.dims else []
+        empty = any(da.sizes[n] == 0 for n in (names if names is not None else [d.name for d in lab.dims]))
+        if red in ("max", "min", "argmax", "argmin") and empty:
+            return None
+        reduced = names if names is not None else [d.name for d in lab.dims]
+        if red == "logsumexp" and any(da.sizes[d.name] == 0 and d.size is None for d in lab.dims if d.name in reduced):
+            return None
+        ref = names if names is None or draw(st.booleans()) else [d for d in lab.dims if d.name in names]
+        if ref is not None and len(ref) == 1 and draw(st.booleans()):
+            ref = ref[0]  # a lone name or Dim
+        if red == "logsumexp":
+            return f"logsumexp {names}", lambda: dg.logsumexp(lab, ref), lambda: xr_reduce(red, da, names)
+        return f"{red} {names}", lambda: getattr(lab, red)(ref), lambda: xr_reduce(red, da, names)
+    if kind == "scan":
+        if not lab.dims:
+            return None
+        d = draw(st.sampled_from(lab.dims))
+        which = draw(st.sampled_from(["cumsum", "cumprod", "diff"]))
+        if which == "diff":
+            n = draw(st.integers(0, 2))
+            return f"diff {d.name} {n}", lambda: lab.diff(d.name, n), lambda: da.diff(d.name, n)
+        return f"{which} {d.name}", lambda: getattr(lab, which)(d), lambda: getattr(da, which)(d.name, skipna=False)
+    if kind == "astype":
+        dtype = draw(st.sampled_from(["float32", "float64"] + (["int64", "bool"] if da.dtype.kind in "bi" else [])))
+        return f"astype {dtype}", lambda: lab.astype(dtype), lambda: da.astype(dtype)
+    which = draw(st.sampled_from(["transpose", "transpose ...", "rename", "expand_dims", "broadcast_like", "squeeze", "broadcast"]))
+    if which == "transpose":
+        order = draw(st.permutations(lab.dims))
+        return "transpose", lambda: lab.transpose(*[d.name for d in order]), lambda: da.transpose(*[d.name for d in order])
+    if which == "transpose ...":
+        if not lab.dims:
+            return None
+        d = draw(st.sampled_from(lab.dims))
+        return "transpose ...", lambda: lab.transpose(..., d), lambda: da.transpose(..., d.name)
+    if which == "rename":
+        if not lab.dims:
+            return None
+        d = draw(st.sampled_from(lab.dims))
+        if d.name.startswith("r_"):
+            return None
+        return f"rename {d.name}", lambda: lab.rename({d.name: "r_" + d.name}), lambda: da.rename({d.name: "r_" + d.name})
+    if which == "expand_dims":
+        free = [d for d in dims if d.name not in lab.type.names and d.size is not None]
+        if not free:
+            return None
+        d = draw(st.sampled_from(free))
+        spec = {d.name: list(d.coords) if d.coords is not None else d.size}
+        return f"expand_dims {d.name}", lambda: lab.expand_dims(d), lambda: da.expand_dims(spec)
+    if which in ("broadcast_like", "broadcast"):
+        y_lab, y_da = draw(st.sampled_from(pool))
+        if which == "broadcast":
+            return "broadcast", lambda: dg.broadcast(lab, y_lab)[0], lambda: xr.broadcast(da, y_da)[0]
+        return "broadcast_like", lambda: lab.broadcast_like(y_lab), lambda: da.broadcast_like(y_da)
+    ones = [d for d in lab.dims if d.size == 1]
+    if not ones:
+        return None
+    return "squeeze", lambda: lab.squeeze(), lambda: da.squeeze([d.name for d in ones])
+
+
+def assert_matches(out, expected, what):
+    assert isinstance(out, xr.DataArray), what
+    assert out.dims == expected.dims, f"{what}: dims {out.dims} vs xarray {expected.dims}"
+    assert out.dtype == expected.dtype, f"{what}: dtype {out.dtype} vs xarray {expected.dtype}"
+    for name in expected.dims:
+        ours, theirs = out.indexes.get(name), expected.indexes.get(name)
+        assert (ours is None) == (theirs is None), f"{what}: coords of {name!r}: {ours} vs {theirs}"
+        if ours is not None:
+            assert ours.equals(theirs), f"{what}: coords of {name!r}: {list(ours)} vs {list(theirs)}"
+    tol = 2e-4 if out.dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(out.values, expected.values, rtol=tol, atol=tol, equal_nan=True, err_msg=what)
+
+
+def _clash(err):
+    return "two different dims named" in str(err)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_programs_match_xarray(backend, data):
+    dims, sizes = data.draw(dims_strategy())
+    pool = data.draw(inputs_strategy(dims, sizes, 1, 3))
+    inputs = list(pool)
+    history = []
+    for _ in range(data.draw(st.integers(1, 5))):
+        op = data.draw(step(pool, dims, sizes))
+        if op is None:
+            continue
+        what, f_lab, f_xr = op
+        try:
+            expected = _xr(f_xr)
+        except (TypeError, ValueError, KeyError):
+            continue  # xarray (NumPy) refuses: nothing to compare
+        try:
+            result = f_lab()
+        except dg.DimError as err:
+            if _clash(err):
+                continue
+            raise
+        history.append(what)
+        pool.append((result, expected))
+    outputs = pool[len(inputs):] or inputs[:1]
+    f = dg.function([v for v, _ in inputs], [v for v, _ in outputs], backend=backend)
+    got = f(*[da for _, da in inputs])
+    for k, (out, (_, expected)) in enumerate(zip(got, outputs)):
+        assert_matches(out, expected, f"step {k} of {history}")
+    if os.environ.get("DIMGRAPH_TEST_VERBOSE"):
+        print("program:", history)
+
+
+@settings(max_examples=max(4, settings().max_examples // 5), suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_every_math_function_matches_xarray(backend, data):
+    dims, sizes = data.draw(dims_strategy())
+    ((x, da),) = data.draw(inputs_strategy(dims, sizes, 1, 1, dtypes=("float64", "float32", "int64")))
+    outs, expected = [], []
+    for name, fn in {**UNARY, **POSITIVE_ONLY}.items():
+        arg, arg_da = (abs(x) + 0.5, abs(da) + 0.5) if name in POSITIVE_ONLY else (x, da)
+        outs.append(getattr(dg, name)(arg))
+        expected.append(_xr(fn, arg_da))
+    for name in ["round", "abs", "neg", "clip", "logaddexp", "maximum", "minimum", "where"]:
+        if name == "round":
+            outs.append(dg.round(x * 3.7))
+            expected.append(np.round(da * 3.7))
+        elif name == "abs":
+            outs.append(abs(x))
+            expected.append(abs(da))
+        elif name == "neg":
+            outs.append(-x)
+            expected.append(-da)
+        elif name == "clip":
+            outs.append(dg.clip(x, -1, 1))
+            expected.append(da.clip(-1, 1))
+        elif name == "where":
+            outs.append(dg.where(x > 0, x, 0))
+            expected.append(xr.where(da > 0, da, 0))
+        else:
+            outs.append(getattr(dg, name)(x, 0.5))
+            expected.append(_xr(getattr(np, name), da, 0.5))
+    f = dg.function([x], outs, backend=backend)
+    for out, exp, name in zip(f(da), expected, list(UNARY) + list(POSITIVE_ONLY) + ["round", "abs", "neg", "clip", "logaddexp", "maximum", "minimum", "where"]):
+        assert_matches(out, exp, name)
+
+
+@settings(max_examples=max(4, settings().max_examples // 5), suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_every_reduction_over_every_dim_choice(backend, data):
+    dims, sizes = data.draw(dims_strategy())
+    ((x, da),) = data.draw(inputs_strategy(dims, sizes, 1, 1, dtypes=("float64", "float32", "int64", "bool")))
+    outs, expected, labels = [], [], []
+    choices = [None] + ([[data.draw(st.sampled_from(x.dims)).name]] if x.dims else [])
+    choices += [[d.name for d in x.dims[:2]]] if x.ndim >= 2 else []
+    for kind in REDUCTIONS:
+        for names in choices:
+            if kind in ("argmax", "argmin") and (names is None or len(names) != 1):
+                continue
+            reduced = names if names is not None else [d.name for d in x.dims]
+            if kind in ("max", "min", "argmax", "argmin") and any(sizes[n] == 0 for n in reduced):
+                continue
+            if kind == "logsumexp" and any(sizes[d.name] == 0 and d.size is None for d in x.dims if d.name in reduced):
+                continue  # known limitation: the max shift has no identity on a dim found empty at run time
+            try:
+                exp = _xr(xr_reduce, kind, da, names)
+            except (TypeError, ValueError):
+                continue
+            outs.append(dg.logsumexp(x, names) if kind == "logsumexp" else getattr(x, kind)(names))
+            expected.append(exp)
+            labels.append(f"{kind} {names}")
+    if not outs:
+        return
+    f = dg.function([x], outs, backend=backend)
+    for out, exp, what in zip(f(da), expected, labels):
+        assert_matches(out, exp, what)
