@@ -10,7 +10,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.backends.c.emit import CImpl, c_impl, compute_ctype, copy_code, elem_strides, loop, nest, strided
+from dimgraph.backends.c.emit import (
+    _NOMEM,
+    CImpl,
+    c_impl,
+    collapse_trailing,
+    compute_ctype,
+    copy_code,
+    elem_strides,
+    loop,
+    nest,
+    reduce_code,
+    strided,
+)
 from dimgraph.core.extra import ARange, Assert, CumOp
 from dimgraph.core.join import Join, Split
 from dimgraph.core.linalg import Einsum, MatMul, _check_runtime_broadcast
@@ -187,19 +199,22 @@ def _split(op, node):
 # contractions: every operand a strided view over all the loop's letters
 
 
-def _contract_code(n_in, out_dtype):
-    ct = compute_ctype(out_dtype)
+class _Product:
+    """Values for `reduce_code`: the product of the operands at one position, in the output's compute type."""
 
-    def code(o):
-        def body(q):
-            prod = " * ".join(f"(({ct}){o.ptr(k)}[{q[k]}])" for k in range(n_in))
-            return [f"{o.ptr(n_in)}[{q[n_in]}] = ({o.ctype(n_in)})(({ct}){o.ptr(n_in)}[{q[n_in]}] + {prod});"]
+    computed = True
 
-        nd = o.ndim(n_in)
-        strides = {j: [o.stride(j, a) for a in range(nd)] for j in range(n_in + 1)}
-        return "\n".join(nest([o.shape(n_in, a) for a in range(nd)], strides, body))
+    def __init__(self, o, n_in, nd, ct):
+        self.o, self.n_in, self.nd, self.ct = o, n_in, nd, ct
 
-    return code
+    def __call__(self, q, i):
+        o, ct = self.o, self.ct
+
+        def at(k):
+            return q[k] if i is None else f"{q[k]} + {i} * {o.stride(k, self.nd - 1)}"
+
+        prod = " * ".join(f"(({ct}){o.ptr(k)}[{at(k)}])" for k in range(self.n_in))
+        return [f"const {ct} v_ = {prod};"]
 
 
 @c_impl.register(MatMul)
@@ -290,6 +305,7 @@ def _einsum(op, node):
     terms, output = op.terms, op.output
     letters = list(output) + sorted({c for t in terms for c in t} - set(output), key=lambda c: "".join(terms).index(c))
     L = len(letters)
+    summed = tuple(range(len(output), L))  # the summed letters are the innermost loops
     out = node.outputs[0]
     types = [(i.type.dtype, L) for i in node.inputs] + [(out.type.dtype, L)]
 
@@ -318,9 +334,13 @@ def _einsum(op, node):
         res = np.zeros([target[c] for c in output], out.type.dtype)
         so = elem_strides(res)
         views.append(strided(res, full, so + [0] * (L - len(output))))
-        return [res], views, True
+        return [res], collapse_trailing(views, len(summed)), True
 
-    return CImpl(types, _contract_code(len(terms), out.type.dtype), plan)
+    def code(o):
+        values = _Product(o, len(terms), L, compute_ctype(out.type.dtype))
+        return reduce_code(o, L, len(terms), "add", out.type.dtype, summed, values)
+
+    return CImpl(types, code, plan, errors=_NOMEM)
 
 
 # ---------------------------------------------------------------------------
