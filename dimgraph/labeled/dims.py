@@ -204,6 +204,8 @@ def _ref_list(ref):
         return None
     if isinstance(ref, (Dim, str)):
         return [ref]
+    if not isinstance(ref, (list, tuple)):
+        raise TypeError(f"a dim is referenced by a Dim or its name (or a list of them), got {ref!r}")
     return list(ref)
 
 
