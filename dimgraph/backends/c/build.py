@@ -28,6 +28,9 @@ from pathlib import Path
 from dimgraph.errors import BackendUnavailable
 
 BACKEND_VERSION = "1"
+# NOTE: -O2, not -O3: on a 4-node graph -O3 took 1.65 s against 0.72 s and the loops here gain little
+# from it; the unit-stride loops that matter carry `omp simd`. -ffp-contract=off keeps a*b+c two
+# roundings, as NumPy computes it; -fwrapv makes integer overflow wrap, as NumPy's does.
 FLAGS = ("-O2", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-fopenmp-simd")
 LIBS = ("-lm",)
 
