@@ -33,7 +33,7 @@ name = "numba"
 # The loop printer writes a multi-output reduce-of-elemwise as one pass with several accumulators.
 REWRITES_OPT_IN = ("multi_output_reduce_fusion",)
 
-JIT_OPTIONS = 'cache=True, error_model="numpy", nogil=True'
+JIT_OPTIONS = 'cache=True, error_model="numpy"'
 # Constants up to this many elements are frozen into the machine code (and the cache key).
 SMALL_CONSTANT = 64
 

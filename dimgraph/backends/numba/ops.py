@@ -52,8 +52,9 @@ def _elemwise(op, node):
 @numba_kernel.register(CAReduce)
 def _careduce(op, node):
     out_dtype = node.outputs[0].type.dtype
+    # one input: nothing broadcasts, so static sizes of 1 need no special indexing (fewer distinct kernels)
     return loop_kernel(
-        [_bcast(node.inputs[0])],
+        [(False,) * node.inputs[0].type.ndim],
         [node.inputs[0].type.dtype],
         (),
         [(0, (op.scalar_op, op.axis, out_dtype))],
