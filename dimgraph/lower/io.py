@@ -116,6 +116,15 @@ def size_checks(inputs, labels, lowering):
                 if d.size is None:
                     carriers.setdefault(d, []).append((k, axis))
     checks = []
+    shared_labels = {}
+    for k, v in enumerate(inputs):
+        if is_labeled(v):
+            for d in v.type.dims:
+                if d.coords is None:
+                    shared_labels.setdefault(d, []).append(k)
+    for d, ks in shared_labels.items():
+        if len(ks) > 1:
+            checks.append(_CoordsCheck(d.name, ks, labels))
     for d, where in carriers.items():
         fixed = lowering.fixed.get(d)
         if len(where) > 1 or fixed is not None:
@@ -142,4 +151,28 @@ class _SizeCheck:
                 raise InputError(
                     f"inputs {self.labels[k0]!r} and {self.labels[k]!r} disagree on the size of dim {self.name!r}: "
                     f"{n0} in {self.labels[k0]!r}, {n} in {self.labels[k]!r}"
+                )
+
+
+class _CoordsCheck:
+    """Two input DataArrays that label one coord-less dim differently would be silently misaligned: refuse."""
+
+    __slots__ = ("name", "ks", "labels")
+
+    def __init__(self, name, ks, labels):
+        self.name, self.ks, self.labels = name, ks, labels
+
+    def __call__(self, arrays, raw):
+        first = None
+        for k in self.ks:
+            index = raw[k].indexes.get(self.name) if is_dataarray(raw[k]) else None
+            if index is None:
+                continue
+            if first is None:
+                first = (k, index)
+            elif len(index) == len(first[1]) and not index.equals(first[1]):
+                k0 = first[0]
+                raise InputError(
+                    f"inputs {self.labels[k0]!r} and {self.labels[k]!r} label dim {self.name!r} differently "
+                    f"({_first_difference(first[1], index)}); dimgraph does not align data: reindex one first"
                 )

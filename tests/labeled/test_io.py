@@ -114,3 +114,37 @@ def test_labeled_shared_state(backend):
     assert w.get().values.tolist() == [0.0, 0.0, 0.0]
     w.set(xr.DataArray([1.0, 2.0, 3.0], dims="country"), ctx=ctx)
     assert w.get(ctx=ctx).values.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_inputs_labelling_a_dim_differently_are_refused():
+    a, b = dg.labeled("a", dims=(obs,)), dg.labeled("b", dims=(obs,))
+    f = dg.function([a, b], a - b, backend="python")
+    da = xr.DataArray(np.arange(3.0), dims="obs", coords={"obs": ["x", "y", "z"]})
+    assert f(da, da).values.tolist() == [0.0, 0.0, 0.0]
+    assert f(da, np.ones(3)).indexes["obs"].tolist() == ["x", "y", "z"]
+    with pytest.raises(dg.InputError, match="label dim 'obs' differently .*position 0: expected 'x', got 'z'"):
+        f(da, da.isel(obs=[2, 1, 0]))
+
+
+def test_dtype_rules_are_numpy_2_with_weak_python_scalars(backend):
+    i = dg.Dim("i", size=2)
+    f32, i32, i8 = (dg.labeled(n, dims=(i,), dtype=n) for n in ("float32", "int32", "int8"))
+    cases = {
+        "f32 + 1.5": (f32 + 1.5, np.ones(2, "float32") + 1.5),
+        "i32 / 2": (i32 / 2, np.ones(2, "int32") / 2),
+        "i8 + 1": (i8 + 1, np.ones(2, "int8") + 1),
+        "f32 * float64 scalar": (f32 * np.float64(2), np.ones(2, "float32") * np.float64(2)),
+        "exp(i32)": (dg.exp(i32), np.exp(np.ones(2, "int32"))),
+        "f32.mean()": (f32.mean(), np.ones(2, "float32").mean()),
+        "i8.sum()": (i8.sum(), np.ones(2, "int8").sum()),
+        "i32 // 2": (i32 // 2, np.ones(2, "int32") // 2),
+        "2 ** i8": (2**i8, 2 ** np.ones(2, "int8")),
+        "f32 > 1": (f32 > 1, np.ones(2, "float32") > 1),
+        "argmax": (f32.argmax("i"), np.argmax(np.ones(2, "float32"))),
+    }
+    outs = [v for v, _ in cases.values()]
+    got = dg.function([f32, i32, i8], outs, backend=backend)(np.ones(2), np.ones(2), np.ones(2))
+    for (name, (var, expected)), out in zip(cases.items(), got):
+        assert var.dtype == np.asarray(expected).dtype, name
+        assert out.dtype == var.dtype, name
+        np.testing.assert_allclose(out.values, expected, err_msg=name)
