@@ -360,7 +360,11 @@ def reduce_code(o, nd, nin, reducer, out_dtype, axes, value_lines):
     if nd == 0 or nd - 1 not in axes:
 
         def body(q):
-            return value_lines(q, None) + [f"const {ct} a_ = ({ct}){o.ptr(nin)}[{q[nin]}];", store.format(q=q[nin]).replace("a_;", f"({combine});")]
+            return value_lines(q, None) + [
+                f"{ct} a_ = ({ct}){o.ptr(nin)}[{q[nin]}];",
+                f"a_ = {combine};",
+                store.format(q=q[nin]),
+            ]
 
         return "\n".join(loop(o, js, body, fast=False))
     inner = nd - 1
