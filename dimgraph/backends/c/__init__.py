@@ -5,9 +5,10 @@ node's `CImpl`, prints one entry function
 
     int dg_run(char **P, const int64_t *M, const unsigned char *R)
 
-whose body is the nodes' kernels in topological order (`P`: operand data
+which calls the nodes' kernels in topological order (`P`: operand data
 pointers; `M`: their shapes and strides in elements; `R[n]`: whether node n's
-kernel runs), compiles it (`build.load`: cached on disk by the digest of the
+kernel runs; a kernel is one static function per distinct text, so repeated
+structure compiles once), compiles it (`build.load`: cached on disk by the digest of the
 source, compiler and flags) and returns `run(arrays) -> arrays`.
 
 Each call first plans in Python: it walks the nodes, computes every shape
