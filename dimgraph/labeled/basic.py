@@ -67,7 +67,7 @@ def dims_of_dataarray(da, dims=None, what="as_labeled") -> tuple:
     given = {} if dims is None else {d.name: d for d in as_dim_tuple(dims, what)}
     unknown = set(given) - set(map(str, da.dims))
     if unknown:
-        raise DimError(f"{what}: the DataArray has no dims {sorted(unknown)}; its dims are {da.sizes and dict(da.sizes)}")
+        raise DimError(f"{what}: the DataArray has no dims {sorted(unknown)}; its dims are {dict(da.sizes)}")
     out = []
     for name, n in zip(da.dims, da.shape):
         index = da.indexes.get(name)
@@ -99,7 +99,10 @@ def as_labeled(value, dims=None, dtype=None, name=None):
     if not is_dataarray(value):
         raise TypeError(f"as_labeled: expected an xarray.DataArray or a labeled variable, got {type(value).__name__}")
     found = dims_of_dataarray(value, dims)
-    order = found if dims is None else as_dim_tuple(dims, "as_labeled") + tuple(d for d in found if d.name not in {g.name for g in as_dim_tuple(dims, "as_labeled")})
+    order = found
+    if dims is not None:  # the given dims first, in their order, then the array's others
+        given = as_dim_tuple(dims, "as_labeled")
+        order = given + tuple(d for d in found if d not in given)
     data = value.transpose(*[d.name for d in order]).values
     return constant(data, dims=order, dtype=dtype, name=name if name is not None else value.name if isinstance(value.name, str) else None)
 
