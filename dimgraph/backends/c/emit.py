@@ -220,8 +220,15 @@ def _elemwise(op, node):
 
     still = {j: [a for a, s in enumerate(i.type.shape) if s == 1] for j, i in enumerate(node.inputs)}
 
+    # NOTE: a run-time size check is needed only on axes where two inputs may differ at run time.
+    checked = any(
+        sum(i.type.shape[ax] != 1 for i in node.inputs) > 1 and any(i.type.shape[ax] is None for i in node.inputs)
+        for ax in range(nd)
+    )
+
     def plan(ctx, ins):
-        check_broadcast(node, ins)
+        if checked:
+            check_broadcast(node, ins)
         shape = tuple(
             next((a.shape[ax] for j, a in enumerate(ins) if ax not in still[j]), 1) for ax in range(nd)
         )
