@@ -15,7 +15,7 @@ _LOADERS = {
     "c": "dimgraph.backends.c",
     "jax": "dimgraph.backends.jax",
 }
-DEFAULT_BACKEND = "python"
+DEFAULT_BACKEND = "numba"
 
 
 def register_backend(name: str, module: str):
