@@ -324,3 +324,23 @@ def test_every_reduction_over_every_dim_choice(backend, data):
     f = dg.function([x], outs, backend=backend)
     for out, exp, what in zip(f(da), expected, labels):
         assert_matches(out, exp, what)
+
+
+def test_creation_and_broadcast_ops_match_xarray(backend):
+    c = dg.Dim("c", coords=["u", "v"])
+    n = dg.Dim("n")
+    x = dg.labeled("x", dims=(n, c), dtype="float32")
+    da = xr.DataArray(np.arange(6, dtype="float32").reshape(3, 2), dims=("n", "c"), coords={"c": ["u", "v"]})
+    cases = {
+        "zeros_like": (dg.zeros_like(x), xr.zeros_like(da)),
+        "ones_like int": (dg.ones_like(x, dtype="int64"), xr.ones_like(da, dtype="int64")),
+        "full_like": (dg.full_like(x, 2.5), xr.full_like(da, 2.5)),
+        "arange": (dg.arange(c) + x, xr.DataArray(np.arange(2), dims="c", coords={"c": ["u", "v"]}) + da),
+        "expand_dims": (x.expand_dims(dg.Dim("k", size=2)), da.expand_dims({"k": 2})),
+        "broadcast": (dg.broadcast(x.sum("n"), x)[0], xr.broadcast(da.sum("n"), da)[0]),
+        "T": (x.T, da.T),
+        "rename dim": (x.rename(c="cc"), da.rename(c="cc")),
+    }
+    got = dg.function([x], [v for v, _ in cases.values()], backend=backend)(da)
+    for (name, (_, expected)), out in zip(cases.items(), got):
+        assert_matches(out, expected, name)
