@@ -8,16 +8,24 @@ keyed by Op type (`dispatch.jax_impl`), and wraps it once in `jax.jit`:
   under `jax.enable_x64(True)`, which is local to the calling thread and leaves
   the global JAX config untouched (`compiler.py`);
 - shapes are static Python ints while tracing; a new input shape retraces;
-- the run-time checks other backends make (unknown-size axes that would
-  broadcast, positions out of range, `Assert`, negative integer powers) come
-  back from the jitted call as flags and raise before any output is returned;
+- the run-time checks other backends make raise the same errors: shape checks
+  (unknown-size axes that would broadcast, joins, products) while tracing, as
+  shapes are concrete then; data checks (positions out of range, `Assert`,
+  negative integer powers) come back from the jitted call as flags and raise
+  before any output is returned or state updated;
+- known difference: XLA on CPU flushes subnormal floats to zero (inputs and
+  results, jax-ml/jax#16200); `set` at repeated positions keeps an unspecified one;
 - `output="jax"` returns JAX device arrays instead of NumPy arrays (for
-  chaining into JAX code without a transfer);
-- `f.jax_fn` is the pure JAX function (for `jax.grad`, `jax.vmap`, your own
-  `jit`): positional arrays in, JAX arrays out, data checks skipped (JAX's
-  semantics apply, e.g. out-of-range positions clamp). JAX turns float64 data
-  given to `jax.grad`/`jax.vmap` into float32 unless x64 is on: to keep 64-bit
-  precision in your own transforms, run them inside `with jax.enable_x64(True):`;
+  chaining into JAX code without a transfer); `f(..., trust_input=True)` hands
+  device arrays to the jitted call as they are (the input checks convert to NumPy);
+- sizes, slice bounds and masks computed from small inputs are compiled in
+  (one compile per distinct value); from large inputs, NotImplementedError;
+- `f.jax_fn` is the pure JAX function, not jitted (for `jax.grad`, `jax.vmap`,
+  your own `jax.jit`): positional arrays in, JAX arrays out, data checks
+  skipped (JAX's semantics apply, e.g. out-of-range positions clamp). JAX
+  turns float64 data given to `jax.grad`/`jax.vmap` into float32 unless x64 is
+  on: to keep 64-bit precision in your own transforms, run them inside
+  `with jax.enable_x64(True):`;
 - `shard={dim or input: mesh axis}` and `mesh=` place inputs over devices with
   `jax.sharding.NamedSharding` (`sharding.py`).
 

@@ -244,8 +244,8 @@ def scalar_fn(op, in_dtypes):
     """`f(*arrays) -> tuple of arrays` for `op` (a ScalarOp, Cast or Composite) on inputs of `in_dtypes`.
 
     >>> import numpy as np
-    >>> f = scalar_fn(ScalarOp("floor_div"), ("int64", "int64"))
-    >>> [int(v) for v in f(np.array([7, 7]), np.array([2, 0]))[0]]
+    >>> f = scalar_fn(ScalarOp("floor_div"), ("int32", "int32"))
+    >>> [int(v) for v in f(np.array([7, 7], np.int32), np.array([2, 0], np.int32))[0]]
     [3, 0]
     """
     in_dtypes = tuple(np.dtype(d).name for d in in_dtypes)
