@@ -18,7 +18,7 @@ keyed by Op type (`dispatch.jax_impl`), and wraps it once in `jax.jit`:
 - `output="jax"` returns JAX device arrays instead of NumPy arrays (for
   chaining into JAX code without a transfer); `f(..., trust_input=True)` hands
   device arrays to the jitted call as they are (the input checks convert to NumPy);
-  64-bit device arrays stay 64-bit in your JAX code only under x64 (as above);
+  64-bit device arrays stay 64-bit in your JAX code only under x64 (see `f.jax_fn`);
 - sizes, slice bounds and masks computed from small inputs are compiled in
   (one compile per distinct value); from large inputs, NotImplementedError;
 - `f.jax_fn` is the pure JAX function, not jitted (for `jax.grad`, `jax.vmap`,
