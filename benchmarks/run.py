@@ -258,9 +258,9 @@ def workload2(quick):
         rows.append(("hand jax", median_time(lambda: jax.block_until_ready(fj(aj, bj)), 9), "jax.jit"))
     rows.append(("pytensor", None, _pytensor_note()))
     table(f"2. fused broadcast + reduce (x={nx}, y={ny}), per call", rows)
-    peak = _peak_extra_memory(nx, ny)
-    print(f"\npeak memory above baseline during one dimgraph numba call: {peak / 1e6:.2f} MB "
-          f"(an x*y float64 temporary would be {nx * ny * 8 / 1e6:.1f} MB)")
+    ours, eager = _peak_extra_memory(nx, ny)
+    print(f"\npeak RSS growth during one call (fresh process, /proc VmHWM): dimgraph numba {ours / 1e6:.2f} MB, "
+          f"numpy eager {eager / 1e6:.1f} MB (one x*y float64 temporary is {nx * ny * 8 / 1e6:.1f} MB)")
     del numba_fn
     return rows
 
@@ -278,17 +278,21 @@ def _peak_extra_memory(nx, ny):
             for line in open("/proc/self/status"):
                 if line.startswith(key):
                     return int(line.split()[1]) * 1024
-        open("/proc/self/clear_refs", "w").write("5")
-        base = status("VmRSS")
-        f(av, bv)
-        print(json.dumps(status("VmHWM") - base))
+        def peak(fn):
+            open("/proc/self/clear_refs", "w").write("5")
+            base = status("VmRSS")
+            fn()
+            return status("VmHWM") - base
+        ours = peak(lambda: f(av, bv))
+        eager = peak(lambda: (np.exp(av[:, None] + bv[None, :]) * np.log1p(bv * bv)[None, :]).sum(1))
+        print(json.dumps([ours, eager]))
         """
     )
     try:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
         return json.loads(out.stdout.strip().splitlines()[-1])
     except Exception:  # noqa: BLE001 - best effort, Linux only
-        return 0
+        return 0, 0
 
 
 # --------------------------------------------------------------------------------------------

@@ -138,6 +138,16 @@ if _sub is not None:
         if axis is None:
             return _objmode_kernel(op, node)
         dtype = np_type(node.outputs[0].type.dtype)
+        if node.inputs[0].type.ndim == 1:  # a plain gather: one loop
+            return f"""def kernel(x, idx):
+    n = x.shape[0]
+    out = np.empty(idx.shape, dtype={dtype})
+    ii = rt_views.reshape(idx, (-1,))
+    oo = out.reshape((-1,))
+    for b in range(ii.shape[0]):
+        oo[b] = x[rt_views.check_index(ii[b], n, 0)]
+    return out
+"""
         return f"""def kernel(x, idx):
     n = x.shape[{axis}]
     pre = 1
@@ -165,6 +175,19 @@ if _sub is not None:
         if axis is None:
             return _objmode_kernel(op, node)
         update = "o3[a, k, c] += v3[a, b, c]" if op.mode == "inc" else "o3[a, k, c] = v3[a, b, c]"
+        v_type, i_type = node.inputs[1].type, node.inputs[2].type
+        if node.inputs[0].type.ndim == 1 and i_type.ndim == 1 and v_type.ndim == 1 and v_type.shape[0] != 1:
+            # a plain scatter of a full-length value: one loop, no broadcast copy
+            sym = "+=" if op.mode == "inc" else "="
+            return f"""def kernel(x, v, idx):
+    n = x.shape[0]
+    if v.shape[0] != idx.shape[0]:
+        raise ShapeError('{type(op).__name__}: the value and the index array differ in length')
+    out = x.copy()
+    for b in range(idx.shape[0]):
+        out[rt_views.check_index(idx[b], n, 0)] {sym} v[b]
+    return out
+"""
         return f"""def kernel(x, v, idx):
     n = x.shape[{axis}]
     pre = 1
