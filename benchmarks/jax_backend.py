@@ -6,7 +6,8 @@
 For each workload: `dg.function(..., backend="jax")` (first call = rewrite +
 trace + XLA compile, then the median per call with NumPy in/out and with
 `output="jax"`), next to hand-written `jax.jit` of the same math on device
-arrays. Kept apart from `benchmarks/run.py` (owned by the suite) so the two can
+arrays, and, measured in the same process for comparison, the numba backend
+and a hand-written `numba.njit` loop. Kept apart from `benchmarks/run.py` (owned by the suite) so the two can
 change independently; the graphs are the same as there.
 """
 
@@ -96,6 +97,9 @@ def workload1(quick, jax):
         hand_compile = time.perf_counter() - t0
         hand = median_time(lambda: jax.block_until_ready(vg(params, xj, yj, gj)), 7)
     rows.append(("hand jax", hand, f"jax.jit(value_and_grad) on device arrays; first call {hand_compile:.2f} s"))
+    fn, compile_n = first_call(lambda: dg.function(inputs, outputs, backend="numba"), args)
+    rows.append(("dimgraph numba", median_time(lambda: fn(*args), 7), f"first call {compile_n:.2f} s"))
+    rows.append(("hand numba", *_hand_numba_1(args)))
     return f"1. hierarchical logp + gradient (obs={n_obs}, group={n_group}), per call", rows
 
 
@@ -119,7 +123,56 @@ def workload2(quick, jax):
         hand_compile = time.perf_counter() - t0
         hand = median_time(lambda: jax.block_until_ready(fj(aj, bj)), 9)
     rows.append(("hand jax", hand, f"jax.jit on device arrays; first call {hand_compile:.2f} s"))
+    fn, compile_n = first_call(lambda: dg.function([a, b], out, backend="numba"), (av, bv))
+    rows.append(("dimgraph numba", median_time(lambda: fn(av, bv), 9), f"first call {compile_n:.2f} s"))
+    rows.append(("hand numba", *_hand_numba_2(av, bv)))
     return f"2. fused broadcast + reduce (x={nx}, y={ny}), per call", rows
+
+
+def _hand_numba_1(args):
+    import numba
+
+    @numba.njit
+    def hand(mu, beta, ls, x, y, g):
+        s = math.exp(ls)
+        inv = 1.0 / s
+        lp, db, ss = 0.0, 0.0, 0.0
+        dmu = np.zeros(mu.shape[0])
+        for i in range(x.shape[0]):
+            rr = (y[i] - (mu[g[i]] + beta * x[i])) * inv
+            w = rr * inv
+            lp += rr * rr
+            ss += rr * rr
+            dmu[g[i]] += w
+            db += w * x[i]
+        n = x.shape[0]
+        return -0.5 * lp - n * (ls + 0.9189385332046727), dmu, db, ss - n
+
+    args = tuple(a.item() if np.ndim(a) == 0 else a for a in args)  # scalars as Python floats
+    t0 = time.perf_counter()
+    hand(*args)
+    return median_time(lambda: hand(*args), 7), f"one fused loop; first call {time.perf_counter() - t0:.2f} s"
+
+
+def _hand_numba_2(av, bv):
+    import numba
+
+    @numba.njit
+    def hand(a, b):
+        lb = np.empty(b.shape[0])
+        for j in range(b.shape[0]):
+            lb[j] = math.log1p(b[j] * b[j])
+        out = np.empty(a.shape[0])
+        for i in range(a.shape[0]):
+            acc = 0.0
+            for j in range(b.shape[0]):
+                acc += math.exp(a[i] + b[j]) * lb[j]
+            out[i] = acc
+        return out
+
+    t0 = time.perf_counter()
+    hand(av, bv)
+    return median_time(lambda: hand(av, bv), 9), f"log1p hoisted; first call {time.perf_counter() - t0:.2f} s"
 
 
 def main(argv=None):
