@@ -42,6 +42,15 @@ SCRIPT = textwrap.dedent(
         report[f"placed_{rows}"] = list(sharded._run.placement.sharding_for(0, xv.shape).spec)
         report[f"out_devices_{rows}"] = len(on_device(xv, wv)[0].sharding.device_set)
 
+    # a 2 x 2 mesh given by the user, both axes of x sharded
+    mesh = jax.make_mesh((2, 2), ("rows", "cols"))
+    x2 = dg.tensor("x2", shape=(None, 4))
+    out2 = [dg.exp(x2).sum(axis=1), (x2 @ dg.core.transpose(x2)).sum()]
+    xv = rng.normal(size=(6, 4))
+    a = dg.function([x2], out2, backend="jax")(xv)
+    b = dg.function([x2], out2, backend="jax", shard={x2: ("rows", "cols")}, mesh=mesh)(xv)
+    report["mesh_2x2"] = all(np.allclose(p, q, rtol=1e-13) for p, q in zip(a, b))
+
     # labeled: the dim obs over "data", wherever it appears
     obs, k = dg.Dim("obs"), dg.Dim("k", size=2)
     y = dg.labeled("y", dims=(obs,))
@@ -71,6 +80,7 @@ def test_sharded_equals_unsharded_on_four_cpu_devices():
     assert report["placed_8"] == ["data", None]
     assert report["placed_6"] == [None, None]
     assert report["out_devices_8"] == 4
+    assert report["mesh_2x2"]
     assert report["labeled"]
     assert report["labeled_dims"] == ["k"]
     assert report["labeled_specs"] == {"0": "('data',)", "1": "(None, 'data')"}

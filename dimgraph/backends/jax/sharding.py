@@ -10,7 +10,7 @@ Each sharded input is put on the mesh with `jax.sharding.NamedSharding` before
 the jitted call; GSPMD propagates the layout through the graph, so results equal
 the unsharded ones (outputs come back gathered, or sharded with output="jax").
 `mesh` defaults to a one-axis mesh over all devices named by the one mesh axis
-used. An axis whose length does not divide evenly over its mesh axes is placed
+used; its axes are used as `AxisType.Auto` (GSPMD propagation). An axis whose length does not divide evenly over its mesh axes is placed
 replicated on that call (uneven sharding is not supported by `device_put`).
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 from dimgraph.core.graph import Variable
 from dimgraph.errors import DimError
@@ -50,6 +50,10 @@ class Placement:
             mesh = jax.make_mesh((len(jax.devices()),), tuple(used))
         if not isinstance(mesh, Mesh):
             raise TypeError(f"mesh= must be a jax.sharding.Mesh, got {type(mesh).__name__}")
+        # Auto axes: XLA propagates the layout through every op. (Explicit axes, make_mesh's default,
+        # type each array's sharding and make ops like a contraction over a sharded axis ask for an
+        # out_sharding the graph cannot give.)
+        mesh = Mesh(mesh.devices, mesh.axis_names, axis_types=(AxisType.Auto,) * len(mesh.axis_names))
         unknown = [n for n in used if n not in mesh.axis_names]
         if unknown:
             raise ValueError(f"shard= names mesh axes {unknown} that the mesh does not have; it has {list(mesh.axis_names)}")
