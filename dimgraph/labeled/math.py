@@ -142,6 +142,8 @@ def reduce(kind, x, dim=None, ddof=0):
     """Reduction `kind` of `x` over `dim` (a Dim, a name, a list of them; None: all dims)."""
     x = as_operand(x, kind)
     dims = resolve_dims(x.type.dims, dim, kind, x.name or "the variable")
+    if dim is not None and not dims and kind in ("sum", "prod", "mean", "max", "min"):
+        return x  # xarray: an explicit empty list of dims reduces nothing and keeps the dtype
     if kind in ("argmax", "argmin") and dim is None and len(dims) != 1:
         from dimgraph.errors import DimError
 
