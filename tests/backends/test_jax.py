@@ -280,3 +280,15 @@ def test_fused_graphs_match_python_backend(case):
             np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol, equal_nan=True)
         else:
             np.testing.assert_array_equal(g, w)
+
+
+def test_set_at_repeated_positions_keeps_the_last_value():
+    x = dg.tensor("x", shape=(None, 2))
+    i = dg.tensor("i", shape=(None,), dtype="int64")
+    v = dg.tensor("v", shape=(None, 2))
+    outs = [dg.core.set_subtensor(x[i], v), dg.core.set_subtensor(x[i, 1], v[:, 0]), dg.core.inc_subtensor(x[i], v)]
+    f = dg.function([x, i, v], outs, backend="jax")
+    g = dg.function([x, i, v], outs, backend="python")
+    args = (np.zeros((3, 2)), np.array([0, 2, -3, 0, 2]), np.arange(10.0).reshape(5, 2))
+    for got, want in zip(f(*args), g(*args)):
+        np.testing.assert_array_equal(got, want)

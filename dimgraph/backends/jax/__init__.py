@@ -14,7 +14,7 @@ keyed by Op type (`dispatch.jax_impl`), and wraps it once in `jax.jit`:
   negative integer powers) come back from the jitted call as flags and raise
   before any output is returned or state updated;
 - known difference: XLA on CPU flushes subnormal floats to zero (inputs and
-  results, jax-ml/jax#16200); `set` at repeated positions keeps an unspecified one;
+  results, jax-ml/jax#16200);
 - `output="jax"` returns JAX device arrays instead of NumPy arrays (for
   chaining into JAX code without a transfer); `f(..., trust_input=True)` hands
   device arrays to the jitted call as they are (the input checks convert to NumPy);

@@ -5,8 +5,8 @@ The index is rebuilt while tracing from the op's static description
 Python ints; a position computed from data stays a traced scalar (JAX gathers
 with it) and gets a run-time bounds check. Slice bounds and boolean masks
 computed from data would give data-dependent shapes: NotImplementedError.
-`inc` accumulates repeated positions (scatter-add, as `np.add.at`); with `set`
-and repeated positions, which value lands is unspecified in JAX (NumPy: the last).
+`inc` accumulates repeated positions (scatter-add, as `np.add.at`); `set` at
+repeated positions keeps the last value, as NumPy (JAX alone leaves it unspecified).
 """
 
 from __future__ import annotations
@@ -88,6 +88,24 @@ def _update(x, key, v, mode):
     if x.dtype == np.bool_:  # NumPy: True + True stays True (logical or)
         return jnp.asarray(x).astype(np.int8).at[key].add(jnp.asarray(v).astype(np.int8)) != 0
     return ref.add(v)
+
+
+def _set_last_wins(x, key, v):
+    """`x` with `x[key] = v` where, at repeated positions, the last value lands (NumPy's order).
+
+    A scatter-max of each update's order number finds the last one per position;
+    the others are sent out of range and dropped.
+    """
+    x = jnp.asarray(x)
+    n = x.size
+    itype = np.int32 if n < 2**31 - 1 else np.int64
+    selection = jnp.arange(n, dtype=itype).reshape(x.shape)[key]
+    pos = selection.reshape(-1)
+    vals = jnp.broadcast_to(jnp.asarray(v, x.dtype), selection.shape).reshape(-1)
+    order = jnp.arange(pos.size, dtype=itype)
+    last = jnp.full((n,), -1, itype).at[pos].max(order)
+    wins = last[pos] == order
+    return x.reshape(-1).at[jnp.where(wins, pos, n)].set(vals, mode="drop").reshape(x.shape)
 
 
 @jax_impl.register(Subtensor)
@@ -198,6 +216,8 @@ def _advanced_inc_subtensor(op, node):
         x, v, *idx = inputs
         key = _advanced_key(op, node, x.shape, idx, node.inputs[2:])
         _check_value_runtime(op, node.inputs[1].type, _Shaped(np.shape(v)), _Shaped(_selection_shape(x.shape, key)))
+        if op.mode == "set":
+            return [_set_last_wins(x, key, v)]
         return [_update(x, key, v, op.mode)]
 
     return advanced_inc_subtensor
