@@ -292,3 +292,16 @@ def test_set_at_repeated_positions_keeps_the_last_value():
     args = (np.zeros((3, 2)), np.array([0, 2, -3, 0, 2]), np.arange(10.0).reshape(5, 2))
     for got, want in zip(f(*args), g(*args)):
         np.testing.assert_array_equal(got, want)
+
+
+def test_float_to_int_casts_of_special_values_match_numpy():
+    """NaN, inf and out-of-range floats cast as NumPy does on x86-64 (XLA alone saturates)."""
+    x = dg.tensor("x", shape=(None,))
+    targets = ["int8", "uint8", "int16", "uint16", "int32", "int64", "bool", "float32", "float16"]
+    outs = [dg.core.cast(x, t) for t in targets]
+    v = np.array([np.nan, np.inf, -np.inf, 3e10, -3e10, 200.0, -200.0, 300.0, -1.0, 2.0**63, 1e19, -0.5, 70000.0, 2.0**31])
+    with np.errstate(all="ignore"):
+        want = dg.function([x], outs, backend="python")(v)
+    for t, got, w in zip(targets, dg.function([x], outs, backend="jax")(v), want):
+        assert got.dtype == w.dtype, t
+        np.testing.assert_array_equal(got, w, err_msg=t)
