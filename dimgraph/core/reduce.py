@@ -199,10 +199,12 @@ def logsumexp(x, axis=None, keepdims=False):
     from dimgraph.core.math import as_float, exp, isfinite, log, where
 
     x = as_float(x)
+    axes = normalize_axis(axis, x.type.ndim)
+    if builtins.any(x.type.shape[a] == 0 for a in axes):
+        return log(sum(exp(x), axis, keepdims))  # nothing to overflow: -inf, and max has no value here
     m = max(x, axis, keepdims=True)
     shift = where(isfinite(m), m, 0)
     out = log(sum(exp(x - shift), axis, keepdims=True)) + shift
-    axes = normalize_axis(axis, x.type.ndim)
     if keepdims:
         return out
     keep = tuple(a for a in range(x.type.ndim) if a not in axes)

@@ -137,3 +137,13 @@ def test_logsumexp_is_stable_and_handles_inf(backend):
     np.testing.assert_allclose(f(np.array([1000.0, 1000.0])), 1000.0 + np.log(2.0))
     assert f(np.array([-np.inf, -np.inf])) == -np.inf
     assert f(np.array([np.inf, 1.0])) == np.inf
+
+
+@pytest.mark.parametrize("shape, axis", [((0, 3), 0), ((3, 0), 1), ((0,), None), ((2, 0), 0), ((0, 2), (0, 1))])
+def test_logsumexp_over_a_statically_empty_axis(backend, shape, axis):
+    """Sum of no terms: -inf, with no max shift (max has no value there)."""
+    x = dg.tensor("x", shape=shape)
+    f = dg.function([x], dg.logsumexp(x, axis=axis), backend=backend)
+    with np.errstate(divide="ignore"):
+        expected = np.log(np.sum(np.exp(np.zeros(shape)), axis=axis))
+    np.testing.assert_array_equal(f(np.zeros(shape)), expected)
