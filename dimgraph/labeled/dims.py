@@ -102,6 +102,27 @@ class Dim:
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
+# Derived dims of unknown size -> (the dim they come from, how their labels follow from its labels).
+_DERIVATIONS: dict = {}
+
+
+def derived_dim(source: Dim, origin: str, labels_from) -> Dim:
+    """A dim made from `source` at build time whose size is known only at run time.
+
+    `labels_from(index)` maps the labels a DataArray input supplies for `source`
+    to the labels of the new dim (e.g. `index[n:]` for `diff`), so outputs carry
+    xarray's coords even when the Dim itself has none.
+    """
+    dim = Dim(source.name, origin=origin)
+    _DERIVATIONS.setdefault(dim, (source, labels_from))
+    return dim
+
+
+def derivation_of(dim: Dim):
+    """`(source dim, labels_from)` for a dim made by `derived_dim`, else None."""
+    return _DERIVATIONS.get(dim)
+
+
 @dataclass(frozen=True)
 class ProductDim(Dim):
     """A dim whose positions are the product of component dims (row-major), as `stack` makes.

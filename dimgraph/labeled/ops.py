@@ -17,7 +17,7 @@ from dimgraph.core.graph import Apply, Op
 from dimgraph.core.scalar import ScalarOp
 from dimgraph.core.type import TensorType
 from dimgraph.errors import DimError
-from dimgraph.labeled.dims import Dim, as_dim_tuple, clash, fmt_dims, unify_dims
+from dimgraph.labeled.dims import Dim, as_dim_tuple, clash, derived_dim, fmt_dims, unify_dims
 from dimgraph.labeled.type import LabeledType
 
 
@@ -146,7 +146,7 @@ def diff_dim(dim: Dim, n: int) -> Dim:
         return Dim(dim.name, coords=dim.coords[n:])
     if dim.size is not None:
         return Dim(dim.name, size=max(dim.size - n, 0))
-    return Dim(dim.name, origin=f"diff({dim.origin or dim.name}, n={n})")
+    return derived_dim(dim, f"diff({dim.origin or dim.name}, n={n})", lambda index: index[n:])
 
 
 @dataclass(frozen=True)

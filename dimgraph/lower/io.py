@@ -15,7 +15,7 @@ import numpy as np
 from dimgraph.compile.io import cast_exact
 from dimgraph.errors import InputError
 from dimgraph.labeled.basic import is_dataarray
-from dimgraph.labeled.dims import ProductDim, fmt_dims
+from dimgraph.labeled.dims import ProductDim, derivation_of, fmt_dims
 from dimgraph.labeled.ops import is_labeled
 
 
@@ -81,12 +81,21 @@ class LabeledOutput:
     def __init__(self, var, inputs):
         self.dims = var.type.dims
         self.name = var.name
-        # For each dim without coords: the positions of the labeled inputs that carry it.
-        self.sources = {
-            d.name: [k for k, v in enumerate(inputs) if is_labeled(v) and d in v.type.dims]
-            for d in self.dims
-            if d.coords is None
-        }
+        # For each dim without coords: (positions of the labeled inputs that carry it or the dim it
+        # was derived from, the label maps from that dim's labels to this dim's, innermost first).
+        self.sources = {}
+        for d in self.dims:
+            if d.coords is not None:
+                continue
+            source, maps = d, []
+            while True:
+                carriers = [k for k, v in enumerate(inputs) if is_labeled(v) and source in v.type.dims]
+                derivation = derivation_of(source)
+                if carriers or derivation is None:
+                    break
+                source, labels_from = derivation
+                maps.append(labels_from)
+            self.sources[d.name] = (carriers, maps[::-1])
         # NOTE: building a DataArray with indexes costs ~0.5 ms; a shallow copy of a template made
         # once per shape costs ~0.07 ms, so calls whose coords are all static reuse one.
         self._templates = {}
@@ -96,9 +105,12 @@ class LabeledOutput:
 
         found = {}
         for axis, d in enumerate(self.dims):
-            for k in self.sources.get(d.name, ()):
+            carriers, maps = self.sources.get(d.name, ((), ()))
+            for k in carriers:
                 raw = inputs[k]
                 index = raw.indexes.get(d.name) if is_dataarray(raw) else None
+                for labels_from in maps:
+                    index = None if index is None else labels_from(index)
                 if index is not None and len(index) == value.shape[axis]:
                     found[d.name] = index
                     break

@@ -46,6 +46,17 @@ def test_coords_of_unknown_dims_come_from_the_input_dataarray(backend):
     assert "obs" not in f(np.zeros(2)).indexes
 
 
+@pytest.mark.parametrize("n", [1, 2])
+def test_derived_dims_take_their_coords_from_the_input_dataarray(backend, n):
+    """`diff` of a dim without static coords keeps xarray's upper labels of the input's coords."""
+    x = dg.labeled("x", dims=(obs, age))
+    f = dg.function([x], x.diff("obs", n=n).cumsum("obs"), backend=backend)
+    data = xr.DataArray(np.arange(20.0) ** 2, dims="obs", coords={"obs": list("abcdefghijklmnopqrst")})
+    data = data.expand_dims(age=4, axis=1).copy()
+    xr.testing.assert_identical(f(data), data.diff("obs", n=n).cumsum("obs").rename(None))
+    assert "obs" not in f(data.values).indexes
+
+
 def test_unknown_dim_mismatch_between_inputs_is_input_error(effect_fn):
     a = dg.labeled("a", dims=(obs,))
     b = dg.labeled("b", dims=(obs, age))
