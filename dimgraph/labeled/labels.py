@@ -1,0 +1,138 @@
+"""Label lookup: the one place where `sel` keys (labels) become integer positions.
+
+Coordinates are static facts of Dims, so every label is resolved here, when the
+graph is built; the compiled kernel only ever sees positions. `positions(dim,
+key)` is the single entry point (`sel`, `.loc` and labeled label indexers all
+come through it); a ProductDim's tuple and level labels extend it here.
+
+Rules (pandas/xarray): a scalar label gives one position (the dim is dropped);
+a list or array of labels gives positions of the same shape; a slice of labels
+is inclusive at both ends and works on sorted and unsorted coords as
+`pandas.Index.slice_indexer` does. A Dim without coords has the labels 0..n-1;
+a slice on it is positional (stop excluded), as xarray's `sel` on a dim
+without an index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dimgraph.labeled.dims import Dim
+
+
+class LabelNotFound(KeyError, IndexError):
+    """A label (or a position used as a label) that the dim does not have.
+
+    A `KeyError` as pandas raises for labels; also an `IndexError`, which is
+    what xarray raises for a position outside a dim without coords.
+    """
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""
+
+
+def _shown(labels, limit=5):
+    labels = list(labels)
+    more = f", ... ({len(labels)} in all)" if len(labels) > limit else ""
+    return "[" + ", ".join(map(repr, labels[:limit])) + more + "]"
+
+
+def _is_scalar_label(key, dim) -> bool:
+    if isinstance(key, tuple):
+        return isinstance(getattr(dim, "coords", None), pd.MultiIndex)
+    return np.ndim(key) == 0 and not isinstance(key, (list, slice))
+
+
+def _as_label_array(key) -> np.ndarray:
+    arr = np.asarray(key)
+    if arr.dtype.kind == "f" and arr.size == 0:
+        arr = arr.astype(np.int64)
+    return arr
+
+
+def _item(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def positions(dim: Dim, key):
+    """The positions along `dim` of the labels in `key`: an int, a slice, or an int64 array of key's shape.
+
+    Missing labels raise `LabelNotFound` (a KeyError) naming the dim and every
+    label not found.
+
+    >>> import dimgraph as dg
+    >>> from dimgraph.labeled.labels import positions
+    >>> country = dg.Dim("country", coords=["USA", "Italy", "Chile"])
+    >>> positions(country, "Chile"), positions(country, ["Chile", "USA"]).tolist()
+    (2, [2, 0])
+    >>> positions(country, slice("Italy", "Chile"))
+    slice(1, 3, None)
+    >>> positions(dg.Dim("age", size=5), 2)
+    2
+    """
+    if isinstance(key, slice):
+        return _slice_positions(dim, key)
+    if dim.coords is None and dim.size is None:
+        return _unsized_positions(dim, key)
+    index = dim.labels
+    if _is_scalar_label(key, dim):
+        key = _item(key)
+        try:
+            loc = index.get_loc(key)
+        except (KeyError, TypeError, pd.errors.InvalidIndexError):
+            loc = None
+        if not isinstance(loc, (int, np.integer)):
+            raise LabelNotFound(f"sel: dim {dim.name!r} has no label {key!r}{_labels_hint(dim)}")
+        return int(loc)
+    arr = _as_label_array(key)
+    if arr.size == 0:
+        return np.zeros(arr.shape, dtype=np.int64)
+    flat = arr.reshape(-1)
+    try:
+        found = index.get_indexer(flat)
+    except (TypeError, ValueError):
+        found = np.array([index.get_loc(v) if v in index else -1 for v in flat.tolist()], dtype=np.int64)
+    missing = flat[found < 0]
+    if missing.size:
+        raise LabelNotFound(
+            f"sel: dim {dim.name!r} has no labels {_shown(list(dict.fromkeys(missing.tolist())))}{_labels_hint(dim)}"
+        )
+    return found.astype(np.int64).reshape(arr.shape)
+
+
+def _labels_hint(dim):
+    if dim.coords is None:
+        return f" (it has no coords, so its labels are the positions 0..{dim.size - 1})"
+    return f"; its labels are {_shown(dim.coords.tolist())}"
+
+
+def _slice_positions(dim: Dim, key: slice):
+    """A label slice as a positional slice: inclusive (pandas) with coords, positional without."""
+    if dim.coords is None:
+        for part in (key.start, key.stop, key.step):
+            if part is not None and not isinstance(part, (int, np.integer)):
+                raise LabelNotFound(
+                    f"sel: dim {dim.name!r} has no coords, so a slice on it takes positions; got {key!r}"
+                )
+        return slice(*[None if p is None else int(p) for p in (key.start, key.stop, key.step)])
+    try:
+        found = dim.coords.slice_indexer(_item(key.start), _item(key.stop), _item(key.step))
+    except KeyError as e:
+        raise LabelNotFound(f"sel: dim {dim.name!r}: cannot slice by {key!r}: {e.args[0] if e.args else e}") from None
+    except TypeError as e:
+        raise LabelNotFound(f"sel: dim {dim.name!r}: cannot slice its labels by {key!r} ({e})") from None
+    if not isinstance(found, slice):  # pandas gives an array for some unsorted cases
+        return np.asarray(found, dtype=np.int64)
+    return slice(*[None if p is None else int(p) for p in (found.start, found.stop, found.step)])
+
+
+def _unsized_positions(dim: Dim, key):
+    """Labels of a dim without coords or size are positions 0..n-1; only negatives can be refused now."""
+    arr = _as_label_array(key)
+    if arr.dtype.kind not in "iu" or (arr.size and arr.min() < 0):
+        bad = arr.reshape(-1)[:5].tolist() if arr.dtype.kind not in "iu" else arr[arr < 0].tolist()
+        raise LabelNotFound(
+            f"sel: dim {dim.name!r} has no coords, so its labels are the positions 0..n-1; {_shown(bad)} are not"
+        )
+    return int(arr) if arr.ndim == 0 else arr.astype(np.int64)
