@@ -46,7 +46,9 @@ def constant(value, dims=None, dtype=None, name=None):
     from dimgraph.labeled.variable import LabeledConstant
 
     arr = np.array(value, dtype=dtype)
-    if arr.dtype.kind in "OUSV":
+    if arr.dtype.kind in "OUS":  # labels: a build-time value that only `sel` reads (it never compiles)
+        arr = arr.astype(object)
+    elif arr.dtype.kind == "V":
         raise TypeError(f"constant {name!r}: arrays of dtype {arr.dtype} cannot be graph values")
     if dims is None:
         if arr.ndim:
