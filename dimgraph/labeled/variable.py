@@ -11,6 +11,7 @@ import html
 import numpy as np
 
 from dimgraph.core.graph import Constant, Variable
+from dimgraph.labeled import indexing as lindex
 from dimgraph.labeled import math as lmath
 from dimgraph.labeled import shape as lshape
 from dimgraph.labeled.dims import fmt_dims, unify_dims
@@ -181,6 +182,31 @@ class LabeledOperators:
 
     def broadcast_like(self, other):
         return lshape.broadcast_like(self, other)
+
+    # -- indexing (dimgraph.labeled.indexing) ------------------------------
+    def isel(self, indexers=None, **kwargs):
+        """Indexed by position along named dims, as `DataArray.isel` (see `dimgraph.labeled.indexing.isel`)."""
+        return lindex.isel(self, indexers, **kwargs)
+
+    def sel(self, indexers=None, **kwargs):
+        """Selected by label along named dims, as `DataArray.sel` (see `dimgraph.labeled.indexing.sel`)."""
+        return lindex.sel(self, indexers, **kwargs)
+
+    def __getitem__(self, key):
+        return lindex.getitem(self, key)
+
+    @property
+    def loc(self):
+        """`x.loc[...]`: `sel` by a dict or a tuple of labels in dim order."""
+        return lindex.LocIndexer(self)
+
+    def set(self, value):
+        """The whole variable this isel/sel result came from, with the selection replaced by `value`."""
+        return lindex.set_selection(self, value)
+
+    def inc(self, value):
+        """The whole variable this isel/sel result came from, with `value` added to the selection (`np.add.at`)."""
+        return lindex.inc_selection(self, value)
 
     # -- display -------------------------------------------------------------
     def _repr_html_(self):

@@ -1,0 +1,555 @@
+"""Labeled indexing: `isel`, `sel`, `x[...]`, `x.loc[...]` and the functional updates `.set`/`.inc`.
+
+Where it sits: users call these on labeled variables; they build one `Isel`
+node (or `IselUpdate` for `.set`/`.inc`), which `dimgraph.lower.indexing`
+lowers to the core `Subtensor`/`AdvancedSubtensor` ops. Every label is turned
+into positions here, when the graph is built (`labels.positions`), so `sel` is
+`isel` on static positions and the compiled kernel never sees a label.
+
+Semantics are xarray's:
+- an int drops the dim; a slice keeps it (a new Dim holding the selected
+  coords, or its size); a plain list/array of positions keeps the dim name
+  (outer indexing: each dim independently);
+- a labeled integer indexer indexes pointwise (vectorized indexing): the
+  result has the indexer's dims in place of the indexed dim; several
+  labeled indexers broadcast together by dim name;
+- a boolean mask on one dim keeps the positions where it is true; a symbolic
+  mask makes a dim whose size is known only at run time.
+
+The result dims are xarray's: for each dim of `x` in order, a sliced dim
+stays where it was, an indexed dim is replaced by its indexer's dims (each
+dim once, in order of first appearance). A dim of `x` kept by a slice that
+an indexer also carries is indexed pointwise with it (as xarray does).
+
+Known differences from xarray: outputs carry coords only on dims (xarray
+would also keep the indexed dim's coord as a non-dimension coordinate); a
+selection that repeats a label of a dim with coords is a DimError (a Dim's
+coords are unique), where a labeled indexer does the same selection fine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dimgraph.core.graph import Apply, Constant, Variable
+from dimgraph.core.type import TensorType
+from dimgraph.errors import DimError
+from dimgraph.labeled.dims import Dim, clash, derived_dim, fmt_dims, resolve_dims, unify_dims
+from dimgraph.labeled.labels import positions
+from dimgraph.labeled.ops import Arange, LabeledOp, is_labeled
+from dimgraph.labeled.type import LabeledType
+
+# ---------------------------------------------------------------------------
+# ops
+
+
+def _check_entries(what, entries, x, n_indexers):
+    if len(entries) != x.type.ndim:
+        raise DimError(f"{what}: {len(entries)} index entries for the {x.type.ndim} dims {fmt_dims(x.type.dims)}")
+    if sum(e[0] == "index" for e in entries) != n_indexers:
+        raise TypeError(f"{what}: the entries {entries} do not match the {n_indexers} indexers given")
+
+
+def selection_dims(what, entries, x_dims, indexers) -> tuple:
+    """The dims of `x[entries]`: xarray's order (sliced dims in place, indexed dims -> the indexers' dims)."""
+    for v in indexers:
+        if not is_labeled(v) or np.dtype(v.type.dtype).kind not in "iu":
+            raise TypeError(f"{what}: indexers must be labeled integer variables, got {v!r}")
+    unify_dims(what, indexers)  # indexers broadcast by dim name: one Dim per name
+    indexed_names = {d.name for v in indexers for d in v.type.dims}
+    out, where = {}, {}
+    it = iter(indexers)
+    for d, e in zip(x_dims, entries):
+        if e[0] == "int":
+            continue
+        if e[0] == "slice":
+            new = e[4]
+            if new.name in indexed_names:
+                raise DimError(f"{what}: the sliced dim {new.name!r} is also an indexer's dim; index it pointwise")
+            found = [new]
+            label = f"the slice of {d.name!r}"
+        elif e[0] == "index":
+            v = next(it)
+            found = list(v.type.dims)
+            label = f"the indexer of {d.name!r}"
+        else:
+            raise TypeError(f"{what}: invalid index entry {e!r}")
+        for nd in found:
+            prev = out.get(nd.name)
+            if prev is None:
+                out[nd.name], where[nd.name] = nd, label
+            elif prev != nd:
+                raise clash(what, nd.name, prev, where[nd.name], nd, label)
+    return tuple(out.values())
+
+
+def _entry_str(d, e):
+    if e[0] == "int":
+        return f"{d.name}={e[1]}"
+    if e[0] == "slice":
+        s = ":".join("" if p is None else str(p) for p in e[1:4])
+        return f"{d.name}={s[:-1] if s.endswith(':') else s}"
+    return f"{d.name}=<indexer>"
+
+
+@dataclass(frozen=True)
+class Isel(LabeledOp):
+    """`x` indexed by position: `entries` has one entry per dim of `x`, and the indexers are inputs.
+
+    An entry is `("int", k)` (drops the dim), `("slice", start, stop, step, new_dim)`
+    (keeps the dim as `new_dim`) or `("index",)` (the next input, a labeled integer
+    array, indexes that dim pointwise). `.set`/`.inc` of the result read this node.
+    """
+
+    entries: tuple
+
+    def make_node(self, x, *indexers):
+        if not is_labeled(x):
+            raise TypeError(f"isel: expected a labeled variable, got {x!r}")
+        _check_entries("isel", self.entries, x, len(indexers))
+        dims = selection_dims("isel", self.entries, x.type.dims, indexers)
+        return Apply(self, [x, *indexers], [LabeledType(x.type.dtype, dims)])
+
+    def __str__(self):
+        return "isel{" + ", ".join(f"{k}:{e[0]}" if e[0] == "index" else str(e[:4]) for k, e in enumerate(self.entries)) + "}"
+
+
+@dataclass(frozen=True)
+class IselUpdate(LabeledOp):
+    """The whole of `x` with the selection `Isel(entries)` set to (`mode="set"`) or incremented by `v`.
+
+    `v` has dims among the selection's (it is broadcast by name over the others);
+    `inc` accumulates at repeated positions, as `np.add.at`.
+    """
+
+    entries: tuple
+    mode: str = "set"
+
+    def make_node(self, x, v, *indexers):
+        if self.mode not in ("set", "inc"):
+            raise ValueError(f"IselUpdate: mode must be 'set' or 'inc', got {self.mode!r}")
+        if not is_labeled(x) or not is_labeled(v):
+            raise TypeError(f"{self.mode}: expected labeled variables, got {x!r} and {v!r}")
+        _check_entries(self.mode, self.entries, x, len(indexers))
+        sel = selection_dims(self.mode, self.entries, x.type.dims, indexers)
+        by_name = {d.name: d for d in sel}
+        for d in v.type.dims:
+            if d.name not in by_name:
+                raise DimError(
+                    f"{self.mode}: the value has dim {d.name!r}, which the selection {fmt_dims(sel)} lacks; "
+                    "a value is broadcast over the selection, never the other way"
+                )
+            if by_name[d.name] != d:
+                raise clash(self.mode, d.name, d, "the value", by_name[d.name], "the selection")
+        if v.type.dtype != x.type.dtype:
+            raise TypeError(f"{self.mode}: the value has dtype {v.type.dtype}, expected {x.type.dtype} (x's dtype)")
+        return Apply(self, [x, v, *indexers], [LabeledType(x.type.dtype, x.type.dims)])
+
+    def __str__(self):
+        return f"{self.mode}{{{', '.join(e[0] for e in self.entries)}}}"
+
+
+@dataclass(frozen=True)
+class MaskPositions(LabeledOp):
+    """The positions where a 1-d boolean mask is true (int64), on `dim` (whose size is known at run time)."""
+
+    dim: Dim
+
+    def make_node(self, mask):
+        if not is_labeled(mask) or mask.type.dtype != "bool" or mask.type.ndim != 1:
+            raise TypeError(f"mask positions: expected a 1-d labeled boolean mask, got {mask!r}")
+        return Apply(self, [mask], [LabeledType("int64", (self.dim,))])
+
+    def __str__(self):
+        return f"nonzero{{{self.dim.name}}}"
+
+
+# ---------------------------------------------------------------------------
+# building index entries
+
+
+def _var_label(x):
+    return repr(x.name) if x.name else "the variable"
+
+
+def _check_position(k, dim, what):
+    if dim.size is not None and not -dim.size <= k < dim.size:
+        raise IndexError(f"{what}: position {k} is out of range for dim {dim.name!r} of size {dim.size}")
+
+
+def _check_positions(arr, dim, what):
+    if dim.size is None or arr.size == 0:
+        return
+    bad = arr[(arr < -dim.size) | (arr >= dim.size)]
+    if bad.size:
+        shown = sorted(set(bad.tolist()))[:5]
+        raise IndexError(f"{what}: positions {shown} are out of range for dim {dim.name!r} of size {dim.size}")
+
+
+def _normal(p):
+    return None if p is None else int(p)
+
+
+def sliced_dim(dim: Dim, sl: slice) -> Dim:
+    """The dim `dim[sl]` leaves: the selected coords, the new size, or a derived dim of unknown size."""
+    start, stop, step = _normal(sl.start), _normal(sl.stop), _normal(sl.step)
+    if dim.size is not None:
+        if dim.coords is not None:
+            return Dim(dim.name, coords=dim.coords[start:stop:step])
+        return Dim(dim.name, size=len(range(dim.size)[start:stop:step]))
+    if start in (None, 0) and stop is None and step in (None, 1):
+        return dim
+    text = ":".join("" if p is None else str(p) for p in (start, stop, step)).rstrip(":")
+    return derived_dim(dim, f"isel({dim.origin or dim.name}, {text})", lambda index: index[start:stop:step])
+
+
+def selected_dim(dim: Dim, pos: np.ndarray, what) -> Dim:
+    """The dim an outer (1-d) selection of positions leaves: the selected coords, or the new size."""
+    if dim.coords is None:
+        return Dim(dim.name, size=len(pos))
+    coords = dim.coords[pos]
+    if coords.has_duplicates:
+        dups = coords[coords.duplicated()].unique().tolist()[:3]
+        raise DimError(
+            f"{what}: the selection repeats the labels {dups} of dim {dim.name!r}, and a Dim's coords are "
+            "unique; to repeat them, index with a labeled indexer on a new dim (vectorized indexing)"
+        )
+    return Dim(dim.name, coords=coords)
+
+
+def _outer(dim, pos, what):
+    """A plain 1-d array of positions as a labeled constant on the dim it leaves."""
+    from dimgraph.labeled.basic import constant
+
+    pos = np.asarray(pos, dtype=np.int64)
+    _check_positions(pos, dim, what)
+    if dim.size is not None:
+        pos = np.where(pos < 0, pos + dim.size, pos)
+    return constant(pos, dims=(selected_dim(dim, pos, what),))
+
+
+def _mask(dim, value, what):
+    """A boolean mask on `dim`: static ones become positions now, symbolic ones a run-time count."""
+    from dimgraph.labeled.basic import constant
+
+    if isinstance(value, Constant) or not isinstance(value, Variable):
+        arr = np.asarray(value.data if isinstance(value, Constant) else value)
+        if arr.ndim != 1 or (dim.size is not None and arr.shape[0] != dim.size):
+            raise IndexError(
+                f"{what}: a boolean mask on dim {dim.name!r} must be 1-d with {dim.size} entries, got shape {arr.shape}"
+            )
+        return _outer(dim, np.flatnonzero(arr), what)
+    if is_labeled(value):
+        if value.type.ndim != 1 or value.type.dims[0].name != dim.name:
+            raise IndexError(
+                f"{what}: a boolean indexer of dim {dim.name!r} must be on that dim alone, got dims {fmt_dims(value.type.dims)}"
+            )
+        if value.type.dims[0] != dim:
+            raise clash(what, dim.name, value.type.dims[0], "the mask", dim, "the variable")
+        mask = value
+    else:
+        from dimgraph.labeled.basic import from_positional
+
+        if value.type.ndim != 1:
+            raise IndexError(f"{what}: a boolean mask on dim {dim.name!r} must be 1-d, got {value!r}")
+        mask = from_positional(value, (dim,))
+    new = Dim(dim.name, origin=f"isel({dim.origin or dim.name}, mask {mask.name or hex(id(mask))})")
+    return MaskPositions(new)(mask)
+
+
+def _labeled_indexer(dim, value, what):
+    kind = np.dtype(value.type.dtype).kind
+    if kind == "b":
+        return _mask(dim, value, what)
+    if kind not in "iu":
+        raise IndexError(f"{what}: indexers of dim {dim.name!r} must be integers or booleans, got {value!r}")
+    if isinstance(value, Constant):
+        _check_positions(np.asarray(value.data), dim, what)
+    return value
+
+
+def _entry(dim, value, what):
+    """One index entry for `dim`: ("int", k), ("slice", ...), or ("index", labeled indexer)."""
+    from dimgraph.labeled.basic import as_labeled, from_positional, is_dataarray
+
+    if is_dataarray(value):
+        value = as_labeled(value)
+    if isinstance(value, slice):
+        for p in (value.start, value.stop, value.step):
+            if p is not None and (isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer))):
+                raise TypeError(f"{what}: slice bounds of dim {dim.name!r} must be ints or None, got {value!r}")
+        if value.step == 0:
+            raise ValueError(f"{what}: slice step cannot be zero (dim {dim.name!r})")
+        sl = slice(_normal(value.start), _normal(value.stop), _normal(value.step))
+        return ("slice", sl.start, sl.stop, sl.step, sliced_dim(dim, sl)), None
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what}: a boolean scalar is not an index (dim {dim.name!r}); use a boolean array")
+    if isinstance(value, (int, np.integer)):
+        _check_position(int(value), dim, what)
+        return ("int", int(value)), None
+    if is_labeled(value):
+        return ("index",), _labeled_indexer(dim, value, what)
+    if isinstance(value, Variable):  # positional
+        kind = np.dtype(value.type.dtype).kind
+        if kind == "b":
+            return ("index",), _mask(dim, value, what)
+        if value.type.ndim == 0 and kind in "iu":
+            if isinstance(value, Constant):
+                _check_position(int(value.data), dim, what)
+                return ("int", int(value.data)), None
+            return ("index",), from_positional(value, ())
+        raise TypeError(
+            f"{what}: a positional tensor {value!r} cannot index dim {dim.name!r}; give it dims with "
+            "dg.from_positional(t, dims) (vectorized indexing), or use a 0-d integer"
+        )
+    arr = np.asarray(value)
+    if arr.dtype.kind == "f" and arr.size == 0:
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind == "b":
+        return ("index",), _mask(dim, arr, what)
+    if arr.dtype.kind not in "iu":
+        raise IndexError(f"{what}: dim {dim.name!r} takes integer positions, got {value!r}")
+    if arr.ndim == 0:
+        _check_position(int(arr), dim, what)
+        return ("int", int(arr)), None
+    if arr.ndim > 1:
+        raise IndexError(
+            f"{what}: a plain array with {arr.ndim} axes cannot index dim {dim.name!r}; give it dims "
+            "with dg.constant(array, dims=...) (vectorized indexing)"
+        )
+    return ("index",), _outer(dim, arr, what)
+
+
+def _slice_as_indexer(dim, entry):
+    """The positions of a slice entry as a labeled integer indexer on the sliced dim."""
+    from dimgraph.labeled.basic import constant
+
+    new = entry[4]
+    if dim.size is not None:
+        return constant(np.arange(dim.size)[entry[1] : entry[2] : entry[3]], dims=(new,))
+    full = Arange(dim)()
+    if new == dim:
+        return full
+    return Isel((entry,))(full)
+
+
+def _key_dict(x, indexers, kwargs, what):
+    if indexers is not None and not isinstance(indexers, dict):
+        raise TypeError(f"{what}: give a dict {{dim: index}} or keyword arguments, got {indexers!r}")
+    given = dict(indexers or {})
+    for k, v in kwargs.items():
+        if k in given:
+            raise DimError(f"{what}: dim {k!r} is given twice")
+        given[k] = v
+    out = {}
+    for ref, value in given.items():
+        (d,) = resolve_dims(x.type.dims, ref, what, _var_label(x))
+        if d in out:
+            raise DimError(f"{what}: dim {d.name!r} is given twice")
+        out[d] = value
+    return out
+
+
+def _as_x(x, what):
+    from dimgraph.labeled.math import as_operand
+
+    return as_operand(x, what)
+
+
+def isel(x, indexers=None, **kwargs):
+    """`x` indexed by position along named dims (xarray's `isel`), keys a Dim or a name.
+
+    Ints drop the dim; slices and plain lists keep it (with the selected coords);
+    labeled integer indexers index pointwise, their dims replacing the indexed dim.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> group, obs = dg.Dim("group", coords=["a", "b", "c"]), dg.Dim("obs")
+    >>> mu = dg.labeled("mu", dims=(group,))
+    >>> group_idx = dg.labeled("group_idx", dims=(obs,), dtype="int64")
+    >>> y = mu.isel(group=group_idx)
+    >>> y.dims == (obs,)
+    True
+    >>> dg.function([mu, group_idx], y)(np.array([1.0, 2.0, 3.0]), np.array([2, 0, 2])).values.tolist()
+    [3.0, 1.0, 3.0]
+    >>> mu.isel(group=[2, 0]).dims
+    (Dim('group', coords=['c', 'a']),)
+    """
+    x = _as_x(x, "isel")
+    keys = _key_dict(x, indexers, kwargs, "isel")
+    entries, values = [], []
+    for d in x.type.dims:
+        if d in keys:
+            e, v = _entry(d, keys[d], "isel")
+        else:
+            e, v = ("slice", None, None, None, d), None
+        entries.append(e)
+        values.append(v)
+    indexed_names = {nd.name for v in values if v is not None for nd in v.type.dims}
+    for k, (d, e) in enumerate(zip(x.type.dims, entries)):
+        if e[0] == "slice" and e[4].name in indexed_names:
+            entries[k], values[k] = ("index",), _slice_as_indexer(d, e)
+    return Isel(tuple(entries))(x, *[v for v in values if v is not None])
+
+
+def _sel_value(dim, value, what):
+    """A `sel` key for `dim` as an `isel` key: labels -> positions (static), masks and positions pass."""
+    from dimgraph.labeled.basic import as_labeled, constant, is_dataarray
+
+    if is_dataarray(value):
+        value = as_labeled(value)
+    if is_labeled(value) or isinstance(value, Variable):
+        if np.dtype(value.type.dtype).kind == "b":
+            return value
+        if isinstance(value, Constant):
+            pos = positions(dim, np.asarray(value.data))
+            return constant(pos, dims=value.type.dims) if is_labeled(value) else int(pos) if np.ndim(pos) == 0 else pos
+        if dim.coords is None and np.dtype(value.type.dtype).kind in "iu":
+            return value  # the labels of a dim without coords are its positions
+        raise TypeError(
+            f"{what}: labels for dim {dim.name!r} must be known when the graph is built (constants); "
+            f"got the symbolic {value!r}; index by position with isel instead"
+        )
+    if not isinstance(value, slice):
+        arr = np.asarray(value)
+        if arr.dtype.kind == "b" and arr.ndim == 1:
+            return arr
+        if arr.ndim > 1:
+            raise IndexError(
+                f"{what}: a plain array with {arr.ndim} axes cannot select on dim {dim.name!r}; give it dims "
+                "with dg.constant(labels, dims=...) (vectorized selection)"
+            )
+    return positions(dim, value)
+
+
+def sel(x, indexers=None, **kwargs):
+    """`x` selected by label along named dims (xarray's `sel`); labels become positions at build time.
+
+    A label drops the dim; a list of labels or a slice of labels (inclusive)
+    keeps it with the selected coords; a labeled constant of labels selects
+    pointwise. A dim without coords has the labels 0..n-1. A missing label is
+    a KeyError naming the dim and the labels.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> country, obs = dg.Dim("country", coords=["USA", "Italy", "Chile"]), dg.Dim("obs")
+    >>> x = dg.constant(np.array([1.0, 2.0, 3.0]), dims=(country,))
+    >>> x.sel(country=["Chile", "USA"]).eval().values.tolist()
+    [3.0, 1.0]
+    >>> x.sel(country=slice("Italy", "Chile")).dims
+    (Dim('country', coords=['Italy', 'Chile']),)
+    >>> where = dg.constant(np.array(["USA", "USA", "Chile"]), dims=(obs,))
+    >>> x.sel(country=where).eval().values.tolist()
+    [1.0, 1.0, 3.0]
+    """
+    x = _as_x(x, "sel")
+    keys = _key_dict(x, indexers, kwargs, "sel")
+    return isel(x, {d: _sel_value(d, v, "sel") for d, v in keys.items()})
+
+
+def _positional_keys(x, key, what):
+    """A `[...]` key (one item or a tuple, Ellipsis allowed) as {dim: item} in dim order."""
+    if isinstance(key, dict):
+        return key
+    items = key if isinstance(key, tuple) else (key,)
+    if sum(k is Ellipsis for k in items) > 1:
+        raise IndexError(f"{what}: an index can only have a single ellipsis ('...')")
+    n = sum(k is not Ellipsis for k in items)
+    if n > x.type.ndim:
+        raise IndexError(f"{what}: too many indices: {x!r} has {x.type.ndim} dims {fmt_dims(x.type.dims)}, {n} were given")
+    if any(k is Ellipsis for k in items):
+        at = next(j for j, k in enumerate(items) if k is Ellipsis)
+        items = items[:at] + (slice(None),) * (x.type.ndim - n) + items[at + 1 :]
+    return {d: k for d, k in zip(x.type.dims, items) if not (isinstance(k, slice) and k == slice(None))}
+
+
+def getitem(x, key):
+    """`x[key]`: positional indexing in dim order (a dict key is `isel`), as `DataArray.__getitem__`.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> a, b = dg.Dim("a", size=3), dg.Dim("b", size=4)
+    >>> x = dg.constant(np.arange(12.0).reshape(3, 4), dims=(a, b))
+    >>> x[1, ::2].eval().values.tolist()
+    [4.0, 6.0]
+    >>> x[..., -1].dims
+    (Dim('a', size=3),)
+    """
+    x = _as_x(x, "getitem")
+    return isel(x, _positional_keys(x, key, "getitem"))
+
+
+class LocIndexer:
+    """`x.loc[...]`: `sel` with a dict, or with a tuple of keys in dim order."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, key):
+        return sel(self.x, _positional_keys(self.x, key, "loc"))
+
+    def __setitem__(self, key, value):
+        raise TypeError(
+            "labeled variables are immutable: x.loc[...] = v cannot assign; "
+            "use y = x.loc[...].set(v), which returns the updated whole"
+        )
+
+
+# ---------------------------------------------------------------------------
+# functional updates
+
+
+def update(sub, value, mode):
+    """The whole variable that `sub` (an isel/sel/[...]/loc result) was selected from, updated there."""
+    from dimgraph.labeled.math import astype, operands
+
+    owner = getattr(sub, "owner", None)
+    if owner is None or not isinstance(owner.op, Isel):
+        raise TypeError(
+            f"{mode}: {sub!r} is not the result of isel/sel/x[...]/x.loc[...]; "
+            f"call .{mode}(v) right on an indexing result, e.g. x.isel(a=0).{mode}(v)"
+        )
+    x, *indexers = owner.inputs
+    dtype = np.dtype(x.type.dtype)
+    (v,) = operands([value], mode) if not isinstance(value, (bool, int, float, complex)) else [None]
+    if v is None:
+        from dimgraph.labeled.basic import constant
+
+        v = constant(np.asarray(value, dtype=np.result_type(dtype, value)))
+    if v.type.dtype != dtype.name:
+        if not np.can_cast(v.type.dtype, dtype, "same_kind"):
+            raise TypeError(
+                f"{mode}: cannot cast the value of dtype {v.type.dtype} to {dtype.name} (the variable's dtype) "
+                "under the same_kind rule; cast it explicitly"
+            )
+        v = astype(v, dtype.name)
+    return IselUpdate(owner.op.entries, mode)(x, v, *indexers)
+
+
+def set_selection(sub, value):
+    """The whole variable with the selection `sub` replaced by `value` (broadcast by dim name).
+
+    >>> import dimgraph as dg, numpy as np
+    >>> country = dg.Dim("country", coords=["USA", "Italy", "Chile"])
+    >>> x = dg.constant(np.zeros(3), dims=(country,))
+    >>> x.sel(country="Italy").set(5.0).eval().values.tolist()
+    [0.0, 5.0, 0.0]
+    """
+    return update(sub, value, "set")
+
+
+def inc_selection(sub, value):
+    """The whole variable with `value` added to the selection `sub`; repeated positions accumulate.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> i, obs = dg.Dim("i", size=3), dg.Dim("obs", size=3)
+    >>> x = dg.constant(np.zeros(3), dims=(i,))
+    >>> idx = dg.constant(np.array([0, 0, 2]), dims=(obs,))
+    >>> x.isel(i=idx).inc(1.0).eval().values.tolist()
+    [2.0, 0.0, 1.0]
+    """
+    return update(sub, value, "inc")
+
+
+__all__ = ["Isel", "IselUpdate", "MaskPositions", "isel", "sel", "getitem", "LocIndexer", "set_selection", "inc_selection"]

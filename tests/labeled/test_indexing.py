@@ -1,0 +1,489 @@
+"""Labeled indexing (isel, sel, x[...], .loc, .set/.inc) against xarray, on every backend.
+
+Random examples draw 1-3 Dims (sizes 0-4; with unsorted coords, a static size,
+or a size known only from the data), a variable over them, and a random key of
+every form per dim: ints, slices with steps, position lists, boolean masks
+(static and symbolic), symbolic 0-d positions, labeled integer indexers
+(constant or symbolic, 1-d and 2-d, broadcasting together by name) and, for
+`sel`, labels, label lists, label slices and labeled constants of labels. The
+compiled result is compared with xarray on values, dtype, dims, dim order and
+the indexes of dims. Updates are checked against a NumPy oracle built from
+xarray's own selection of flat positions (`np.add.at` for `inc`).
+"""
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import strategies as st
+
+import dimgraph as dg
+from dimgraph.labeled.indexing import Isel, IselUpdate
+
+NAMES = ["a", "b", "c"]
+FEW = max(4, settings().max_examples // 2)  # examples for the compiled backends (each compiles per structure)
+
+
+def _examples(backend):
+    return settings().max_examples if backend == "python" else FEW
+
+
+# ---------------------------------------------------------------------------
+# drawing dims, data and keys
+
+
+@st.composite
+def dims_strategy(draw, min_n=1):
+    n = draw(st.integers(min_n, 3))
+    dims, sizes = [], {}
+    for name in NAMES[:n]:
+        size = draw(st.sampled_from([0, 1, 2, 3, 4, 4]))
+        kind = draw(st.sampled_from(["size", "coords", "coords", "unknown"]))
+        if kind == "coords":
+            dims.append(dg.Dim(name, coords=draw(st.permutations([f"{name}{k}" for k in range(size)]))))
+        else:
+            dims.append(dg.Dim(name, size=size if kind == "size" else None))
+        sizes[name] = size
+    order = draw(st.permutations(dims))
+    return tuple(order), sizes
+
+
+def dataarray(rng, dims, sizes, dtype="float64"):
+    shape = tuple(sizes[d.name] for d in dims)
+    if dtype == "bool":
+        data = rng.uniform(size=shape) > 0.5
+    else:
+        data = (rng.uniform(-5, 5, shape) * (10 if np.dtype(dtype).kind in "iu" else 1)).astype(dtype)
+    coords = {d.name: d.coords for d in dims if d.coords is not None}
+    return xr.DataArray(data, dims=[d.name for d in dims], coords=coords)
+
+
+class Case:
+    """A labeled program's inputs and the matching xarray data."""
+
+    def __init__(self):
+        self.inputs, self.data = [], []
+
+    def add(self, var, data):
+        self.inputs.append(var)
+        self.data.append(data)
+        return var
+
+
+def _indexer_dims(draw, sizes):
+    """1-d or 2-d dims for a labeled indexer: p (static size, maybe coords), q (size from the data)."""
+    p_size = draw(st.integers(0, 3))
+    p = dg.Dim("p", coords=[f"p{k}" for k in range(p_size)]) if draw(st.booleans()) else dg.Dim("p", size=p_size)
+    q = dg.Dim("q")
+    sizes["p"] = p_size
+    sizes.setdefault("q", draw(st.integers(0, 3)))
+    return draw(st.sampled_from([(p,), (q,), (p, q), (q, p)]))
+
+
+def draw_isel_key(draw, case, rng, dims, sizes, forms):
+    """({dim name: dg key}, {dim name: xarray key}) for a random subset of dims."""
+    chosen = draw(st.lists(st.sampled_from(dims), unique=True, max_size=len(dims)))
+    idx_dims = None
+    dg_key, xr_key = {}, {}
+    for d in chosen:
+        n = sizes[d.name]
+        options = [f for f in forms if n > 0 or f in ("slice", "list", "mask", "smask")]
+        if d.coords is not None:
+            options = [f for f in options if f != "smask"]  # a symbolic mask's dim carries no coords
+        form = draw(st.sampled_from(options))
+        if form == "int":
+            k = draw(st.integers(-n, n - 1))
+            dg_key[d.name], xr_key[d.name] = k, k
+        elif form == "slice":
+            bound = st.one_of(st.none(), st.integers(-n - 1, n + 1))
+            s = slice(draw(bound), draw(bound), draw(st.sampled_from([None, 1, 2, 3, -1, -2])))
+            dg_key[d.name], xr_key[d.name] = s, s
+        elif form == "list":
+            pos = draw(st.lists(st.integers(-n, n - 1), max_size=4)) if n else []
+            if d.coords is not None:  # unique labels (a Dim's coords are unique)
+                pos = list(dict.fromkeys(p % n for p in pos))
+            dg_key[d.name], xr_key[d.name] = pos, pos
+        elif form == "mask":
+            m = rng.uniform(size=n) > 0.5
+            dg_key[d.name], xr_key[d.name] = m, m
+        elif form == "smask":
+            m = rng.uniform(size=n) > 0.5
+            var = case.add(dg.labeled(f"mask_{d.name}", dims=(d,), dtype="bool"), m)
+            dg_key[d.name], xr_key[d.name] = var, m
+        elif form == "scalar":
+            k = draw(st.integers(-n, n - 1))
+            var = case.add(dg.tensor(f"s_{d.name}", shape=(), dtype="int64"), np.int64(k))
+            dg_key[d.name], xr_key[d.name] = var, k
+        else:  # labeled integer indexer, constant or symbolic
+            if idx_dims is None:
+                idx_dims = _indexer_dims(draw, sizes)
+            sub = draw(st.sampled_from([idx_dims, idx_dims[:1], idx_dims[::-1]]))
+            shape = tuple(sizes[e.name] for e in sub)
+            values = rng.integers(-n, n, shape) if n else np.zeros(shape, dtype=np.int64)
+            if n == 0 and int(np.prod(shape)):
+                dg_key[d.name], xr_key[d.name] = [], []
+                continue
+            dtype = draw(st.sampled_from(["int64", "int32"]))
+            values = values.astype(dtype)
+            coords = {e.name: e.coords for e in sub if e.coords is not None}
+            xr_idx = xr.DataArray(values, dims=[e.name for e in sub], coords=coords)
+            if form == "labeled" and draw(st.booleans()):
+                var = dg.constant(values, dims=sub)
+            else:
+                var = case.add(dg.labeled(f"i_{d.name}", dims=sub, dtype=dtype), xr_idx)
+            dg_key[d.name], xr_key[d.name] = var, xr_idx
+    return dg_key, xr_key
+
+
+ISEL_FORMS = ("int", "slice", "list", "mask", "smask", "scalar", "labeled")
+
+
+def _clean(expected):
+    """xarray's result without non-dimension coords (dimgraph keeps coords on dims only)."""
+    return expected.drop_vars([c for c in expected.coords if c not in expected.indexes])
+
+
+def assert_same(got, expected):
+    expected = _clean(expected)
+    assert got.dims == expected.dims, (got.dims, expected.dims)
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    np.testing.assert_array_equal(got.values, expected.values)
+    assert set(got.indexes) == set(expected.indexes), (dict(got.indexes), dict(expected.indexes))
+    for name, index in expected.indexes.items():
+        assert got.indexes[name].equals(index), (name, got.indexes[name], index)
+
+
+def _run(backend, case, outputs):
+    f = dg.function(case.inputs, outputs, backend=backend)
+    return f(*case.data)
+
+
+# ---------------------------------------------------------------------------
+# isel / x[...] against xarray
+
+
+def test_isel_matches_xarray(backend):
+    @settings(max_examples=_examples(backend), suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def check(data):
+        draw = data.draw
+        dims, sizes = draw(dims_strategy())
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        dtype = draw(st.sampled_from(["float64", "float32", "int32", "bool"]))
+        case = Case()
+        x = case.add(dg.labeled("x", dims=dims, dtype=dtype), dataarray(rng, dims, sizes, dtype))
+        dg_key, xr_key = draw_isel_key(draw, case, rng, dims, sizes, ISEL_FORMS)
+        try:
+            expected = case.data[0].isel(xr_key)
+        except (IndexError, ValueError):
+            reject()  # what xarray refuses is not compared
+        y = x.isel(dg_key)
+        assert isinstance(y.owner.op, Isel)
+        got = _run(backend, case, y)
+        assert_same(got, expected)
+        assert tuple(d.name for d in y.dims) == expected.dims
+
+    check()
+
+
+def test_positional_getitem_matches_xarray(backend):
+    @settings(max_examples=_examples(backend), suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def check(data):
+        draw = data.draw
+        dims, sizes = draw(dims_strategy())
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        case = Case()
+        x = case.add(dg.labeled("x", dims=dims), dataarray(rng, dims, sizes))
+        dg_key, xr_key = draw_isel_key(draw, case, rng, dims, sizes, ("int", "slice", "list", "labeled"))
+        names = [d.name for d in dims]
+        upto = max([names.index(k) + 1 for k in dg_key] + [0])
+        dg_items = tuple(dg_key.get(n, slice(None)) for n in names[:upto])
+        xr_items = tuple(xr_key.get(n, slice(None)) for n in names[:upto])
+        if draw(st.booleans()) and upto < len(names):
+            dg_items, xr_items = dg_items + (Ellipsis,), xr_items + (Ellipsis,)
+        expected = case.data[0][xr_items]
+        assert_same(_run(backend, case, x[dg_items]), expected)
+
+    check()
+
+
+# ---------------------------------------------------------------------------
+# sel / .loc against xarray
+
+
+def draw_sel_key(draw, rng, dims, sizes):
+    chosen = draw(st.lists(st.sampled_from(dims), unique=True, max_size=len(dims)))
+    dg_key, xr_key = {}, {}
+    for d in chosen:
+        n = sizes[d.name]
+        labels = list(d.coords) if d.coords is not None else list(range(n))
+        forms = ["labels", "slice"] + (["label", "lconst"] if n else [])
+        form = draw(st.sampled_from(forms))
+        if form == "label":
+            lab = draw(st.sampled_from(labels))
+            dg_key[d.name], xr_key[d.name] = lab, lab
+        elif form == "labels":
+            labs = draw(st.lists(st.sampled_from(labels), unique=True, max_size=4)) if n else []
+            dg_key[d.name], xr_key[d.name] = labs, labs
+        elif form == "slice":
+            if d.coords is None:
+                bound = st.one_of(st.none(), st.integers(-1, n + 1))
+                s = slice(draw(bound), draw(bound), draw(st.sampled_from([None, 2, -1])))
+            else:
+                bound = st.one_of(st.none(), st.sampled_from(labels)) if n else st.none()
+                s = slice(draw(bound), draw(bound), draw(st.sampled_from([None, None, 2, -1])))
+            dg_key[d.name], xr_key[d.name] = s, s
+        else:  # labeled constant of labels on a new dim
+            k = draw(st.integers(0, 3))
+            obs = dg.Dim("obs", size=k)
+            values = np.array([labels[j] for j in rng.integers(0, n, k)], dtype=object if d.coords is not None else np.int64)
+            dg_key[d.name] = dg.constant(values, dims=(obs,))
+            xr_key[d.name] = xr.DataArray(values, dims="obs")
+    return dg_key, xr_key
+
+
+def test_sel_and_loc_match_xarray(backend):
+    @settings(max_examples=_examples(backend), suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def check(data):
+        draw = data.draw
+        dims, sizes = draw(dims_strategy())
+        dims = tuple(d if d.size is not None or d.coords is not None else dg.Dim(d.name, size=sizes[d.name]) for d in dims)
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        case = Case()
+        x = case.add(dg.labeled("x", dims=dims), dataarray(rng, dims, sizes))
+        dg_key, xr_key = draw_sel_key(draw, rng, dims, sizes)
+        try:
+            expected = case.data[0].sel(xr_key)
+        except (KeyError, IndexError, ValueError):
+            reject()  # what xarray refuses is not compared
+        via_loc = draw(st.booleans())
+        y = x.loc[dg_key] if via_loc else x.sel(dg_key)
+        assert_same(_run(backend, case, y), expected)
+
+    check()
+
+
+# ---------------------------------------------------------------------------
+# .set / .inc against a NumPy oracle
+
+
+def _flat_positions(da):
+    return xr.DataArray(np.arange(da.size).reshape(da.shape), dims=da.dims, coords=da.coords)
+
+
+def test_set_and_inc_match_numpy(backend):
+    @settings(max_examples=_examples(backend), suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def check(data):
+        draw = data.draw
+        dims, sizes = draw(dims_strategy())
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        dtype = draw(st.sampled_from(["float64", "int64", "float32"]))
+        case = Case()
+        x_da = dataarray(rng, dims, sizes, dtype)
+        x = case.add(dg.labeled("x", dims=dims, dtype=dtype), x_da)
+        dg_key, xr_key = draw_isel_key(draw, case, rng, dims, sizes, ("int", "slice", "list", "mask", "scalar", "labeled"))
+        try:
+            pos = _clean(_flat_positions(x_da).isel(xr_key))
+        except (IndexError, ValueError):
+            reject()  # what xarray refuses is not compared
+        sub = x.isel(dg_key)
+        mode = draw(st.sampled_from(["set", "inc"]))
+        repeated = len(np.unique(pos.values)) < pos.size
+        # a value on a random subset of the selection's dims (a scalar where set repeats positions)
+        v_dims = () if (mode == "set" and repeated) else tuple(draw(st.lists(st.sampled_from(sub.dims), unique=True, max_size=len(sub.dims))) if sub.dims else ())
+        v_sizes = {d.name: pos.sizes[d.name] for d in v_dims}
+        v_da = dataarray(rng, v_dims, v_sizes, dtype)
+        v = case.add(dg.labeled("v", dims=v_dims, dtype=dtype), v_da)
+        out = sub.set(v) if mode == "set" else sub.inc(v)
+        assert isinstance(out.owner.op, IselUpdate) and out.dims == x.dims
+        got = _run(backend, case, out)
+        expected = x_da.values.copy()
+        flat = expected.reshape(-1)
+        values = v_da.broadcast_like(pos).transpose(*pos.dims).values if pos.ndim else v_da.values
+        values = np.broadcast_to(values, pos.shape)
+        if mode == "set":
+            flat[pos.values.reshape(-1)] = values.reshape(-1)
+        else:
+            np.add.at(flat, pos.values.reshape(-1), values.reshape(-1))
+        assert got.dims == x_da.dims
+        np.testing.assert_allclose(got.values, expected, rtol=1e-6)
+
+    check()
+
+
+# ---------------------------------------------------------------------------
+# the issue's "done when": a hierarchical model with mu.isel(group=group_idx) and a selection by country
+
+
+COUNTRY = dg.Dim("country", coords=["USA", "Italy", "Chile", "Peru"])
+GROUP = dg.Dim("group", size=3)
+OBS = dg.Dim("obs")
+_HIER = {}
+
+
+def _hierarchical(backend):
+    if backend not in _HIER:
+        mu = dg.labeled("mu", dims=(GROUP,))
+        beta = dg.labeled("beta", dims=(COUNTRY,))
+        group_idx = dg.labeled("group_idx", dims=(OBS,), dtype="int64")
+        country_of = dg.constant(np.array(["Chile", "USA", "Chile", "Peru", "USA"]), dims=(dg.Dim("obs", size=5),))
+        y = dg.labeled("y", dims=(OBS,))
+        pred = mu.isel(group=group_idx) + beta.sel(country=["USA", "Chile"]).sum("country")
+        logp = (-0.5 * (y - pred) ** 2).sum()
+        picked = beta.sel(country=country_of)
+        south = beta.loc["Chile":"Peru"]
+        bumped = beta.sel(country="Italy").inc(1.0)
+        _HIER[backend] = dg.function([mu, beta, group_idx, y], [pred, logp, picked, south, bumped], backend=backend)
+    return _HIER[backend]
+
+
+@settings(max_examples=max(4, settings().max_examples // 3), suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.sampled_from([0, 1, 2, 7]), seed=st.integers(0, 2**32 - 1))
+def test_hierarchical_model_matches_xarray(backend, n, seed):
+    rng = np.random.default_rng(seed)
+    mu = xr.DataArray(rng.normal(size=3), dims="group")
+    beta = xr.DataArray(rng.normal(size=4), dims="country", coords={"country": COUNTRY.coords})
+    group_idx = xr.DataArray(rng.integers(0, 3, n), dims="obs")
+    y = xr.DataArray(rng.normal(size=n), dims="obs")
+    pred, logp, picked, south, bumped = _hierarchical(backend)(mu, beta, group_idx, y)
+    want = mu.isel(group=group_idx) + beta.sel(country=["USA", "Chile"]).sum("country")
+    assert_same(pred, want)
+    np.testing.assert_allclose(logp.values, (-0.5 * (y - want) ** 2).sum().values, rtol=1e-12)
+    assert_same(picked, beta.sel(country=xr.DataArray(["Chile", "USA", "Chile", "Peru", "USA"], dims="obs")))
+    assert_same(south, beta.loc["Chile":"Peru"])
+    want_bumped = beta.copy()
+    want_bumped.loc["Italy"] += 1.0
+    assert_same(bumped, want_bumped)
+
+
+# ---------------------------------------------------------------------------
+# dims of results (static facts)
+
+
+def test_result_dims_keep_names_and_selected_coords():
+    country = dg.Dim("country", coords=["USA", "Italy", "Chile"])
+    age = dg.Dim("age", size=5)
+    x = dg.labeled("x", dims=(country, age))
+    assert x.sel(country=["Chile", "USA"]).dims == (dg.Dim("country", coords=["Chile", "USA"]), age)
+    assert x.sel(country="Italy").dims == (age,)
+    assert x.isel(age=slice(1, None, 2)).dims == (country, dg.Dim("age", size=2))
+    assert x.sel(age=2).dims == (country,)
+    assert x.isel(country=slice(None)).dims == x.dims
+    obs = dg.Dim("obs")
+    y = dg.labeled("y", dims=(obs,))
+    a, b = y.isel(obs=slice(1, None)), y.isel(obs=slice(1, None))
+    assert a.dims == b.dims and a.dims[0] != obs and a.dims[0].size is None
+    assert (a + b).dims == a.dims
+    # a symbolic mask makes a dim of unknown size, different for each mask
+    m = dg.labeled("m", dims=(age,), dtype="bool")
+    assert x.isel(age=m).dims[1].size is None and x.isel(age=m).dims[1].name == "age"
+
+
+def test_sliced_unknown_dim_gets_coords_from_the_input():
+    obs = dg.Dim("obs")
+    y = dg.labeled("y", dims=(obs,))
+    f = dg.function([y], [y.isel(obs=slice(1, None, 2)), y[::-1]], backend="python")
+    da = xr.DataArray(np.arange(5.0), dims="obs", coords={"obs": list("abcde")})
+    got, rev = f(da)
+    assert_same(got, da.isel(obs=slice(1, None, 2)))
+    assert_same(rev, da[::-1])
+
+
+def test_several_labeled_indexers_broadcast_by_name():
+    a, b = dg.Dim("a", size=3), dg.Dim("b", size=4)
+    p, q = dg.Dim("p", size=2), dg.Dim("q", size=3)
+    x = dg.labeled("x", dims=(a, b))
+    ia = dg.labeled("ia", dims=(p,), dtype="int64")
+    ib = dg.labeled("ib", dims=(q, p), dtype="int64")
+    y = x.isel(a=ia, b=ib)
+    assert [d.name for d in y.dims] == ["p", "q"]
+    xd = xr.DataArray(np.arange(12.0).reshape(3, 4), dims=("a", "b"))
+    iad = xr.DataArray([2, 0], dims="p")
+    ibd = xr.DataArray([[0, 1], [3, 2], [1, 1]], dims=("q", "p"))
+    assert_same(dg.function([x, ia, ib], y, backend="python")(xd, iad, ibd), xd.isel(a=iad, b=ibd))
+
+
+# ---------------------------------------------------------------------------
+# errors
+
+
+def test_missing_labels_are_key_errors_naming_dim_and_labels():
+    country = dg.Dim("country", coords=["USA", "Italy", "Chile"])
+    age = dg.Dim("age", size=5)
+    x = dg.labeled("x", dims=(country, age))
+    with pytest.raises(KeyError, match=r"country.*'Spain'"):
+        x.sel(country="Spain")
+    with pytest.raises(KeyError, match=r"country.*\['Spain', 'Peru'\]"):
+        x.sel(country=["USA", "Spain", "Peru", "Spain"])
+    with pytest.raises(KeyError, match="country"):
+        x.sel(country=dg.constant(np.array(["USA", "Mars"]), dims=(dg.Dim("obs", size=2),)))
+    with pytest.raises(KeyError, match=r"age.*\b5\b"):
+        x.sel(age=5)
+    with pytest.raises(KeyError, match="age"):
+        x.loc["USA", -1]
+    with pytest.raises(KeyError, match="non-monotonic|Spain"):
+        dg.labeled("z", dims=(dg.Dim("country", coords=["Italy", "USA", "Chile"]),)).sel(country=slice("Spain", "Chile"))
+
+
+def test_out_of_range_positions_are_index_errors_naming_dim():
+    a, obs = dg.Dim("a", size=3), dg.Dim("obs", size=2)
+    x = dg.labeled("x", dims=(a,))
+    with pytest.raises(IndexError, match=r"position 3 .*'a'"):
+        x.isel(a=3)
+    with pytest.raises(IndexError, match=r"\[-4\].*'a'"):
+        x.isel(a=[0, -4])
+    with pytest.raises(IndexError, match=r"\[7\].*'a'"):
+        x.isel(a=dg.constant(np.array([1, 7]), dims=(obs,)))
+    with pytest.raises(IndexError, match="too many"):
+        x[0, 0]
+    with pytest.raises(IndexError, match="mask"):
+        x.isel(a=np.array([True, False]))
+
+
+def test_unknown_dims_and_bad_keys():
+    a, b = dg.Dim("a", size=3), dg.Dim("b", size=2)
+    x = dg.labeled("x", dims=(a, b))
+    with pytest.raises(dg.DimError, match=r"no dim 'c'.*\(a: 3, b: 2\)"):
+        x.isel(c=0)
+    with pytest.raises(dg.DimError, match="no dim 'c'"):
+        x.sel({"c": 0})
+    with pytest.raises(dg.DimError, match="'a'"):
+        x.isel(a=dg.labeled("i", dims=(dg.Dim("a", size=5),), dtype="int64"), b=dg.labeled("j", dims=(a,), dtype="int64"))
+    with pytest.raises(IndexError, match="integers or booleans"):
+        x.isel(a=dg.labeled("f", dims=(b,)))
+    with pytest.raises(TypeError, match="boolean scalar"):
+        x.isel(a=True)
+    with pytest.raises(TypeError, match="from_positional"):
+        x.isel(a=dg.tensor("t", shape=(2,), dtype="int64"))
+    with pytest.raises(TypeError, match="known when the graph is built"):
+        dg.labeled("y", dims=(dg.Dim("c", coords=["u", "v"]),)).sel(c=dg.labeled("l", dims=(b,), dtype="int64"))
+    with pytest.raises(dg.DimError, match="repeats the labels"):
+        dg.labeled("y", dims=(dg.Dim("c", coords=["u", "v"]),)).isel(c=[0, 0])
+
+
+def test_set_inc_need_an_indexing_result():
+    a = dg.Dim("a", size=3)
+    x = dg.labeled("x", dims=(a,))
+    for bad in (x, x + 1, x.sum()):
+        with pytest.raises(TypeError, match="not the result of isel/sel"):
+            bad.set(1.0)
+        with pytest.raises(TypeError, match="not the result of isel/sel"):
+            bad.inc(1.0)
+    with pytest.raises(dg.DimError, match="selection"):
+        x.isel(a=0).set(dg.labeled("v", dims=(a,)))
+    with pytest.raises(TypeError, match="same_kind"):
+        dg.labeled("k", dims=(a,), dtype="int64").isel(a=0).set(dg.labeled("w", dims=()))
+    with pytest.raises(TypeError, match="immutable"):
+        x.loc[{"a": 0}] = 1.0
+
+
+def test_labels_never_reach_the_compiled_graph():
+    country = dg.Dim("country", coords=["USA", "Italy", "Chile"])
+    x = dg.labeled("x", dims=(country,))
+    where = dg.constant(np.array(["Chile", "USA"]), dims=(dg.Dim("obs", size=2),))
+    low = dg.lower(x.sel(country=where))
+    for v in dg.core.graph.ancestors([low]):
+        assert v.type.dtype != "object"
