@@ -487,3 +487,39 @@ def test_labels_never_reach_the_compiled_graph():
     low = dg.lower(x.sel(country=where))
     for v in dg.core.graph.ancestors([low]):
         assert v.type.dtype != "object"
+
+
+def test_indexer_on_a_kept_dim_indexes_pointwise(backend):
+    """An indexer carrying a dim the variable keeps pairs with it position by position (as xarray)."""
+    obs, group = dg.Dim("obs"), dg.Dim("group", coords=["g0", "g1", "g2"])
+    table = dg.labeled("table", dims=(obs, group))
+    idx = dg.labeled("idx", dims=(obs,), dtype="int64")
+    picked = table.isel(group=idx)
+    assert picked.dims == (obs,)
+    f = dg.function([table, idx], [picked, picked.set(0.0)], backend=backend)
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 5):
+        td = xr.DataArray(rng.normal(size=(n, 3)), dims=("obs", "group"), coords={"group": group.coords})
+        idd = xr.DataArray(rng.integers(0, 3, n), dims="obs")
+        got, zeroed = f(td, idd)
+        assert_same(got, td.isel(group=idd))
+        want = td.values.copy()
+        want[np.arange(n), idd.values] = 0.0
+        np.testing.assert_array_equal(zeroed.values, want)
+
+
+def test_lowering_is_one_gather_for_a_group_lookup():
+    from dimgraph.core.subtensor import AdvancedSubtensor, Subtensor
+
+    group, obs = dg.Dim("group", size=4), dg.Dim("obs")
+    mu = dg.labeled("mu", dims=(group,))
+    idx = dg.labeled("idx", dims=(obs,), dtype="int64")
+    low = dg.lower(mu.isel(group=idx))
+    assert isinstance(low.owner.op, AdvancedSubtensor) and low.owner.inputs[0].owner is None
+    x = dg.labeled("x", dims=(group, obs))
+    low = dg.lower(x.isel(group=1, obs=slice(None, None, -1)))
+    assert isinstance(low.owner.op, Subtensor) and low.type.shape == (None,)
+    # labels from sel are positions in the lowered graph
+    country = dg.Dim("country", coords=["USA", "Italy"])
+    low = dg.lower(dg.labeled("b", dims=(country,)).sel(country="Italy"))
+    assert isinstance(low.owner.op, Subtensor) and low.owner.op.index == (1,)
