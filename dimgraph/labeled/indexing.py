@@ -85,13 +85,17 @@ def selection_dims(what, entries, x_dims, indexers) -> tuple:
     return tuple(out.values())
 
 
-def _entry_str(d, e):
-    if e[0] == "int":
-        return f"{d.name}={e[1]}"
-    if e[0] == "slice":
-        s = ":".join("" if p is None else str(p) for p in e[1:4])
-        return f"{d.name}={s[:-1] if s.endswith(':') else s}"
-    return f"{d.name}=<indexer>"
+def _entries_str(entries):
+    """`1, ::-1, idx`: one part per dim, as a NumPy index would read."""
+    parts = []
+    for e in entries:
+        if e[0] == "int":
+            parts.append(str(e[1]))
+        elif e[0] == "slice":
+            parts.append(":".join("" if p is None else str(p) for p in e[1:4]).rstrip(":") or ":")
+        else:
+            parts.append("idx")
+    return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ class Isel(LabeledOp):
         return Apply(self, [x, *indexers], [LabeledType(x.type.dtype, dims)])
 
     def __str__(self):
-        return "isel{" + ", ".join(f"{k}:{e[0]}" if e[0] == "index" else str(e[:4]) for k, e in enumerate(self.entries)) + "}"
+        return f"isel[{_entries_str(self.entries)}]"
 
 
 @dataclass(frozen=True)
@@ -148,7 +152,7 @@ class IselUpdate(LabeledOp):
         return Apply(self, [x, v, *indexers], [LabeledType(x.type.dtype, x.type.dims)])
 
     def __str__(self):
-        return f"{self.mode}{{{', '.join(e[0] for e in self.entries)}}}"
+        return f"{self.mode}[{_entries_str(self.entries)}]"
 
 
 @dataclass(frozen=True)

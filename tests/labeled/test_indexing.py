@@ -521,5 +521,41 @@ def test_lowering_is_one_gather_for_a_group_lookup():
     assert isinstance(low.owner.op, Subtensor) and low.type.shape == (None,)
     # labels from sel are positions in the lowered graph
     country = dg.Dim("country", coords=["USA", "Italy"])
-    low = dg.lower(dg.labeled("b", dims=(country,)).sel(country="Italy"))
-    assert isinstance(low.owner.op, Subtensor) and low.owner.op.index == (1,)
+    low = dg.lower(dg.labeled("b", dims=(country, group)).sel(country="Italy"))
+    assert isinstance(low.owner.op, Subtensor) and low.owner.op.index == (1, ("slice", None, None, None))
+
+
+def _finite_differences(f, arrays, k, eps=1e-6):
+    base = [a.copy() for a in arrays]
+    grad = np.zeros_like(base[k])
+    for j in np.ndindex(base[k].shape):
+        up, down = [a.copy() for a in base], [a.copy() for a in base]
+        up[k][j] += eps
+        down[k][j] -= eps
+        grad[j] = (f(*up) - f(*down)) / (2 * eps)
+    return grad
+
+
+def test_gradients_through_isel_sel_and_updates(backend):
+    if not hasattr(dg, "grad"):
+        pytest.skip("dg.grad is not available yet")
+    group, obs = dg.Dim("group", size=3), dg.Dim("obs", size=5)
+    country = dg.Dim("country", coords=["USA", "Italy", "Chile"])
+    mu = dg.labeled("mu", dims=(group,))
+    beta = dg.labeled("beta", dims=(country,))
+    idx = dg.labeled("idx", dims=(obs,), dtype="int64")
+    where = dg.constant(np.array(["Chile", "USA", "Chile", "Italy", "USA"]), dims=(obs,))
+    pred = mu.isel(group=idx) * beta.sel(country=where)
+    cost = (pred**2).sum() + (beta.sel(country=["USA", "Chile"]) ** 3).sum() + mu.isel(group=0).set(2.0).prod()
+    cost = cost + dg.exp(beta.loc["Italy":"Chile"]).sum() + mu.isel(group=idx).inc(mu.isel(group=idx)).sum()
+    g_mu, g_beta = dg.grad(cost, [mu, beta])
+    assert g_mu.dims == mu.dims and g_beta.dims == beta.dims
+    f = dg.function([mu, beta, idx], [cost, g_mu, g_beta], backend=backend)
+    rng = np.random.default_rng(3)
+    mud, betad = rng.normal(size=3), rng.normal(size=3)
+    idd = np.array([2, 0, 2, 1, 0])
+    c, gm, gb = f(mud, betad, idd)
+    value = lambda m, b: float(f(m, b, idd)[0].values)  # noqa: E731
+    np.testing.assert_allclose(gm.values, _finite_differences(value, [mud, betad], 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gb.values, _finite_differences(value, [mud, betad], 1), rtol=1e-5, atol=1e-6)
+    assert list(gb.indexes["country"]) == ["USA", "Italy", "Chile"]
