@@ -62,12 +62,6 @@ def _(op, node, inputs, ctx):
     x_dims = node.inputs[0].type.dims
     out_dims = node.outputs[0].type.dims
     basic, scalars, arrays, kept, bdims = _layout(op, node.inputs[1:], x_dims, idx, out_dims)
-    if not kept and basic:
-        # NOTE: one element is read with 0-d index arrays: the numba backend's Subtensor gives a
-        # Python scalar (not a 0-d array) for a 0-d result
-        it = iter(scalars)
-        points = [next(it) if b == SYMBOLIC else positional_constant(b, dtype="int64") for b in basic]
-        return AdvancedSubtensor((ARRAY,) * len(points))(x, *points)
     y = x
     if scalars or any(b != FULL_SLICE for b in basic):
         y = Subtensor(tuple(basic))(x, *scalars)
