@@ -399,3 +399,15 @@ def test_value_of_unknown_size_does_not_stretch(backend):
     f(np.zeros(3), np.ones(3))
     with pytest.raises(dg.ShapeError):
         f(np.zeros(3), np.ones(1))
+
+
+def test_zero_d_reads_come_back_as_zero_d_arrays(backend):
+    """A read of one element is a 0-d array of the input's dtype on every backend (not a Python scalar)."""
+    x = dg.tensor("x", shape=(3,), dtype="int16")
+    i = dg.tensor("i", shape=(), dtype="int64")
+    m = dg.tensor("m", shape=(3, 4), dtype="int16")
+    f = dg.function([x, i, m], [x[1], x[i], m[i, -1], m[i][2]], backend=backend)
+    out = f(np.arange(3, dtype=np.int16), np.array(2), np.arange(12, dtype=np.int16).reshape(3, 4))
+    for value, expected in zip(out, [1, 2, 11, 10]):
+        assert isinstance(value, np.ndarray) and value.shape == () and value.dtype == np.int16
+        assert value == expected

@@ -105,7 +105,9 @@ if _sub is not None:
         n_scalars = len(node.inputs) - 1
         checks, key, _ = _basic_key_src(op.index, 0)
         args = ["x"] + [f"s{k}" for k in range(n_scalars)]
-        body = checks + [f"    return x[{', '.join(key) if key else '()'}]"]
+        item = f"x[{', '.join(key) if key else '()'}]"
+        # Numba gives a scalar for a 0-d read; the graph's type (and the caller) wants a 0-d array.
+        body = checks + [f"    return np.asarray({item})" if node.outputs[0].type.ndim == 0 else f"    return {item}"]
         if all(e == _sub.NEWAXIS or e == _sub.FULL_SLICE for e in op.index):
             # only new axes: a reshape-like view that keeps a C-contiguous array C-typed
             shape, strides, axis = [], [], 0
