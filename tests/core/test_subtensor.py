@@ -411,3 +411,17 @@ def test_zero_d_reads_come_back_as_zero_d_arrays(backend):
     for value, expected in zip(out, [1, 2, 11, 10]):
         assert isinstance(value, np.ndarray) and value.shape == () and value.dtype == np.int16
         assert value == expected
+
+
+def test_zero_d_advanced_reads_are_zero_d(backend):
+    """Integer-array indexing with 0-d index arrays gives a 0-d result, as NumPy."""
+    from dimgraph.core import subtensor as S
+
+    x = dg.tensor("x", shape=(3,))
+    i = dg.tensor("i", shape=(), dtype="int64")
+    m = dg.tensor("m", shape=(3, 4))
+    outs = [S.AdvancedSubtensor((S.ARRAY,))(x, i), S.AdvancedSubtensor((S.ARRAY, S.ARRAY))(m, i, i)]
+    f = dg.function([x, i, m], outs, backend=backend, rewrites="none")
+    a, k, b = np.arange(3.0), np.array(2), np.arange(12.0).reshape(3, 4)
+    for value, expected in zip(f(a, k, b), [a[k], b[k, k]]):
+        assert isinstance(value, np.ndarray) and value.shape == () and value == expected

@@ -155,7 +155,7 @@ def _usable(a):
     """`a` if C can address it (aligned, native byte order, strides in whole elements), else a copy."""
     if a.flags.aligned and a.dtype.isnative and all(s % a.itemsize == 0 for s in a.strides):
         return a
-    return np.ascontiguousarray(a).astype(a.dtype.newbyteorder("="), copy=False)
+    return np.asarray(a, order="C").astype(a.dtype.newbyteorder("="), copy=False)
 
 
 class Context:

@@ -96,7 +96,7 @@ def _offsets(op, ctx, a, index_vars):
         shape = [1] * a.ndim
         shape[ax] = n
         grid += (np.arange(n, dtype=np.int64) * s).reshape(shape)
-    return np.ascontiguousarray(grid[key])
+    return np.asarray(grid[key], order="C")  # keeps 0-d (ascontiguousarray makes it 1-d)
 
 
 @c_impl.register(AdvancedSubtensor)
