@@ -397,7 +397,7 @@ def isel(x, indexers=None, **kwargs):
     return Isel(tuple(entries))(x, *[v for v in values if v is not None])
 
 
-def _sel_value(dim, value, what):
+def _sel_value(dim, value, what, method=None, tolerance=None):
     """A `sel` key for `dim` as an `isel` key: labels -> positions (static), masks and positions pass."""
     from dimgraph.labeled.basic import as_labeled, constant, is_dataarray
 
@@ -407,9 +407,9 @@ def _sel_value(dim, value, what):
         if np.dtype(value.type.dtype).kind == "b":
             return value
         if isinstance(value, Constant):
-            pos = positions(dim, np.asarray(value.data))
+            pos = positions(dim, np.asarray(value.data), method, tolerance)
             return constant(pos, dims=value.type.dims) if is_labeled(value) else int(pos) if np.ndim(pos) == 0 else pos
-        if dim.coords is None and np.dtype(value.type.dtype).kind in "iu":
+        if dim.coords is None and method is None and np.dtype(value.type.dtype).kind in "iu":
             return value  # the labels of a dim without coords are its positions
         raise TypeError(
             f"{what}: labels for dim {dim.name!r} must be known when the graph is built (constants); "
@@ -424,16 +424,17 @@ def _sel_value(dim, value, what):
                 f"{what}: a plain array with {arr.ndim} axes cannot select on dim {dim.name!r}; give it dims "
                 "with dg.constant(labels, dims=...) (vectorized selection)"
             )
-    return positions(dim, value)
+    return positions(dim, value, method, tolerance)
 
 
-def sel(x, indexers=None, **kwargs):
+def sel(x, indexers=None, method=None, tolerance=None, **kwargs):
     """`x` selected by label along named dims (xarray's `sel`); labels become positions at build time.
 
     A label drops the dim; a list of labels or a slice of labels (inclusive)
     keeps it with the selected coords; a labeled constant of labels selects
     pointwise. A dim without coords has the labels 0..n-1. A missing label is
-    a KeyError naming the dim and the labels.
+    a KeyError naming the dim and the labels. `method`/`tolerance` match
+    inexact labels as in xarray ("nearest", "pad"/"ffill", "backfill"/"bfill").
 
     >>> import dimgraph as dg, numpy as np
     >>> country, obs = dg.Dim("country", coords=["USA", "Italy", "Chile"]), dg.Dim("obs")
@@ -448,7 +449,7 @@ def sel(x, indexers=None, **kwargs):
     """
     x = _as_x(x, "sel")
     keys = _key_dict(x, indexers, kwargs, "sel")
-    return isel(x, {d: _sel_value(d, v, "sel") for d, v in keys.items()})
+    return isel(x, {d: _sel_value(d, v, "sel", method, tolerance) for d, v in keys.items()})
 
 
 def _positional_keys(x, key, what):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dimgraph.errors import DimError
 from dimgraph.labeled.dims import Dim
 
 
@@ -55,11 +56,13 @@ def _item(v):
     return v.item() if isinstance(v, np.generic) else v
 
 
-def positions(dim: Dim, key):
+def positions(dim: Dim, key, method=None, tolerance=None):
     """The positions along `dim` of the labels in `key`: an int, a slice, or an int64 array of key's shape.
 
     Missing labels raise `LabelNotFound` (a KeyError) naming the dim and every
-    label not found.
+    label not found. `method` ("nearest", "pad"/"ffill", "backfill"/"bfill")
+    and `tolerance` pick inexact matches as `pandas.Index.get_indexer` does
+    (not for slices, as xarray).
 
     >>> import dimgraph as dg
     >>> from dimgraph.labeled.labels import positions
@@ -71,6 +74,12 @@ def positions(dim: Dim, key):
     >>> positions(dg.Dim("age", size=5), 2)
     2
     """
+    if method is not None or tolerance is not None:
+        if isinstance(key, slice):
+            raise TypeError(f"sel: `method` cannot be used with a slice (dim {dim.name!r}), as in xarray")
+        if dim.coords is None and dim.size is None:
+            raise DimError(f"sel: dim {dim.name!r} has neither coords nor a size, so `method` has no labels to match")
+        return _inexact_positions(dim, key, method, tolerance)
     if isinstance(key, slice):
         return _slice_positions(dim, key)
     if dim.coords is None and dim.size is None:
@@ -99,6 +108,23 @@ def positions(dim: Dim, key):
             f"sel: dim {dim.name!r} has no labels {_shown(list(dict.fromkeys(missing.tolist())))}{_labels_hint(dim)}"
         )
     return found.astype(np.int64).reshape(arr.shape)
+
+
+def _inexact_positions(dim, key, method, tolerance):
+    scalar = _is_scalar_label(key, dim)
+    arr = _as_label_array([_item(key)] if scalar else key)
+    flat = arr.reshape(-1)
+    try:
+        found = dim.labels.get_indexer(flat, method=method, tolerance=tolerance)
+    except (TypeError, ValueError) as e:
+        raise LabelNotFound(f"sel: dim {dim.name!r}: cannot match {key!r} with method={method!r}: {e}") from None
+    missing = flat[found < 0]
+    if missing.size:
+        raise LabelNotFound(
+            f"sel: dim {dim.name!r} has no labels matching {_shown(list(dict.fromkeys(missing.tolist())))} "
+            f"(method={method!r}, tolerance={tolerance!r}){_labels_hint(dim)}"
+        )
+    return int(found[0]) if scalar else found.astype(np.int64).reshape(arr.shape)
 
 
 def _labels_hint(dim):

@@ -188,9 +188,9 @@ class LabeledOperators:
         """Indexed by position along named dims, as `DataArray.isel` (see `dimgraph.labeled.indexing.isel`)."""
         return lindex.isel(self, indexers, **kwargs)
 
-    def sel(self, indexers=None, **kwargs):
+    def sel(self, indexers=None, method=None, tolerance=None, **kwargs):
         """Selected by label along named dims, as `DataArray.sel` (see `dimgraph.labeled.indexing.sel`)."""
-        return lindex.sel(self, indexers, **kwargs)
+        return lindex.sel(self, indexers, method, tolerance, **kwargs)
 
     def __getitem__(self, key):
         return lindex.getitem(self, key)

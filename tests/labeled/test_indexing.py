@@ -559,3 +559,47 @@ def test_gradients_through_isel_sel_and_updates(backend):
     np.testing.assert_allclose(gm.values, _finite_differences(value, [mud, betad], 0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(gb.values, _finite_differences(value, [mud, betad], 1), rtol=1e-5, atol=1e-6)
     assert list(gb.indexes["country"]) == ["USA", "Italy", "Chile"]
+
+
+def test_sel_with_method_and_on_unsized_dims_match_xarray(backend):
+    t = dg.Dim("t", coords=[1.0, 2.0, 4.0, 8.0])
+    obs = dg.Dim("obs")
+    p, q = dg.Dim("p", size=2), dg.Dim("q", size=3)
+    x = dg.labeled("x", dims=(obs, t))
+    labels2d = np.array([["USA", "Chile", "USA"], ["Peru", "USA", "Chile"]])
+    country = dg.Dim("country", coords=["Chile", "USA", "Peru"])
+    c = dg.labeled("c", dims=(country,))
+    outs = [
+        x.sel(t=3.1, method="nearest"),
+        x.sel(t=[3.1, 9.0], method="pad"),
+        x.sel(t=[2.1], method="backfill", tolerance=5),
+        x.sel(obs=2),
+        x.sel(obs=[0, 2]),
+        x.sel(obs=slice(1, 3)),
+        x.sel(obs=dg.constant(np.array([2, 0, 1]), dims=(q,))),
+        c.sel(country=dg.constant(labels2d, dims=(p, q))),
+        x.loc[..., 4.0],
+        x.loc[1:, [8.0, 1.0]],
+    ]
+    f = dg.function([x, c], outs, backend=backend)
+    xd = xr.DataArray(np.arange(16.0).reshape(4, 4), dims=("obs", "t"), coords={"t": t.coords})
+    cd = xr.DataArray([1.0, 2.0, 3.0], dims="country", coords={"country": country.coords})
+    got = f(xd, cd)
+    want = [
+        xd.sel(t=3.1, method="nearest"),
+        xd.sel(t=[3.1, 9.0], method="pad"),
+        xd.sel(t=[2.1], method="backfill", tolerance=5),
+        xd.sel(obs=2),
+        xd.sel(obs=[0, 2]),
+        xd.sel(obs=slice(1, 3)),
+        xd.sel(obs=xr.DataArray([2, 0, 1], dims="q")),
+        cd.sel(country=xr.DataArray(labels2d, dims=("p", "q"))),
+        xd.loc[..., 4.0],
+        xd.loc[1:, [8.0, 1.0]],
+    ]
+    for g, w in zip(got, want):
+        assert_same(g, w)
+    with pytest.raises(KeyError, match=r"'t'.*nearest"):
+        x.sel(t=[3.1, 20.0], method="nearest", tolerance=0.5)
+    with pytest.raises(TypeError, match="slice"):
+        x.sel(t=slice(1.0, 2.0), method="nearest")
