@@ -339,16 +339,26 @@ def _slice_as_indexer(dim, entry):
     return Isel((entry,))(full)
 
 
-def _key_dict(x, indexers, kwargs, what):
+def _key_dict(x, indexers, kwargs, what, missing_dims="raise"):
     if indexers is not None and not isinstance(indexers, dict):
         raise TypeError(f"{what}: give a dict {{dim: index}} or keyword arguments, got {indexers!r}")
+    if missing_dims not in ("raise", "warn", "ignore"):
+        raise ValueError(f"{what}: missing_dims must be 'raise', 'warn' or 'ignore', got {missing_dims!r}")
     given = dict(indexers or {})
     for k, v in kwargs.items():
         if k in given:
             raise DimError(f"{what}: dim {k!r} is given twice")
         given[k] = v
     out = {}
+    names = set(x.type.names)
     for ref, value in given.items():
+        name = ref.name if isinstance(ref, Dim) else ref
+        if missing_dims != "raise" and name not in names:
+            if missing_dims == "warn":
+                import warnings
+
+                warnings.warn(f"{what}: {_var_label(x)} has no dim {name!r}; its key is ignored", stacklevel=4)
+            continue
         (d,) = resolve_dims(x.type.dims, ref, what, _var_label(x))
         if d in out:
             raise DimError(f"{what}: dim {d.name!r} is given twice")
@@ -362,11 +372,12 @@ def _as_x(x, what):
     return as_operand(x, what)
 
 
-def isel(x, indexers=None, **kwargs):
+def isel(x, indexers=None, missing_dims="raise", **kwargs):
     """`x` indexed by position along named dims (xarray's `isel`), keys a Dim or a name.
 
     Ints drop the dim; slices and plain lists keep it (with the selected coords);
     labeled integer indexers index pointwise, their dims replacing the indexed dim.
+    A key naming no dim of `x` is a DimError (`missing_dims="ignore"`/`"warn"`: skipped).
 
     >>> import dimgraph as dg, numpy as np
     >>> group, obs = dg.Dim("group", coords=["a", "b", "c"]), dg.Dim("obs")
@@ -381,7 +392,7 @@ def isel(x, indexers=None, **kwargs):
     (Dim('group', coords=['c', 'a']),)
     """
     x = _as_x(x, "isel")
-    keys = _key_dict(x, indexers, kwargs, "isel")
+    keys = _key_dict(x, indexers, kwargs, "isel", missing_dims)
     entries, values = [], []
     for d in x.type.dims:
         if d in keys:

@@ -184,9 +184,9 @@ class LabeledOperators:
         return lshape.broadcast_like(self, other)
 
     # -- indexing (dimgraph.labeled.indexing) ------------------------------
-    def isel(self, indexers=None, **kwargs):
+    def isel(self, indexers=None, missing_dims="raise", **kwargs):
         """Indexed by position along named dims, as `DataArray.isel` (see `dimgraph.labeled.indexing.isel`)."""
-        return lindex.isel(self, indexers, **kwargs)
+        return lindex.isel(self, indexers, missing_dims, **kwargs)
 
     def sel(self, indexers=None, method=None, tolerance=None, **kwargs):
         """Selected by label along named dims, as `DataArray.sel` (see `dimgraph.labeled.indexing.sel`)."""

@@ -450,6 +450,9 @@ def test_unknown_dims_and_bad_keys():
         x.isel(c=0)
     with pytest.raises(dg.DimError, match="no dim 'c'"):
         x.sel({"c": 0})
+    assert x.isel(c=0, a=1, missing_dims="ignore").dims == (b,)
+    with pytest.warns(UserWarning, match="no dim 'c'"):
+        assert x.isel({"c": 0}, missing_dims="warn").dims == (a, b)
     with pytest.raises(dg.DimError, match="'a'"):
         x.isel(a=dg.labeled("i", dims=(dg.Dim("a", size=5),), dtype="int64"), b=dg.labeled("j", dims=(a,), dtype="int64"))
     with pytest.raises(IndexError, match="integers or booleans"):
