@@ -238,13 +238,6 @@ def _mask(dim, value, what):
     """A boolean mask on `dim`: static ones become positions now, symbolic ones a run-time count."""
     from dimgraph.labeled.basic import constant
 
-    if isinstance(value, Constant) or not isinstance(value, Variable):
-        arr = np.asarray(value.data if isinstance(value, Constant) else value)
-        if arr.ndim != 1 or (dim.size is not None and arr.shape[0] != dim.size):
-            raise IndexError(
-                f"{what}: a boolean mask on dim {dim.name!r} must be 1-d with {dim.size} entries, got shape {arr.shape}"
-            )
-        return _outer(dim, np.flatnonzero(arr), what)
     if is_labeled(value):
         if value.type.ndim != 1 or value.type.dims[0].name != dim.name:
             raise IndexError(
@@ -252,6 +245,17 @@ def _mask(dim, value, what):
             )
         if value.type.dims[0] != dim:
             raise clash(what, dim.name, value.type.dims[0], "the mask", dim, "the variable")
+    if isinstance(value, Constant) or not isinstance(value, Variable):
+        arr = np.asarray(value.data if isinstance(value, Constant) else value)
+        if arr.ndim != 1 or (dim.size is not None and arr.shape[0] != dim.size):
+            raise IndexError(
+                f"{what}: a boolean mask on dim {dim.name!r} must be 1-d with {dim.size} entries, got shape {arr.shape}"
+            )
+        if dim.size is not None:
+            return _outer(dim, np.flatnonzero(arr), what)
+        # the data brings the dim's size: the mask stays a constant on the dim, so a length mismatch is caught
+        value = constant(arr, dims=(dim,))
+    if is_labeled(value):
         mask = value
     else:
         from dimgraph.labeled.basic import from_positional

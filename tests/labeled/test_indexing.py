@@ -606,3 +606,14 @@ def test_sel_with_method_and_on_unsized_dims_match_xarray(backend):
         x.sel(t=[3.1, 20.0], method="nearest", tolerance=0.5)
     with pytest.raises(TypeError, match="slice"):
         x.sel(t=slice(1.0, 2.0), method="nearest")
+
+
+def test_static_mask_on_a_dim_sized_by_the_data_checks_its_length():
+    obs = dg.Dim("obs")
+    y = dg.labeled("y", dims=(obs,))
+    f = dg.function([y], y.isel(obs=np.array([True, False, True])), backend="python")
+    np.testing.assert_array_equal(f(np.arange(3.0)).values, [0.0, 2.0])
+    with pytest.raises(dg.InputError, match="obs"):
+        f(np.arange(5.0))
+    with pytest.raises(dg.DimError, match="obs"):
+        y.isel(obs=dg.constant(np.array([True]), dims=(dg.Dim("obs", size=1),)))
