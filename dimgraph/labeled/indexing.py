@@ -29,6 +29,7 @@ coords are unique), where a labeled indexer does the same selection fine.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -210,7 +211,15 @@ def sliced_dim(dim: Dim, sl: slice) -> Dim:
 
 
 def selected_dim(dim: Dim, pos: np.ndarray, what) -> Dim:
-    """The dim an outer (1-d) selection of positions leaves: the selected coords, or the new size."""
+    """The dim an outer (1-d) selection of positions leaves: the selected coords, or the new size.
+
+    On a dim sized by the data it is a derived dim, so outputs carry the labels
+    that the input DataArray's coords give the selected positions (as xarray).
+    """
+    if dim.coords is None and dim.size is None:
+        shown = ", ".join(map(str, pos[:6].tolist())) + (f", ... #{hashlib.blake2b(pos.tobytes(), digest_size=6).hexdigest()}" if len(pos) > 6 else "")
+        taken = pos.copy()
+        return derived_dim(dim, f"isel({dim.origin or dim.name}, [{shown}])", lambda index: index[taken])
     if dim.coords is None:
         return Dim(dim.name, size=len(pos))
     coords = dim.coords[pos]
@@ -253,8 +262,13 @@ def _mask(dim, value, what):
             )
         if dim.size is not None:
             return _outer(dim, np.flatnonzero(arr), what)
-        # the data brings the dim's size: the mask stays a constant on the dim, so a length mismatch is caught
-        value = constant(arr, dims=(dim,))
+        # the data brings the dim's size: the mask stays a constant on the dim, so a length mismatch is
+        # caught; the positions are static, so the labels the data gives them follow
+        taken = np.flatnonzero(arr)
+        shown = "".join("1" if b else "0" for b in arr[:32].tolist()) + ("..." if arr.size > 32 else "")
+        digest = hashlib.blake2b(np.packbits(arr).tobytes(), digest_size=6).hexdigest()
+        new = derived_dim(dim, f"isel({dim.origin or dim.name}, mask {shown} #{digest})", lambda index: index[taken])
+        return MaskPositions(new)(constant(arr, dims=(dim,)))
     if is_labeled(value):
         mask = value
     else:

@@ -48,13 +48,16 @@ def dims_strategy(draw, min_n=1):
     return tuple(order), sizes
 
 
-def dataarray(rng, dims, sizes, dtype="float64"):
+def dataarray(rng, dims, sizes, dtype="float64", data_coords=False):
+    """Random data on `dims`; `data_coords`: the dims sized by the data get labels from it too."""
     shape = tuple(sizes[d.name] for d in dims)
     if dtype == "bool":
         data = rng.uniform(size=shape) > 0.5
     else:
         data = (rng.uniform(-5, 5, shape) * (10 if np.dtype(dtype).kind in "iu" else 1)).astype(dtype)
     coords = {d.name: d.coords for d in dims if d.coords is not None}
+    if data_coords:
+        coords.update({d.name: [f"u{k}" for k in range(sizes[d.name])] for d in dims if d.size is None})
     return xr.DataArray(data, dims=[d.name for d in dims], coords=coords)
 
 
@@ -171,8 +174,10 @@ def test_isel_matches_xarray(backend):
         rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
         dtype = draw(st.sampled_from(["float64", "float32", "int32", "bool"]))
         case = Case()
-        x = case.add(dg.labeled("x", dims=dims, dtype=dtype), dataarray(rng, dims, sizes, dtype))
-        dg_key, xr_key = draw_isel_key(draw, case, rng, dims, sizes, ISEL_FORMS)
+        data_coords = draw(st.booleans())  # labels of data-sized dims follow slices, lists and static masks
+        x = case.add(dg.labeled("x", dims=dims, dtype=dtype), dataarray(rng, dims, sizes, dtype, data_coords))
+        forms = tuple(f for f in ISEL_FORMS if f != "smask") if data_coords else ISEL_FORMS
+        dg_key, xr_key = draw_isel_key(draw, case, rng, dims, sizes, forms)
         try:
             expected = case.data[0].isel(xr_key)
         except (IndexError, ValueError):
