@@ -21,10 +21,16 @@ stays where it was, an indexed dim is replaced by its indexer's dims (each
 dim once, in order of first appearance). A dim of `x` kept by a slice that
 an indexer also carries is indexed pointwise with it (as xarray does).
 
+On a dim sized by the data, slices, position lists and static masks make
+derived dims (`dims.derived_dim`), so outputs carry the labels an input
+DataArray gives the selected positions.
+
 Known differences from xarray: outputs carry coords only on dims (xarray
 would also keep the indexed dim's coord as a non-dimension coordinate); a
 selection that repeats a label of a dim with coords is a DimError (a Dim's
-coords are unique), where a labeled indexer does the same selection fine.
+coords are unique), where a labeled indexer does the same selection fine; the
+dim a symbolic mask leaves has no coords (its positions are known only at run
+time).
 """
 
 from __future__ import annotations
