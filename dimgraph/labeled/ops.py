@@ -28,6 +28,8 @@ def is_labeled(x) -> bool:
 def _check_labeled(what, x):
     if not is_labeled(x):
         raise TypeError(f"{what}: expected a labeled variable, got {x!r}")
+    if x.type.dtype == "object":
+        raise TypeError(f"{what}: {x!r} is an array of labels; labels are keys for sel/.loc, not values to compute with")
     return x
 
 

@@ -239,7 +239,10 @@ class LabeledConstant(LabeledOperators, Constant):
     @property
     def key(self):
         if self._key is None:
-            self._key = hash((Constant.key.fget(self), self.type))
+            if self.type.dtype == "object":  # labels (for sel): hashed by value, not by bytes
+                self._key = hash((tuple(np.asarray(self.data).reshape(-1).tolist()), np.shape(self.data), self.type))
+            else:
+                self._key = hash((Constant.key.fget(self), self.type))
         return self._key
 
     def __repr__(self):

@@ -622,3 +622,11 @@ def test_static_mask_on_a_dim_sized_by_the_data_checks_its_length():
         f(np.arange(5.0))
     with pytest.raises(dg.DimError, match="obs"):
         y.isel(obs=dg.constant(np.array([True]), dims=(dg.Dim("obs", size=1),)))
+
+
+def test_label_arrays_are_only_selection_keys():
+    obs = dg.Dim("obs", size=2)
+    labels = dg.constant(np.array(["USA", "Chile"]), dims=(obs,))
+    for use in (lambda: labels + 1, lambda: labels.sum(), lambda: dg.exp(labels)):
+        with pytest.raises(TypeError, match="array of labels"):
+            use()
