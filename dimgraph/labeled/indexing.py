@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.core.graph import Apply, Constant, Variable
+from dimgraph.core.subtensor import SYMBOLIC
 from dimgraph.core.type import TensorType
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import Dim, clash, derived_dim, fmt_dims, resolve_dims, unify_dims
@@ -52,15 +53,40 @@ from dimgraph.labeled.type import LabeledType
 # ops
 
 
-def _check_entries(what, entries, x, n_indexers):
+def n_inputs(entry) -> int:
+    """How many inputs an entry reads: an indexer, or the symbolic parts of a slice."""
+    if entry[0] == "index":
+        return 1
+    if entry[0] == "slice":
+        return sum(p == SYMBOLIC for p in entry[1:4])
+    return 0
+
+
+def entry_inputs(entries, inputs) -> list:
+    """The inputs of each entry, in entry order (indexers and symbolic slice parts interleave)."""
+    out, k = [], 0
+    for e in entries:
+        n = n_inputs(e)
+        out.append(list(inputs[k : k + n]))
+        k += n
+    return out
+
+
+def _check_entries(what, entries, x, inputs):
     if len(entries) != x.type.ndim:
         raise DimError(f"{what}: {len(entries)} index entries for the {x.type.ndim} dims {fmt_dims(x.type.dims)}")
-    if sum(e[0] == "index" for e in entries) != n_indexers:
-        raise TypeError(f"{what}: the entries {entries} do not match the {n_indexers} indexers given")
+    if sum(n_inputs(e) for e in entries) != len(inputs):
+        raise TypeError(f"{what}: the entries {entries} do not match the {len(inputs)} index inputs given")
+    for e, ins in zip(entries, entry_inputs(entries, inputs)):
+        if e[0] == "slice":
+            for v in ins:
+                if not is_labeled(v) or v.type.ndim != 0 or np.dtype(v.type.dtype).kind not in "iu":
+                    raise TypeError(f"{what}: symbolic slice parts must be 0-d labeled integers, got {v!r}")
 
 
-def selection_dims(what, entries, x_dims, indexers) -> tuple:
+def selection_dims(what, entries, x_dims, inputs) -> tuple:
     """The dims of `x[entries]`: xarray's order (sliced dims in place, indexed dims -> the indexers' dims)."""
+    indexers = [ins[0] for e, ins in zip(entries, entry_inputs(entries, inputs)) if e[0] == "index"]
     for v in indexers:
         if not is_labeled(v) or np.dtype(v.type.dtype).kind not in "iu":
             raise TypeError(f"{what}: indexers must be labeled integer variables, got {v!r}")
@@ -110,8 +136,9 @@ class Isel(LabeledOp):
     """`x` indexed by position: `entries` has one entry per dim of `x`, and the indexers are inputs.
 
     An entry is `("int", k)` (drops the dim), `("slice", start, stop, step, new_dim)`
-    (keeps the dim as `new_dim`) or `("index",)` (the next input, a labeled integer
-    array, indexes that dim pointwise). `.set`/`.inc` of the result read this node.
+    (keeps the dim as `new_dim`; a part `SYMBOLIC` reads the next input, a 0-d
+    labeled integer) or `("index",)` (the next input, a labeled integer array,
+    indexes that dim pointwise). `.set`/`.inc` of the result read this node.
     """
 
     entries: tuple
@@ -119,7 +146,7 @@ class Isel(LabeledOp):
     def make_node(self, x, *indexers):
         if not is_labeled(x):
             raise TypeError(f"isel: expected a labeled variable, got {x!r}")
-        _check_entries("isel", self.entries, x, len(indexers))
+        _check_entries("isel", self.entries, x, indexers)
         dims = selection_dims("isel", self.entries, x.type.dims, indexers)
         return Apply(self, [x, *indexers], [LabeledType(x.type.dtype, dims)])
 
@@ -143,7 +170,7 @@ class IselUpdate(LabeledOp):
             raise ValueError(f"IselUpdate: mode must be 'set' or 'inc', got {self.mode!r}")
         if not is_labeled(x) or not is_labeled(v):
             raise TypeError(f"{self.mode}: expected labeled variables, got {x!r} and {v!r}")
-        _check_entries(self.mode, self.entries, x, len(indexers))
+        _check_entries(self.mode, self.entries, x, indexers)
         sel = selection_dims(self.mode, self.entries, x.type.dims, indexers)
         by_name = {d.name: d for d in sel}
         for d in v.type.dims:
@@ -305,13 +332,7 @@ def _entry(dim, value, what):
     if is_dataarray(value):
         value = as_labeled(value)
     if isinstance(value, slice):
-        for p in (value.start, value.stop, value.step):
-            if p is not None and (isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, np.integer))):
-                raise TypeError(f"{what}: slice bounds of dim {dim.name!r} must be ints or None, got {value!r}")
-        if value.step == 0:
-            raise ValueError(f"{what}: slice step cannot be zero (dim {dim.name!r})")
-        sl = slice(_normal(value.start), _normal(value.stop), _normal(value.step))
-        return ("slice", sl.start, sl.stop, sl.step, sliced_dim(dim, sl)), None
+        return _slice_entry(dim, value, what)
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{what}: a boolean scalar is not an index (dim {dim.name!r}); use a boolean array")
     if isinstance(value, (int, np.integer)):
@@ -350,17 +371,47 @@ def _entry(dim, value, what):
     return ("index",), _outer(dim, arr, what)
 
 
-def _slice_as_indexer(dim, entry):
+def _slice_part(dim, p, what):
+    """A slice bound or step: an int, None, or a 0-d labeled int64 (from a 0-d integer variable)."""
+    from dimgraph.labeled.basic import from_positional
+
+    if p is None:
+        return None
+    if isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)):
+        return int(p)
+    if isinstance(p, Variable) and p.type.ndim == 0 and np.dtype(p.type.dtype).kind in "iu":
+        if isinstance(p, Constant):
+            return int(p.data)
+        return p if is_labeled(p) else from_positional(p, ())
+    raise TypeError(f"{what}: slice bounds of dim {dim.name!r} must be ints, None or 0-d integer variables, got {p!r}")
+
+
+def _slice_entry(dim, value, what):
+    parts = [_slice_part(dim, p, what) for p in (value.start, value.stop, value.step)]
+    if parts[2] == 0:
+        raise ValueError(f"{what}: slice step cannot be zero (dim {dim.name!r})")
+    symbolic = [p for p in parts if isinstance(p, Variable)]
+    if not symbolic:
+        sl = slice(*parts)
+        return ("slice", sl.start, sl.stop, sl.step, sliced_dim(dim, sl)), []
+    shown = ":".join("" if p is None else p.name or "?" if isinstance(p, Variable) else str(p) for p in parts)
+    tag = hashlib.blake2b(repr([id(p) if isinstance(p, Variable) else p for p in parts]).encode(), digest_size=6).hexdigest()
+    new = Dim(dim.name, origin=f"isel({dim.origin or dim.name}, {shown.rstrip(':')} #{tag})")
+    entry = ("slice", *[SYMBOLIC if isinstance(p, Variable) else p for p in parts], new)
+    return entry, symbolic
+
+
+def _slice_as_indexer(dim, entry, parts):
     """The positions of a slice entry as a labeled integer indexer on the sliced dim."""
     from dimgraph.labeled.basic import constant
 
     new = entry[4]
-    if dim.size is not None:
+    if dim.size is not None and not parts:
         return constant(np.arange(dim.size)[entry[1] : entry[2] : entry[3]], dims=(new,))
     full = Arange(dim)()
     if new == dim:
         return full
-    return Isel((entry,))(full)
+    return Isel((entry,))(full, *parts)
 
 
 def _key_dict(x, indexers, kwargs, what, missing_dims="raise"):
@@ -417,19 +468,20 @@ def isel(x, indexers=None, missing_dims="raise", **kwargs):
     """
     x = _as_x(x, "isel")
     keys = _key_dict(x, indexers, kwargs, "isel", missing_dims)
-    entries, values = [], []
+    entries, values = [], []  # values: the inputs of each entry
     for d in x.type.dims:
         if d in keys:
             e, v = _entry(d, keys[d], "isel")
+            v = v if isinstance(v, list) else [] if v is None else [v]
         else:
-            e, v = ("slice", None, None, None, d), None
+            e, v = ("slice", None, None, None, d), []
         entries.append(e)
         values.append(v)
-    indexed_names = {nd.name for v in values if v is not None for nd in v.type.dims}
+    indexed_names = {nd.name for e, v in zip(entries, values) if e[0] == "index" for nd in v[0].type.dims}
     for k, (d, e) in enumerate(zip(x.type.dims, entries)):
         if e[0] == "slice" and e[4].name in indexed_names:
-            entries[k], values[k] = ("index",), _slice_as_indexer(d, e)
-    return Isel(tuple(entries))(x, *[v for v in values if v is not None])
+            entries[k], values[k] = ("index",), [_slice_as_indexer(d, e, values[k])]
+    return Isel(tuple(entries))(x, *[v for vs in values for v in vs])
 
 
 def _sel_value(dim, value, what, method=None, tolerance=None):

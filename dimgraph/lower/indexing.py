@@ -24,7 +24,7 @@ from dimgraph.core.subtensor import (
     IncSubtensor,
     Subtensor,
 )
-from dimgraph.labeled.indexing import Isel, IselUpdate, MaskPositions
+from dimgraph.labeled.indexing import Isel, IselUpdate, MaskPositions, entry_inputs
 from dimgraph.lower.rules import align, lowering
 
 
@@ -34,16 +34,17 @@ def _int64(t):
 
 def _layout(op, node_inputs, x_dims, idx_low, out_dims):
     """Split the entries: per axis of x its basic entry, and the indexer arrays with their dims."""
-    it = iter(zip(node_inputs, idx_low))
+    per_entry = entry_inputs(op.entries, list(zip(node_inputs, idx_low)))
     basic, scalars, arrays, kept = [], [], [], []  # kept: per remaining axis, its dim or None (indexed)
-    for e in op.entries:
+    for e, ins in zip(op.entries, per_entry):
         if e[0] == "int":
             basic.append(e[1])
         elif e[0] == "slice":
             basic.append(("slice", e[1], e[2], e[3]))
+            scalars.extend(_int64(low) for _, low in ins)
             kept.append(e[4])
         else:
-            v, low = next(it)
+            ((v, low),) = ins
             if v.type.ndim == 0:
                 basic.append(SYMBOLIC)
                 scalars.append(_int64(low))
@@ -104,6 +105,7 @@ def _(op, node, inputs, ctx):
             extra.append(next(it))
         elif isinstance(e, tuple):
             index.append(e)
+            extra.extend(next(it) for p in e[1:] if p == SYMBOLIC)
         else:
             index.append(ARRAY)
             extra.append(positional_constant(e, dtype="int64"))
@@ -116,12 +118,9 @@ def _(op, node, inputs, ctx):
     return DimShuffle(len(perm), inverse)(out)
 
 
-def _is_array_axis(entries, k, indexers):
+def _is_array_axis(entries, k, inputs):
     """Whether axis k is indexed by an indexer of one or more dims (0-d ones are scalars)."""
-    if entries[k][0] != "index":
-        return False
-    j = sum(e[0] == "index" for e in entries[:k])
-    return indexers[j].type.ndim > 0
+    return entries[k][0] == "index" and entry_inputs(entries, inputs)[k][0].type.ndim > 0
 
 
 @lowering.register(MaskPositions)

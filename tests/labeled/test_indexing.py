@@ -91,8 +91,8 @@ def draw_isel_key(draw, case, rng, dims, sizes, forms):
     for d in chosen:
         n = sizes[d.name]
         options = [f for f in forms if n > 0 or f in ("slice", "list", "mask", "smask")]
-        if d.coords is not None:
-            options = [f for f in options if f != "smask"]  # a symbolic mask's dim carries no coords
+        if d.coords is not None:  # the dim a symbolic mask or slice leaves carries no coords
+            options = [f for f in options if f not in ("smask", "sslice")]
         form = draw(st.sampled_from(options))
         if form == "int":
             k = draw(st.integers(-n, n - 1))
@@ -101,6 +101,17 @@ def draw_isel_key(draw, case, rng, dims, sizes, forms):
             bound = st.one_of(st.none(), st.integers(-n - 1, n + 1))
             s = slice(draw(bound), draw(bound), draw(st.sampled_from([None, 1, 2, 3, -1, -2])))
             dg_key[d.name], xr_key[d.name] = s, s
+        elif form == "sslice":  # symbolic bounds (and step), static ones mixed in
+            parts = []
+            for k, part in enumerate(["start", "stop", "step"]):
+                value = draw(st.one_of(st.none(), st.sampled_from([1, 2, -1])) if k == 2 else st.one_of(st.none(), st.integers(-n - 1, n + 1)))
+                if value is not None and draw(st.booleans()):
+                    var = case.add(dg.tensor(f"{part}_{d.name}", shape=(), dtype="int64"), np.int64(value))
+                    parts.append((var, value))
+                else:
+                    parts.append((value, value))
+            dg_key[d.name] = slice(*[p for p, _ in parts])
+            xr_key[d.name] = slice(*[v for _, v in parts])
         elif form == "list":
             pos = draw(st.lists(st.integers(-n, n - 1), max_size=4)) if n else []
             if d.coords is not None:  # unique labels (a Dim's coords are unique)
@@ -138,7 +149,7 @@ def draw_isel_key(draw, case, rng, dims, sizes, forms):
     return dg_key, xr_key
 
 
-ISEL_FORMS = ("int", "slice", "list", "mask", "smask", "scalar", "labeled")
+ISEL_FORMS = ("int", "slice", "sslice", "list", "mask", "smask", "scalar", "labeled")
 
 
 def _clean(expected):
@@ -176,7 +187,7 @@ def test_isel_matches_xarray(backend):
         case = Case()
         data_coords = draw(st.booleans())  # labels of data-sized dims follow slices, lists and static masks
         x = case.add(dg.labeled("x", dims=dims, dtype=dtype), dataarray(rng, dims, sizes, dtype, data_coords))
-        forms = tuple(f for f in ISEL_FORMS if f != "smask") if data_coords else ISEL_FORMS
+        forms = tuple(f for f in ISEL_FORMS if f not in ("smask", "sslice")) if data_coords else ISEL_FORMS
         dg_key, xr_key = draw_isel_key(draw, case, rng, dims, sizes, forms)
         try:
             expected = case.data[0].isel(xr_key)
@@ -289,7 +300,7 @@ def test_set_and_inc_match_numpy(backend):
         case = Case()
         x_da = dataarray(rng, dims, sizes, dtype)
         x = case.add(dg.labeled("x", dims=dims, dtype=dtype), x_da)
-        dg_key, xr_key = draw_isel_key(draw, case, rng, dims, sizes, ("int", "slice", "list", "mask", "scalar", "labeled"))
+        dg_key, xr_key = draw_isel_key(draw, case, rng, dims, sizes, ("int", "slice", "sslice", "list", "mask", "scalar", "labeled"))
         try:
             pos = _clean(_flat_positions(x_da).isel(xr_key))
         except (IndexError, ValueError):
@@ -630,3 +641,24 @@ def test_label_arrays_are_only_selection_keys():
     for use in (lambda: labels + 1, lambda: labels.sum(), lambda: dg.exp(labels)):
         with pytest.raises(TypeError, match="array of labels"):
             use()
+
+
+def test_symbolic_slice_bounds():
+    t, obs = dg.Dim("t", size=6), dg.Dim("obs")
+    x = dg.labeled("x", dims=(t,))
+    n = dg.scalar("n", dtype="int64")
+    window = x.isel(t=slice(1, n))
+    assert window.dims[0].name == "t" and window.dims[0].size is None
+    assert x.isel(t=slice(1, n)).dims != x.isel(t=slice(2, n)).dims
+    f = dg.function([x, n], [window, window.sum(), x.isel(t=slice(None, n)).set(0.0)], backend="python")
+    w, s, zeroed = f(np.arange(6.0), 4)
+    np.testing.assert_array_equal(w.values, [1.0, 2.0, 3.0])
+    assert float(s.values) == 6.0
+    np.testing.assert_array_equal(zeroed.values, [0, 0, 0, 0, 4, 5])
+    with pytest.raises(TypeError, match="slice bounds"):
+        x.isel(t=slice(0, 2.5))
+    y = dg.labeled("y", dims=(obs, t))
+    i = dg.labeled("i", dims=(obs,), dtype="int64")
+    assert y.isel(t=i).dims == (obs,)  # i's obs pairs with y's obs, position by position
+    with pytest.raises(dg.DimError, match="derived"):  # a sliced obs is another dim than i's obs
+        y.isel(t=i, obs=slice(0, n))
