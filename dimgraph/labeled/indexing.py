@@ -8,8 +8,9 @@ into positions here, when the graph is built (`labels.positions`), so `sel` is
 
 Semantics are xarray's:
 - an int drops the dim; a slice keeps it (a new Dim holding the selected
-  coords, or its size); a plain list/array of positions keeps the dim name
-  (outer indexing: each dim independently);
+  coords, or its size; symbolic bounds make a dim of run-time size); a plain
+  list/array of positions keeps the dim name (outer indexing: each dim
+  independently);
 - a labeled integer indexer indexes pointwise (vectorized indexing): the
   result has the indexer's dims in place of the indexed dim; several
   labeled indexers broadcast together by dim name;
