@@ -396,7 +396,9 @@ def _slice_entry(dim, value, what):
         sl = slice(*parts)
         return ("slice", sl.start, sl.stop, sl.step, sliced_dim(dim, sl)), []
     shown = ":".join("" if p is None else p.name or "?" if isinstance(p, Variable) else str(p) for p in parts)
-    tag = hashlib.blake2b(repr([id(p) if isinstance(p, Variable) else p for p in parts]).encode(), digest_size=6).hexdigest()
+    # one variable (as the user gave it) as a bound makes one dim: x[:n] and x.isel(t=slice(None, n)) agree
+    given = (value.start, value.stop, value.step)
+    tag = hashlib.blake2b(repr([id(g) if isinstance(p, Variable) else p for p, g in zip(parts, given)]).encode(), digest_size=6).hexdigest()
     new = Dim(dim.name, origin=f"isel({dim.origin or dim.name}, {shown.rstrip(':')} #{tag})")
     entry = ("slice", *[SYMBOLIC if isinstance(p, Variable) else p for p in parts], new)
     return entry, symbolic
@@ -553,7 +555,11 @@ def _positional_keys(x, key, what):
     if any(k is Ellipsis for k in items):
         at = next(j for j, k in enumerate(items) if k is Ellipsis)
         items = items[:at] + (slice(None),) * (x.type.ndim - n) + items[at + 1 :]
-    return {d: k for d, k in zip(x.type.dims, items) if not (isinstance(k, slice) and k == slice(None))}
+    return {d: k for d, k in zip(x.type.dims, items) if not _is_full_slice(k)}
+
+
+def _is_full_slice(k):
+    return isinstance(k, slice) and k.start is None and k.stop is None and k.step is None
 
 
 def getitem(x, key):

@@ -657,6 +657,7 @@ def test_symbolic_slice_bounds():
     np.testing.assert_array_equal(zeroed.values, [0, 0, 0, 0, 4, 5])
     with pytest.raises(TypeError, match="slice bounds"):
         x.isel(t=slice(0, 2.5))
+    assert x[:n].dims == x.isel(t=slice(None, n)).dims and x[1:n:2].dims[0].size is None
     y = dg.labeled("y", dims=(obs, t))
     i = dg.labeled("i", dims=(obs,), dtype="int64")
     assert y.isel(t=i).dims == (obs,)  # i's obs pairs with y's obs, position by position
