@@ -389,7 +389,7 @@ def _slice_part(dim, p, what):
 
 def _slice_entry(dim, value, what):
     parts = [_slice_part(dim, p, what) for p in (value.start, value.stop, value.step)]
-    if parts[2] == 0:
+    if isinstance(parts[2], int) and parts[2] == 0:
         raise ValueError(f"{what}: slice step cannot be zero (dim {dim.name!r})")
     symbolic = [p for p in parts if isinstance(p, Variable)]
     if not symbolic:

@@ -90,7 +90,7 @@ def draw_isel_key(draw, case, rng, dims, sizes, forms):
     dg_key, xr_key = {}, {}
     for d in chosen:
         n = sizes[d.name]
-        options = [f for f in forms if n > 0 or f in ("slice", "list", "mask", "smask")]
+        options = [f for f in forms if n > 0 or f in ("slice", "sslice", "list", "mask", "smask")]
         if d.coords is not None:  # the dim a symbolic mask or slice leaves carries no coords
             options = [f for f in options if f not in ("smask", "sslice")]
         form = draw(st.sampled_from(options))
@@ -105,7 +105,7 @@ def draw_isel_key(draw, case, rng, dims, sizes, forms):
             parts = []
             for k, part in enumerate(["start", "stop", "step"]):
                 value = draw(st.one_of(st.none(), st.sampled_from([1, 2, -1])) if k == 2 else st.one_of(st.none(), st.integers(-n - 1, n + 1)))
-                if value is not None and draw(st.booleans()):
+                if value is not None and (form == "sslice" and draw(st.integers(0, 3)) > 0):
                     var = case.add(dg.tensor(f"{part}_{d.name}", shape=(), dtype="int64"), np.int64(value))
                     parts.append((var, value))
                 else:
@@ -658,8 +658,33 @@ def test_symbolic_slice_bounds():
     with pytest.raises(TypeError, match="slice bounds"):
         x.isel(t=slice(0, 2.5))
     assert x[:n].dims == x.isel(t=slice(None, n)).dims and x[1:n:2].dims[0].size is None
+    f = dg.function([x, n], x[::n], backend="python")
+    np.testing.assert_array_equal(f(np.arange(6.0), -2).values, [5.0, 3.0, 1.0])
     y = dg.labeled("y", dims=(obs, t))
     i = dg.labeled("i", dims=(obs,), dtype="int64")
     assert y.isel(t=i).dims == (obs,)  # i's obs pairs with y's obs, position by position
     with pytest.raises(dg.DimError, match="derived"):  # a sliced obs is another dim than i's obs
         y.isel(t=i, obs=slice(0, n))
+
+
+def test_symbolic_slices_match_xarray(backend):
+    @settings(max_examples=_examples(backend), suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def check(data):
+        draw = data.draw
+        dims, sizes = draw(dims_strategy())
+        dims = tuple(d if d.coords is None else dg.Dim(d.name, size=d.size) for d in dims)
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        case = Case()
+        x_da = dataarray(rng, dims, sizes)
+        x = case.add(dg.labeled("x", dims=dims), x_da)
+        dg_key, xr_key = draw_isel_key(draw, case, rng, dims, sizes, ("sslice",))
+        expected = x_da.isel(xr_key)
+        sub = x.isel(dg_key)
+        got, updated = _run(backend, case, [sub, sub.inc(1.0)])
+        assert_same(got, expected)
+        want = x_da.copy()
+        want[xr_key] += 1.0
+        np.testing.assert_array_equal(updated.values, want.values)
+
+    check()
