@@ -45,6 +45,29 @@ class CumOp(Op):
         out = _CUM[self.mode](inputs[0], axis=self.axis)
         return [np.asarray(out, dtype=node.outputs[0].type.dtype)]
 
+    def L_op(self, inputs, outputs, output_grads):
+        """cumsum: the reversed cumulative sum of the gradient. cumprod: `revcumsum(g * y) / x`.
+
+        The cumprod formula divides by x, so it is exact only where x has no zeros (a zero in x
+        gives inf/nan in the gradient along that row); integer inputs get None.
+        """
+        from dimgraph.core.subtensor import is_float
+
+        (x,), (y,), (g,) = inputs, outputs, output_grads
+        if not is_float(x):
+            return [None]
+        if self.mode == "add":
+            gx = self._reverse_cumsum(g)
+        else:
+            gx = self._reverse_cumsum(g * y) / x
+        return [gx.astype(x.type.dtype)]
+
+    def _reverse_cumsum(self, g):
+        from dimgraph.core.subtensor import getitem
+
+        flip = (slice(None),) * self.axis + (slice(None, None, -1),)
+        return getitem(CumOp(self.axis, "add")(getitem(g, flip)), flip)
+
     def __str__(self):
         return f"Cum{'sum' if self.mode == 'add' else 'prod'}{{axis={self.axis}}}"
 
@@ -130,6 +153,22 @@ class ARange(Op):
         start, stop, step = (v.item() for v in inputs)
         return [np.arange(start, stop, step, dtype=self.dtype)]
 
+    def L_op(self, inputs, outputs, output_grads):
+        """out[i] = start + i * step: start gets sum(g), step gets sum(g * i); stop only sets the
+        length (a step function), so its gradient is zero. Integer inputs and outputs get None."""
+        from dimgraph.core.reduce import sum as reduce_sum
+        from dimgraph.core.subtensor import is_float
+        from dimgraph.core.shape import shape_of
+        from dimgraph.core.shape_ops import zeros_like
+
+        start, stop, step = inputs
+        (g,) = output_grads
+        if not is_float(outputs[0]):
+            return [None, None, None]
+        positions = arange(0, shape_of(outputs[0])[0], 1, dtype=g.type.dtype)
+        grads = [reduce_sum(g), zeros_like(stop), reduce_sum(g * positions)]
+        return [gv.astype(v.type.dtype) if is_float(v) else None for gv, v in zip(grads, inputs)]
+
 
 def arange(start, stop=None, step=1, dtype=None):
     """Evenly spaced values in [start, stop), as `np.arange` (int64, or float64 when any argument is a float).
@@ -176,6 +215,12 @@ class Assert(Op):
         if not all(bool(c) for c in conds):
             raise AssertionError(self.message)
         return [value]
+
+    def L_op(self, inputs, outputs, output_grads):
+        """The gradient passes to the checked value unchanged (the check stays in the forward graph)."""
+        from dimgraph.core.subtensor import is_float
+
+        return [output_grads[0] if is_float(inputs[0]) else None] + [None] * (len(inputs) - 1)
 
 
 def assert_op(x, *conds, msg="assertion failed"):

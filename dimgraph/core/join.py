@@ -74,6 +74,30 @@ class Join(Op):
                 )
         return [np.concatenate(inputs, axis=self.axis).astype(node.outputs[0].type.dtype, copy=False)]
 
+    def L_op(self, inputs, outputs, output_grads):
+        """The output gradient cut back into the inputs' pieces along `axis` (None for integer inputs).
+
+        Static sizes give plain slices (printed kernels on every backend); any unknown size gives one
+        `Split` node, whose outputs keep the static sizes the inputs know.
+        """
+        from dimgraph.core.subtensor import getitem, is_float, pin_shape
+
+        (g,) = output_grads
+        if len(inputs) == 1:
+            pieces = [g]
+        elif all(t.type.shape[self.axis] is not None for t in inputs):
+            pieces, start = [], 0
+            for t in inputs:
+                stop = start + t.type.shape[self.axis]
+                pieces.append(getitem(g, (slice(None),) * self.axis + (slice(start, stop),)))
+                start = stop
+        else:
+            pieces = split_sizes(g, [static_or_symbolic(t)[self.axis] for t in inputs], axis=self.axis)
+        out = []
+        for t, p in zip(inputs, pieces):
+            out.append(pin_shape(p.astype(t.type.dtype), t) if is_float(t) else None)
+        return out
+
 
 @dataclass(frozen=True)
 class Split(Op):
@@ -135,6 +159,16 @@ class Split(Op):
                 f"{self}: sizes {sizes} do not add up to the length {x.shape[self.axis]} of axis {self.axis}"
             )
         return [np.array(p) for p in np.split(x, np.cumsum(sizes)[:-1], axis=self.axis)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        """The pieces' gradients joined back along `axis`; the size inputs get None."""
+        from dimgraph.core.subtensor import is_float, pin_shape
+
+        x = inputs[0]
+        if not is_float(x):
+            return [None] * len(inputs)
+        gx = output_grads[0] if len(output_grads) == 1 else Join(self.axis)(*output_grads)
+        return [pin_shape(gx.astype(x.type.dtype), x)] + [None] * (len(inputs) - 1)
 
 
 def concatenate(tensors, axis=0):

@@ -100,6 +100,37 @@ class MatMul(Op):
             )
         return [np.asarray(np.matmul(a, b), dtype=node.outputs[0].type.dtype)]
 
+    def L_op(self, inputs, outputs, output_grads):
+        """`g @ b^T` and `a^T @ g` on operands promoted to 2-d, summed over broadcast batch axes.
+
+        A 1-d operand is promoted as NumPy does (a: a leading axis, b: a trailing one), the output
+        gradient gets the dropped axes back, and the promoted axis is dropped from the result.
+        """
+        from dimgraph.core.shape_ops import expand_dims, squeeze
+        from dimgraph.core.subtensor import is_float, sum_to
+
+        a, b = inputs
+        (g,) = output_grads
+        a2 = expand_dims(a, 0) if a.type.ndim == 1 else a
+        b2 = expand_dims(b, 1) if b.type.ndim == 1 else b
+        g2 = g
+        if a.type.ndim == 1:
+            g2 = expand_dims(g2, g2.type.ndim - (0 if b.type.ndim == 1 else 1))
+        if b.type.ndim == 1:
+            g2 = expand_dims(g2, g2.type.ndim)
+        out = []
+        if is_float(a):
+            ga = sum_to(matmul(g2, _swap_last(b2)), a2)
+            out.append(squeeze(ga, 0) if a.type.ndim == 1 else ga)
+        else:
+            out.append(None)
+        if is_float(b):
+            gb = sum_to(matmul(_swap_last(a2), g2), b2)
+            out.append(squeeze(gb, 1) if b.type.ndim == 1 else gb)
+        else:
+            out.append(None)
+        return out
+
     def __str__(self):
         return "MatMul"
 
@@ -113,6 +144,13 @@ def matmul(a, b):
     (5, None)
     """
     return MatMul()(a, b)
+
+
+def _swap_last(x):
+    from dimgraph.core.elemwise import DimShuffle
+
+    nd = x.type.ndim
+    return DimShuffle(nd, tuple(range(nd - 2)) + (nd - 1, nd - 2))(x)
 
 
 def dot(a, b):
@@ -312,6 +350,84 @@ class Einsum(Op):
                 x = np.broadcast_to(x, tuple(target[c] for c in term))
             args.append(x)
         return [np.asarray(np.einsum(self.subscripts, *args), dtype=node.outputs[0].type.dtype)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        """For each operand, one einsum of the output gradient with the other operands, to its subscripts.
+
+        Letters repeated within the operand (diagonals) get fresh letters tied to the first by
+        identity matrices. A letter only this operand has is summed in the einsum and broadcast
+        back; an axis of static size 1 that broadcasts against longer ones is summed (dropped from
+        the einsum's output, or, on a diagonal, summed afterwards).
+        """
+        from dimgraph.core.reduce import sum as reduce_sum
+        from dimgraph.core.shape_ops import broadcast_to, expand_dims
+        from dimgraph.core.subtensor import is_float, pin_shape
+
+        (g,) = output_grads
+        terms, out_term = self.terms, self.output
+        shapes = [static_or_symbolic(i) for i in inputs]
+        sizes = _letter_sizes(self.subscripts, terms, shapes, [i.type.shape for i in inputs])
+        used = set("".join(terms) + out_term)
+        spare = iter(c for c in string.ascii_letters if c not in used)
+        grads = []
+        for k, (term, x) in enumerate(zip(terms, inputs)):
+            if not is_float(x):
+                grads.append(None)
+                continue
+            others = [(t, v) for j, (t, v) in enumerate(zip(terms, inputs)) if j != k] + [(out_term, g)]
+            elsewhere = set("".join(t for t, _ in others))
+            target, eyes, seen = [], [], set()
+            only_here, dropped, post_sum = [], [], []
+            for ax, c in enumerate(term):
+                broadcast = x.type.shape[ax] == 1 and _static(sizes[c]) != 1
+                if c in seen:
+                    fresh = next(spare)
+                    eyes.append((c + fresh, _eye(sizes[c], x.type.dtype)))
+                    target.append(fresh)
+                elif term.count(c) > 1:
+                    seen.add(c)
+                    target.append(c)
+                elif c not in elsewhere:
+                    only_here.append(ax)
+                    continue
+                elif broadcast:
+                    dropped.append(ax)
+                    continue
+                else:
+                    target.append(c)
+                if broadcast:
+                    post_sum.append(ax)
+            operands = others + eyes
+            spec = ",".join(t for t, _ in operands) + "->" + "".join(target)
+            gx = einsum(spec, *[v for _, v in operands])
+            if only_here or dropped:
+                gx = expand_dims(gx, sorted(only_here + dropped))
+            if post_sum:
+                gx = reduce_sum(gx, axis=tuple(post_sum), keepdims=True)
+            if any(s == 1 and t != 1 for s, t in zip(gx.type.shape, x.type.shape)):
+                # letters only x has, or that every other operand has with static size 1
+                gx = broadcast_to(gx, shapes[k])
+            grads.append(pin_shape(gx.astype(x.type.dtype), x))
+        return grads
+
+
+def _static(entry):
+    from dimgraph.core.shape import to_static
+
+    return to_static(entry) if not isinstance(entry, int) else entry
+
+
+def _eye(n, dtype):
+    """An n x n identity of `dtype` (a constant when n is static)."""
+    from dimgraph.core.basic import constant
+    from dimgraph.core.extra import arange
+    from dimgraph.core.math import eq
+    from dimgraph.core.shape_ops import expand_dims
+
+    if _static(n) is not None:
+        return constant(np.eye(_static(n), dtype=dtype))
+    r = arange(0, n, 1, dtype="int64")
+    return eq(expand_dims(r, 1), expand_dims(r, 0)).astype(dtype)
 
 
 def einsum(subscripts, *operands):

@@ -95,6 +95,44 @@ def slice_length(n, start, stop, step):
 
 
 # ---------------------------------------------------------------------------
+# gradient helpers (shared by the L_ops of the indexing, join, linalg and scan ops)
+
+
+def is_float(var) -> bool:
+    """Whether gradients flow through `var` (float or complex dtype); integer and boolean inputs get None."""
+    return np.dtype(var.type.dtype).kind in "fc"
+
+
+def sum_to(g, like):
+    """`g` summed over the axes broadcasting added or stretched to reach it from `like`, in `like`'s dtype.
+
+    Leading axes `like` lacks are summed away; axes where `like` has static
+    size 1 and `g` does not are summed with keepdims (only static size 1
+    broadcasts, so no other axis can have been stretched).
+    """
+    from dimgraph.core.math import cast
+    from dimgraph.core.reduce import sum as reduce_sum
+
+    extra = g.type.ndim - like.type.ndim
+    if extra > 0:
+        g = reduce_sum(g, axis=tuple(range(extra)))
+    axes = tuple(k for k, s in enumerate(like.type.shape) if s == 1 and g.type.shape[k] != 1)
+    if axes:
+        g = reduce_sum(g, axis=axes, keepdims=True)
+    return pin_shape(cast(g, like.type.dtype), like)
+
+
+def pin_shape(g, like):
+    """`g` with the static sizes `like` knows and `g` does not (a no-op reshape), so gradients keep their input's type."""
+    from dimgraph.core.shape_ops import reshape
+
+    if all(s is None or t is not None for s, t in zip(like.type.shape, g.type.shape)):
+        return g
+    own = static_or_symbolic(g)
+    return reshape(g, tuple(s if s is not None else own[k] for k, s in enumerate(like.type.shape)))
+
+
+# ---------------------------------------------------------------------------
 # parsing a NumPy index
 
 
@@ -326,6 +364,16 @@ class Subtensor(Op):
         x, *scalars = inputs
         return [np.array(x[_basic_key(self.index, scalars)])]
 
+    def L_op(self, inputs, outputs, output_grads):
+        """The output gradient written back into zeros of x's shape; index parts get None."""
+        from dimgraph.core.shape_ops import zeros_like
+
+        x, *scalars = inputs
+        if not is_float(x):
+            return [None] * len(inputs)
+        gx = IncSubtensor(self.index, "inc")(zeros_like(x), output_grads[0], *scalars)
+        return [gx] + [None] * len(scalars)
+
     def __str__(self):
         return f"Subtensor[{_index_str(self.index)}]"
 
@@ -394,6 +442,19 @@ class IncSubtensor(Op):
         else:
             out[key] += v
         return [out]
+
+    def L_op(self, inputs, outputs, output_grads):
+        """x gets the gradient (with the set region zeroed for `set`); v gets it read at the selection,
+        summed over the axes v was broadcast along."""
+        from dimgraph.core.basic import constant as const
+
+        x, v, *scalars = inputs
+        (g,) = output_grads
+        if not is_float(x):
+            return [None] * len(inputs)
+        gx = g if self.mode == "inc" else IncSubtensor(self.index, "set")(g, const(0, dtype=g.type.dtype), *scalars)
+        gv = sum_to(Subtensor(self.index)(g, *scalars), v)
+        return [gx, gv] + [None] * len(scalars)
 
     def __str__(self):
         return f"{'Set' if self.mode == 'set' else 'Inc'}Subtensor[{_index_str(self.index)}]"
@@ -606,6 +667,21 @@ class AdvancedSubtensor(Op):
         _check_index_broadcast(self, self.index, _key_inputs(self.index, node.inputs[1:]), key)
         return [np.array(x[key])]
 
+    def L_op(self, inputs, outputs, output_grads):
+        """The output gradient scattered with `inc` into zeros of x's shape, so repeated positions
+        accumulate (`np.add.at`); index arrays, masks and slice parts get None.
+
+        With one integer array and full slices elsewhere (`mu[group_idx]`) the scatter is the same
+        index form as the read, which the numba backend runs as a printed loop.
+        """
+        from dimgraph.core.shape_ops import zeros_like
+
+        x, *idx = inputs
+        if not is_float(x):
+            return [None] * len(inputs)
+        gx = AdvancedIncSubtensor(self.index, "inc")(zeros_like(x), output_grads[0], *idx)
+        return [gx] + [None] * len(idx)
+
     def __str__(self):
         return f"AdvancedSubtensor[{_index_str(self.index)}]"
 
@@ -650,12 +726,68 @@ class AdvancedIncSubtensor(Op):
             np.add.at(flat, positions.reshape(-1), values.reshape(-1))
         return [out]
 
+    def L_op(self, inputs, outputs, output_grads):
+        """x gets the gradient (set region zeroed for `set`); v gets it gathered at the selection and
+        summed over its broadcast axes.
+
+        `set` with a position selected more than once keeps one write (the last in NumPy); only that
+        element of the selection gets the gradient. Which one won is read back from the backend's own
+        scatter (positions' ids scattered, then gathered and compared), unless the index is provably
+        free of repeats (a lone boolean mask, or constant integer arrays without repeats).
+        """
+        from dimgraph.core.basic import constant as const
+        from dimgraph.core.math import where
+
+        x, v, *idx = inputs
+        (g,) = output_grads
+        if not is_float(x):
+            return [None] * len(inputs)
+        zero = const(0, dtype=g.type.dtype)
+        gx = g if self.mode == "inc" else AdvancedIncSubtensor(self.index, "set")(g, zero, *idx)
+        gsel = AdvancedSubtensor(self.index)(g, *idx)
+        if self.mode == "set" and not _repeat_free(self.index, x, idx):
+            gsel = where(_last_writes(self.index, x, idx, gsel), gsel, zero)
+        gv = sum_to(gsel, v)
+        return [gx, gv] + [None] * len(idx)
+
     def __str__(self):
         return f"Advanced{'Set' if self.mode == 'set' else 'Inc'}Subtensor[{_index_str(self.index)}]"
 
 
 # ---------------------------------------------------------------------------
 # user functions
+
+
+def _repeat_free(index, x, idx):
+    """True when the advanced index provably selects no position twice (checked at build time)."""
+    arrays = [a for a, e in zip(_key_inputs(index, idx), index) if e == ARRAY and a is not None]
+    if len(arrays) == 1 and arrays[0].type.dtype == "bool":
+        return True
+    if not all(isinstance(a, Constant) for a in idx) or any(s is None for s in x.type.shape):
+        return False
+    key = _advanced_key(index, [a.data for a in idx])
+    try:
+        positions = np.arange(int(np.prod(x.type.shape)), dtype=np.int64).reshape(x.type.shape)[key]
+    except (IndexError, ValueError):
+        return False
+    return np.unique(positions).size == positions.size
+
+
+def _last_writes(index, x, idx, sel):
+    """A boolean array of the selection's shape: True where that element's write is the one `set` keeps."""
+    from dimgraph.core.extra import arange
+    from dimgraph.core.math import eq
+    from dimgraph.core.shape import shape_of
+    from dimgraph.core.shape_ops import reshape, zeros
+
+    sel_shape = shape_of(sel)
+    n = 1
+    for s in sel_shape:
+        n = n * s
+    ids = reshape(arange(0, n, 1, dtype="int64"), sel_shape)
+    written = AdvancedIncSubtensor(index, "set")(zeros(shape_of(x), "int64"), ids, *idx)
+    return eq(AdvancedSubtensor(index)(written, *idx), ids)
+
 
 
 def _update(sub, v, mode, fname):
