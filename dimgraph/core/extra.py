@@ -154,20 +154,20 @@ class ARange(Op):
         return [np.arange(start, stop, step, dtype=self.dtype)]
 
     def L_op(self, inputs, outputs, output_grads):
-        """out[i] = start + i * step: start gets sum(g), step gets sum(g * i); stop only sets the
-        length (a step function), so its gradient is zero. Integer inputs and outputs get None."""
+        """out[i] = start + i * step: start gets sum(g), step gets sum(g * i). stop only sets the
+        length (a step function of it), so no gradient flows to it (None), nor to integer inputs."""
         from dimgraph.core.reduce import sum as reduce_sum
-        from dimgraph.core.subtensor import is_float
         from dimgraph.core.shape import shape_of
-        from dimgraph.core.shape_ops import zeros_like
+        from dimgraph.core.subtensor import is_float
 
         start, stop, step = inputs
         (g,) = output_grads
         if not is_float(outputs[0]):
             return [None, None, None]
         positions = arange(0, shape_of(outputs[0])[0], 1, dtype=g.type.dtype)
-        grads = [reduce_sum(g), zeros_like(stop), reduce_sum(g * positions)]
-        return [gv.astype(v.type.dtype) if is_float(v) else None for gv, v in zip(grads, inputs)]
+        gstart = reduce_sum(g).astype(start.type.dtype) if is_float(start) else None
+        gstep = reduce_sum(g * positions).astype(step.type.dtype) if is_float(step) else None
+        return [gstart, None, gstep]
 
 
 def arange(start, stop=None, step=1, dtype=None):

@@ -50,16 +50,16 @@ def is_float(dtype):
 class NodeVJP:
     """One compiled vector-Jacobian product of one node (see the module doc)."""
 
-    def __new__(cls, key, backend, build, specs):
+    def __new__(cls, key, backend, build, specs, no_gradient=()):
         cached = _CACHE.get((key, backend))
         if cached is not None:
             return cached
         self = super().__new__(cls)
-        self._setup(backend, build, specs)
+        self._setup(backend, build, specs, set(no_gradient))
         _CACHE[(key, backend)] = self
         return self
 
-    def _setup(self, backend, build, specs):
+    def _setup(self, backend, build, specs, no_gradient):
         xs = [dg.tensor(name, shape=shape, dtype=dtype) for name, shape, dtype in specs]
         outs = build(*xs)
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
@@ -69,8 +69,12 @@ class NodeVJP:
         grads = node.op.L_op(list(node.inputs), list(node.outputs), ws)
         assert len(grads) == len(node.inputs), f"{node.op}: L_op gave {len(grads)} entries for {len(node.inputs)} inputs"
         by_input = {id(v): g for v, g in zip(node.inputs, grads)}
-        self.float_inputs, float_grads = [], []
+        self.float_inputs, float_grads, self.no_gradient = [], [], []
         for k, x in enumerate(xs):
+            if x.name in no_gradient:  # float inputs the op declares disconnected: the differences must be 0
+                assert by_input.get(id(x)) is None, f"{node.op}: {x!r} got a gradient"
+                self.no_gradient.append(k)
+                continue
             if not is_float(x.type.dtype):  # index inputs may reach the node through other ops
                 assert by_input.get(id(x)) is None, f"{node.op}: the integer input {x!r} got a gradient"
                 continue
@@ -113,6 +117,9 @@ class NodeVJP:
                 an = float(np.sum(g * d))
                 tol = RTOL * abs(fd) + ATOL * (1 + scale + float(np.sum(np.abs(g * d))))
                 assert abs(fd - an) <= tol, f"{self.op}: input {k}: finite difference {fd!r} vs gradient {an!r}"
+        for k in self.no_gradient:
+            fd = self._fd(values, ws, k, rng.normal(size=values[k].shape))
+            assert abs(fd) <= ATOL * (1 + scale), f"{self.op}: input {k} got no gradient but moves the cost ({fd!r})"
         return grads
 
     def _fd(self, values, ws, k, d):
