@@ -144,3 +144,13 @@ def test_creation_functions(backend, dtype):
         check_outputs(backend, [x], outs, [a], expected, key=("creation", dtype), exact=True)
 
     check()
+
+
+def test_zero_d_constants_stay_zero_d(backend):
+    """0-d constants (as gradients seed with) keep their shape in generated code, rewrites or not."""
+    x = dg.tensor("x", shape=(2,))
+    for rewrites in ("none", "default"):
+        f = dg.function([x], [dg.core.ones(()) + x[0], dg.core.full((), 2.5) * x], backend=backend, rewrites=rewrites)
+        a, b = f(np.array([3.0, 4.0]))
+        assert a.shape == () and a == 4.0
+        np.testing.assert_array_equal(b, [7.5, 10.0])

@@ -128,7 +128,7 @@ def compile(fgraph, **options):
             return names[var]
         if isinstance(var, Constant):
             _check_dtype(var)
-            data = np.ascontiguousarray(var.data)
+            data = np.asarray(var.data, order="C")  # keeps 0-d (ascontiguousarray makes it 1-d)
             if data.size <= SMALL_CONSTANT:
                 ident = f"c{len(header_lines)}"
                 header_lines.append(
