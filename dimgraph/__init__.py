@@ -11,6 +11,7 @@ from dimgraph.compile.function import Function, function
 from dimgraph.compile.shared import SharedContext, shared
 from dimgraph.core.basic import constant as _positional_constant  # noqa: F401
 from dimgraph.core.basic import matrix, scalar, tensor, vector
+from dimgraph.core.gradient import grad, hessian, jacobian, value_and_grad
 from dimgraph.labeled import (  # noqa: F401  (the labeled layer: the main path)
     Dim,
     ProductDim,
@@ -67,7 +68,7 @@ from dimgraph.labeled.math import (  # noqa: F401  (dispatch: labeled by dim nam
     trunc,
 )
 from dimgraph.lower import lower
-from dimgraph.errors import BackendUnavailable, DimError, InputError, ShapeError
+from dimgraph.errors import BackendUnavailable, DimError, InputError, NonDifferentiable, ShapeError
 from dimgraph.printing import dprint
 
 __version__ = "0.1.0"

@@ -15,3 +15,7 @@ class BackendUnavailable(RuntimeError):
 
 class ShapeError(ValueError):
     """Run-time sizes that contradict the graph (e.g. an axis of unknown size that is 1 against a longer one)."""
+
+
+class NonDifferentiable(TypeError):
+    """A gradient asked for through an op (or an op's input) that has none; the message names both."""

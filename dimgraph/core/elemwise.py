@@ -61,6 +61,11 @@ class Elemwise(Op):
         check_broadcast(node, inputs)
         return self.scalar_op.impl(*inputs)
 
+    def L_op(self, inputs, outputs, output_grads):
+        from dimgraph.core.scalar_grad import elemwise_grads
+
+        return elemwise_grads(self.scalar_op, inputs, outputs, output_grads)
+
     def __str__(self):
         return str(self.scalar_op)
 
@@ -120,6 +125,14 @@ class DimShuffle(Op):
         res = np.transpose(x, kept + list(self.dropped))
         res = res.reshape(res.shape[: len(kept)])  # the dropped axes are trailing ones of size 1: a view
         return [np.expand_dims(res, [k for k, o in enumerate(self.order) if o == "x"])]
+
+    def L_op(self, inputs, outputs, output_grads):
+        (g,) = output_grads
+        kept = [k for k, o in enumerate(self.order) if o != "x"]
+        if len(kept) != len(self.order):  # drop the new (size-1) axes
+            g = DimShuffle(len(self.order), tuple(kept))(g)
+        source = [self.order[k] for k in kept]
+        return [DimShuffle(len(source), tuple(source.index(a) if a in source else "x" for a in range(self.input_ndim)))(g)]
 
     def __str__(self):
         return f"DimShuffle{{{','.join(str(o) for o in self.order)}}}"

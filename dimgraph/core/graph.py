@@ -150,6 +150,12 @@ class Op:
     def infer_shape(self, node, input_shapes):
         raise NotImplementedError(f"{type(self).__name__}.infer_shape")
 
+    def L_op(self, inputs, outputs, output_grads):
+        """Vector-Jacobian product: one gradient per input (None: no gradient flows there)."""
+        from dimgraph.errors import NonDifferentiable
+
+        raise NonDifferentiable(f"{self} has no gradient (asked for its inputs {[str(i) for i in inputs]})")
+
     def __str__(self):
         params = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)]
         return f"{type(self).__name__}{{{', '.join(params)}}}" if params else type(self).__name__

@@ -71,6 +71,35 @@ class CAReduce(Op):
         out = REDUCERS[self.scalar_op](inputs[0], axis=self.axis)
         return [np.asarray(out, dtype=node.outputs[0].type.dtype)]
 
+    def L_op(self, inputs, outputs, output_grads):
+        """sum: spread back; prod: product of the others (exact with zeros); max/min: split equally among ties."""
+        from dimgraph.core import math as m
+        from dimgraph.core.shape import shape_of
+        from dimgraph.core.shape_ops import broadcast_to
+        from dimgraph.core.subtensor import is_float, pin_shape
+
+        (x,), (z,), (gz,) = inputs, outputs, output_grads
+        if not is_float(x) or self.scalar_op in ("and", "or"):
+            return [None]
+        order, k = [], 0
+        for a in range(x.type.ndim):
+            order.append("x" if a in self.axis else k)
+            k += a not in self.axis
+        keep = DimShuffle(z.type.ndim, tuple(order))
+        g, zk = keep(gz), keep(z)
+        if self.scalar_op == "add":
+            out = broadcast_to(g, shape_of(x))
+        elif self.scalar_op == "mul":
+            is_zero = m.eq(x, 0)
+            n_zero = sum(m.cast(is_zero, "int64"), self.axis, keepdims=True)
+            safe = m.where(is_zero, 1, x)
+            others = m.where(m.eq(n_zero, 0), zk / safe, m.where(is_zero & m.eq(n_zero, 1), prod(safe, self.axis, keepdims=True), 0))
+            out = g * others
+        else:
+            hit = m.eq(x, zk)
+            out = m.where(hit, g / sum(m.cast(hit, x.type.dtype), self.axis, keepdims=True), 0)
+        return [pin_shape(m.cast(out, x.type.dtype), x)]
+
     def __str__(self):
         return f"{self.scalar_op}_reduce{{axis={list(self.axis)}}}"
 

@@ -70,6 +70,12 @@ class Reshape(Op):
         x, *shape = inputs
         return [np.reshape(x, [int(s) for s in shape])]
 
+    def L_op(self, inputs, outputs, output_grads):
+        from dimgraph.core.shape import shape_of
+
+        x = inputs[0]
+        return [reshape(output_grads[0], shape_of(x))] + [None] * (len(inputs) - 1)
+
 
 def reshape(x, shape):
     """`x` reshaped to `shape` (ints, -1 once, or 0-d int variables), as `np.reshape`."""
@@ -109,6 +115,33 @@ class Alloc(Op):
     def perform(self, node, inputs):
         value, *shape = inputs
         return [np.array(np.broadcast_to(value, [int(s) for s in shape]))]
+
+    def L_op(self, inputs, outputs, output_grads):
+        """Sum over the axes broadcasting made: leading ones, static size 1, and run-time size 1.
+
+        An axis of unknown size n_v broadcast to n is split into (n_v, n // n_v) and
+        summed over the second part: the identity when n_v == n, a full sum when n_v == 1.
+        """
+        from dimgraph.core.math import cast, maximum
+        from dimgraph.core.reduce import sum as reduce_sum
+        from dimgraph.core.shape import ShapeI, shape_of
+        from dimgraph.core.subtensor import is_float, pin_shape
+
+        value, (g,) = inputs[0], output_grads
+        none = [None] * (len(inputs) - 1)
+        if not is_float(value):
+            return [None] + none
+        extra = g.type.ndim - value.type.ndim
+        if extra:
+            g = reduce_sum(g, axis=tuple(range(extra)))
+        for k, s in enumerate(value.type.shape):
+            if s == 1 and g.type.shape[k] != 1:
+                g = reduce_sum(g, axis=k, keepdims=True)
+            elif s is None and g.type.shape[k] != 1:
+                entries = list(shape_of(g))
+                n_v = ShapeI(k)(value)
+                g = reduce_sum(reshape(g, entries[:k] + [n_v, entries[k] // maximum(n_v, 1)] + entries[k + 1 :]), axis=k + 1)
+        return [pin_shape(cast(g, value.type.dtype), value)] + none
 
 
 def broadcast_to(x, shape):

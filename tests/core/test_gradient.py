@@ -1,0 +1,223 @@
+"""Gradients: the L_ops of elementwise, reduction and shape ops against finite differences, and `dg.grad` itself.
+
+Per-op checks use `vjp_checks.NodeVJP` (one compiled vector-Jacobian product
+per op and backend; hypothesis varies data and sizes). The framework tests
+check `grad`/`value_and_grad`/`jacobian`/`hessian` on composed graphs against
+central differences of the compiled cost (float64, EPS 1e-6, tolerance
+1e-6 relative), and every error case.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+from vjp_checks import NodeVJP, given
+
+import dimgraph as dg
+from dimgraph.core.elemwise import DimShuffle, Elemwise
+from dimgraph.core.reduce import CAReduce
+from dimgraph.core.scalar import Cast, Composite, ScalarOp
+from dimgraph.core.scalar_grad import SCALAR_GRADS
+from dimgraph.core.shape_ops import broadcast_to, reshape
+
+F64 = "float64"
+seeds = st.integers(0, 2**32 - 1)
+
+# Each op's inputs are drawn from a range where it is smooth (no poles, branch cuts or jumps nearby).
+DOMAIN = {
+    "log": (0.5, 3), "log2": (0.5, 3), "log10": (0.5, 3), "sqrt": (0.5, 3), "gammaln": (0.5, 4),
+    "digamma": (0.5, 4), "log1p": (-0.4, 3), "arcsin": (-0.8, 0.8), "arccos": (-0.8, 0.8),
+    "tan": (-1.0, 1.0), "reciprocal": (0.5, 3), "pow": (0.5, 2), "true_div": (0.5, 3), "mod": (0.5, 3),
+}
+UNDIFFERENTIABLE = {"trigamma"}
+SMOOTH = sorted(n for n in SCALAR_GRADS if n not in UNDIFFERENTIABLE | {"where"})
+
+
+def draw(seed, shape, name):
+    lo, hi = DOMAIN.get(name, (-2, 2))
+    return np.random.default_rng(seed).uniform(lo, hi, size=shape)
+
+
+@pytest.mark.parametrize("name", SMOOTH)
+@given(n=st.integers(0, 3), seed=seeds)
+def test_elemwise(backend, name, n, seed):
+    """Every scalar op with a derivative; the second input broadcasts along axis 0 (its gradient is summed)."""
+    op = ScalarOp(name)
+    specs = [("x", (None, 3), F64)] + [("y", (1, 3), F64)] * (op.nin - 1)
+    case = NodeVJP(("elemwise", name), backend, lambda *xs: Elemwise(op)(*xs), specs)
+    values = [draw(seed, (n, 3), name)] + [draw(seed + 1, (1, 3), name)] * (op.nin - 1)
+    case.check(values, seed)
+
+
+@given(n=st.integers(0, 4), seed=seeds)
+def test_where_and_cast(backend, n, seed):
+    """where: no gradient to the condition; a float cast passes the gradient back in the input's dtype."""
+    specs = [("c", (None,), "bool"), ("a", (None,), F64), ("b", (None,), F64)]
+    case = NodeVJP("where", backend, lambda c, a, b: Elemwise(ScalarOp("where"))(c, a, b), specs)
+    rng = np.random.default_rng(seed)
+    case.check([rng.random(n) < 0.5, rng.normal(size=n), rng.normal(size=n)], seed)
+    cast = NodeVJP("cast32", backend, lambda x: Elemwise(Cast(dtype="float32"))(x), [("x", (None,), F64)])
+    (g,) = cast.f(rng.normal(size=n), np.ones(n, np.float32))[1:]
+    assert g.dtype == np.float64 and np.array_equal(g, np.ones(n))
+
+
+def test_composite(backend):
+    """A fused kernel differentiates its scalar DAG (gradients are usually taken before fusion)."""
+    comp = Composite(
+        in_dtypes=(F64, F64),
+        steps=((ScalarOp("mul"), (0, 1)), (ScalarOp("exp"), (2,)), (ScalarOp("sin"), (0,))),
+        outs=(3, 4),
+    )
+    case = NodeVJP("composite", backend, lambda x, y: Elemwise(comp)(x, y), [("x", (None,), F64), ("y", (1,), F64)])
+    for seed in range(3):
+        case.check([draw(seed, (4,), "x"), draw(seed + 9, (1,), "y")], seed)
+
+
+REDUCE_CASES = [("add", (0,)), ("add", (0, 2)), ("mul", (1,)), ("mul", (0, 1, 2)), ("maximum", (2,)), ("minimum", (0, 1))]
+
+
+@pytest.mark.parametrize("reducer, axis", REDUCE_CASES, ids=[f"{r}{a}" for r, a in REDUCE_CASES])
+@given(shape=st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)), seed=seeds)
+def test_careduce(backend, reducer, axis, shape, seed):
+    case = NodeVJP(("reduce", reducer, axis), backend, lambda x: CAReduce(reducer, axis)(x), [("x", (None, None, None), F64)])
+    case.check([np.random.default_rng(seed).uniform(0.5, 1.5, size=shape) * np.sign(np.random.default_rng(seed + 1).normal(size=shape))], seed)
+
+
+def test_prod_with_zeros_and_max_ties(backend):
+    """prod: exact products of the others when entries are 0; max/min: ties share the gradient equally."""
+    x = dg.tensor("x", shape=(None,))
+    f = dg.function([x], [dg.grad(x.prod(), x), dg.grad(x.max(), x), dg.grad(x.min(), x)], backend=backend)
+    gp, gmax, gmin = f(np.array([2.0, 0.0, 3.0, 4.0]))
+    np.testing.assert_array_equal(gp, [0.0, 24.0, 0.0, 0.0])
+    gp, gmax, gmin = f(np.array([0.0, 5.0, 0.0, 5.0]))
+    np.testing.assert_array_equal(gp, np.zeros(4))
+    np.testing.assert_array_equal(gmax, [0.0, 0.5, 0.0, 0.5])
+    np.testing.assert_array_equal(gmin, [0.5, 0.0, 0.5, 0.0])
+
+
+SHAPE_CASES = {
+    "transpose": lambda x: DimShuffle(3, (2, 0, 1))(x),
+    "expand_drop": lambda x: DimShuffle(3, ("x", 0, 2, "x"))(x),
+    "reshape": lambda x: reshape(x, (-1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPE_CASES))
+@given(n=st.integers(0, 3), seed=seeds)
+def test_shape_ops(backend, name, n, seed):
+    case = NodeVJP(("shape", name), backend, SHAPE_CASES[name], [("x", (None, 1, 2), F64)])
+    case.check([np.random.default_rng(seed).normal(size=(n, 1, 2))], seed)
+
+
+@given(n=st.integers(0, 3), seed=seeds)
+def test_broadcast_to(backend, n, seed):
+    """Leading, static size-1 and run-time size-1 axes are summed back."""
+    case = NodeVJP("alloc", backend, lambda v, s: broadcast_to(v, (2, s, 3)), [("v", (None, 1), F64), ("s", (), "int64")])
+    rng = np.random.default_rng(seed)
+    case.check([rng.normal(size=(1, 1)), np.int64(n)], seed)
+    case.check([rng.normal(size=(n, 1)), np.int64(n)], seed)
+
+
+# ---------------------------------------------------------------------------
+# the framework
+
+
+def numeric_grad(f, values, k, eps=1e-6):
+    """Central differences of the scalar `f(*values)` w.r.t. values[k], entry by entry."""
+    x = np.asarray(values[k], dtype=np.float64)
+    out = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        for sign in (1, -1):
+            vals = list(values)
+            shifted = x.copy()
+            shifted[idx] += sign * eps
+            vals[k] = shifted
+            out[idx] += sign * float(f(*vals)) / (2 * eps)
+    return out
+
+
+@pytest.fixture(scope="module")
+def hierarchical():
+    """A hierarchical normal model: group means mu[g], a shared log-scale, observations y."""
+    mu = dg.tensor("mu", shape=(None,))
+    log_sigma = dg.scalar("log_sigma")
+    group = dg.tensor("group", shape=(None,), dtype="int64")
+    y = dg.tensor("y", shape=(None,))
+    sigma = dg.exp(log_sigma)
+    resid = (y - mu[group]) / sigma
+    logp = (-0.5 * resid**2 - log_sigma).sum() + (-0.5 * mu**2).sum() + dg.gammaln(sigma + 1)
+    return [mu, log_sigma, group, y], logp
+
+
+@given(n_obs=st.integers(1, 12), n_group=st.integers(1, 4), seed=seeds)
+def test_hierarchical_value_and_grad(backend, hierarchical, n_obs, n_group, seed):
+    inputs, logp = hierarchical
+    mu, log_sigma = inputs[:2]
+    f = _compiled(("hier", backend), lambda: dg.function(inputs, [logp, *dg.value_and_grad(logp, [mu, log_sigma])[1]], backend=backend))
+    cost = _compiled(("hier-cost",), lambda: dg.function(inputs, logp, backend="python"))
+    rng = np.random.default_rng(seed)
+    vals = [rng.normal(size=n_group), np.float64(rng.normal() * 0.3), rng.integers(0, n_group, n_obs), rng.normal(size=n_obs)]
+    value, g_mu, g_ls = f(*vals)
+    np.testing.assert_allclose(value, cost(*vals), rtol=1e-12)
+    np.testing.assert_allclose(g_mu, numeric_grad(cost, vals, 0), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(g_ls, numeric_grad(cost, vals, 1), rtol=1e-6, atol=1e-6)
+
+
+_FUNCTIONS = {}
+
+
+def _compiled(key, make):
+    if key not in _FUNCTIONS:
+        _FUNCTIONS[key] = make()
+    return _FUNCTIONS[key]
+
+
+def test_value_and_grad_agrees_with_separate_calls(backend):
+    x = dg.tensor("x", shape=(3,))
+    cost = dg.logsumexp(x * 2) + dg.softplus(x).mean()
+    v, (g,) = dg.value_and_grad(cost, [x])
+    assert v is cost
+    a = np.array([0.3, -1.0, 2.0])
+    both = dg.function([x], [v, g], backend=backend)(a)
+    np.testing.assert_allclose(both[0], dg.function([x], cost, backend=backend)(a), rtol=1e-14)
+    np.testing.assert_allclose(both[1], dg.function([x], dg.grad(cost, x), backend=backend)(a), rtol=1e-14)
+
+
+def test_jacobian_and_hessian(backend):
+    x = dg.tensor("x", shape=(3,))
+    a = np.array([0.5, -1.0, 2.0])
+    y = dg.core.concatenate([x**2, dg.sin(x[:1]) * x[1:2]])
+    jac, hess = dg.function([x], [dg.jacobian(y, x), dg.hessian((x**3).sum() + x[0] * x[2], x)], backend=backend)(a)
+    expected = np.zeros((4, 3))
+    expected[[0, 1, 2], [0, 1, 2]] = 2 * a
+    expected[3] = [np.cos(a[0]) * a[1], np.sin(a[0]), 0.0]
+    np.testing.assert_allclose(jac, expected, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(hess, np.diag(6 * a) + np.array([[0, 0, 1], [0, 0, 0], [1, 0, 0]]), rtol=1e-12)
+
+
+def test_float32_gradients_stay_float32(backend):
+    x = dg.tensor("x", shape=(2,), dtype="float32")
+    g = dg.grad((dg.exp(x) * 2.0).sum(), x)
+    assert g.type.dtype == "float32"
+    out = dg.function([x], g, backend=backend)(np.array([0.0, 1.0], np.float32))
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, 2 * np.exp([0.0, 1.0]), rtol=1e-6)
+
+
+def test_errors():
+    x = dg.tensor("x", shape=(3,))
+    i = dg.tensor("i", shape=(3,), dtype="int64")
+    z = dg.tensor("z", shape=(2,))
+    with pytest.raises(ValueError, match="0-d"):
+        dg.grad(x * 2, x)
+    with pytest.raises(TypeError, match="float"):
+        dg.grad(i.sum(), x)
+    with pytest.raises(TypeError, match="'i'.*int64"):
+        dg.grad((x * i).sum(), i)
+    with pytest.raises(ValueError, match="does not depend on 'z'.*disconnected='zero'"):
+        dg.grad(x.sum(), [x, z])
+    with pytest.raises(ValueError, match="disconnected must be"):
+        dg.grad(x.sum(), x, disconnected="ignore")
+    with pytest.raises(dg.NonDifferentiable, match="trigamma.*'x'"):
+        dg.grad(dg.trigamma(x).sum(), x)
+    gx, gz = dg.grad(x.sum(), [x, z], disconnected="zero")
+    np.testing.assert_array_equal(dg.function([x, z], [gx, gz], backend="python")(np.ones(3), np.ones(2))[1], [0.0, 0.0])
