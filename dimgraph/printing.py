@@ -18,8 +18,8 @@ def dprint(obj, file=None, depth=None):
     >>> dg.dprint(x + 1)  # doctest: +NORMALIZE_WHITESPACE
     add   float64(3)  *0
      |x   float64(3)
-     |DimShuffle{x}   int64(1)  *1
-     | |1   int64()
+     |DimShuffle{x}   float64(1)  *1
+     | |1.   float64()
     """
     fgraph = getattr(obj, "fgraph", None)
     if fgraph is not None or hasattr(obj, "toposort"):
