@@ -109,6 +109,11 @@ def sum_to(g, like):
     Leading axes `like` lacks are summed away; axes where `like` has static
     size 1 and `g` does not are summed with keepdims (only static size 1
     broadcasts, so no other axis can have been stretched).
+
+    >>> import dimgraph as dg, numpy as np
+    >>> v = dg.tensor("v", shape=(1, 3))
+    >>> sum_to(dg.core.ones((4, 2, 3)), v).eval().tolist()
+    [[8.0, 8.0, 8.0]]
     """
     from dimgraph.core.math import cast
     from dimgraph.core.reduce import sum as reduce_sum
