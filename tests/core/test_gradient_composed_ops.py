@@ -106,3 +106,18 @@ def test_product_chain(backend, k, n, seed):
     rng = np.random.default_rng(seed)
     params = [rng.normal(size=(3, k)), rng.normal(size=(k, 2)), rng.normal(size=(2, k))]
     _check("products", backend, params, [np.array(n)])
+
+
+def test_verify_grad_on_indexing_and_products(backend):
+    """`dimgraph.testing.verify_grad` (a user's check) through a gather with repeats, a set, a join and einsum."""
+    from dimgraph.testing import verify_grad
+
+    idx = np.array([2, 0, 2, 2, -1])
+
+    def cost(mu, w):
+        z = set_subtensor(mu[idx][1:3], w[:2])
+        return einsum("i,i->", concatenate([z, w]), concatenate([w, z])) + cumsum(z).sum()
+
+    rng = np.random.default_rng(0)
+    grads = verify_grad(cost, [rng.normal(size=3), rng.normal(size=5)], backend=backend)
+    assert grads[0].shape == (3,) and grads[1].shape == (5,)
