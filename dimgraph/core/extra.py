@@ -46,20 +46,30 @@ class CumOp(Op):
         return [np.asarray(out, dtype=node.outputs[0].type.dtype)]
 
     def L_op(self, inputs, outputs, output_grads):
-        """cumsum: the reversed cumulative sum of the gradient. cumprod: `revcumsum(g * y) / x`.
+        """cumsum: the reversed cumulative sum of the gradient. cumprod: `revcumsum(g * y) / x`, made
+        exact where x has zeros; integer inputs get None.
 
-        The cumprod formula divides by x, so it is exact only where x has no zeros (a zero in x
-        gives inf/nan in the gradient along that row); integer inputs get None.
+        With z the first zero of a row: before z the division is safe (and y is 0 from z on, so the
+        sum stops there); at z the gradient is `revcumsum(g * y')` with y' the cumprod of x whose
+        zero at z is replaced by 1; after z every product contains x[z], so it is 0.
         """
+        from dimgraph.core.math import eq, where
         from dimgraph.core.subtensor import is_float
 
         (x,), (y,), (g,) = inputs, outputs, output_grads
         if not is_float(x):
             return [None]
         if self.mode == "add":
-            gx = self._reverse_cumsum(g)
-        else:
-            gx = self._reverse_cumsum(g * y) / x
+            return [self._reverse_cumsum(g).astype(x.type.dtype)]
+        zeros_so_far = CumOp(self.axis, "add")(eq(x, 0))
+        before = eq(zeros_so_far, 0)
+        first_zero = eq(zeros_so_far, 1) & eq(x, 0)
+        y_skip = CumOp(self.axis, "mul")(where(first_zero, 1, x))
+        gx = where(
+            before,
+            self._reverse_cumsum(g * y) / where(before, x, 1),
+            where(first_zero, self._reverse_cumsum(g * y_skip), 0),
+        )
         return [gx.astype(x.type.dtype)]
 
     def _reverse_cumsum(self, g):

@@ -5,6 +5,8 @@ hypothesis varies them, 0 and 1 included, without recompiling). See
 `vjp_checks` for the oracle and its tolerance.
 """
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import strategies as st
@@ -224,15 +226,39 @@ def test_einsum_static_diagonal_gradient_is_identity():
 @pytest.mark.parametrize("axis", [0, 1, 2])
 @given(data=st.data(), seed=seeds)
 def test_cumop(backend, mode, axis, data, seed):
-    """cumsum and cumprod along each axis; cumprod gets values away from zero (its gradient divides by x)."""
+    """cumsum and cumprod along each axis; cumprod's inputs have exact zeros (none, one or several per
+    row), where the gradient is not revcumsum(g * y) / x."""
     fn = cumsum if mode == "cumsum" else cumprod
     case = NodeVJP(("cum", mode, axis), backend, lambda x: fn(x, axis), [("x", (None, None, None), F64)])
-    shape = tuple(data.draw(st.integers(0, 3)) for _ in range(3))
+    shape = tuple(data.draw(st.integers(0, 4)) for _ in range(3))
     rng = np.random.default_rng(seed)
     x = rng.normal(size=shape)
     if mode == "cumprod":
         x = rng.choice([-1.0, 1.0], size=shape) * rng.uniform(0.5, 1.5, size=shape)
+        x[rng.uniform(size=shape) < data.draw(st.sampled_from([0.0, 0.2, 0.5]))] = 0.0
     case.check([x], seed)
+
+
+@functools.cache
+def _cumprod_vjp():
+    x, w = dg.tensor("x", shape=(None,)), dg.tensor("w", shape=(None,))
+    y = cumprod(x)
+    (gx,) = y.owner.op.L_op(y.owner.inputs, y.owner.outputs, [w])
+    return dg.function([x, w], gx, backend="python")
+
+
+@given(seed=seeds)
+def test_cumprod_gradient_at_zeros_is_exact(seed):
+    """Against the product rule written out: d/dx_j sum_i g_i prod_{k<=i} x_k."""
+    rng = np.random.default_rng(seed)
+    xv = rng.normal(size=6)
+    xv[rng.choice(6, size=rng.integers(0, 4), replace=False)] = 0.0
+    wv = rng.normal(size=6)
+    expected = [
+        sum(wv[i] * np.prod([xv[k] for k in range(i + 1) if k != j]) for i in range(j, 6)) for j in range(6)
+    ]
+    got = _cumprod_vjp()(xv, wv)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
 def test_cumop_integer_input_gets_no_gradient():

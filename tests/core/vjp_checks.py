@@ -11,8 +11,8 @@ come from the python backend (the forward ops are checked against NumPy by
 their own suites), the gradient from the backend under test.
 
 Tolerance: the ops checked here are linear or bilinear in each input (cumprod
-is smooth and is fed values away from zero), so the truncation error of a
-central difference with EPS = 1e-6 is far below rounding; rounding in float64
+is a polynomial, zeros included), so the truncation error of a central
+difference with EPS = 1e-6 is far below rounding; rounding in float64
 contributes about 1e-16 * sum|w * y| / EPS. We accept
 |fd - analytic| <= RTOL * |fd| + ATOL * (1 + sum|w * y| + sum|grad * d|).
 """
