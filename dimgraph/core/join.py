@@ -75,27 +75,23 @@ class Join(Op):
         return [np.concatenate(inputs, axis=self.axis).astype(node.outputs[0].type.dtype, copy=False)]
 
     def L_op(self, inputs, outputs, output_grads):
-        """The output gradient cut back into the inputs' pieces along `axis` (None for integer inputs).
-
-        Static sizes give plain slices (printed kernels on every backend); any unknown size gives one
-        `Split` node, whose outputs keep the static sizes the inputs know.
-        """
+        """The output gradient cut back into the inputs' pieces along `axis` by slices (None for
+        integer inputs); bounds are ints where the sizes are static, else sums of the inputs' sizes,
+        and each piece keeps the static shape its input has."""
         from dimgraph.core.subtensor import getitem, is_float, pin_shape
 
         (g,) = output_grads
-        if len(inputs) == 1:
-            pieces = [g]
-        elif all(t.type.shape[self.axis] is not None for t in inputs):
-            pieces, start = [], 0
-            for t in inputs:
-                stop = start + t.type.shape[self.axis]
-                pieces.append(getitem(g, (slice(None),) * self.axis + (slice(start, stop),)))
-                start = stop
-        else:
-            pieces = split_sizes(g, [static_or_symbolic(t)[self.axis] for t in inputs], axis=self.axis)
-        out = []
-        for t, p in zip(inputs, pieces):
-            out.append(pin_shape(p.astype(t.type.dtype), t) if is_float(t) else None)
+        out, start = [], 0
+        for t in inputs:
+            stop = start + static_or_symbolic(t)[self.axis]
+            if not is_float(t):
+                out.append(None)
+            elif len(inputs) == 1:
+                out.append(g.astype(t.type.dtype))
+            else:
+                piece = getitem(g, (slice(None),) * self.axis + (slice(start, stop),))
+                out.append(pin_shape(piece.astype(t.type.dtype), t))
+            start = stop
         return out
 
 
