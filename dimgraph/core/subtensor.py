@@ -370,13 +370,26 @@ class Subtensor(Op):
         return [np.array(x[_basic_key(self.index, scalars)])]
 
     def L_op(self, inputs, outputs, output_grads):
-        """The output gradient written back into zeros of x's shape; index parts get None."""
+        """The output gradient written back into zeros of x's shape; index parts get None.
+
+        One position on one axis, full slices elsewhere (`theta[k]`, `x[:, k]`) scatters through
+        the advanced form with a 0-d position, the same result as the basic one, which backends
+        print as a loop (numba runs a basic IncSubtensor in object mode).
+        """
         from dimgraph.core.shape_ops import zeros_like
 
         x, *scalars = inputs
         if not is_float(x):
             return [None] * len(inputs)
-        gx = IncSubtensor(self.index, "inc")(zeros_like(x), output_grads[0], *scalars)
+        (g,) = output_grads
+        positions = [k for k, e in enumerate(self.index) if e == SYMBOLIC or _is_int(e)]
+        if len(positions) == 1 and all(e == FULL_SLICE for k, e in enumerate(self.index) if k != positions[0]):
+            e = self.index[positions[0]]
+            k = scalars[0] if e == SYMBOLIC else constant(e, dtype="int64")
+            index = tuple(ARRAY if j == positions[0] else FULL_SLICE for j in range(len(self.index)))
+            gx = AdvancedIncSubtensor(index, "inc")(zeros_like(x), g, k.astype("int64"))
+        else:
+            gx = IncSubtensor(self.index, "inc")(zeros_like(x), g, *scalars)
         return [gx] + [None] * len(scalars)
 
     def __str__(self):

@@ -327,3 +327,26 @@ def test_group_index_gradient_is_a_printed_numba_scatter():
     expected = np.zeros(7)
     np.add.at(expected, idx_v, w_v)
     np.testing.assert_allclose(f(np.zeros(7), idx_v, w_v), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("read", ["constant_position", "symbolic_column"])
+def test_single_position_gradient_is_a_printed_numba_scatter(read):
+    """`theta[2]` / `x[:, k]` (parameter unpacking): the gradient scatters through the advanced form with
+    a 0-d position, which numba prints (a basic IncSubtensor would run in object mode)."""
+    from dimgraph.backends import available_backends
+
+    if "numba" not in available_backends():
+        pytest.skip("numba backend not available")
+    x = dg.tensor("x", shape=(None, None))
+    k = dg.scalar("k", "int64")
+    y = x[2] if read == "constant_position" else x[:, k]
+    cost = ((y - 1.0) ** 2).sum()
+    f = dg.function([x, k], dg.grad(cost, x), backend="numba")
+    assert "objmode" not in (f.source or "")
+    xv = np.random.default_rng(0).normal(size=(4, 3))
+    expected = np.zeros_like(xv)
+    if read == "constant_position":
+        expected[2] = 2 * (xv[2] - 1)
+    else:
+        expected[:, -1] = 2 * (xv[:, -1] - 1)
+    np.testing.assert_allclose(f(xv, -1), expected, rtol=1e-12)
