@@ -388,12 +388,41 @@ class Subtensor(Op):
             k = scalars[0] if e == SYMBOLIC else constant(e, dtype="int64")
             index = tuple(ARRAY if j == positions[0] else FULL_SLICE for j in range(len(self.index)))
             gx = AdvancedIncSubtensor(index, "inc")(zeros_like(x), g, k.astype("int64"))
+        elif (padded := _pad_slice_gradient(self.index, x, g)) is not None:
+            gx = padded
         else:
             gx = IncSubtensor(self.index, "inc")(zeros_like(x), g, *scalars)
         return [gx] + [None] * len(scalars)
 
     def __str__(self):
         return f"Subtensor[{_index_str(self.index)}]"
+
+
+def _pad_slice_gradient(index, x, g):
+    """For `x[a:b]` on one axis (constant bounds, step 1, full slices elsewhere): `g` between zeros,
+    one Join (printed by every backend); None for other indices."""
+    from dimgraph.core.join import concatenate
+    from dimgraph.core.shape import shape_of
+    from dimgraph.core.shape_ops import zeros
+
+    sliced = [k for k, e in enumerate(index) if e != FULL_SLICE]
+    if len(sliced) != 1 or len(index) != x.type.ndim:
+        return None
+    axis = sliced[0]
+    e = index[axis]
+    if not (isinstance(e, tuple) and e[3] in (None, 1) and all(p is None or _is_int(p) for p in e[1:3])):
+        return None
+    n = static_or_symbolic(x)[axis]
+    start = _clamp_bound(e[1], n, 0, False)
+    length = shape_of(g)[axis]
+    after = n - start - length
+    g_shape = shape_of(g)
+    pieces = [zeros(g_shape[:axis] + (start,) + g_shape[axis + 1 :], x.type.dtype), g]
+    pieces.append(zeros(g_shape[:axis] + (after,) + g_shape[axis + 1 :], x.type.dtype))
+    pieces = [p for p in pieces if p.type.shape[axis] != 0]
+    if not pieces:
+        return None
+    return pin_shape(concatenate(pieces, axis=axis) if len(pieces) > 1 else pieces[0], x)
 
 
 def _check_value(op_name, target_shape, v):

@@ -68,6 +68,23 @@ def test_basic_symbolic_bounds(backend, data, seed):
     case.check([normal(seed, (n, m)), start, stop, step, k], seed)
 
 
+CONSTANT_SLICES = {
+    "tail": lambda x: x[1:],
+    "head": lambda x: x[:-1],
+    "last_cols": lambda x: x[:, -2:],
+    "clamped": lambda x: x[-10:2],
+    "empty": lambda x: x[:, 3:1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONSTANT_SLICES))
+@given(rows=st.integers(0, 5), cols=st.integers(0, 5), seed=seeds)
+def test_constant_slice_of_unknown_sizes(backend, name, rows, cols, seed):
+    """One constant-bound slice on an axis of unknown size (its gradient is g between zeros: a Join)."""
+    case = NodeVJP(("const_slice", name), backend, CONSTANT_SLICES[name], [("x", (None, None), F64)])
+    case.check([normal(seed, (rows, cols))], seed)
+
+
 @given(n=st.integers(0, 4), seed=seeds)
 def test_basic_gradient_is_scatter(backend, n, seed):
     """The gradient of x[::-2] is the cotangent placed back at the read positions, zeros elsewhere."""
