@@ -153,6 +153,74 @@ def alloc_same(fgraph, node):
     return None
 
 
+@node_rewriter([Elemwise], tags=("canonicalize",))
+def elemwise_of_alloc(fgraph, node):
+    """Elemwise(.., broadcast_to(v, shape), ..) -> Elemwise(.., v, ..) when the other inputs fix that shape.
+
+    Gradients of sums are broadcasts of one value (`broadcast_to(g, x.shape) * y`);
+    letting the kernel broadcast it avoids a full-size array per call.
+    """
+    inputs = list(node.inputs)
+    changed = False
+    for k, inp in enumerate(node.inputs):
+        alloc = inp.owner
+        if alloc is None or not isinstance(alloc.op, Alloc):
+            continue
+        value, *shape = alloc.inputs
+        others = [v for j, v in enumerate(inputs) if j != k]
+        pad = len(shape) - value.type.ndim
+        ok = True
+        for a, entry in enumerate(shape):
+            size = 1 if a < pad else value.type.shape[a - pad]
+            if a >= pad and _same_entry(entry, value, a - pad):
+                continue
+            if size == 1 and any(_same_length(entry, o, a) for o in others):
+                continue
+            ok = False
+            break
+        if ok:
+            inputs[k] = dgm.pad_ndim(value, len(shape)) if pad else value
+            changed = True
+    if not changed:
+        return _lift_alloc(node)
+    new = Elemwise(node.op.scalar_op)(*inputs)
+    new = new if isinstance(new, list) else [new]
+    if any(n.type != o.type for n, o in zip(new, node.outputs)):
+        return None
+    return new if len(new) > 1 else new[0]
+
+
+def _same_length(entry, var, axis):
+    """Like `_same_entry`, also seeing through `var`'s own shape graph (e.g. the length of y - m is y's)."""
+    if _same_entry(entry, var, axis):
+        return True
+    from dimgraph.core.shape import shape_of
+
+    length = shape_of(var)[axis]
+    if isinstance(length, int) or entry.owner is None or length.owner is None:
+        return False
+    a, b = entry.owner, length.owner
+    return isinstance(a.op, ShapeI) and a.op == b.op and a.inputs[0] is b.inputs[0]
+
+
+def _lift_alloc(node):
+    """Elemwise(broadcast_to(v, shape), scalars) -> broadcast_to(Elemwise(v, scalars), shape).
+
+    Moves the broadcast toward a full-size operand, where `elemwise_of_alloc` drops it.
+    """
+    allocs = [i for i in node.inputs if i.owner is not None and isinstance(i.owner.op, Alloc)]
+    if len(allocs) != 1 or len(node.outputs) != 1:
+        return None
+    if any(i is not allocs[0] and any(s != 1 for s in i.type.shape) for i in node.inputs):
+        return None
+    value, *shape = allocs[0].owner.inputs
+    ndim = len(shape)
+    operands = [dgm.pad_ndim(value, ndim) if i is allocs[0] else i for i in node.inputs]
+    inner = Elemwise(node.op.scalar_op)(*operands)
+    new = Alloc()(inner, *shape)
+    return new if new.type == node.outputs[0].type else None
+
+
 @node_rewriter([Elemwise], tags=("canonicalize", "useless"))
 def cast_same(fgraph, node):
     """cast(x, x.dtype) -> x."""
@@ -190,6 +258,40 @@ def reduce_of_dimshuffle(fgraph, node):
     if new_order == tuple(range(reduced.type.ndim)):
         return reduced
     return DimShuffle(reduced.type.ndim, new_order)(reduced)
+
+
+@node_rewriter([CAReduce], tags=("canonicalize",))
+def reduce_of_alloc(fgraph, node):
+    """sum(broadcast_to(v, shape)) -> sum(v) * (the broadcast lengths); max/min -> max/min(v).
+
+    The gradient of a sum of a scalar term is such a broadcast: this keeps it from
+    allocating (and summing) a full-size array per call.
+    """
+    alloc = node.inputs[0].owner
+    if alloc is None or not isinstance(alloc.op, Alloc) or node.op.scalar_op not in ("add", "maximum", "minimum"):
+        return None
+    value, *shape = alloc.inputs
+    padded = dgm.pad_ndim(value, len(shape))
+    pad = len(shape) - value.type.ndim
+    stretched = []
+    for a in node.op.axis:
+        size = padded.type.shape[a]
+        if size == 1 and to_static(shape[a]) != 1:
+            stretched.append(a)
+        elif size is None and not (a >= pad and _same_entry(shape[a], value, a - pad)):
+            return None  # may broadcast at run time: keep the explicit array
+    if not stretched:
+        return None
+    out = CAReduce(node.op.scalar_op, node.op.axis)(padded)
+    if node.op.scalar_op == "add":
+        dtype = out.type.dtype
+        for a in stretched:
+            out = out * dgm.cast(shape[a], dtype)
+    # the other (not reduced) axes keep the broadcast shape
+    kept = [a for a in range(len(shape)) if a not in node.op.axis]
+    if any(padded.type.shape[a] != node.inputs[0].type.shape[a] for a in kept):
+        return None
+    return out if out.type == node.outputs[0].type else None
 
 
 @node_rewriter([CAReduce], tags=("canonicalize", "useless"))
@@ -243,9 +345,11 @@ CANONICALIZE = [
     reshape_chain,
     reshape_same,
     alloc_same,
+    elemwise_of_alloc,
     cast_same,
     shape_static,
     reduce_of_dimshuffle,
+    reduce_of_alloc,
     reduce_no_axes,
     full_slice,
     join_one,

@@ -81,6 +81,7 @@ def test_every_rule_has_a_test():
         "constant_fold", "dimshuffle_chain", "reshape_chain", "reshape_same", "alloc_same", "shape_static",
         "reduce_of_dimshuffle", "reduce_no_axes", "div_self", "logsumexp", "logsumexp_keepdims", "softmax", "log_softmax", "merge",
         "elemwise_fusion", "reduce_fusion", "full_slice", "join_one", "assert_proved",
+        "elemwise_of_alloc", "reduce_of_alloc",
     }  # fmt: skip
     assert set(all_rewriters()) <= tested
 
@@ -247,3 +248,43 @@ def test_assert_proved():
     assert isinstance(node.op, Assert) and len(node.inputs) == 2
     h = compiled([x], [assert_op(x, (x > 0).all())], ["assert_proved", "constant_fold"])
     assert isinstance(root(h).owner.op, Assert)
+
+
+def _ops(f):
+    return [type(n.op).__name__ for n in f.fgraph.toposort()]
+
+
+@pytest.mark.parametrize("backend_name", ["python", "numba"])
+def test_broadcasts_of_one_value_are_left_to_the_kernel(backend_name):
+    """broadcast_to(c, x.shape) * k * x: the broadcast moves past k and is dropped at x (no full-size array)."""
+    s = dg.scalar("s")
+    spread = broadcast_to(dg.core.math.pad_ndim(s, 1), x.shape)
+    out = (spread * 2.0) * dg.exp(x)
+    f = dg.function([x, s], out, backend=backend_name, rewrites={"include": ["elemwise_of_alloc"], "trace": True})
+    assert f.rewrite_trace.counts["elemwise_of_alloc"] >= 2 and "Alloc" not in _ops(f)
+    np.testing.assert_allclose(f(np.array([0.0, 1.0, -2.0]), 1.5), 3.0 * np.exp([0.0, 1.0, -2.0]))
+    near = dg.function([x, s], spread * 2.0, rewrites={"include": ["elemwise_of_alloc"], "trace": True})
+    assert "Alloc" in _ops(near)  # nothing else gives the length: the array must be made
+    np.testing.assert_array_equal(near(np.zeros(2), 1.5), [3.0, 3.0])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32"])
+def test_reduce_of_alloc(dtype):
+    """sum(broadcast_to(v, shape)) = sum(v) * lengths; max/min of a broadcast = of the value."""
+    v = dg.tensor("v", shape=(1, 3), dtype=dtype)
+    n = dg.scalar("n", dtype="int64")
+    spread = broadcast_to(v, (n, 3))
+    outs = [spread.sum(), spread.sum(axis=0), spread.max(axis=0), spread.sum(axis=1)]
+    f = dg.function([v, n], outs, backend="python", rewrites={"include": ["reduce_of_alloc"], "trace": True})
+    assert f.rewrite_trace.counts["reduce_of_alloc"] == 3  # sum(axis=1) keeps the stretched axis 0
+    a = np.array([[1, -2, 4]], dtype=dtype)
+    for n_rows in (0, 1, 5):
+        full = np.broadcast_to(a, (n_rows, 3))
+        for got, want in zip(f(a, n_rows), [full.sum(), full.sum(axis=0), a.max(axis=0) if n_rows else None, full.sum(axis=1)]):
+            if want is not None:
+                np.testing.assert_array_equal(got, want)
+                assert got.dtype == np.asarray(want).dtype
+    w = dg.tensor("w", shape=(None,))
+    g = dg.function([w, n], broadcast_to(w, (n, 3)).sum(), rewrites={"include": ["reduce_of_alloc"], "trace": True})
+    assert g.rewrite_trace.counts["reduce_of_alloc"] == 0  # w may be 1 long and broadcast at run time
+    assert g(np.array([2.0]), 4) == 24.0
