@@ -556,8 +556,6 @@ def _finite_differences(f, arrays, k, eps=1e-6):
 
 
 def test_gradients_through_isel_sel_and_updates(backend):
-    if not hasattr(dg, "grad"):
-        pytest.skip("dg.grad is not available yet")
     group, obs = dg.Dim("group", size=3), dg.Dim("obs", size=5)
     country = dg.Dim("country", coords=["USA", "Italy", "Chile"])
     mu = dg.labeled("mu", dims=(group,))
