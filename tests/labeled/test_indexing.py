@@ -686,3 +686,19 @@ def test_symbolic_slices_match_xarray(backend):
         np.testing.assert_array_equal(updated.values, want.values)
 
     check()
+
+
+def test_gradients_through_2d_indexers_masks_and_symbolic_slices(backend):
+    a, b = dg.Dim("a", size=4), dg.Dim("b", size=3)
+    p, q = dg.Dim("p", size=2), dg.Dim("q", size=3)
+    x = dg.labeled("x", dims=(a, b))
+    idx = dg.constant(np.array([[0, 3, 3], [1, 0, 2]]), dims=(p, q))
+    n = dg.scalar("n", dtype="int64")
+    cost = (x.isel(a=idx) ** 2).sum() + dg.sin(x.isel(b=slice(1, n))).sum() + x.isel(a=np.array([True, False, True, True])).prod()
+    g = dg.grad(cost, x)
+    assert g.dims == x.dims
+    f = dg.function([x, n], [cost, g], backend=backend)
+    xd = np.random.default_rng(5).normal(size=(4, 3))
+    _, gd = f(xd, 3)
+    value = lambda v: float(f(v, 3)[0].values)  # noqa: E731
+    np.testing.assert_allclose(gd.values, _finite_differences(value, [xd], 0), rtol=1e-5, atol=1e-6)
