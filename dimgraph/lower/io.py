@@ -13,10 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.compile.io import cast_exact
+from dimgraph.core.graph import ancestors
 from dimgraph.errors import InputError
 from dimgraph.labeled.basic import is_dataarray
 from dimgraph.labeled.dims import ProductDim, derivation_of, fmt_dims
 from dimgraph.labeled.ops import is_labeled
+from dimgraph.lower.coords import PickedCoord, output_coords
 
 
 def _first_difference(expected, got) -> str:
@@ -76,7 +78,7 @@ class LabeledInput:
 class LabeledOutput:
     """Wraps a result array as a DataArray with the output's dims and coords."""
 
-    __slots__ = ("dims", "name", "sources", "_templates")
+    __slots__ = ("dims", "name", "sources", "extra", "_per_call", "_templates")
 
     def __init__(self, var, inputs):
         self.dims = var.type.dims
@@ -84,6 +86,8 @@ class LabeledOutput:
         # For each dim without coords: (positions of the labeled inputs that carry it or the dim it
         # was derived from, the label maps from that dim's labels to this dim's, innermost first).
         self.sources = {}
+        used = {id(v) for v in ancestors([var])}  # as xarray: labels come only from the data this output is made of
+        inputs = [v if id(v) in used else None for v in inputs]
         for d in self.dims:
             if d.coords is not None:
                 continue
@@ -96,6 +100,8 @@ class LabeledOutput:
                 source, labels_from = derivation
                 maps.append(labels_from)
             self.sources[d.name] = (carriers, maps[::-1])
+        self.extra = output_coords(var, inputs)  # non-dimension coords, as xarray's indexing leaves them
+        self._per_call = any(isinstance(c, PickedCoord) for c in self.extra.values())
         # NOTE: building a DataArray with indexes costs ~0.5 ms; a shallow copy of a template made
         # once per shape costs ~0.07 ms, so calls whose coords are all static reuse one.
         self._templates = {}
@@ -114,7 +120,8 @@ class LabeledOutput:
                 if index is not None and len(index) == value.shape[axis]:
                     found[d.name] = index
                     break
-        template = None if found else self._templates.get(value.shape)
+        per_call = found or self._per_call
+        template = None if per_call else self._templates.get(value.shape)
         if template is not None:
             return template.copy(deep=False, data=value)
         coords = {}
@@ -124,8 +131,12 @@ class LabeledOutput:
             elif d.coords is not None:
                 coords[d.name] = d.coords
         coords.update(found)
+        for name, coord in self.extra.items():
+            found_coord = coord.evaluate(inputs)
+            if found_coord is not None:
+                coords[name] = found_coord
         out = xr.DataArray(value, dims=[d.name for d in self.dims], coords=coords or None, name=self.name)
-        if not found and len(self._templates) < 8:
+        if not per_call and len(self._templates) < 8:
             self._templates[value.shape] = out.copy(deep=False, data=np.empty_like(value))
         return out
 

@@ -153,13 +153,18 @@ ISEL_FORMS = ("int", "slice", "sslice", "list", "mask", "smask", "scalar", "labe
 
 
 def _clean(expected):
-    """xarray's result without non-dimension coords (dimgraph keeps coords on dims only)."""
+    """`expected` without its non-dimension coords."""
     return expected.drop_vars([c for c in expected.coords if c not in expected.indexes])
 
 
 def assert_same(got, expected):
-    expected = _clean(expected)
+    """Values, dtype, dims and every coord (indexes and the non-dimension coords indexing leaves) as xarray."""
     assert got.dims == expected.dims, (got.dims, expected.dims)
+    assert set(got.coords) == set(expected.coords), (got.coords, expected.coords)
+    for name in expected.coords:
+        if name not in expected.indexes:
+            assert got.coords[name].dims == expected.coords[name].dims, (name, got.coords[name], expected.coords[name])
+            np.testing.assert_array_equal(got.coords[name].values, expected.coords[name].values)
     assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
     np.testing.assert_array_equal(got.values, expected.values)
     assert set(got.indexes) == set(expected.indexes), (dict(got.indexes), dict(expected.indexes))

@@ -159,3 +159,35 @@ def test_dtype_rules_are_numpy_2_with_weak_python_scalars(backend):
         assert var.dtype == np.asarray(expected).dtype, name
         assert out.dtype == var.dtype, name
         np.testing.assert_allclose(out.values, expected, err_msg=name)
+
+
+def test_non_dimension_coords_follow_xarray(backend):
+    """Scalar labels of a sel, labels picked by indexers (static, input, data-carried) propagate as in xarray."""
+    where = dg.Dim("where", coords=["USA", "Italy", "Chile", "Peru"])
+    x = dg.labeled("x", dims=(where, age))
+    idx = dg.labeled("idx", dims=(obs,), dtype="int64")
+    o2 = dg.Dim("o2", size=3)
+    z = dg.labeled("z", dims=(obs,))
+    picked = dg.constant(np.array(["USA", "Chile", "USA"]), dims=(o2,))
+    outs = [
+        x.sel(where="Chile") * 2 + 1,
+        (x.sel(where="USA") + x.sel(where="Peru")).sum(),
+        x.isel(where=idx).mean("age"),
+        x.sel(where=picked).sum("age"),
+        z.isel(obs=1),
+    ]
+    f = dg.function([x, idx, z], outs, backend=backend)
+    X = xr.DataArray(np.arange(16.0).reshape(4, 4), dims=("where", "age"), coords={"where": list(where.coords)})
+    idx_da = xr.DataArray(np.array([3, 0, 0]), dims="obs")
+    Z = xr.DataArray(np.arange(3.0), dims="obs", coords={"obs": ["p", "q", "r"]})
+    expected = [
+        X.sel(where="Chile") * 2 + 1,
+        (X.sel(where="USA") + X.sel(where="Peru")).sum(),
+        X.isel(where=idx_da).mean("age"),
+        X.sel(where=xr.DataArray(["USA", "Chile", "USA"], dims="o2")).sum("age"),
+        Z.isel(obs=1),
+    ]
+    for got, want in zip(f(X, idx_da, Z), expected):
+        xr.testing.assert_identical(got.rename(None), want.rename(None))
+    plain = f(X.values, idx_da.values, Z.values)  # NumPy in: no labels from the data, as xarray on bare arrays
+    assert "obs" not in plain[4].coords and list(plain[2].coords["where"].values) == ["Peru", "USA", "USA"]
