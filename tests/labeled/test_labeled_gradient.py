@@ -7,25 +7,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dimgraph as dg
+from dimgraph.testing import numeric_grad
 
 group = dg.Dim("group", coords=["north", "south", "east"])
 age = dg.Dim("age", size=2)
 obs = dg.Dim("obs")
 
 _FUNCTIONS = {}
-
-
-def numeric_grad(f, values, k, eps=1e-6):
-    x = np.asarray(values[k], dtype=np.float64)
-    out = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        for sign in (1, -1):
-            vals = list(values)
-            shifted = x.copy()
-            shifted[idx] += sign * eps
-            vals[k] = shifted
-            out[idx] += sign * float(f(*vals)) / (2 * eps)
-    return out
 
 
 def _model():
