@@ -113,6 +113,16 @@ class CAReduceElemwise(Op):
             np.asarray(reduce(np.broadcast_to(r, shape), axis=self.axis), dtype=dt) for r, dt in zip(results, dtypes)
         ]
 
+    def L_op(self, inputs, outputs, output_grads):
+        """Unfuse: differentiate `reducer(Elemwise(scalar_op)(*inputs))` through their own L_ops."""
+        from dimgraph.core.gradient import vjp
+        from dimgraph.core.reduce import CAReduce
+
+        full = self.elemwise(*inputs)
+        full = full if isinstance(full, (list, tuple)) else [full]
+        reduced = [CAReduce(self.reducer, tuple(self.axis))(f) for f in full]
+        return vjp(reduced, output_grads, list(inputs), disconnected="none")
+
     def __str__(self):
         return f"{self.reducer}_reduce{{axis={list(self.axis)}}}({self.scalar_op})"
 

@@ -126,6 +126,10 @@ class Argmax(Op):
         fn = np.argmax if self.mode == "max" else np.argmin
         return [np.asarray(fn(inputs[0], axis=self.axis), dtype=np.int64)]
 
+    def L_op(self, inputs, outputs, output_grads):
+        """A position is piecewise constant in the values: no gradient flows to them."""
+        return [None]
+
 
 def _keep(x, out, axes, keepdims):
     if not keepdims:

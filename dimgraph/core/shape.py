@@ -81,6 +81,10 @@ class ShapeI(Op):
     def perform(self, node, inputs):
         return [np.asarray(inputs[0].shape[self.i], dtype=np.int64)]
 
+    def L_op(self, inputs, outputs, output_grads):
+        """A length does not vary with the values: no gradient flows to them."""
+        return [None]
+
 
 @dataclass(frozen=True)
 class Shape(Op):
@@ -94,6 +98,10 @@ class Shape(Op):
 
     def perform(self, node, inputs):
         return [np.asarray(inputs[0].shape, dtype=np.int64)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        """A shape does not vary with the values: no gradient flows to them."""
+        return [None]
 
 
 def shape_entry_as_variable(entry) -> Variable:

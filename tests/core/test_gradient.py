@@ -221,3 +221,34 @@ def test_errors():
         dg.grad(dg.trigamma(x).sum(), x)
     gx, gz = dg.grad(x.sum(), [x, z], disconnected="zero")
     np.testing.assert_array_equal(dg.function([x, z], [gx, gz], backend="python")(np.ones(3), np.ones(2))[1], [0.0, 0.0])
+
+
+def test_fused_reduction(backend):
+    """A fused sum/max of a Composite (what the fusion rewrite makes) unfuses for its gradient."""
+    from dimgraph.core.fused import CAReduceElemwise
+
+    steps = ((ScalarOp("mul"), (0, 1)), (ScalarOp("sin"), (2,)))
+    # The C backend emits single-output fused reductions only (a multi-output one fails in its emitter).
+    outs_cases = [(3,)] + ([(3, 2)] if backend != "c" else [])
+    for reducer, outs in [(r, o) for r in ("add", "maximum") for o in outs_cases]:
+        comp = Composite(in_dtypes=(F64, F64), steps=steps, outs=outs)
+        case = NodeVJP(
+            ("fused", reducer, outs), backend, lambda x, y: CAReduceElemwise(comp, reducer, (0,))(x, y),
+            [("x", (None, 3), F64), ("y", (1, 3), F64)],
+        )
+        for seed in range(2):
+            case.check([draw(seed, (4, 3), "x"), draw(seed + 5, (1, 3), "y")], seed)
+
+
+def test_shape_and_argmax_pass_no_gradient(backend):
+    """Lengths and positions are flat in the values: a cost built from them alone is disconnected."""
+    x = dg.tensor("x", shape=(None,))
+    from dimgraph.core.math import cast
+
+    cost = cast(x.shape[0], F64) + cast(x.argmax(), F64)
+    with pytest.raises(ValueError, match="does not depend"):
+        dg.grad(cost, x)
+    g = dg.grad(cost + x.sum(), x, disconnected="zero")
+    np.testing.assert_array_equal(dg.function([x], g, backend=backend)(np.array([1.0, 3.0, 2.0])), np.ones(3))
+    for out in (x.shape[0], x.argmax()):
+        assert out.owner.op.L_op(list(out.owner.inputs), list(out.owner.outputs), [out]) == [None]
