@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from vjp_checks import NodeVJP, given
 
 import dimgraph as dg
+from dimgraph.testing import numeric_grad
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.scalar import Cast, Composite, ScalarOp
@@ -119,20 +120,6 @@ def test_broadcast_to(backend, n, seed):
 
 # ---------------------------------------------------------------------------
 # the framework
-
-
-def numeric_grad(f, values, k, eps=1e-6):
-    """Central differences of the scalar `f(*values)` w.r.t. values[k], entry by entry."""
-    x = np.asarray(values[k], dtype=np.float64)
-    out = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        for sign in (1, -1):
-            vals = list(values)
-            shifted = x.copy()
-            shifted[idx] += sign * eps
-            vals[k] = shifted
-            out[idx] += sign * float(f(*vals)) / (2 * eps)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -270,15 +257,7 @@ REDUCTION_CHAINS = {
 }
 
 
-# Fusion's sibling merge joins two kernels where a path leaves one, runs through a third fused kernel and
-# enters the other (a cycle: wrong values or a crash). Fixed by treating other groups as one node in
-# `_Groups._reaches` (dimgraph/core/rewriting/fusion.py); until then these cases are expected to fail.
-FUSION_CYCLE = pytest.mark.xfail(reason="fusion sibling merge through another fused kernel makes a cycle", strict=False)
-
-
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=FUSION_CYCLE) if n in ("var", "sibling_kernels") else n for n in sorted(REDUCTION_CHAINS)]
-)
+@pytest.mark.parametrize("name", sorted(REDUCTION_CHAINS))
 @given(seed=seeds)
 def test_reduction_chains(backend, name, seed):
     x = dg.tensor("x", shape=(None, None))

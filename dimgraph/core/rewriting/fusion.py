@@ -88,27 +88,46 @@ class _Groups:
         return self._reaches(a, b) or self._reaches(b, a)
 
     def _reaches(self, src, dst):
-        """A path src -> (outside node)+ -> dst, found by walking back from dst, bounded below by src."""
+        """A path src -> (outside node)+ -> dst, found by walking back from dst, bounded below by src.
+
+        Another group becomes one kernel, so entering any of its nodes enters all of
+        them (their inputs are walked too): a path may go into it at one node and
+        leave at another. Nodes are pruned by the latest position in their group.
+        """
         lowest = min(self.pos[n] for n in src)
+
+        last = {}
+
+        def latest(o):
+            g = self.gid.get(o)
+            if g is None:
+                return self.pos.get(o, -1)
+            if g not in last:
+                last[g] = max(self.pos[m] for m in self.members[g])
+            return last[g]
+
         stack, seen = [], set()
         for n in dst:
             for i in n.inputs:
                 o = i.owner
-                if o is not None and o not in src and o not in dst and self.pos.get(o, -1) >= lowest:
+                if o is not None and o not in src and o not in dst and latest(o) >= lowest:
                     stack.append(o)
         while stack:
             o = stack.pop()
             if o in seen:
                 continue
-            seen.add(o)
-            for i in o.inputs:
-                p = i.owner
-                if p is None or self.pos.get(p, -1) < lowest:
-                    continue
-                if p in src:
-                    return True
-                if p not in dst:
-                    stack.append(p)
+            g = self.gid.get(o)
+            kernel = self.members[g] if g is not None else [o]
+            seen.update(kernel)
+            for k in kernel:
+                for i in k.inputs:
+                    p = i.owner
+                    if p is None or p in seen or latest(p) < lowest:
+                        continue
+                    if p in src:
+                        return True
+                    if p not in dst:
+                        stack.append(p)
         return False
 
 
