@@ -191,3 +191,12 @@ def test_einsum_unknown_size_does_not_stretch(backend):
     np.testing.assert_allclose(f(np.ones(3), np.ones(3)), 1.0)
     with pytest.raises(dg.ShapeError):
         f(np.ones(1), np.ones(3))
+
+
+def test_einsum_static_one_stretches_to_zero(backend):
+    """A letter of static size 1 in one operand and 0 in another contracts over nothing (NumPy)."""
+    a = dg.tensor("a", shape=(None, 1))
+    b = dg.tensor("b", shape=(None, None))
+    f = dg.function([a, b], dg.core.einsum("ij,ij->i", a, b), backend=backend)
+    np.testing.assert_array_equal(f(np.ones((2, 1)), np.ones((2, 0))), np.einsum("ij,ij->i", np.ones((2, 1)), np.ones((2, 0))))
+    np.testing.assert_array_equal(f(np.full((2, 1), 2.0), np.ones((2, 3))), [6.0, 6.0])

@@ -314,7 +314,7 @@ def _einsum(op, node):
         for term, x in zip(terms, ins):
             for c, n in zip(term, x.shape):
                 actual.setdefault(c, set()).add(n)
-        target = {c: max(s) for c, s in actual.items()}
+        target = {c: min(s - {1}, default=1) for c, s in actual.items()}  # NumPy: 1 stretches, also to 0
         for term, x, var in zip(terms, ins, node.inputs):
             for c, n, s in zip(term, x.shape, var.type.shape):
                 if n != target[c] and (s is None or n != 1):

@@ -92,7 +92,7 @@ def _einsum(op, node):
         for term, x in zip(terms, inputs):
             for c, n in zip(term, x.shape):
                 actual.setdefault(c, set()).add(n)
-        target = {c: max(s) for c, s in actual.items()}
+        target = {c: min(s - {1}, default=1) for c, s in actual.items()}  # NumPy: 1 stretches, also to 0
         args = []
         for term, x, var in zip(terms, inputs, node.inputs):
             for c, n, s in zip(term, x.shape, var.type.shape):
