@@ -9,6 +9,8 @@ updates only after all outputs exist, and wraps outputs (DataArrays for labeled)
 
 from __future__ import annotations
 
+import numpy as np
+
 from dimgraph.backends import get_backend
 from dimgraph.compile.io import TensorInput, TensorOutput
 from dimgraph.compile.shared import DEFAULT_CONTEXT, SharedMixin
@@ -38,6 +40,20 @@ class Function:
         self.source = getattr(run, "source", None)
         # What the rewrites did (dimgraph.core.rewriting.RewriteTrace): counts, and events when traced.
         self.rewrite_trace = getattr(fgraph, "rewrite_trace", None)
+        # The common call (every input positional, plain tensors, no shared variables, no updates)
+        # skips binding, contexts and wrapping: `run.fast(*arrays)` is the backend's own entry
+        # (numba: the dispatcher), returning a bare array for one output, a tuple for several.
+        fast = getattr(run, "fast", None)
+        plain = not checks and not shared and not n_updates and all(type(s) is TensorOutput for s in out_specs)
+        plain = plain and all(type(s) is TensorInput for s in in_specs)
+        self._fast = fast if plain else None
+        self._fast_wrap = None if len(outputs) != 1 else (_bare if single else _listed)
+        self._n_inputs = len(inputs)
+        # Per input: (dtype, ndim, ((axis, static size), ...)); data that matches exactly needs no conversion.
+        self._fast_specs = tuple(
+            (np.dtype(s.type.dtype), s.type.ndim, tuple((a, n) for a, n in enumerate(s.type.shape) if n is not None))
+            for s in in_specs
+        ) if plain else ()
 
     def _bind(self, args, kwargs):
         n = len(self.inputs)
@@ -56,6 +72,22 @@ class Function:
             raise InputError(f"missing inputs {missing}; the inputs are {self._input_names()}")
         return values
 
+    def _fast_convert(self, args):
+        """`args` unchanged when each is an ndarray of the exact dtype and static shape, else converted."""
+        for value, (dtype, ndim, static) in zip(args, self._fast_specs):
+            if type(value) is not np.ndarray or value.dtype != dtype or value.ndim != ndim:
+                break
+            shape = value.shape
+            for axis, size in static:
+                if shape[axis] != size:
+                    break
+            else:
+                continue
+            break
+        else:
+            return args
+        return [spec.convert(v) for spec, v in zip(self._in_specs, args)]
+
     def _input_label(self, k):
         return self.inputs[k].name or f"input {k}"
 
@@ -63,6 +95,13 @@ class Function:
         return [self._input_label(k) for k in range(len(self.inputs))]
 
     def __call__(self, *args, ctx=None, trust_input=False, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs and ctx is None and len(args) == self._n_inputs:
+            if not trust_input:
+                args = self._fast_convert(args)
+            out = fast(*args)
+            wrap = self._fast_wrap
+            return list(out) if wrap is None else wrap(out)
         raw = self._bind(args, kwargs)
         if trust_input:
             arrays = raw
@@ -88,6 +127,14 @@ class Function:
 
 
 _MISSING = object()
+
+
+def _bare(out):
+    return out
+
+
+def _listed(out):
+    return [out]
 
 
 def _as_list(x):

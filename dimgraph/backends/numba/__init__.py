@@ -184,6 +184,9 @@ def compile(fgraph, **options):
             return list(fn(*args, *extra))
 
     run.source = text + "\n\n# ---- kernels ----\n\n" + "\n\n".join(kernel_sources)
+    # Function's positional fast path calls this directly: the dispatcher itself when there
+    # are no big-constant arguments (a bare array for one output, a tuple for several).
+    run.fast = fn if not extra else (lambda *args: fn(*args, *extra))
     run.dispatcher = fn
     run.jitted = jit
     run.kernel_digests = tuple(kernels)
