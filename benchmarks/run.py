@@ -107,14 +107,8 @@ def workload1(quick):
     pred = mu[g] + beta * x
     r = (y - pred) / sigma
     n = dg.core.cast(dg.core.shape_of(x)[0], "float64")
-    logp = (-0.5 * r * r).sum() - n * (log_sigma + half_log_2pi)
-    if hasattr(dg, "grad"):
-        grads = dg.grad(logp, [mu, beta, log_sigma])
-        how = "dg.grad"
-    else:  # the gradient written as a graph until dg.grad lands
-        w = r / sigma
-        grads = [dg.core.inc_subtensor(dg.core.zeros((n_group,))[g], w), (w * x).sum(), (r * r).sum() - n]
-        how = "hand-written gradient graph"
+    logp, grads = dg.value_and_grad((-0.5 * r * r).sum() - n * (log_sigma + half_log_2pi), [mu, beta, log_sigma])
+    how = "dg.value_and_grad"
     args = (mu_v, np.asarray(beta_v), np.asarray(ls_v), xv, yv, group_idx)
     rows = []
     compile_times = {}
