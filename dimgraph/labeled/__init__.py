@@ -5,6 +5,7 @@ Nothing here computes: `dg.function` lowers every labeled op to positional ops
 """
 
 from dimgraph.labeled.basic import as_labeled, constant, from_positional, labeled
+from dimgraph.labeled.combine import align, concat, dot
 from dimgraph.labeled.dims import Dim, ProductDim
 from dimgraph.labeled.math import DISPATCHING, astype, clip, logsumexp, round, where
 from dimgraph.labeled.ops import LabeledOp, is_labeled
@@ -21,6 +22,7 @@ from dimgraph.labeled.shape import (
     transpose,
     zeros_like,
 )
+from dimgraph.labeled.stacking import ravel, stack, unstack
 from dimgraph.labeled.type import LabeledType
 from dimgraph.labeled.variable import LabeledConstant, LabeledVariable
 
@@ -28,5 +30,6 @@ __all__ = [
     "Dim", "ProductDim", "LabeledType", "LabeledVariable", "LabeledConstant", "LabeledOp", "is_labeled",
     "labeled", "constant", "as_labeled", "from_positional", "to_positional", "astype", "clip", "round",
     "where", "logsumexp", "arange", "broadcast", "broadcast_like", "expand_dims", "full_like", "ones_like",
-    "zeros_like", "rename", "squeeze", "transpose", "DISPATCHING",
+    "zeros_like", "rename", "squeeze", "transpose", "DISPATCHING", "concat", "dot", "align", "stack", "unstack",
+    "ravel",
 ]  # fmt: skip

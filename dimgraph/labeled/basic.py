@@ -8,6 +8,7 @@ silent broadcast dim.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from dimgraph.core.graph import Variable
 from dimgraph.errors import DimError
@@ -74,6 +75,10 @@ def dims_of_dataarray(da, dims=None, what="as_labeled") -> tuple:
     for name, n in zip(da.dims, da.shape):
         index = da.indexes.get(name)
         made = Dim(str(name), coords=index) if index is not None else Dim(str(name), size=n)
+        if isinstance(index, pd.MultiIndex):  # a stacked dim comes back as a ProductDim when it is one
+            from dimgraph.labeled.stacking import product_from_multiindex
+
+            made = product_from_multiindex(str(name), index) or made
         d = given.get(name)
         if d is None:
             out.append(made)

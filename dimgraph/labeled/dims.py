@@ -123,18 +123,23 @@ def derivation_of(dim: Dim):
     return _DERIVATIONS.get(dim)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=True)
 class ProductDim(Dim):
     """A dim whose positions are the product of component dims (row-major), as `stack` makes.
 
     Size is the product of the components' sizes; coords are
     `pandas.MultiIndex.from_product` with the component names as levels
-    (a component without coords contributes 0..n-1).
+    (a component without coords contributes 0..n-1). The MultiIndex is built
+    only when someone asks for `coords` (a DataArray output, a `sel`), once per
+    ProductDim: equality and hashing use the components, so `stack` on large
+    dims costs nothing until labels are wanted.
 
     >>> import dimgraph as dg
     >>> cell = dg.ProductDim("cell", (dg.Dim("a", coords=["x", "y"]), dg.Dim("b", size=2)))
     >>> cell.size, cell.coords.names
     (4, FrozenList(['a', 'b']))
+    >>> cell.coords[1]
+    ('x', 1)
     """
 
     dims: tuple = ()
@@ -143,20 +148,36 @@ class ProductDim(Dim):
         dims = tuple(dims)
         if not dims or not all(isinstance(d, Dim) for d in dims):
             raise TypeError(f"ProductDim {name!r}: give a non-empty tuple of Dims, got {dims!r}")
-        object.__setattr__(self, "dims", dims)
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"ProductDim: the name must be a non-empty str, got {name!r}")
+        check_unique(dims, f"ProductDim {name!r}")
         sizes = [d.size for d in dims]
-        size = math.prod(sizes) if None not in sizes else None
-        coords = None
-        if size is not None:
-            coords = pd.MultiIndex.from_product([d.labels for d in dims], names=[d.name for d in dims])
         object.__setattr__(self, "name", name)
-        object.__setattr__(self, "size", size)
-        object.__setattr__(self, "coords", coords)
+        object.__setattr__(self, "dims", dims)
+        object.__setattr__(self, "size", math.prod(sizes) if None not in sizes else None)
         object.__setattr__(self, "origin", None)
-        Dim.__post_init__(self)
+        digest = hashlib.blake2b(b"product", digest_size=16)
+        for d in dims:
+            digest.update(repr((type(d).__name__, d.name, d.size, d.origin)).encode() + d._digest)
+        object.__setattr__(self, "_digest", digest.digest())
+
+    @property
+    def coords(self):
+        """The `pandas.MultiIndex` of the product (levels: component names), built on first use; None while a size is unknown."""
+        found = self.__dict__.get("_multiindex", False)
+        if found is False:
+            found = None
+            if self.size is not None:
+                found = pd.MultiIndex.from_product([d.labels for d in self.dims], names=[d.name for d in self.dims])
+            object.__setattr__(self, "_multiindex", found)
+        return found
+
+    def rename(self, new_name: str) -> "ProductDim":
+        """The same components under another name."""
+        return ProductDim(new_name, self.dims)
 
     def __repr__(self):
-        return f"ProductDim({self.name!r}, ({', '.join(map(repr, self.dims))}))"
+        return f"ProductDim({self.name!r}, ({', '.join(map(repr, self.dims))}{',' if len(self.dims) == 1 else ''}))"
 
 
 def fmt_dims(dims) -> str:
@@ -167,6 +188,9 @@ def fmt_dims(dims) -> str:
 def describe_difference(a: Dim, b: Dim) -> str:
     """Why two Dims of one name differ: sizes, or the first differing coords."""
     if a.size != b.size:
+        if a.coords is not None and b.coords is not None:
+            only = [list(x.difference(y, sort=False))[:5] for x, y in ((a.coords, b.coords), (b.coords, a.coords))]
+            return f"size {_size(a)} vs {_size(b)}; labels only in the first: {only[0]}, only in the second: {only[1]}"
         return f"size {_size(a)} vs {_size(b)}"
     if (a.coords is None) != (b.coords is None):
         return "one has coords and the other has none"
@@ -189,7 +213,8 @@ def clash(what, name, a, a_in, b, b_in):
     return DimError(
         f"{what}: two different dims named {name!r}: {a!r} in {a_in} and {b!r} in {b_in} "
         f"({describe_difference(a, b)})\n"
-        "hint: select/rename so the dims agree, or use the same Dim object for both"
+        "hint: select/rename so the dims agree, align them by coords with dg.align(...), "
+        "or use the same Dim object for both"
     )
 
 

@@ -505,7 +505,7 @@ def _sel_value(dim, value, what, method=None, tolerance=None):
             f"{what}: labels for dim {dim.name!r} must be known when the graph is built (constants); "
             f"got the symbolic {value!r}; index by position with isel instead"
         )
-    if not isinstance(value, slice):
+    if not isinstance(value, (slice, tuple)) and not (isinstance(value, list) and value and isinstance(value[0], tuple)):
         arr = np.asarray(value)
         if arr.dtype.kind == "b" and arr.ndim == 1:
             return arr
@@ -538,6 +538,14 @@ def sel(x, indexers=None, method=None, tolerance=None, **kwargs):
     [1.0, 1.0, 3.0]
     """
     x = _as_x(x, "sel")
+    if indexers is None or isinstance(indexers, dict):  # keys naming levels of product dims: dimgraph.labeled.stacking
+        from dimgraph.labeled.stacking import select_levels, split_level_keys
+
+        plain, levels = split_level_keys(x, {**(indexers or {}), **kwargs})
+        if levels:
+            if method is not None or tolerance is not None:
+                raise TypeError("sel: `method`/`tolerance` cannot be used with the levels of a product dim")
+            x, indexers, kwargs = select_levels(x, levels), plain, {}
     keys = _key_dict(x, indexers, kwargs, "sel")
     return isel(x, {d: _sel_value(d, v, "sel", method, tolerance) for d, v in keys.items()})
 

@@ -74,6 +74,12 @@ def positions(dim: Dim, key, method=None, tolerance=None):
     >>> positions(dg.Dim("age", size=5), 2)
     2
     """
+    if method is None and tolerance is None and isinstance(key, (tuple, list)):
+        from dimgraph.labeled.stacking import tuple_positions  # tuples on product/MultiIndex dims
+
+        found = tuple_positions(dim, key)
+        if found is not None:
+            return found
     if method is not None or tolerance is not None:
         if isinstance(key, slice):
             raise TypeError(f"sel: `method` cannot be used with a slice (dim {dim.name!r}), as in xarray")

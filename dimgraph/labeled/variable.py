@@ -56,6 +56,17 @@ class LabeledOperators:
     def __invert__(self):
         return lmath.elemwise("invert", self)
 
+    def __matmul__(self, other):
+        """`dg.dot(self, other)`: the product summed over the dims both have (xarray's `@`)."""
+        from dimgraph.labeled.combine import dot
+
+        return dot(self, other)
+
+    def __rmatmul__(self, other):
+        from dimgraph.labeled.combine import dot
+
+        return dot(other, self)
+
     def __iter__(self):
         raise TypeError(f"symbolic labeled variable {self!r} cannot be iterated")
 
@@ -182,6 +193,31 @@ class LabeledOperators:
 
     def broadcast_like(self, other):
         return lshape.broadcast_like(self, other)
+
+    # -- product dims (dimgraph.labeled.stacking) ------------------------------
+    def stack(self, dim=None, **dims):
+        """Dims merged into a new ProductDim put last: `x.stack(cell=(a, b))` (see `dimgraph.labeled.stacking.stack`)."""
+        from dimgraph.labeled.stacking import stack
+
+        return stack(self, dim, **dims)
+
+    def unstack(self, dim=None):
+        """ProductDims split back into their components, put last (see `dimgraph.labeled.stacking.unstack`)."""
+        from dimgraph.labeled.stacking import unstack
+
+        return unstack(self, dim)
+
+    def ravel(self, name=None):
+        """Every dim stacked in order into one ProductDim (named by joining the dim names with "_")."""
+        from dimgraph.labeled.stacking import ravel
+
+        return ravel(self, name)
+
+    def dot(self, other, dim=None):
+        """`dg.dot(self, other, dim=dim)` (as `DataArray.dot`)."""
+        from dimgraph.labeled.combine import dot
+
+        return dot(self, other, dim=dim)
 
     # -- indexing (dimgraph.labeled.indexing) ------------------------------
     def isel(self, indexers=None, missing_dims="raise", **kwargs):

@@ -18,6 +18,7 @@ from dimgraph.errors import InputError
 from dimgraph.labeled.basic import is_dataarray
 from dimgraph.labeled.dims import ProductDim, derivation_of, fmt_dims
 from dimgraph.labeled.ops import is_labeled
+from dimgraph.lower.combine import ProductLabels
 from dimgraph.lower.coords import PickedCoord, output_coords
 
 
@@ -78,7 +79,7 @@ class LabeledInput:
 class LabeledOutput:
     """Wraps a result array as a DataArray with the output's dims and coords."""
 
-    __slots__ = ("dims", "name", "sources", "extra", "_per_call", "_templates")
+    __slots__ = ("dims", "name", "sources", "extra", "products", "_per_call", "_templates")
 
     def __init__(self, var, inputs):
         self.dims = var.type.dims
@@ -101,7 +102,9 @@ class LabeledOutput:
                 maps.append(labels_from)
             self.sources[d.name] = (carriers, maps[::-1])
         self.extra = output_coords(var, inputs)  # non-dimension coords, as xarray's indexing leaves them
-        self._per_call = any(isinstance(c, PickedCoord) for c in self.extra.values())
+        # ProductDims of run-time size: their MultiIndex is made per call (dimgraph.lower.combine)
+        self.products = {d.name: ProductLabels(d, inputs) for d in self.dims if isinstance(d, ProductDim) and d.coords is None}
+        self._per_call = any(isinstance(c, PickedCoord) for c in self.extra.values()) or bool(self.products)
         # NOTE: building a DataArray with indexes costs ~0.5 ms; a shallow copy of a template made
         # once per shape costs ~0.07 ms, so calls whose coords are all static reuse one.
         self._templates = {}
@@ -131,6 +134,11 @@ class LabeledOutput:
             elif d.coords is not None:
                 coords[d.name] = d.coords
         coords.update(found)
+        for axis, d in enumerate(self.dims):
+            product = self.products.get(d.name)
+            index = None if product is None or d.name in found else product.index(value.shape[axis], inputs)
+            if index is not None:
+                coords.update(xr.Coordinates.from_pandas_multiindex(index, d.name))
         for name, coord in self.extra.items():
             found_coord = coord.evaluate(inputs)
             if found_coord is not None:
