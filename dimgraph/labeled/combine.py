@@ -35,7 +35,9 @@ def _label(x, k):
 def _operands(xs, what):
     from dimgraph.labeled.math import as_operand
 
-    if isinstance(xs, (str, bytes)) or not hasattr(xs, "__iter__"):
+    from dimgraph.labeled.ops import is_labeled
+
+    if isinstance(xs, (str, bytes)) or is_labeled(xs) or not hasattr(xs, "__iter__"):
         raise TypeError(f"{what}: give a list of labeled variables, got {xs!r}")
     out = [as_operand(x, what) for x in xs]
     for x in out:
