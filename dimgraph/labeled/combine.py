@@ -203,7 +203,8 @@ def dot(*arrays, dim=None):
 
     `dim=None` sums the dims that appear in more than one operand; `dim=...`
     sums every dim; else a Dim, a name or a list of them. The result has the
-    other dims in order of first appearance. `a @ b` is `dot(a, b)`.
+    other dims in order of first appearance. `a @ b` is `dot(a, b)`. Two
+    positional operands get NumPy's `dot` (`dg.core.dot`).
 
     >>> import dimgraph as dg, numpy as np
     >>> i, j, k = dg.Dim("i", size=2), dg.Dim("j", size=3), dg.Dim("k", size=4)
@@ -214,6 +215,12 @@ def dot(*arrays, dim=None):
     """
     if len(arrays) == 1 and isinstance(arrays[0], (list, tuple)):
         arrays = tuple(arrays[0])
+    from dimgraph.labeled.math import any_labeled
+
+    if len(arrays) == 2 and dim is None and not any_labeled(arrays):  # positional operands: NumPy's dot
+        from dimgraph.core.linalg import dot as core_dot
+
+        return core_dot(*arrays)
     xs = _operands(arrays, "dot")
     if not xs:
         raise TypeError("dot: give at least one labeled variable")

@@ -289,3 +289,9 @@ def test_gradient_of_a_sum_with_a_sqrt_of_a_dot_fuses_without_a_cycle():
     f = dg.function([x, w], [cost, dg.grad(cost, x)], backend="python")
     xd, wd = np.ones((3, 2)), np.ones(2)
     np.testing.assert_allclose(f(xd, wd)[1].values, numeric_grad(lambda a: float(f(a, wd)[0].values), [xd], 0), rtol=1e-5)
+
+
+def test_dot_of_positional_operands_is_numpy_dot():
+    t = dg.tensor("t", shape=(2, 3))
+    y = dg.dot(t, np.arange(3.0))
+    np.testing.assert_array_equal(y.eval({t: np.ones((2, 3))}), [3.0, 3.0])
