@@ -135,3 +135,179 @@ def _check_broadcast(op, node, inputs):
             raise ShapeError(
                 f"{op}: axis {ax} has sizes {sorted(sizes)} across inputs; only axes of static size 1 broadcast"
             )
+
+
+@dataclass(frozen=True)
+class IndexedLoop(Op):
+    """One pass over a 1-d loop: some inputs read through index arrays, results reduced or scattered.
+
+    The hierarchical-model pattern `mu[g] + beta * x` with the log-density summed
+    and its gradient scattered back into `mu` (`dmu[g] += w`) is, op by op, a gather,
+    a multi-output Elemwise, several sums and a scatter-add, with a full-length
+    temporary between each. This op is all of it as one loop with no temporary:
+
+    - composite input k reads `inputs[k][j]`, or when `gathered[k]` is true,
+      `table_k[inputs[k][j]]` (the tables follow the composite inputs, in order);
+    - each entry of `results` is `(out, kind, reducer)` for composite output `out`:
+      kind "full" (the 1-d array itself), "reduce" (`reducer` over the loop axis, 0-d)
+      or "scatter" (`base` with `base[idx[j]] += value[j]`, as `np.add.at`; a base and
+      an index array per scatter follow the tables).
+
+    Index arrays wrap negatives and raise IndexError out of range, as NumPy.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> from dimgraph.core.scalar import Composite, ScalarOp
+    >>> double = Composite(in_dtypes=("float64",), steps=((ScalarOp("add"), (0, 0)),), outs=(1,))
+    >>> loop = IndexedLoop(double, gathered=(True,), results=((0, "reduce", "add"), (0, "scatter", None)))
+    >>> table, idx = dg.vector("table"), dg.vector("idx", dtype="int64")
+    >>> total, scattered = loop(idx, table, dg.core.zeros((3,)), idx)
+    >>> data = {table: np.array([1.0, 2.0, 3.0]), idx: np.array([2, 2, 0])}
+    >>> float(total.eval(data)), scattered.eval(data).tolist()
+    (14.0, [2.0, 0.0, 12.0])
+    """
+
+    scalar_op: Composite
+    gathered: tuple
+    results: tuple
+
+    def __post_init__(self):
+        if len(self.gathered) != self.scalar_op.nin:
+            raise ValueError(f"IndexedLoop: {len(self.gathered)} gathered flags for {self.scalar_op.nin} inputs")
+        for out, kind, reducer in self.results:
+            if not 0 <= out < self.scalar_op.nout or kind not in ("full", "reduce", "scatter"):
+                raise ValueError(f"IndexedLoop: bad result {(out, kind, reducer)!r}")
+            if kind == "reduce" and reducer not in REDUCERS:
+                raise ValueError(f"IndexedLoop: unknown reducer {reducer!r}; known: {sorted(REDUCERS)}")
+
+    @property
+    def n_tables(self):
+        return sum(self.gathered)
+
+    def split_inputs(self, inputs):
+        """(loop inputs, tables, [(base, idx)] per scatter result) from the node's flat input list."""
+        nin = self.scalar_op.nin
+        loop, tables = list(inputs[:nin]), list(inputs[nin:nin + self.n_tables])
+        rest = list(inputs[nin + self.n_tables:])
+        return loop, tables, [(rest[2 * k], rest[2 * k + 1]) for k in range(len(rest) // 2)]
+
+    def make_node(self, *inputs):
+        inputs = [as_tensor(i) for i in inputs]
+        n_scatter = sum(kind == "scatter" for _, kind, _ in self.results)
+        expected = self.scalar_op.nin + self.n_tables + 2 * n_scatter
+        if len(inputs) != expected:
+            raise TypeError(f"{self}: takes {expected} inputs, got {len(inputs)}")
+        loop, tables, scatters = self.split_inputs(inputs)
+        if any(v.type.ndim != 1 for v in inputs):
+            raise TypeError(f"{self}: every input must be 1-d, got {[str(i.type) for i in inputs]}")
+        for v in [i for i, g in zip(loop, self.gathered) if g] + [idx for _, idx in scatters]:
+            if np.dtype(v.type.dtype).kind not in "iu":
+                raise TypeError(f"{self}: index arrays must be integers, got {v.type}")
+        table_of = iter(tables)
+        dtypes = tuple(next(table_of).type.dtype if g else v.type.dtype for v, g in zip(loop, self.gathered))
+        if dtypes != tuple(self.scalar_op.in_dtypes):
+            raise TypeError(f"{self}: expected loop input dtypes {self.scalar_op.in_dtypes}, got {dtypes}")
+        sizes = {v.type.shape[0] for v in loop} - {None, 1}
+        if len(sizes) > 1:
+            raise ShapeError(f"{self}: the loop inputs have different static lengths {sorted(sizes)}")
+        elem_dtypes = self.scalar_op.output_dtypes(list(dtypes))
+        scatter_of = iter(scatters)
+        out_dtypes = []
+        for out, kind, reducer in self.results:
+            if kind == "full":
+                out_dtypes.append(elem_dtypes[out])
+            elif kind == "reduce":
+                out_dtypes.append(REDUCERS[reducer](np.zeros((1,), dtype=elem_dtypes[out])).dtype.name)
+            else:
+                base, _ = next(scatter_of)
+                if base.type.dtype != elem_dtypes[out]:
+                    raise TypeError(f"{self}: a scatter base has dtype {base.type.dtype}, the value {elem_dtypes[out]}")
+                out_dtypes.append(base.type.dtype)
+        return build(self, inputs, out_dtypes)
+
+    def infer_shape(self, inputs, input_shapes):
+        loop_inputs = inputs[: self.scalar_op.nin]
+        known = [sh[0] for sh, v in zip(input_shapes, loop_inputs) if v.type.shape[0] != 1]
+        n = known[0] if known else 1
+        base_shapes = iter(input_shapes[self.scalar_op.nin + self.n_tables :: 2])
+        shapes = []
+        for _, kind, _ in self.results:
+            shapes.append((n,) if kind == "full" else () if kind == "reduce" else next(base_shapes))
+        return shapes
+
+    def perform(self, node, inputs):
+        loop, tables, scatters = self.split_inputs(inputs)
+        loop_vars = node.inputs[: self.scalar_op.nin]
+        lengths = {len(v) for v, var in zip(loop, loop_vars) if var.type.shape[0] != 1}
+        if len(lengths) > 1:
+            raise ShapeError(
+                f"{self}: the loop inputs have lengths {sorted(lengths)}; only inputs of static length 1 broadcast"
+            )
+        table_of = iter(tables)
+        values = [_take(next(table_of), v) if g else v for v, g in zip(loop, self.gathered)]
+        full = self.scalar_op.impl(*values)
+        n = lengths.pop() if lengths else 1
+        full = [np.broadcast_to(f, (n,)) for f in full]
+        scatter_of = iter(scatters)
+        outs = []
+        for (out, kind, reducer), var in zip(self.results, node.outputs):
+            if kind == "full":
+                outs.append(np.array(full[out], dtype=var.type.dtype))
+            elif kind == "reduce":
+                outs.append(np.asarray(REDUCERS[reducer](full[out]), dtype=var.type.dtype))
+            else:
+                base, idx = next(scatter_of)
+                if len(idx) != n:
+                    raise ShapeError(f"{self}: a scatter index array has length {len(idx)}, the loop {n}")
+                result = base.copy()
+                np.add.at(result, _positions(idx, len(base)), full[out])
+                outs.append(result)
+        return outs
+
+    def L_op(self, inputs, outputs, output_grads):
+        """Unfuse: differentiate the gathers, Elemwise, reductions and scatters through their own L_ops."""
+        from dimgraph.core.gradient import vjp
+
+        return vjp(self.unfused(inputs), output_grads, list(inputs), disconnected="none")
+
+    def unfused(self, inputs):
+        """The outputs rebuilt from primitive ops (gathers, Elemwise, CAReduce, AdvancedIncSubtensor)."""
+        from dimgraph.core.reduce import CAReduce
+        from dimgraph.core.subtensor import ARRAY, AdvancedIncSubtensor, AdvancedSubtensor
+
+        loop, tables, scatters = self.split_inputs(inputs)
+        table_of = iter(tables)
+        values = [AdvancedSubtensor((ARRAY,))(next(table_of), v) if g else v for v, g in zip(loop, self.gathered)]
+        full = self.elemwise(*values)
+        full = full if isinstance(full, (list, tuple)) else [full]
+        scatter_of = iter(scatters)
+        outs = []
+        for out, kind, reducer in self.results:
+            if kind == "full":
+                outs.append(full[out])
+            elif kind == "reduce":
+                outs.append(CAReduce(reducer, (0,))(full[out]))
+            else:
+                base, idx = next(scatter_of)
+                outs.append(AdvancedIncSubtensor((ARRAY,), "inc")(base, full[out], idx))
+        return outs
+
+    @property
+    def elemwise(self):
+        return Elemwise(self.scalar_op)
+
+    def __str__(self):
+        kinds = ", ".join(f"{kind}{'[' + r + ']' if r else ''}(o{out})" for out, kind, r in self.results)
+        return f"indexed_loop{{{kinds}}}({self.scalar_op})"
+
+
+def _positions(idx, n):
+    """Index array `idx` into a length-`n` axis, negatives wrapped; IndexError out of range, as NumPy."""
+    idx = np.asarray(idx)
+    bad = (idx < -n) | (idx >= n)
+    if np.any(bad):
+        raise IndexError(f"index {int(idx[bad][0])} is out of bounds for axis 0 with size {n}")
+    return np.where(idx < 0, idx + n, idx)
+
+
+def _take(table, idx):
+    return table[_positions(idx, len(table))]

@@ -5,7 +5,8 @@
   Op type; Elemwise/Composite and reductions are printed as loop nests by
   `loops.py` from the scalar-op table in `scalar.py`), and
 - one graph module whose `graph(...)` function calls the kernels in
-  topological order, `numba.njit`-compiled as a whole.
+  topological order, `numba.njit`-compiled as a whole when it has a few
+  calls, and run as Python when it has many (`JIT_GRAPH_MAX_CALLS`).
 
 Identifiers in the generated text are generated (`v3`, `k0`): user names never
 reach it. Structurally identical kernels print the same text, so they are one
@@ -31,7 +32,7 @@ from dimgraph.core.reduce import CAReduce
 
 name = "numba"
 # The loop printer writes a multi-output reduce-of-elemwise as one pass with several accumulators.
-REWRITES_OPT_IN = ("multi_output_reduce_fusion",)
+REWRITES_OPT_IN = ("multi_output_reduce_fusion", "indexed_loop_fusion")
 
 JIT_OPTIONS = 'cache=True, error_model="numpy"'
 # Constants up to this many elements are frozen into the machine code (and the cache key).
@@ -72,10 +73,15 @@ def jitted_graph():
 
 """
 
-# Graphs with more kernel calls than this run as one jitted function; smaller ones call their
-# kernels from Python (the same text, not jitted): a call costs about the same, and a small
-# graph skips compiling a driver whose body is one or two calls.
+# Graphs with more kernel calls than JIT_GRAPH_MIN_CALLS and at most JIT_GRAPH_MAX_CALLS run as
+# one jitted function; the others call their kernels from Python (the same text, not jitted).
+# A small graph skips compiling a driver whose body is one or two calls. A large one skips a
+# driver that costs more to compile than all its kernels together: Numba links every kernel's
+# bitcode into the caller and optimizes and generates the machine code of all of it again, so
+# a jitted driver of 200 calls took 10-15 s to compile on top of the kernels (a 50-block model),
+# while calling from Python costs about 1.5 us per kernel call.
 JIT_GRAPH_MIN_CALLS = 3
+JIT_GRAPH_MAX_CALLS = 16
 
 _SAFE = re.compile(r"[^A-Za-z0-9_{}\[\](),.=:+\-*/ ]")
 
@@ -170,7 +176,7 @@ def compile(fgraph, **options):
     module = cache.load_module("g", text)
     jit = options.get("jit_graph")
     if jit is None:
-        jit = len(body) > JIT_GRAPH_MIN_CALLS
+        jit = JIT_GRAPH_MIN_CALLS < len(body) <= JIT_GRAPH_MAX_CALLS
     fn = module.jitted_graph() if jit else module.graph
     extra = tuple(big_constants)
     if len(results) == 1:  # a bare array comes back from Numba: no tuple to box and unpack

@@ -70,15 +70,20 @@ def _combine(reducer, acc, val, dtype):
     return f"{np_type(dtype)}({_COMBINE[reducer].format(acc, val)})"
 
 
-def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise") -> str:
+def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathered=None) -> str:
     """Source of `def kernel(x0, x1, ...)` computing `steps` over inputs with broadcast patterns.
 
     in_bcast: per input a tuple of bools (True where the static size is 1).
     steps: flat scalar steps `(scalar_op, refs)`, refs < nin naming inputs.
-    outputs: per output `(ref, None)` for an elementwise result, or
-        `(ref, (reducer, axes, dtype))` for a reduction of that value over `axes`.
+    outputs: per output `(ref, None)` for an elementwise result,
+        `(ref, (reducer, axes, dtype))` for a reduction of that value over `axes`, or
+        (1-d loops) `(ref, ("scatter", dtype))`: arguments `b{k}, i{k}` give a base
+        array and an index array, and the output is `b{k}` with `b{k}[i{k}[j]] += value`.
+    gathered: per input whether `x{v}` is an index array into a table `t{v}` (arguments
+        after the inputs): the loop reads `t{v}[x{v}[j]]` (IndexedLoop).
     """
     nin = len(in_bcast)
+    gathered = gathered or (False,) * nin
     if len(op_name) > 60:
         op_name = op_name[:57] + "..."
     ndim = len(in_bcast[0]) if nin else 0
@@ -113,8 +118,12 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise") -> str:
     temp_set = set(temps)
 
     src = _Src()
-    args = [f"x{k}" for k in range(nin)]
+    args = [f"x{k}" for k in range(nin)] + [f"t{k}" for k in range(nin) if gathered[k]]
+    args += [a for k, (_, red) in enumerate(outputs) if _is_scatter(red) for a in (f"b{k}", f"i{k}")]
     src.lines.append(f"def kernel({', '.join(args)}):")
+    for k in range(nin):
+        if gathered[k]:
+            src(f"tn{k} = t{k}.shape[0]")
     # -- sizes and the run-time broadcast check
     for ax in range(ndim):
         owners = [k for k in range(nin) if not in_bcast[k][ax]]
@@ -129,8 +138,11 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise") -> str:
                 "broadcast (declare the size as 1 where you mean to broadcast)"
             )
             src(f"    raise ShapeError({message!r})")
-    for ref, red in outputs:
-        if red is not None and red[0] in ("maximum", "minimum") and red[1]:
+    for k, (ref, red) in enumerate(outputs):
+        if _is_scatter(red):
+            src(f"if i{k}.shape[0] != n0:")
+            src(f"    raise ShapeError({op_name + ': a scatter index array and the loop differ in length'!r})")
+        elif red is not None and red[0] in ("maximum", "minimum") and red[1]:
             empty = " or ".join(f"n{a} == 0" for a in red[1])
             src(f"if {empty}:")
             src(f"    raise ValueError('zero-size array to reduction operation {red[0]} which has no identity')")
@@ -145,7 +157,8 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise") -> str:
         if ndim == 0:
             return f"{'x' if v < nin else 'p'}{v}.item()"
         if v < nin:
-            return f"x{v}" + _idx(["0" if in_bcast[v][a] else f"j{a}" for a in range(ndim)])
+            item = f"x{v}" + _idx(["0" if in_bcast[v][a] else f"j{a}" for a in range(ndim)])
+            return f"t{v}[rt_views.check_index({item}, tn{v}, 0)]" if gathered[v] else item
         return f"p{v}" + _idx([f"j{a}" if a in axes[v] else "0" for a in range(ndim)])
 
     def emit_nest(loop_axes, targets, stop, body_end):
@@ -199,16 +212,21 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise") -> str:
     # -- outputs
     # A costly sum over the innermost axis goes through a row buffer: the loop that fills
     # it has no loop-carried dependence, so LLVM vectorizes it (the math included).
+    # Not in a loop with indexed reads or writes: it does not vectorize, and the buffer would be full size.
+    indexed = any(gathered) or any(_is_scatter(red) for _, red in outputs)
     row_buffers = {
         k
         for k, (ref, red) in enumerate(outputs)
         if red is not None and red[0] == "add" and tuple(red[1]) == (ndim - 1,) and costly[ref]
-        and np.dtype(red[2]).kind == "f"
+        and np.dtype(red[2]).kind == "f" and not indexed
     }
     ret = []
     for k, (ref, red) in enumerate(outputs):
         if red is None:
             src(f"o{k} = np.empty({shape_of(range(ndim))}, dtype={np_type(dtypes[ref])})")
+        elif _is_scatter(red):
+            src(f"o{k} = b{k}.copy()")
+            src(f"on{k} = o{k}.shape[0]")
         else:
             reducer, r_axes, out_dtype = red
             kept = [a for a in range(ndim) if a not in r_axes]
@@ -226,6 +244,11 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise") -> str:
             if red is None:
                 if when == "inner":
                     src(f"o{k}" + _idx([f"j{a}" for a in range(ndim)]) + f" = {names[ref]}")
+                continue
+            if _is_scatter(red):
+                if when == "inner":
+                    val = _cast_expr(names[ref], dtypes[ref], red[1])
+                    src(f"o{k}[rt_views.check_index(i{k}[j0], on{k}, 0)] += {val}")
                 continue
             reducer, r_axes, out_dtype = red
             kept_idx = _idx([f"j{a}" for a in range(ndim) if a not in r_axes])
@@ -250,6 +273,10 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise") -> str:
     emit_nest(list(range(ndim)), [ref for ref, _ in outputs], temp_set, stores)
     src(f"return {ret[0]}" if len(ret) == 1 else f"return {', '.join(ret)}")
     return "\n".join(src.lines) + "\n"
+
+
+def _is_scatter(red):
+    return red is not None and red[0] == "scatter"
 
 
 def _suffix(r_axes, ndim):

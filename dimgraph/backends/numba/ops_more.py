@@ -18,6 +18,7 @@ import numpy as np
 from dimgraph.backends.numba.loops import loop_kernel
 from dimgraph.backends.numba.ops import _bcast, _tuple, numba_kernel
 from dimgraph.backends.numba.scalar import flatten, np_type
+from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
 
 
 def _objmode_kernel(op, node) -> str:
@@ -45,24 +46,38 @@ def _objmode(op_type):
     numba_kernel.register(op_type)(_objmode_kernel)
 
 
-# -- fused reduce-of-elemwise ------------------------------------------------
-try:
-    from dimgraph.core.fused import CAReduceElemwise
-except ImportError:  # pragma: no cover - the op lands with the rewrites
-    CAReduceElemwise = None
+# -- fused loops (reduce-of-elemwise, indexed loops) -------------------------
 
-if CAReduceElemwise is not None:
 
-    @numba_kernel.register(CAReduceElemwise)
-    def _careduce_elemwise(op, node):
-        steps, outs = flatten(op.scalar_op, len(node.inputs))
-        return loop_kernel(
-            [_bcast(i) for i in node.inputs],
-            [i.type.dtype for i in node.inputs],
-            steps,
-            [(r, (op.reducer, tuple(op.axis), o.type.dtype)) for r, o in zip(outs, node.outputs)],
-            op_name=str(op),
-        )
+@numba_kernel.register(CAReduceElemwise)
+def _careduce_elemwise(op, node):
+    steps, outs = flatten(op.scalar_op, len(node.inputs))
+    return loop_kernel(
+        [_bcast(i) for i in node.inputs],
+        [i.type.dtype for i in node.inputs],
+        steps,
+        [(r, (op.reducer, tuple(op.axis), o.type.dtype)) for r, o in zip(outs, node.outputs)],
+        op_name=str(op),
+    )
+
+
+@numba_kernel.register(IndexedLoop)
+def _indexed_loop(op, node):
+    nin = op.scalar_op.nin
+    steps, outs = flatten(op.scalar_op, nin)
+    results = []
+    for (out, kind, reducer), o in zip(op.results, node.outputs):
+        dtype = o.type.dtype
+        sink = None if kind == "full" else (reducer, (0,), dtype) if kind == "reduce" else ("scatter", dtype)
+        results.append((outs[out], sink))
+    return loop_kernel(
+        [_bcast(i) for i in node.inputs[:nin]],
+        list(op.scalar_op.in_dtypes),
+        steps,
+        results,
+        op_name=str(op),
+        gathered=op.gathered,
+    )
 
 
 # -- indexing ----------------------------------------------------------------

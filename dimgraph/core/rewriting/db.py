@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dimgraph.core.rewriting.canonicalize import CANONICALIZE, SPECIALIZE
 from dimgraph.core.rewriting.engine import GlobalPhase, GraphRewriter, LocalPhase
-from dimgraph.core.rewriting.fusion import elemwise_fusion, fuse_reduce
+from dimgraph.core.rewriting.fusion import elemwise_fusion, fuse_indexed_loops, fuse_reduce
 from dimgraph.core.rewriting.merge import merge_graph
 from dimgraph.core.rewriting.stabilize import STABILIZE
 
@@ -28,6 +28,8 @@ PHASES = [
         [
             GraphRewriter("elemwise_fusion", elemwise_fusion, tags=("fusion",)),  # chains + multi-output
             GraphRewriter("reduce_fusion", fuse_reduce, tags=("fusion",)),  # sum(f(x)) -> CAReduceElemwise
+            # sums and scatter-adds of f(table[idx], ...) -> IndexedLoop (one pass, no temporaries)
+            GraphRewriter("indexed_loop_fusion", fuse_indexed_loops, tags=("fusion",)),
         ],
     ),
     LocalPhase("cleanup", []),  # backend clean-ups: a backend module's CLEANUP_REWRITES are appended here

@@ -1,5 +1,6 @@
 """fusion: Elemwise chains into one `Elemwise(Composite)` loop, siblings into multi-output loops,
-and a reduction of an Elemwise into one `CAReduceElemwise`.
+a reduction of an Elemwise into one `CAReduceElemwise`, and a 1-d Elemwise with its gathered
+inputs, reductions and scatter-adds into one `IndexedLoop`.
 
 Groups are formed first and built once (linear in the graph; no Composite is
 rebuilt per absorbed node). The rules that keep fused kernels fast and exact:
@@ -17,9 +18,11 @@ rebuilt per absorbed node). The rules that keep fused kernels fast and exact:
 from __future__ import annotations
 
 from dimgraph.core.elemwise import Elemwise
-from dimgraph.core.fused import CAReduceElemwise
+from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
+from dimgraph.core.graph import ancestors
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.scalar import Composite
+from dimgraph.core.subtensor import ARRAY, AdvancedIncSubtensor, AdvancedSubtensor
 
 MAX_INPUTS = 32
 MAX_STEPS = 256
@@ -88,29 +91,18 @@ class _Groups:
         return self._reaches(a, b) or self._reaches(b, a)
 
     def _reaches(self, src, dst):
-        """A path src -> (outside node)+ -> dst, found by walking back from dst, bounded below by src.
+        """A path src -> (outside node)+ -> dst, found by walking back from dst.
 
         Another group becomes one kernel, so entering any of its nodes enters all of
         them (their inputs are walked too): a path may go into it at one node and
-        leave at another. Nodes are pruned by the latest position in their group.
+        leave at another. That is also why the walk is not pruned by toposort
+        position: a kernel can leave at a node placed before the one it was entered by.
         """
-        lowest = min(self.pos[n] for n in src)
-
-        last = {}
-
-        def latest(o):
-            g = self.gid.get(o)
-            if g is None:
-                return self.pos.get(o, -1)
-            if g not in last:
-                last[g] = max(self.pos[m] for m in self.members[g])
-            return last[g]
-
         stack, seen = [], set()
         for n in dst:
             for i in n.inputs:
                 o = i.owner
-                if o is not None and o not in src and o not in dst and latest(o) >= lowest:
+                if o is not None and o not in src and o not in dst:
                     stack.append(o)
         while stack:
             o = stack.pop()
@@ -122,7 +114,7 @@ class _Groups:
             for k in kernel:
                 for i in k.inputs:
                     p = i.owner
-                    if p is None or p in seen or latest(p) < lowest:
+                    if p is None or p in seen:
                         continue
                     if p in src:
                         return True
@@ -279,10 +271,93 @@ def fuse_reduce(fgraph, ctx, rewriter):
                 continue
             if len(reductions) > 1 and not ctx.spec.enabled(_MultiReduce):
                 continue
-            sop = e.op.scalar_op
-            if not isinstance(sop, Composite):
-                nin = len(e.inputs)
-                sop = Composite(in_dtypes=tuple(i.type.dtype for i in e.inputs), steps=((sop, tuple(range(nin))),), outs=(nin,))
+            sop = _as_composite(e)
             red = reductions[0].op
             new = CAReduceElemwise(sop, red.scalar_op, red.axis).make_node(*e.inputs).outputs
             ctx.replace(rewriter, reductions[0], [(r.outputs[0], n) for r, n in zip(reductions, new)])
+
+
+def _as_composite(e):
+    sop = e.op.scalar_op
+    if isinstance(sop, Composite):
+        return sop
+    nin = len(e.inputs)
+    return Composite(in_dtypes=tuple(i.type.dtype for i in e.inputs), steps=((sop, tuple(range(nin))),), outs=(nin,))
+
+
+def _int_vector(v):
+    return v.type.ndim == 1 and v.type.dtype[0] in "iu"
+
+
+def _gather_of(fgraph, e, var):
+    """(table, idx) when `var` is `table[idx]` (1-d, one index array) read only by `e`, else None."""
+    g = var.owner
+    if g is None or type(g.op) is not AdvancedSubtensor or g.op.index != (ARRAY,):
+        return None
+    table, idx = g.inputs
+    if table.type.ndim != 1 or not _int_vector(idx):
+        return None
+    if any(c is not e for c, _ in _clients(fgraph, var)):
+        return None
+    return table, idx
+
+
+def _scatter_of(client, pos, value):
+    """(base, idx) when `client` is `base[idx] += value` over a 1-d base, value at input `pos`, else None."""
+    op = client.op
+    if type(op) is not AdvancedIncSubtensor or op.index != (ARRAY,) or op.mode != "inc" or pos != 1:
+        return None
+    base, _, idx = client.inputs
+    if base.type.ndim != 1 or not _int_vector(idx):
+        return None
+    if value.type.shape[0] == 1 and idx.type.shape[0] != 1:  # a broadcast value: not one per loop step
+        return None
+    return base, idx
+
+
+def fuse_indexed_loops(fgraph, ctx, rewriter):
+    """A 1-d Elemwise with gathered inputs or scatter-add clients -> one IndexedLoop, no temporaries.
+
+    `mu[g] + beta * x` read by sums and by the gradient's `zeros[g] += w` becomes
+    one pass over the observations: the gather is folded into the loop's reads,
+    each sum into an accumulator, each scatter-add into an indexed update; an
+    output also read elsewhere is still written in full. A scatter whose base or
+    index depends on the loop itself stays outside (no cycle).
+    """
+    for e in fgraph.toposort():
+        if e not in fgraph.nodes or not _is_elemwise(e) or e.outputs[0].type.ndim != 1:
+            continue
+        gathers = [_gather_of(fgraph, e, i) for i in e.inputs]
+        results, replaced, scatter_inputs = [], [], []
+        forbidden = {e}
+        for k, o in enumerate(e.outputs):
+            full = False
+            for client, pos in _clients(fgraph, o):
+                if client == "output":
+                    full = True
+                elif type(client.op) is CAReduce and tuple(client.op.axis) == (0,):
+                    results.append((k, "reduce", client.op.scalar_op))
+                    replaced.append(client.outputs[0])
+                    forbidden.add(client)
+                elif _scatter_of(client, pos, o) is not None:
+                    results.append((k, "scatter", None))
+                    replaced.append(client.outputs[0])
+                    scatter_inputs.extend(_scatter_of(client, pos, o))
+                    forbidden.add(client)
+                else:
+                    full = True
+            if full:
+                results.append((k, "full", None))
+                replaced.append(o)
+        has_scatter = any(kind == "scatter" for _, kind, _ in results)
+        if not has_scatter and not any(gathers):
+            continue
+        if has_scatter and any(v.owner in forbidden for v in ancestors(scatter_inputs)):
+            continue
+        loop_inputs = [g[1] if g else i for i, g in zip(e.inputs, gathers)]
+        tables = [g[0] for g in gathers if g]
+        op = IndexedLoop(_as_composite(e), tuple(g is not None for g in gathers), tuple(results))
+        new = op.make_node(*loop_inputs, *tables, *scatter_inputs).outputs
+        if any(old.type != n.type for old, n in zip(replaced, new)):
+            continue
+        ctx.replace(rewriter, e, list(zip(replaced, new)))

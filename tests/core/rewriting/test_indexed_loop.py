@@ -1,0 +1,182 @@
+"""IndexedLoop: gathers, reductions and scatter-adds of a 1-d Elemwise fused into one pass.
+
+The oracle is NumPy (`np.take`, `np.add.at`) and the same graph compiled without
+the fusion; every backend runs it (those without an IndexedLoop kernel keep the
+unfused ops, which must give the same values).
+"""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dimgraph as dg
+from dimgraph.core.fused import IndexedLoop
+from dimgraph.core.scalar import Composite, ScalarOp
+from dimgraph.core.subtensor import AdvancedIncSubtensor, AdvancedSubtensor, inc_subtensor
+from dimgraph.testing import verify_grad
+
+UNFUSED = {"exclude": ["indexed_loop_fusion"]}
+
+
+def ops(f, kind):
+    return [n for n in f.fgraph.nodes if isinstance(n.op, kind)]
+
+
+def _model(dtype):
+    """`t[g] * x + 1`: its sum, its product, and twice it scattered into zeros of t's shape."""
+    t = dg.tensor("t", shape=(None,), dtype=dtype)
+    x = dg.tensor("x", shape=(None,), dtype=dtype)
+    g = dg.tensor("g", shape=(None,), dtype="int64")
+    v = t[g] * x + 1
+    scattered = inc_subtensor(dg.core.zeros_like(t)[g], v * 2)
+    return [t, x, g], [v.sum(), v.prod(), scattered]
+
+
+_COMPILED = {}
+
+
+def compiled(backend, dtype, rewrites="default"):
+    key = (backend, dtype, str(rewrites))
+    if key not in _COMPILED:
+        inputs, outputs = _model(dtype)
+        _COMPILED[key] = dg.function(inputs, outputs, backend=backend, rewrites=rewrites)
+    return _COMPILED[key]
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # backend: a constant
+@given(
+    n_table=st.integers(1, 5),
+    n=st.integers(0, 12),
+    dtype=st.sampled_from(["float64", "float32"]),
+    data=st.data(),
+)
+def test_gather_sum_prod_and_scatter_match_numpy(backend, n_table, n, dtype, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    t = rng.normal(size=n_table).astype(dtype)
+    x = rng.uniform(0.5, 1.5, size=n).astype(dtype)
+    g = rng.integers(-n_table, n_table, size=n)  # negatives count from the end, repeats accumulate
+    total, prod, scattered = compiled(backend, dtype)(t, x, g)
+    v = t[g] * x + dtype_one(dtype)
+    expected_scatter = np.zeros(n_table, dtype=dtype)
+    np.add.at(expected_scatter, g, v * 2)
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(total, v.sum(dtype=dtype), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(prod, np.prod(v), rtol=rtol * 10, atol=rtol)
+    np.testing.assert_allclose(scattered, expected_scatter, rtol=rtol, atol=rtol)
+    assert np.asarray(total).dtype == dtype and scattered.dtype == dtype
+
+
+def dtype_one(dtype):
+    return np.asarray(1, dtype=dtype)
+
+
+def test_hierarchical_logp_and_gradient_is_one_loop_on_numba():
+    mu, beta, log_sigma = dg.tensor("mu", shape=(5,)), dg.scalar("beta"), dg.scalar("log_sigma")
+    x, y = dg.vector("x"), dg.vector("y")
+    g = dg.tensor("g", shape=(None,), dtype="int64")
+    r = (y - (mu[g] + beta * x)) / dg.exp(log_sigma)
+    logp, grads = dg.value_and_grad((-0.5 * r * r).sum() - log_sigma * 7, [mu, beta, log_sigma])
+    rng = np.random.default_rng(0)
+    values = [rng.normal(size=5), np.asarray(0.3), np.asarray(-0.2), rng.normal(size=7), rng.normal(size=7),
+              rng.integers(0, 5, 7)]
+    f = dg.function([mu, beta, log_sigma, x, y, g], [logp, *grads], backend="numba")
+    assert len(ops(f, IndexedLoop)) == 1
+    assert not ops(f, AdvancedSubtensor) and not ops(f, AdvancedIncSubtensor)  # no full-length temporaries
+    reference = dg.function([mu, beta, log_sigma, x, y, g], [logp, *grads], backend="python", rewrites=UNFUSED)
+    for got, want in zip(f(*values), reference(*values)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    mu_v, b, ls, xv, yv, gv = values
+    s = math.exp(ls)
+    rr = (yv - (mu_v[gv] + b * xv)) / s
+    np.testing.assert_allclose(f(*values)[1], np.bincount(gv, rr / s, minlength=5), rtol=1e-12)
+
+
+def test_out_of_range_index_raises_index_error(backend):
+    f = compiled(backend, "float64")
+    with pytest.raises(IndexError):
+        f(np.ones(3), np.ones(2), np.array([0, 3]))
+    with pytest.raises(IndexError):
+        f(np.ones(3), np.ones(2), np.array([-4, 0]))
+
+
+def test_loop_length_mismatch_is_a_shape_error(backend):
+    with pytest.raises(dg.ShapeError):
+        compiled(backend, "float64")(np.ones(3), np.ones(2), np.array([0, 1, 2]))
+
+
+def test_output_read_elsewhere_is_written_in_full():
+    t, x = dg.tensor("t", shape=(4,)), dg.vector("x")
+    g = dg.tensor("g", shape=(None,), dtype="int64")
+    v = dg.exp(t[g] + x)
+    f = dg.function([t, x, g], [v.sum(), v], backend="numba")
+    (loop,) = ops(f, IndexedLoop)
+    assert sorted(kind for _, kind, _ in loop.op.results) == ["full", "reduce"]
+    tv, xv, gv = np.arange(4.0), np.linspace(0, 1, 6), np.array([3, 0, 0, 1, 2, 3])
+    total, values = f(tv, xv, gv)
+    np.testing.assert_allclose(values, np.exp(tv[gv] + xv), rtol=1e-14)
+    np.testing.assert_allclose(total, np.exp(tv[gv] + xv).sum(), rtol=1e-14)
+
+
+def test_scatter_whose_base_depends_on_the_loop_stays_outside(backend):
+    t, x = dg.tensor("t", shape=(3,)), dg.vector("x")
+    g = dg.tensor("g", shape=(None,), dtype="int64")
+    w = t[g] * x
+    base = dg.core.zeros_like(t) + w.sum()  # depends on the loop's own reduction
+    out = inc_subtensor(base[g], w)
+    f = dg.function([t, x, g], out, backend=backend)
+    tv, xv, gv = np.array([1.0, 2.0, 3.0]), np.array([1.0, 10.0, 100.0]), np.array([2, 2, 0])
+    wv = tv[gv] * xv
+    expected = np.full(3, wv.sum())
+    np.add.at(expected, gv, wv)
+    np.testing.assert_allclose(f(tv, xv, gv), expected, rtol=1e-14)
+
+
+def test_static_length_one_input_broadcasts_along_the_loop(backend):
+    t, c = dg.tensor("t", shape=(3,)), dg.tensor("c", shape=(1,))
+    g = dg.tensor("g", shape=(None,), dtype="int64")
+    w = t[g] * c
+    out = inc_subtensor(dg.core.zeros_like(t)[g], w)
+    f = dg.function([t, c, g], [out, w.sum()], backend=backend)
+    tv, gv = np.array([1.0, 2.0, 3.0]), np.array([1, 1, 2, 0])
+    scattered, total = f(tv, np.array([2.0]), gv)
+    expected = np.zeros(3)
+    np.add.at(expected, gv, tv[gv] * 2)
+    np.testing.assert_allclose(scattered, expected)
+    np.testing.assert_allclose(total, (tv[gv] * 2).sum())
+
+
+def test_integer_loop_values_reduce_in_numpy_dtypes(backend):
+    t = dg.tensor("t", shape=(None,), dtype="int8")
+    g = dg.tensor("g", shape=(None,), dtype="int32")
+    v = t[g] * 3
+    f = dg.function([t, g], [v.sum(), v.max()], backend=backend)
+    tv, gv = np.array([1, -2, 5], dtype="int8"), np.array([0, 2, 2, 1], dtype="int32")
+    total, top = f(tv, gv)
+    assert total == (tv[gv] * np.int8(3)).sum() and total.dtype == (tv[gv] * np.int8(3)).sum().dtype
+    assert top == 15
+
+
+def test_perform_and_gradient_of_the_op_itself():
+    sq = Composite(in_dtypes=("float64", "float64"), steps=((ScalarOp("mul"), (0, 1)),), outs=(2,))
+    loop = IndexedLoop(sq, gathered=(True, False), results=((0, "reduce", "add"), (0, "scatter", None), (0, "full", None)))
+    idx = np.array([1, 0, 1, 1])
+
+    def fn(table, x, base):
+        total, scattered, full = loop(dg.core.constant(idx), x, table, base, dg.core.constant(idx))
+        return total * 2 + (scattered * scattered).sum() + (full * full).sum()
+
+    rng = np.random.default_rng(1)
+    verify_grad(fn, [rng.normal(size=2), rng.normal(size=4), rng.normal(size=2)], backend="python")
+
+
+def test_bad_construction_is_refused():
+    sq = Composite(in_dtypes=("float64",), steps=((ScalarOp("square"), (0,)),), outs=(1,))
+    with pytest.raises(ValueError, match="gathered flags"):
+        IndexedLoop(sq, gathered=(True, False), results=((0, "full", None),))
+    with pytest.raises(ValueError, match="unknown reducer"):
+        IndexedLoop(sq, gathered=(False,), results=((0, "reduce", "median"),))
+    with pytest.raises(TypeError, match="index arrays must be integers"):
+        IndexedLoop(sq, gathered=(True,), results=((0, "full", None),))(dg.vector("i"), dg.vector("t"))
