@@ -37,6 +37,19 @@ def test_dataarray_inputs_are_transposed_by_name(backend):
     np.testing.assert_allclose(out.values, data.values.T * 2)
 
 
+def test_trusted_calls_take_dataarrays_and_arrays(backend):
+    x = dg.labeled("x", dims=(country, age))
+    t = dg.tensor("t", shape=(4,))
+    f = dg.function([x, t], x * 2 + dg.from_positional(t, (age,)), backend=backend)
+    data = xr.DataArray(np.arange(12.0).reshape(4, 3), dims=("age", "country"), coords={"country": list(country.coords)})
+    expected = data.values.T * 2 + np.arange(4.0)
+    for value in (data, np.ascontiguousarray(data.values.T)):
+        for t_value in (np.arange(4.0), xr.DataArray(np.arange(4.0), dims="whatever")):
+            out = f(value, t_value, trust_input=True)
+            assert out.dims == ("country", "age")
+            np.testing.assert_allclose(out.values, expected)
+
+
 def test_coords_of_unknown_dims_come_from_the_input_dataarray(backend):
     x = dg.labeled("x", dims=(obs,))
     f = dg.function([x], x + 1, backend=backend)
