@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
+from conftest import BACKENDS
 from core_checks import DTYPES, arrays, check_outputs, declared, shapes
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dimgraph as dg
@@ -81,6 +82,17 @@ def test_join_errors(backend):
 
 @given(st.data())
 def test_split_sections_and_indices(data):
+    _check_split(data, "python")
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "python"])
+@settings(max_examples=8)  # a compile per example
+@given(st.data())
+def test_split_sections_and_indices_compiled(backend, data):
+    _check_split(data, backend)
+
+
+def _check_split(data, backend):
     shape = data.draw(shapes(1, 3, 0, 6))
     axis = data.draw(st.integers(-len(shape), len(shape) - 1))
     n = shape[axis]
@@ -94,7 +106,7 @@ def test_split_sections_and_indices(data):
         indices = sorted(i for i in indices if i >= 0)
     outs = split(x, sections, axis=axis) + split(x, indices, axis=axis)
     expected = np.split(a, sections, axis=axis) + np.split(a, indices, axis=axis)
-    check_outputs("python", [x], outs, [a], expected, exact=True)
+    check_outputs(backend, [x], outs, [a], expected, exact=True)
 
 
 def test_split_op_static_and_symbolic(backend):

@@ -10,8 +10,9 @@ run-time shape paths are checked against the actual result.
 
 import numpy as np
 import pytest
+from conftest import BACKENDS
 from core_checks import arrays, check_outputs, declared, shapes
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -302,6 +303,18 @@ def value_for(draw, target_shape, dtype):
 @pytest.mark.parametrize("mode", ["set", "inc"])
 @given(case=basic_case(), data=st.data())
 def test_basic_set_inc(mode, case, data):
+    _check_basic_set_inc("python", mode, case, data)
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "python"])
+@pytest.mark.parametrize("mode", ["set", "inc"])
+@settings(max_examples=8)  # a compile per example
+@given(case=basic_case(), data=st.data())
+def test_basic_set_inc_compiled(backend, mode, case, data):
+    _check_basic_set_inc(backend, mode, case, data)
+
+
+def _check_basic_set_inc(backend, mode, case, data):
     shape, index = case
     x = dg.tensor("x", shape=data.draw(declared(shape)))
     sym = Symbolizer(data.draw)
@@ -316,7 +329,7 @@ def test_basic_set_inc(mode, case, data):
     else:
         expected[index] += vals
     assert y.type.shape == x.type.shape
-    check_outputs("python", [x, v, *sym.inputs], y, [a, vals, *sym.values], expected)
+    check_outputs(backend, [x, v, *sym.inputs], y, [a, vals, *sym.values], expected)
 
 
 @pytest.mark.parametrize("mode", ["set", "inc"])

@@ -1,7 +1,8 @@
 """numba kernels for indexing, joins, scans, ranges, asserts, fused reductions and linear algebra.
 
-Printed kernels cover the common forms (basic indexing, one integer index
-array, concatenation, cumulative ops, matrix products of 1-d/2-d operands).
+Printed kernels cover the common forms (basic indexing and its set/inc, one
+integer index array, concatenation and split, cumulative ops, matrix products
+of 1-d/2-d operands, fused reduce-of-elemwise and indexed loops).
 The remaining forms (several index arrays, boolean masks, batched products,
 einsum, decompositions) run the op's NumPy `perform` inside the jitted graph
 through `numba.objmode`: correct everywhere, at Python speed for that node.
@@ -137,7 +138,30 @@ if _sub is not None:
             body = [f"    return rt_views.expand_view(x, {_tuple(shape)}, {_tuple(strides)})"]
         return f"def kernel({', '.join(args)}):\n" + "\n".join(body) + "\n"
 
-    _objmode(_sub.IncSubtensor)
+    @numba_kernel.register(_sub.IncSubtensor)
+    def _inc_subtensor(op, node):
+        if _sub.NEWAXIS in op.index:
+            return _objmode_kernel(op, node)
+        n_scalars = len(node.inputs) - 2
+        checks, key, _ = _basic_key_src(op.index, 0)
+        args = ["x", "v"] + [f"s{k}" for k in range(n_scalars)]
+        item = f"out[{', '.join(key) if key else '()'}]"
+        sym = "+=" if op.mode == "inc" else "="
+        body = checks + ["    out = x.copy()"]
+        v_type = node.inputs[1].type
+        if node.outputs[0].type.ndim - sum(not isinstance(e, tuple) for e in op.index) == 0:
+            body.append(f"    {item} {sym} v[()]")  # a single element
+        else:
+            body.append(f"    sel = {item}")
+            offset = f"sel.ndim - {v_type.ndim}"
+            for k, size in enumerate(v_type.shape):
+                if size is None:  # as the python backend: only a static size 1 broadcasts
+                    message = f"{op}: axis {k} of the value and the selection differ in size; only axes of static size 1 broadcast"
+                    body.append(f"    if v.shape[{k}] != sel.shape[{offset} + {k}]:")
+                    body.append(f"        raise ShapeError({message!r})")
+            body.append(f"    sel[...] {sym} v" if op.mode == "set" else "    sel += v")
+        body.append("    return out")
+        return f"def kernel({', '.join(args)}):\n" + "\n".join(body) + "\n"
 
     def _single_int_array(op, node, first):
         """The axis of the one integer index array when all other entries are full slices, else None."""
@@ -255,7 +279,25 @@ if _join is not None:
             + f"    return np.concatenate({_tuple(args)}, axis={op.axis})\n"
         )
 
-    _objmode(_join.Split)
+    @numba_kernel.register(_join.Split)
+    def _split_kernel(op, node):
+        n_sym = len(node.inputs) - 1
+        args = ["x"] + [f"s{k}" for k in range(n_sym)]
+        body, sym, ends = [], iter(range(n_sym)), ["0"]
+        for k, size in enumerate(op.sizes):
+            body.append(f"    c{k} = {f's{next(sym)}.item()' if size is None else int(size)}")
+            ends.append(f"e{k}")
+            body.append(f"    e{k} = {ends[-2]} + c{k}")
+        bad = " or ".join([f"c{k} < 0" for k in range(len(op.sizes))] + [f"{ends[-1]} != x.shape[{op.axis}]"])
+        message = f"{op}: the sizes do not add up to the length of axis {op.axis} (or one is negative)"
+        body += [f"    if {bad}:", f"        raise ShapeError({message!r})"]
+        outs = []
+        for k in range(len(op.sizes)):
+            key = ", ".join([":"] * op.axis + [f"{ends[k]}:{ends[k + 1]}"])
+            body.append(f"    o{k} = x[{key}].copy()")
+            outs.append(f"o{k}")
+        body.append(f"    return {', '.join(outs)}")
+        return f"def kernel({', '.join(args)}):\n" + "\n".join(body) + "\n"
 
 
 # -- scans, ranges, asserts ------------------------------------------------------
