@@ -133,6 +133,32 @@ def test_loop_printer_computes_a_low_rank_subexpression_once():
     assert not any("np.log1p" in line for line in lines[first_outer:]), src
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_division_by_a_loop_invariant_is_within_one_ulp_and_exact_at_the_edges(dtype):
+    x = dg.tensor("x", shape=(None,), dtype=dtype)
+    c = dg.tensor("c", shape=(), dtype=dtype)
+    f = dg.function([x, c], [x / c, (x / c).sum()], backend="numba")
+    assert "q" in f.source and "reciprocal_exact" in f.source  # printed as a product with 1 / c
+    rng = np.random.default_rng(0)
+    xs = np.concatenate([rng.normal(size=20_000) * s for s in (1e-30, 1e-3, 1.0, 1e3, 1e30)]).astype(dtype)
+    xs = np.concatenate([xs, np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype=dtype)])
+    info = np.finfo(dtype)
+    for divisor in [3.0, -7.1, 1e-3, 1e20, 0.1, float(info.tiny) * 4, 1 / float(info.tiny) / 4]:
+        d = np.asarray(divisor, dtype=dtype)
+        with np.errstate(all="ignore"):
+            got, want = f(xs, d)[0], xs / d
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(np.isfinite(got), finite)
+        np.testing.assert_array_equal(got[~finite], want[~finite])
+        ulps = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]).astype(dtype))
+        assert ulps.max() <= 1.0, (divisor, ulps.max())
+    # 0, inf and nan divisors, subnormal and huge ones (reciprocal not normal): NumPy's results exactly
+    for divisor in [0.0, -0.0, np.inf, -np.inf, np.nan, float(info.smallest_subnormal) * 3, float(info.max) / 2]:
+        d = np.asarray(divisor, dtype=dtype)
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(f(xs, d)[0], xs / d)
+
+
 def test_numpy_semantics_at_the_edges():
     i = dg.tensor("i", shape=(None,), dtype="int64")
     j = dg.tensor("j", shape=(None,), dtype="int64")

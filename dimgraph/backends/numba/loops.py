@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.backends.numba.scalar import CHEAP, _cast_expr, np_type, render_step
+from dimgraph.core.scalar import ScalarOp
 
 
 class _Src:
@@ -101,6 +102,14 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathere
         names.append(f"s{v - nin}")
         axes.append(frozenset().union(*[axes[r] for r in refs]))
         costly.append(op.name not in CHEAP or any(costly[r] for r in refs))
+    # A float division by a value that is the same for the whole nest (`(y - mu) / sigma`)
+    # is printed as a product with the reciprocal, computed once (see `reciprocal_exact`).
+    fast_divisions = {}
+    for k, (op, refs) in enumerate(steps):
+        v = nin + k
+        if op.name == "true_div" and dtypes[v] in ("float32", "float64") and not axes[refs[1]]:
+            if dtypes[refs[0]] == dtypes[refs[1]] == dtypes[v]:
+                fast_divisions[v] = render_step(_MUL, [names[refs[0]], f"q{refs[1]}"], [dtypes[v], dtypes[v]])[0]
     consumers = [[] for _ in dtypes]
     for k, (op, refs) in enumerate(steps):
         for r in refs:
@@ -161,11 +170,13 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathere
             return f"t{v}[rt_views.check_index({item}, tn{v}, 0)]" if gathered[v] else item
         return f"p{v}" + _idx([f"j{a}" if a in axes[v] else "0" for a in range(ndim)])
 
-    def emit_nest(loop_axes, targets, stop, body_end):
+    def emit_nest(loop_axes, targets, stop, body_end, fast=None):
         """Loops over `loop_axes`, computing `targets` (and what they need), values at their own depth.
 
         `stop`: values read from memory (temps) instead of computed. `body_end(depth)` is
         called when entering each depth (0..len) and after leaving it, for stores.
+        `fast`: {division step: its expression as a product with `q{divisor}`}; the loops are
+        then printed twice, the product version taken when every reciprocal is exact enough.
         """
         need, stack = set(), list(targets)
         while stack:
@@ -183,20 +194,47 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathere
         by_depth = [[] for _ in range(len(loop_axes) + 1)]
         for v in sorted(need):
             by_depth[depth(v)].append(v)
-        for d in range(len(loop_axes) + 1):
-            body_end(d, "enter")
+
+        def values(d, expr_of):
             for v in by_depth[d]:
                 if v < nin or v in stop:
                     src(f"{names[v]} = {load(v, loop_axes)}")
                 else:
-                    src(f"{names[v]} = {exprs[v]}")
-            if d < len(loop_axes):
-                src(f"for j{loop_axes[d]} in range(n{loop_axes[d]}):")
+                    src(f"{names[v]} = {expr_of(v)}")
+
+        def loops(expr_of):
+            for d, axis in enumerate(loop_axes):
+                src(f"for j{axis} in range(n{axis}):")
                 src.level += 1
-        body_end(len(loop_axes), "inner")
-        for d in reversed(range(len(loop_axes))):
+                body_end(d + 1, "enter")
+                values(d + 1, expr_of)
+            body_end(len(loop_axes), "inner")
+            for d in reversed(range(1, len(loop_axes))):
+                src.level -= 1
+                body_end(d, "exit")
+            if loop_axes:
+                src.level -= 1
+
+        body_end(0, "enter")
+        values(0, exprs.__getitem__)
+        divisions = [v for v in (fast or {}) if v in need and v not in stop and depth(v) > 0]
+        if divisions:
+            divisors = sorted({steps[v - nin][1][1] for v in divisions})
+            for b in divisors:
+                src(f"q{b} = {np_type(dtypes[b])}(1) / {names[b]}")
+            exact = " and ".join(f"rt.reciprocal_exact({names[b]}, {_normal_range(dtypes[b])})" for b in divisors)
+            src(f"if {exact}:")
+            src.level += 1
+            loops(lambda v: fast[v] if v in divisions else exprs[v])
             src.level -= 1
-            body_end(d, "exit")
+            src("else:")
+            src.level += 1
+            loops(exprs.__getitem__)
+            src.level -= 1
+        else:
+            loops(exprs.__getitem__)
+        if loop_axes:
+            body_end(0, "exit")
 
     # -- temporaries of lower rank, computed before the main nest
     for t in temps:
@@ -270,9 +308,18 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathere
             elif when == "inner":
                 src(f"o{k}{kept_idx} = {_combine(reducer, f'o{k}{kept_idx}', val, out_dtype)}")
 
-    emit_nest(list(range(ndim)), [ref for ref, _ in outputs], temp_set, stores)
+    emit_nest(list(range(ndim)), [ref for ref, _ in outputs], temp_set, stores, fast=fast_divisions)
     src(f"return {ret[0]}" if len(ret) == 1 else f"return {', '.join(ret)}")
     return "\n".join(src.lines) + "\n"
+
+
+_MUL = ScalarOp("mul")
+
+
+def _normal_range(dtype):
+    """The divisors whose reciprocal is a normal number of `dtype`: |b| in [tiny, 1 / tiny]."""
+    tiny = np.finfo(dtype).tiny
+    return f"{float(tiny)!r}, {float(1 / tiny)!r}"
 
 
 def _is_scatter(red):

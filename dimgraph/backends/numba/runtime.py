@@ -232,6 +232,20 @@ def exp_f64(x):
 
 
 @_jit
+def reciprocal_exact(b, tiny, huge):
+    """Whether `x * (1 / b)` may stand for `x / b` for every x (a loop-invariant divisor).
+
+    True for 0, +-inf and nan (the product gives the division's inf/nan/0 exactly) and
+    for |b| in [tiny, huge] = the normal range of the dtype with a normal reciprocal:
+    then the two differ by at most 1 ulp (two roundings instead of one; measured on
+    random operands, see tests/backends/test_numba.py). A subnormal or huge divisor,
+    whose reciprocal would overflow or lose bits, keeps the division.
+    """
+    a = abs(b)
+    return a == 0 or a != a or a == np.inf or tiny <= a <= huge
+
+
+@_jit
 def sum_buffer(buf):
     """Sum of a row buffer with four independent partial sums (the adds overlap in the pipeline)."""
     n = buf.shape[0]
