@@ -105,12 +105,58 @@ def _numba_can_hold(fgraph) -> bool:
     return True
 
 
+_GUARD = re.compile(r"( *)if (.+):")
+
+
+def _merge_guards(src: str) -> str:
+    """`src` with each run of adjacent one-line guards raising the same error merged into one `if`.
+
+    The loop printer checks each input's length on its own line pair
+    (`if x1.shape[1] != n1:` / `raise ShapeError(...)`). Numba lowers every `raise` site with its
+    own exception constant and cleanup path: a 31-input kernel took twice as long to compile
+    (measured 3 s against 1.6 s merged). `if (a) or (b):` raises the same error in the same
+    cases, testing the conditions in the same order.
+    """
+    lines = src.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        run_end, conds = _guard_run(lines, i)
+        if len(conds) > 1:
+            indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+            out += [f"{indent}if {' or '.join(f'({c})' for c in conds)}:", lines[i + 1]]
+            i = run_end
+        else:
+            out.append(lines[i])
+            i += 1
+    return "\n".join(out)
+
+
+def _guard_run(lines, start):
+    """(end, conditions) of the run of guards `if c:` + the same one-line `raise` starting at `start`."""
+    first = _GUARD.fullmatch(lines[start])
+    if first is None or start + 1 >= len(lines):
+        return start, []
+    indent, body = first.group(1), lines[start + 1]
+    if not body.startswith(indent + "    raise "):
+        return start, []
+    conds, i = [], start
+    while i + 1 < len(lines):
+        m = _GUARD.fullmatch(lines[i])
+        if m is None or m.group(1) != indent or lines[i + 1] != body:
+            break
+        conds.append(m.group(2))
+        i += 2
+    if i < len(lines) and lines[i].startswith((indent + " ", indent + "elif", indent + "else")):
+        return start, []  # the last guard's block goes on, or has an else: not a plain guard
+    return i, conds
+
+
 def _return(results) -> str:
     return results[0] if len(results) == 1 else "(" + "".join(r + ", " for r in results) + ")"
 
 
 def compile(fgraph, **options):
-    """A callable `fn(list of arrays) -> list of arrays` running `fgraph` as one jitted function.
+    """A callable `fn(list of arrays) -> list of arrays` running `fgraph`'s kernels in order.
 
     A graph holding a dtype Numba has no machine type for (float16, complex) runs
     on the python backend instead; its `source` says so.
@@ -148,11 +194,17 @@ def compile(fgraph, **options):
         raise AssertionError(f"internal error: {var!r} is used before it is computed")
 
     counter = len(params)
+    # Printers read only the op and the variables' types: nodes equal in these share one text
+    # (a 50-block model prints 200 nodes but 8 kernels).
+    printed = {}
     for node in fgraph.toposort():
-        src = numba_kernel(node.op, node)
-        for out in node.outputs:
-            _check_dtype(out)
-        module = cache.load_module("k", KERNEL_HEADER + src + KERNEL_FOOTER)
+        key = (node.op, tuple(i.type for i in node.inputs), tuple(o.type for o in node.outputs))
+        if key not in printed:
+            for out in node.outputs:
+                _check_dtype(out)
+            src = _merge_guards(numba_kernel(node.op, node))
+            printed[key] = (src, cache.load_module("k", KERNEL_HEADER + src + KERNEL_FOOTER))
+        src, module = printed[key]
         if module.digest not in kernels:
             kernels[module.digest] = f"k{len(kernels)}"
             header_lines.append(f'{kernels[module.digest]} = _kernel("{module.digest}")  # {_comment(node.op)}')
