@@ -207,6 +207,19 @@ def test_merge_is_structural_and_merges_constants_by_value():
     assert g.fgraph.outputs[0] is not g.fgraph.outputs[1] and len(g.fgraph.nodes) == 3
 
 
+@pytest.mark.parametrize("name", ["add", "mul", "maximum", "minimum", "eq", "neq"])
+def test_merge_takes_commutative_inputs_as_a_set_and_keeps_order_elsewhere(name):
+    fn = getattr(dg, name) if hasattr(dg, name) else getattr(dg.core, name)
+    y = dg.vector("y")
+    f = compiled([x, y], [fn(x, y), fn(y, x)], ["merge"])
+    assert f.fgraph.outputs[0] is f.fgraph.outputs[1] and len(f.fgraph.nodes) == 1
+    xv, yv = np.array([1.0, np.nan, -2.0]), np.array([0.5, 1.0, -2.0])
+    np.testing.assert_array_equal(f(xv, yv)[1], getattr(np, {"mul": "multiply", "eq": "equal", "neq": "not_equal"}.get(name, name))(yv, xv))
+    g = compiled([x, y], [x - y, y - x], ["merge"])  # not commutative: two values
+    assert g.fgraph.outputs[0] is not g.fgraph.outputs[1]
+    np.testing.assert_array_equal(g(xv, yv)[1], yv - xv)
+
+
 def test_full_slice_and_near_miss():
     f = compiled([m], [m[:, ::1]], ["full_slice"])
     assert root(f) is f.fgraph.inputs[0]
