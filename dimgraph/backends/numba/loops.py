@@ -71,7 +71,7 @@ def _combine(reducer, acc, val, dtype):
     return f"{np_type(dtype)}({_COMBINE[reducer].format(acc, val)})"
 
 
-def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathered=None) -> str:
+def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathered=None, scatter_at=None) -> str:
     """Source of `def kernel(x0, x1, ...)` computing `steps` over inputs with broadcast patterns.
 
     in_bcast: per input a tuple of bools (True where the static size is 1).
@@ -82,9 +82,13 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathere
         array and an index array, and the output is `b{k}` with `b{k}[i{k}[j]] += value`.
     gathered: per input whether `x{v}` is an index array into a table `t{v}` (arguments
         after the inputs): the loop reads `t{v}[x{v}[j]]` (IndexedLoop).
+    scatter_at: {scatter output k: gathered input v} where `i{k}` is `x{v}` and the base has
+        the table's length, so the position checked for the read serves the write too.
     """
     nin = len(in_bcast)
     gathered = gathered or (False,) * nin
+    used = {r for _, refs in steps for r in refs} | {ref for ref, _ in outputs}
+    scatter_at = {k: v for k, v in (scatter_at or {}).items() if v in used}
     if len(op_name) > 60:
         op_name = op_name[:57] + "..."
     ndim = len(in_bcast[0]) if nin else 0
@@ -166,8 +170,7 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathere
         if ndim == 0:
             return f"{'x' if v < nin else 'p'}{v}.item()"
         if v < nin:
-            item = f"x{v}" + _idx(["0" if in_bcast[v][a] else f"j{a}" for a in range(ndim)])
-            return f"t{v}[rt_views.check_index({item}, tn{v}, 0)]" if gathered[v] else item
+            return f"x{v}" + _idx(["0" if in_bcast[v][a] else f"j{a}" for a in range(ndim)])
         return f"p{v}" + _idx([f"j{a}" if a in axes[v] else "0" for a in range(ndim)])
 
     def emit_nest(loop_axes, targets, stop, body_end, fast=None):
@@ -197,7 +200,10 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathere
 
         def values(d, expr_of):
             for v in by_depth[d]:
-                if v < nin or v in stop:
+                if v < nin and gathered[v] and ndim:  # the checked position k{v} may serve a scatter too
+                    src(f"k{v} = rt_views.check_index({load(v, loop_axes)}, tn{v}, 0)")
+                    src(f"{names[v]} = t{v}[k{v}]")
+                elif v < nin or v in stop:
                     src(f"{names[v]} = {load(v, loop_axes)}")
                 else:
                     src(f"{names[v]} = {expr_of(v)}")
@@ -286,7 +292,8 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathere
             if _is_scatter(red):
                 if when == "inner":
                     val = _cast_expr(names[ref], dtypes[ref], red[1])
-                    src(f"o{k}[rt_views.check_index(i{k}[j0], on{k}, 0)] += {val}")
+                    at = f"k{scatter_at[k]}" if k in scatter_at else f"rt_views.check_index(i{k}[j0], on{k}, 0)"
+                    src(f"o{k}[{at}] += {val}")
                 continue
             reducer, r_axes, out_dtype = red
             kept_idx = _idx([f"j{a}" for a in range(ndim) if a not in r_axes])

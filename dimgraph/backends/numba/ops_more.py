@@ -66,11 +66,18 @@ def _careduce_elemwise(op, node):
 def _indexed_loop(op, node):
     nin = op.scalar_op.nin
     steps, outs = flatten(op.scalar_op, nin)
-    results = []
-    for (out, kind, reducer), o in zip(op.results, node.outputs):
+    loop_inputs, tables, scatters = op.split_inputs(node.inputs)
+    table_of = dict(zip([v for v in range(nin) if op.gathered[v]], tables))
+    results, scatter_at, scatter_of = [], {}, iter(scatters)
+    for k, ((out, kind, reducer), o) in enumerate(zip(op.results, node.outputs)):
         dtype = o.type.dtype
         sink = None if kind == "full" else (reducer, (0,), dtype) if kind == "reduce" else ("scatter", dtype)
         results.append((outs[out], sink))
+        if kind == "scatter":  # the same index array into a table of the same static length: one check
+            base, idx = next(scatter_of)
+            for v, table in table_of.items():
+                if loop_inputs[v] is idx and table.type.shape[0] is not None and table.type.shape == base.type.shape:
+                    scatter_at[k] = v
     return loop_kernel(
         [_bcast(i) for i in node.inputs[:nin]],
         list(op.scalar_op.in_dtypes),
@@ -78,6 +85,7 @@ def _indexed_loop(op, node):
         results,
         op_name=str(op),
         gathered=op.gathered,
+        scatter_at=scatter_at,
     )
 
 

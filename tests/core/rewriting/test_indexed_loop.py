@@ -102,6 +102,24 @@ def test_out_of_range_index_raises_index_error(backend):
         f(np.ones(3), np.ones(2), np.array([-4, 0]))
 
 
+def test_one_checked_position_serves_the_read_and_the_write(backend):
+    t, x = dg.tensor("t", shape=(4,)), dg.vector("x")
+    g = dg.tensor("g", shape=(None,), dtype="int64")
+    w = t[g] * x
+    f = dg.function([t, x, g], [inc_subtensor(dg.core.zeros_like(t)[g], w), w.sum()], backend=backend)
+    if backend == "numba":
+        assert "o1[k" in f.source or "o0[k" in f.source  # the scatter writes at the gather's checked position
+    tv, xv, gv = np.arange(1.0, 5.0), np.array([1.0, 2.0, 3.0, 4.0, 5.0]), np.array([-1, 0, 3, -4, 2])
+    expected = np.zeros(4)
+    np.add.at(expected, gv, tv[gv] * xv)
+    scattered, total = f(tv, xv, gv)
+    np.testing.assert_array_equal(scattered, expected)
+    assert total == (tv[gv] * xv).sum()
+    for bad in ([0, 4], [-5, 0]):
+        with pytest.raises(IndexError):
+            f(tv, np.ones(2), np.array(bad))
+
+
 def test_loop_length_mismatch_is_a_shape_error(backend):
     with pytest.raises(dg.ShapeError):
         compiled(backend, "float64")(np.ones(3), np.ones(2), np.array([0, 1, 2]))
