@@ -39,14 +39,27 @@ def as_operand(x, what="operand"):
     raise TypeError(f"{what}: an array with shape {arr.shape} has no dims; use dg.constant(value, dims=...)")
 
 
+# NumPy 2 computes these exactly for a Python int outside the other operand's integer dtype
+# (`int8_x > 300`, `uint8_x / -1`); other ops raise OverflowError there, as NumPy does.
+_EXACT_FOR_ANY_INT = {"eq", "neq", "lt", "le", "gt", "ge", "true_div"}
+
+
+def _weak_scalar(a, strong, what):
+    """A Python scalar as a constant of the dtype NEP 50 gives it against the `strong` dtypes."""
+    dtype = np.result_type(*strong, a) if strong else None
+    try:
+        return constant(np.asarray(a, dtype=dtype))
+    except OverflowError:
+        if what not in _EXACT_FOR_ANY_INT:
+            raise OverflowError(f"{what}: the Python integer {a} is out of bounds for {dtype} (NumPy 2, NEP 50)") from None
+        return constant(np.asarray(a))
+
+
 def operands(args, what):
     """Labeled variables for `args`; Python scalars typed by NEP 50 against the others."""
     converted = [a if is_python_scalar(a) else as_operand(a, what) for a in args]
     strong = [v.type.dtype for v in converted if not is_python_scalar(v)]
-    return [
-        constant(np.asarray(a, dtype=np.result_type(*strong, a) if strong else None)) if is_python_scalar(a) else a
-        for a in converted
-    ]
+    return [_weak_scalar(a, strong, what) if is_python_scalar(a) else a for a in converted]
 
 
 def elemwise(name, *args):
@@ -113,6 +126,10 @@ def clip(x, lower=None, upper=None):
     if not any_labeled((x, lower, upper)):
         return core_math.clip(x, lower, upper)
     x = as_operand(x, "clip")
+    if np.dtype(x.type.dtype).kind in "iu":  # as np.clip: a Python int bound beyond the dtype's range clips nothing
+        info = np.iinfo(x.type.dtype)
+        lower = None if isinstance(lower, int) and lower < info.min else lower
+        upper = None if isinstance(upper, int) and upper > info.max else upper
     if lower is not None:
         x = elemwise("maximum", x, lower)
     if upper is not None:
@@ -121,11 +138,21 @@ def clip(x, lower=None, upper=None):
 
 
 def round(x, decimals=0):
-    """Round half to even (as `np.round`); `decimals` shifts the rounding position."""
+    """Round half to even (as `np.round`); `decimals` shifts the rounding position.
+
+    Integers keep their dtype (as NumPy): unchanged for `decimals >= 0`, else
+    rounded to a multiple of `10**-decimals`.
+    """
     if not any_labeled((x,)):
         return core_math.round(x, decimals)
+    x = as_operand(x, "round")
     if decimals == 0:
         return elemwise("round", x)
+    if np.dtype(x.type.dtype).kind in "iu":
+        if decimals > 0:
+            return x
+        scale = 10 ** (-decimals)
+        return astype(elemwise("mul", elemwise("round", elemwise("true_div", x, float(scale))), float(scale)), x.type.dtype)
     scale = 10.0**decimals
     return elemwise("true_div", elemwise("round", elemwise("mul", x, scale)), scale)
 
@@ -139,16 +166,54 @@ def astype(x, dtype):
 
 
 def reduce(kind, x, dim=None, ddof=0):
-    """Reduction `kind` of `x` over `dim` (a Dim, a name, a list of them; None: all dims)."""
+    """Reduction `kind` of `x` over `dim` (a Dim, a name, a list of them; None or `...`: all dims)."""
     x = as_operand(x, kind)
-    dims = resolve_dims(x.type.dims, dim, kind, x.name or "the variable")
-    if dim is not None and not dims and kind in ("sum", "prod", "mean", "max", "min"):
+    if kind in ("argmax", "argmin"):
+        return _arg_reduce(kind, x, dim)
+    dims = resolve_dims(x.type.dims, None if dim is Ellipsis else dim, kind, x.name or "the variable")
+    if dim is not None and dim is not Ellipsis and not dims and kind in ("sum", "prod", "mean", "max", "min"):
         return x  # xarray: an explicit empty list of dims reduces nothing and keeps the dtype
-    if kind in ("argmax", "argmin") and dim is None and len(dims) != 1:
-        from dimgraph.errors import DimError
-
-        raise DimError(f"{kind}: give `dim` for a variable with dims {x.type.names} (one dim at a time)")
     return LabeledReduce(kind, dims, ddof)(x)
+
+
+def _arg_reduce(kind, x, dim):
+    """`argmax`/`argmin` as xarray: one dim gives the positions along it; a list or `...` gives a dict.
+
+    The dict maps each reduced dim (in x's dim order) to the position along it of the
+    extremum over all of them jointly (xarray's unravelled indices): the dims are
+    stacked, reduced once, and the flat position is split by the dims' sizes.
+    """
+    from dimgraph.errors import DimError
+
+    label = x.name or "the variable"
+    if dim is None:
+        if x.type.ndim == 0:  # xarray: the only position of a 0-d array
+            from dimgraph.labeled.shape import full_like
+
+            return full_like(x, 0, "int64")
+        if x.type.ndim != 1:
+            raise DimError(
+                f"{kind}: give `dim` for a variable with dims {x.type.names} (a dim, a list of dims or `...`)"
+            )
+        return LabeledReduce(kind, x.type.dims)(x)
+    if dim is not Ellipsis and not isinstance(dim, (list, tuple)):
+        return LabeledReduce(kind, resolve_dims(x.type.dims, dim, kind, label))(x)
+    named = resolve_dims(x.type.dims, None if dim is Ellipsis else dim, kind, label)
+    dims = tuple(d for d in x.type.dims if d in named)
+    if len(dims) <= 1:
+        return {d.name: LabeledReduce(kind, (d,))(x) for d in dims}
+    from dimgraph.labeled.stacking import stack
+
+    joined = "_".join(["", kind, *x.type.names])
+    stacked = stack(x, {joined: dims})
+    flat = LabeledReduce(kind, stacked.type.dims[-1:])(stacked)
+    sizes = x.sizes
+    out = {}
+    for d in reversed(dims[1:]):
+        out[d.name] = flat % sizes[d.name]
+        flat = flat // sizes[d.name]
+    out[dims[0].name] = flat
+    return {d.name: out[d.name] for d in dims}
 
 
 def logsumexp(x, dim=None, axis=None, keepdims=False):
@@ -165,20 +230,17 @@ def logsumexp(x, dim=None, axis=None, keepdims=False):
 
 
 def cumulative(mode, x, dim):
+    """Cumulative sum/product along `dim`; a list, None or `...` scans the dims one after another (xarray)."""
     x = as_operand(x, "cumsum")
     what = "cumsum" if mode == "add" else "cumprod"
-    if dim is None:
-        if x.type.ndim != 1:
-            from dimgraph.errors import DimError
-
-            raise DimError(f"{what}: give `dim` for a variable with dims {x.type.names}")
-        dim = x.type.dims[0]
-    (d,) = resolve_dims(x.type.dims, [dim] if not isinstance(dim, (list, tuple)) else dim, what, x.name or "the variable")
-    return LabeledCumulative(mode, d)(x)
+    dims = resolve_dims(x.type.dims, None if dim is Ellipsis else dim, what, x.name or "the variable")
+    for d in dims:
+        x = LabeledCumulative(mode, d)(x)
+    return x
 
 
-def diff(x, dim, n=1):
-    """n-th difference along `dim`; the result keeps xarray's upper labels."""
+def diff(x, dim, n=1, label="upper"):
+    """n-th difference along `dim`; the result keeps xarray's upper labels (`label="lower"`: the lower ones)."""
     x = as_operand(x, "diff")
     (d,) = resolve_dims(x.type.dims, dim, "diff", x.name or "the variable")
-    return LabeledDiff(d, int(n))(x)
+    return LabeledDiff(d, int(n), label)(x)

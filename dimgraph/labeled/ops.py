@@ -140,36 +140,48 @@ class LabeledCumulative(LabeledOp):
         return f"cum{'sum' if self.mode == 'add' else 'prod'}{{{self.dim.name}}}"
 
 
-def diff_dim(dim: Dim, n: int) -> Dim:
-    """The dim `diff` leaves: xarray's upper labels, or n fewer positions."""
+def diff_dim(dim: Dim, n: int, label: str = "upper") -> Dim:
+    """The dim `diff` leaves: n fewer positions, with xarray's upper labels (`label="lower"`: the lower ones).
+
+    NOTE: xarray applies `label` to the first of the n differences only (the
+    others keep their upper labels), so "lower" leaves the labels [n-1:-1].
+    """
     if n == 0:
         return dim
+    if label == "upper":
+        cut, text = slice(n, None), f"n={n}"
+    else:
+        cut, text = slice(n - 1, -1), f"n={n}, label=lower"
     if dim.coords is not None:
-        return Dim(dim.name, coords=dim.coords[n:])
+        return Dim(dim.name, coords=dim.coords[cut])
     if dim.size is not None:
         return Dim(dim.name, size=max(dim.size - n, 0))
-    return derived_dim(dim, f"diff({dim.origin or dim.name}, n={n})", lambda index: index[n:])
+    return derived_dim(dim, f"diff({dim.origin or dim.name}, {text})", lambda index: index[cut])
 
 
 @dataclass(frozen=True)
 class LabeledDiff(LabeledOp):
-    """n-th difference along `dim` (bool: `!=`), keeping the upper labels as xarray."""
+    """n-th difference along `dim` (bool: `!=`), keeping the upper (or lower) labels as xarray."""
 
     dim: Dim
     n: int = 1
+    label: str = "upper"
 
     def make_node(self, x):
         _check_labeled(str(self), x)
         _check_dims_in("diff", x, (self.dim,))
         if self.n < 0:
             raise ValueError(f"diff: order n must be non-negative, got {self.n}")
+        if self.label not in ("upper", "lower"):
+            raise ValueError(f"diff: label must be 'upper' or 'lower', got {self.label!r}")
         dtype = x.type.dtype if x.type.dtype == "bool" or self.n == 0 else ScalarOp("sub").output_dtypes([x.type.dtype] * 2)[0]
-        new = diff_dim(self.dim, self.n)
+        new = diff_dim(self.dim, self.n, self.label)
         dims = tuple(new if d == self.dim else d for d in x.type.dims)
         return Apply(self, [x], [LabeledType(dtype, dims)])
 
     def __str__(self):
-        return f"diff{{{self.dim.name}, n={self.n}}}"
+        extra = ", label=lower" if self.label == "lower" else ""
+        return f"diff{{{self.dim.name}, n={self.n}{extra}}}"
 
 
 @dataclass(frozen=True)

@@ -122,8 +122,16 @@ class LabeledOperators:
     def round(self, decimals=0):
         return lmath.round(self, decimals)
 
-    def where(self, cond, other=np.nan):
-        """`self` where `cond` holds, else `other` (dims: self's first, as `DataArray.where`)."""
+    def where(self, cond, other=None):
+        """`self` where `cond` holds, else `other` (dims: self's first, as `DataArray.where`).
+
+        Without `other` the gaps are NaN and the dtype is xarray's for missing
+        values: floats stay, integers of 1 or 2 bytes become float32, others float64.
+        """
+        if other is None:
+            kind, size = self.dtype.kind, self.dtype.itemsize
+            fill_dtype = self.dtype if kind in "fc" else np.dtype("float32" if kind in "iu" and size <= 2 else "float64")
+            other = np.asarray(np.nan, dtype=fill_dtype)
         out = lmath.where(cond, self, other)
         order = unify_dims("where", [v for v in lmath.operands([self, cond, other], "where")])
         return lshape.transpose(out, *order)
@@ -171,8 +179,8 @@ class LabeledOperators:
     def cumprod(self, dim=None):
         return lmath.cumulative("mul", self, dim)
 
-    def diff(self, dim, n=1):
-        return lmath.diff(self, dim, n)
+    def diff(self, dim, n=1, label="upper"):
+        return lmath.diff(self, dim, n, label)
 
     # -- shape ---------------------------------------------------------------
     def transpose(self, *dims):

@@ -164,6 +164,8 @@ def step(draw, pool, dims, sizes):
             ref = ref[0]  # a lone name or Dim
         if red == "logsumexp":
             return f"logsumexp {names}", lambda: dg.logsumexp(lab, ref), lambda: xr_reduce(red, da, names)
+        if red in ("argmax", "argmin") and isinstance(ref, list):  # a list gives xarray's dict {dim: positions}
+            return f"{red} {names}", lambda: getattr(lab, red)(ref)[names[0]], lambda: xr_reduce(red, da, names)
         return f"{red} {names}", lambda: getattr(lab, red)(ref), lambda: xr_reduce(red, da, names)
     if kind == "scan":
         if not lab.dims:
@@ -316,7 +318,10 @@ def test_every_reduction_over_every_dim_choice(backend, data):
                 exp = _xr(xr_reduce, kind, da, names)
             except (TypeError, ValueError):
                 continue
-            outs.append(dg.logsumexp(x, names) if kind == "logsumexp" else getattr(x, kind)(names))
+            if kind in ("argmax", "argmin"):
+                outs.append(getattr(x, kind)(names[0]))
+            else:
+                outs.append(dg.logsumexp(x, names) if kind == "logsumexp" else getattr(x, kind)(names))
             expected.append(exp)
             labels.append(f"{kind} {names}")
     if not outs:
@@ -344,3 +349,48 @@ def test_creation_and_broadcast_ops_match_xarray(backend):
     got = dg.function([x], [v for v, _ in cases.values()], backend=backend)(da)
     for (name, (_, expected)), out in zip(cases.items(), got):
         assert_matches(out, expected, name)
+
+
+def test_reduction_scan_and_dtype_options_match_xarray(backend):
+    """Options found to disagree with xarray by differential testing: `...` and lists of dims in reductions and
+    scans, argmax/argmin dicts (joint positions over several dims), diff's lower labels, round of integers,
+    `where`'s default fill dtype, and Python ints outside a small integer dtype (NEP 50)."""
+    a, c = dg.Dim("a", coords=["p", "q", "r"]), dg.Dim("c")
+    rng = np.random.default_rng(7)
+    das = {
+        "x": xr.DataArray(rng.normal(size=(3, 4)), dims=("a", "c"), coords={"a": ["p", "q", "r"], "c": [9, 7, 5, 3]}),
+        "i8": xr.DataArray(rng.integers(-60, 60, (4, 3)).astype("int8"), dims=("c", "a"), coords={"a": ["p", "q", "r"]}),
+        "u8": xr.DataArray(rng.integers(0, 250, (3,)).astype("uint8"), dims=("a",), coords={"a": ["p", "q", "r"]}),
+        "z": xr.DataArray(np.float32(1.5)),
+    }
+    x = dg.labeled("x", dims=(a, c))
+    i8 = dg.labeled("i8", dims=(c, a), dtype="int8")
+    u8 = dg.labeled("u8", dims=(a,), dtype="uint8")
+    z = dg.labeled("z", dims=(), dtype="float32")
+    X, I8, U8, Z = das["x"], das["i8"], das["u8"], das["z"]
+    cases = {
+        "sum ...": (x.sum(...), X.sum(...)),
+        "std ... ddof=1": (x.std(..., ddof=1), X.std(..., ddof=1)),
+        "all ...": ((i8 > 0).all(...), (I8 > 0).all(...)),
+        "argmax [a, c] a": (x.argmax(["c", "a"])["a"], X.argmax(["c", "a"])["a"]),
+        "argmax [a, c] c": (x.argmax(["c", "a"])["c"], X.argmax(["c", "a"])["c"]),
+        "argmin ... c": (i8.argmin(...)["c"], I8.argmin(...)["c"]),
+        "argmin [c]": (x.argmin(["c"])["c"], X.argmin(["c"])["c"]),
+        "argmax 0-d": (z.argmax(), xr.DataArray(np.int64(0))),  # xarray (with a FutureWarning): the only position
+        "cumsum all": (x.cumsum(), X.cumsum()),
+        "cumprod [c, a]": (i8.cumprod(["c", "a"]), I8.cumprod(["c", "a"])),
+        "diff lower a": (x.diff("a", label="lower"), X.diff("a", label="lower")),
+        "diff lower c n=2": (x.diff("c", 2, label="lower"), X.diff("c", 2, label="lower")),
+        "round int -1": (i8.round(-1), I8.round(-1)),
+        "round int 2": (i8.round(2), I8.round(2)),
+        "where int8": (i8.where(i8 > 0), I8.where(I8 > 0)),
+        "where uint8": (u8.where(u8 > 100), U8.where(U8 > 100)),
+        "int8 > 300": (i8 > 300, I8 > 300),
+        "uint8 / -1": (u8 / -1, U8 / -1),
+        "clip uint8 wide": (u8.clip(-1, 300), U8.clip(-1, 300)),
+    }
+    f = dg.function([x, i8, u8, z], [v for v, _ in cases.values()], backend=backend)
+    for (name, (_, expected)), out in zip(cases.items(), f(das["x"], das["i8"], das["u8"], das["z"])):
+        assert_matches(out, expected, name)
+    assert list(x.argmax(["c", "a"])) == ["a", "c"]  # keys in the variable's dim order, as xarray
+    assert x.argmax([]) == {}
