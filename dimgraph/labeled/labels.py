@@ -8,9 +8,10 @@ come through it); a ProductDim's tuple and level labels extend it here.
 Rules (pandas/xarray): a scalar label gives one position (the dim is dropped);
 a list or array of labels gives positions of the same shape; a slice of labels
 is inclusive at both ends and works on sorted and unsorted coords as
-`pandas.Index.slice_indexer` does. A Dim without coords has the labels 0..n-1;
-a slice on it is positional (stop excluded), as xarray's `sel` on a dim
-without an index.
+`pandas.Index.slice_indexer` does; a key that pandas matches to several
+labels (a partial date string) keeps the dim. A Dim without coords has the
+labels 0..n-1, and `sel` on it is positional as xarray's `sel` on a dim without
+an index: negative labels count from the end, a slice excludes its stop.
 """
 
 from __future__ import annotations
@@ -53,6 +54,11 @@ def _as_label_array(key) -> np.ndarray:
 
 
 def _item(v):
+    """A NumPy scalar as the Python/pandas value an Index looks up (datetimes as Timestamps, not dates)."""
+    if isinstance(v, np.datetime64):
+        return pd.Timestamp(v)
+    if isinstance(v, np.timedelta64):
+        return pd.Timedelta(v)
     return v.item() if isinstance(v, np.generic) else v
 
 
@@ -88,8 +94,8 @@ def positions(dim: Dim, key, method=None, tolerance=None):
         return _inexact_positions(dim, key, method, tolerance)
     if isinstance(key, slice):
         return _slice_positions(dim, key)
-    if dim.coords is None and dim.size is None:
-        return _unsized_positions(dim, key)
+    if dim.coords is None:
+        return _positions_without_coords(dim, key)
     index = dim.labels
     if _is_scalar_label(key, dim):
         key = _item(key)
@@ -97,6 +103,9 @@ def positions(dim: Dim, key, method=None, tolerance=None):
             loc = index.get_loc(key)
         except (KeyError, TypeError, pd.errors.InvalidIndexError):
             loc = None
+        if isinstance(loc, slice) or (isinstance(loc, np.ndarray) and loc.dtype == bool):
+            # one key for several labels (a partial date string, "2020-01"): the dim stays, as in pandas
+            return np.arange(len(index), dtype=np.int64)[loc]
         if not isinstance(loc, (int, np.integer)):
             raise LabelNotFound(f"sel: dim {dim.name!r} has no label {key!r}{_labels_hint(dim)}")
         return int(loc)
@@ -135,7 +144,7 @@ def _inexact_positions(dim, key, method, tolerance):
 
 def _labels_hint(dim):
     if dim.coords is None:
-        return f" (it has no coords, so its labels are the positions 0..{dim.size - 1})"
+        return f" (it has no coords, so its labels are the positions 0..{dim.size - 1}, or -{dim.size}..-1 from the end)"
     return f"; its labels are {_shown(dim.coords.tolist())}"
 
 
@@ -159,12 +168,21 @@ def _slice_positions(dim: Dim, key: slice):
     return slice(*[None if p is None else int(p) for p in (found.start, found.stop, found.step)])
 
 
-def _unsized_positions(dim: Dim, key):
-    """Labels of a dim without coords or size are positions 0..n-1; only negatives can be refused now."""
+def _positions_without_coords(dim: Dim, key):
+    """Labels of a dim without coords are its positions: xarray's `sel` there is `isel` (negatives count from the end).
+
+    Positions outside the dim are refused now when its size is known, else by the
+    run-time bounds check of the gather.
+    """
     arr = _as_label_array(key)
-    if arr.dtype.kind not in "iu" or (arr.size and arr.min() < 0):
-        bad = arr.reshape(-1)[:5].tolist() if arr.dtype.kind not in "iu" else arr[arr < 0].tolist()
+    if arr.dtype.kind not in "iu":
+        bad = arr.reshape(-1)[:5].tolist()
         raise LabelNotFound(
-            f"sel: dim {dim.name!r} has no coords, so its labels are the positions 0..n-1; {_shown(bad)} are not"
+            f"sel: dim {dim.name!r} has no coords, so its labels are its positions (integers); {_shown(bad)} are not"
         )
+    if dim.size is not None:
+        bad = arr[(arr < -dim.size) | (arr >= dim.size)]
+        if bad.size:
+            shown = repr(int(arr)) if arr.ndim == 0 else "s " + _shown(sorted(set(bad.tolist())))
+            raise LabelNotFound(f"sel: dim {dim.name!r} has no label{shown if arr.ndim else ' ' + shown}{_labels_hint(dim)}")
     return int(arr) if arr.ndim == 0 else arr.astype(np.int64)
