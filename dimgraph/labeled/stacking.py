@@ -192,12 +192,23 @@ def _levels(d):
     return ()
 
 
+def _is_one_label(value) -> bool:
+    """A scalar label (not a tuple, list, slice, array or variable)."""
+    from dimgraph.core.graph import Variable
+    from dimgraph.labeled.basic import is_dataarray
+
+    if isinstance(value, (tuple, list, slice, Variable)) or is_dataarray(value) or value is Ellipsis:
+        return False
+    return np.ndim(value) == 0
+
+
 def split_level_keys(x, keys: dict, what="sel"):
     """`keys` split into ordinary keys and level keys `{product dim: {level: label}}`.
 
     A key is a level key when it names no dim of `x` but a level of one of its
     product dims (or MultiIndex dims); a tuple key on a product dim with fewer
-    labels than levels selects the leading levels (as xarray).
+    labels than levels selects the leading levels, and a lone label the first
+    level (as xarray).
     """
     names = set(x.type.names)
     owners = {lvl: d for d in x.type.dims for lvl in _levels(d)}
@@ -205,12 +216,16 @@ def split_level_keys(x, keys: dict, what="sel"):
     for ref, value in keys.items():
         name = ref.name if isinstance(ref, Dim) else ref
         if isinstance(name, str) and name not in names and name in owners:
+            if isinstance(value, (list, np.ndarray)) and np.size(value) == 1:
+                value = np.asarray(value).reshape(-1)[0]  # xarray: a level takes one label; one in a list counts
             levels.setdefault(owners[name], {})[name] = value
             continue
         plain[ref] = value
     for ref, value in list(plain.items()):
         name = ref.name if isinstance(ref, Dim) else ref
         d = next((d for d in x.type.dims if d.name == name), None)
+        if d is not None and _levels(d) and _is_one_label(value):
+            value = plain[ref] = (value,)  # a lone label on a product dim is a label of its first level (xarray)
         if d is not None and isinstance(value, tuple) and 0 < len(value) < len(_levels(d)):
             del plain[ref]
             levels.setdefault(d, {}).update(zip(_levels(d), value))

@@ -171,6 +171,9 @@ def test_sel_on_product_dims_matches_xarray(backend):
         "loc tuple": s.loc[(0, "z", 40), :],
         "two levels left": s2.sel(a=0),
         "level of a sel": s.sel(cell=[(1, "y", 20), (0, "x", 10), (0, "y", 40)]).sel(b="y"),
+        "lone label: first level": s.sel(cell=1),
+        "loc lone label": s2.loc[:, :, 0],
+        "one label in a list: a scalar": s.sel(c=[30]),
     }
     f = dg.function([x], list(outs.values()), backend=backend)
     da = xr.DataArray(np.arange(48.0).reshape(2, 2, 3, 4), dims=("t", "a", "b", "c"), coords={"b": b.coords, "c": c.coords})
@@ -186,6 +189,9 @@ def test_sel_on_product_dims_matches_xarray(backend):
         "loc tuple": sd.loc[(0, "z", 40), :],
         "two levels left": sd2.sel(a=0),
         "level of a sel": sd.sel(cell=[(1, "y", 20), (0, "x", 10), (0, "y", 40)]).sel(b="y"),
+        "lone label: first level": sd.sel(cell=1),
+        "loc lone label": sd2.loc[:, :, 0],
+        "one label in a list: a scalar": sd.sel(c=[30]),
     }
     for (what, e), g in zip(expected.items(), f(da)):
         assert g.dims == e.dims, (what, g.dims, e.dims)
