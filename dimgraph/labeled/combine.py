@@ -294,13 +294,36 @@ def _reindex(x, d, target, fill_value):
     return y
 
 
+def _override(xs, name, found):
+    """join="override" on dim `name`: the first input's coords replace those of the others (as xarray).
+
+    Sizes must agree; a dim without coords stays as it is, and so does every
+    input when the first has no coords there.
+    """
+    from dimgraph.labeled.shape import rename
+
+    known = [d for d in found if d.size is not None]
+    for d in known[1:]:
+        if d.size != known[0].size:
+            raise clash("align", name, known[0], "one input", d, "another (join='override' needs equal sizes)")
+    first = found[0]
+    if first.coords is None:
+        return xs
+    out = []
+    for x in xs:
+        d = next((d for d in x.type.dims if d.name == name), None)
+        out.append(x if d is None or d.coords is None or d == first else rename(x, {d.name: first}))
+    return out
+
+
 def align(*objects, join="inner", fill_value=np.nan, exclude=()):
     """The inputs reindexed to common coords on every dim name they share, as `xarray.align`.
 
     `join`: "inner" (labels in all), "outer" (in any; the missing get
     `fill_value`, so integers become floats under the default NaN), "left",
-    "right" (the first's / last's labels) or "exact" (a DimError unless they
-    agree). Computed when the graph is built: each input becomes a gather by
+    "right" (the first's / last's labels), "exact" (a DimError unless they
+    agree) or "override" (the first input's coords replace the others', sizes
+    must agree). Computed when the graph is built: each input becomes a gather by
     constant positions (and a `where` for filled labels); inputs already on the
     joined coords pass unchanged. A dim without coords aligns only with dims of
     its size. `exclude`: dim names left alone.
@@ -315,8 +338,8 @@ def align(*objects, join="inner", fill_value=np.nan, exclude=()):
     >>> b3.eval().values.tolist()
     [20.0, 0.0, 10.0]
     """
-    if join not in (*_JOINS, "exact"):
-        raise ValueError(f"align: join must be one of {sorted((*_JOINS, 'exact'))}, got {join!r}")
+    if join not in (*_JOINS, "exact", "override"):
+        raise ValueError(f"align: join must be one of {sorted((*_JOINS, 'exact', 'override'))}, got {join!r}")
     xs = _operands(objects, "align")
     skip = {exclude} if isinstance(exclude, str) else {e.name if isinstance(e, Dim) else e for e in exclude}
     names = []
@@ -326,6 +349,9 @@ def align(*objects, join="inner", fill_value=np.nan, exclude=()):
                 names.append(d.name)
     for name in names:
         found = [d for x in xs for d in x.type.dims if d.name == name]
+        if join == "override":
+            xs = _override(xs, name, found)
+            continue
         target = _joined_dim(name, found, join, "align")
         if target is None:
             continue

@@ -206,6 +206,26 @@ def test_align_matches_xarray(backend):
     check()
 
 
+def test_align_override_matches_xarray(backend):
+    """join="override" (found missing by differential testing): the first input's coords replace the others'."""
+    x1, x2 = dg.Dim("x", coords=["p", "q", "r"]), dg.Dim("x", coords=["r", "s", "p"])
+    a = dg.labeled("a", dims=(x1,))
+    b = dg.labeled("b", dims=(dg.Dim("k", size=2), x2), dtype="int64")
+    c = dg.labeled("c", dims=(dg.Dim("x", size=3),))
+    da = xr.DataArray([1.0, 2.0, 3.0], dims="x", coords={"x": x1.coords})
+    db = xr.DataArray(np.arange(6).reshape(2, 3), dims=("k", "x"), coords={"x": x2.coords})
+    dc = xr.DataArray([4.0, 5.0, 6.0], dims="x")
+    outs = [*dg.align(a, b, c, join="override"), *dg.align(c, b, join="override")]
+    expected = [*xr.align(da, db, dc, join="override"), *xr.align(dc, db, join="override")]
+    got = dg.function([a, b, c], outs, backend=backend)(da, db, dc)
+    for g, e in zip(got, expected):
+        assert_same(g, e)
+    a2, b2, _ = dg.align(a, b, c, join="override")
+    assert a2.dims[0] == b2.dims[1] == x1  # now one dim: they combine
+    with pytest.raises(dg.DimError, match="join='override' needs equal sizes"):
+        dg.align(a, dg.labeled("d", dims=(dg.Dim("x", size=2),)), join="override")
+
+
 def test_aligned_inputs_combine_and_unchanged_inputs_pass():
     x1 = dg.Dim("x", coords=["p", "q", "r"])
     a = dg.labeled("a", dims=(x1,))
