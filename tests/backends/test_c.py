@@ -132,7 +132,10 @@ def _op_classes():
 
 def test_every_core_op_has_an_emitter():
     classes, _ = _op_classes()
-    holes = [c.__name__ for c in classes if c_impl.dispatch(c) is c_impl.dispatch(object)]
+    import dimgraph.backends.c as c_backend
+
+    expanded = {t for rw in c_backend.CLEANUP_REWRITES for t in rw.tracks}  # never reach the emitter
+    holes = [c.__name__ for c in classes if c_impl.dispatch(c) is c_impl.dispatch(object) and c not in expanded]
     assert not holes, f"c backend has no emitter for {holes}"
 
 

@@ -28,7 +28,8 @@ import numpy as np
 
 from dimgraph.backends.jax.scalar import cast, scalar_fn
 from dimgraph.core.elemwise import DimShuffle, Elemwise, check_broadcast
-from dimgraph.core.fused import CAReduceElemwise
+from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
+from dimgraph.core.graph import toposort
 from dimgraph.core.reduce import Argmax, CAReduce
 from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.shape_ops import Alloc, Reshape
@@ -214,6 +215,22 @@ def _careduce_elemwise(op, node):
         ]
 
     return careduce_elemwise
+
+
+@jax_impl.register(IndexedLoop)
+def _indexed_loop(op, node):
+    """The ops it fuses (gathers, Elemwise, reductions, scatters), traced in order: XLA fuses them again."""
+    outputs = op.unfused(node.inputs)
+    steps = [(n, jax_impl(n.op, n)) for n in toposort(outputs, blockers=node.inputs)]
+
+    def indexed_loop(inputs):
+        env = {id(v): x for v, x in zip(node.inputs, inputs)}
+        for n, fn in steps:
+            for o, value in zip(n.outputs, fn([env[id(i)] for i in n.inputs])):
+                env[id(o)] = value
+        return [env[id(o)] for o in outputs]
+
+    return indexed_loop
 
 
 @jax_impl.register(Argmax)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
 from dimgraph.core.graph import ancestors
+from dimgraph.core.rewriting.engine import node_rewriter
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.scalar import Composite
 from dimgraph.core.subtensor import ARRAY, AdvancedIncSubtensor, AdvancedSubtensor
@@ -361,3 +362,12 @@ def fuse_indexed_loops(fgraph, ctx, rewriter):
         if any(old.type != n.type for old, n in zip(replaced, new)):
             continue
         ctx.replace(rewriter, e, list(zip(replaced, new)))
+
+
+@node_rewriter([IndexedLoop])
+def unfuse_indexed_loop(fgraph, node):
+    """IndexedLoop -> its gathers, Elemwise, reductions and scatters: for a backend with no kernel for it.
+
+    The fusion never builds one for such a backend; this serves graphs where a user built it.
+    """
+    return node.op.unfused(node.inputs)

@@ -190,6 +190,16 @@ def test_perform_and_gradient_of_the_op_itself():
     verify_grad(fn, [rng.normal(size=2), rng.normal(size=4), rng.normal(size=2)], backend="python")
 
 
+def test_a_hand_built_indexed_loop_runs_on_every_backend(backend):
+    """Backends with no kernel for it (c) expand it into the ops it fuses; jax traces them."""
+    double = Composite(in_dtypes=("float64",), steps=((ScalarOp("add"), (0, 0)),), outs=(1,))
+    loop = IndexedLoop(double, gathered=(True,), results=((0, "reduce", "add"), (0, "scatter", None), (0, "full", None)))
+    table, idx = dg.vector("table"), dg.tensor("idx", shape=(None,), dtype="int64")
+    f = dg.function([table, idx], loop(idx, table, dg.core.zeros((3,)), idx), backend=backend)
+    total, scattered, full = f(np.array([1.0, 2.0, 3.0]), np.array([2, 2, -3]))
+    assert float(total) == 14.0 and scattered.tolist() == [2.0, 0.0, 12.0] and full.tolist() == [6.0, 6.0, 2.0]
+
+
 def test_bad_construction_is_refused():
     sq = Composite(in_dtypes=("float64",), steps=((ScalarOp("square"), (0,)),), outs=(1,))
     with pytest.raises(ValueError, match="gathered flags"):
