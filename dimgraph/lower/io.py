@@ -94,22 +94,26 @@ class LabeledOutput:
         self.dims = var.type.dims
         self.name = var.name
         # For each dim without coords: (positions of the labeled inputs that carry it or the dim it
-        # was derived from, the label maps from that dim's labels to this dim's, innermost first).
+        # was derived from or renamed from, that dim's name, the label maps from that dim's labels
+        # to this dim's, innermost first).
         self.sources = {}
-        used = {id(v) for v in ancestors([var])}  # as xarray: labels come only from the data this output is made of
+        graph = ancestors([var])
+        used = {id(v) for v in graph}  # as xarray: labels come only from the data this output is made of
         inputs = [v if id(v) in used else None for v in inputs]
+        renamed = _renamed_from(graph)
         for d in self.dims:
             if d.coords is not None:
                 continue
-            source, maps = d, []
+            source, maps, seen = d, [], {d}
             while True:
                 carriers = [k for k, v in enumerate(inputs) if is_labeled(v) and source in v.type.dims]
-                derivation = derivation_of(source)
-                if carriers or derivation is None:
+                derivation = derivation_of(source) or renamed.get(source)
+                if carriers or derivation is None or derivation[0] in seen:
                     break
+                seen.add(derivation[0])
                 source, labels_from = derivation
                 maps.append(labels_from)
-            self.sources[d.name] = (carriers, maps[::-1])
+            self.sources[d.name] = (carriers, source.name, maps[::-1])
         self.extra = output_coords(var, inputs)  # non-dimension coords, as xarray's indexing leaves them
         # ProductDims of run-time size: their MultiIndex is made per call (dimgraph.lower.combine)
         self.products = {d.name: ProductLabels(d, inputs) for d in self.dims if isinstance(d, ProductDim) and d.coords is None}
@@ -123,14 +127,14 @@ class LabeledOutput:
 
         found = {}
         for axis, d in enumerate(self.dims):
-            carriers, maps = self.sources.get(d.name, ((), ()))
+            carriers, source_name, maps = self.sources.get(d.name, ((), d.name, ()))
             for k in carriers:
                 raw = inputs[k]
-                index = raw.indexes.get(d.name) if is_dataarray(raw) else None
+                index = raw.indexes.get(source_name) if is_dataarray(raw) else None
                 for labels_from in maps:
                     index = None if index is None else labels_from(index)
                 if index is not None and len(index) == value.shape[axis]:
-                    found[d.name] = index
+                    found[d.name] = index.rename(d.name)
                     break
         per_call = found or self._per_call
         template = None if per_call else self._templates.get(value.shape)
@@ -156,6 +160,29 @@ class LabeledOutput:
         if not per_call and len(self._templates) < 8:
             self._templates[value.shape] = out.copy(deep=False, data=np.empty_like(value))
         return out
+
+
+def _renamed_from(graph) -> dict:
+    """{new Dim: (old Dim, identity)} for every dim without coords that a `rename` in `graph` made.
+
+    A renamed dim keeps the labels its input DataArray gave the old one (as xarray's
+    `rename`), though as a Dim it is simply the new name.
+    """
+    from dimgraph.labeled.ops import Relabel
+
+    out = {}
+    for v in graph:
+        node = v.owner
+        if node is None or not isinstance(node.op, Relabel):
+            continue
+        for old, new in zip(node.inputs[0].type.dims, node.op.dims):
+            if new.coords is None and old.coords is None and new.name != old.name:
+                out.setdefault(new, (old, _same_labels))
+    return out
+
+
+def _same_labels(index):
+    return index
 
 
 def _from_template(template, value):

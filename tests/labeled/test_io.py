@@ -70,6 +70,18 @@ def test_derived_dims_take_their_coords_from_the_input_dataarray(backend, n):
     assert "obs" not in f(data.values).indexes
 
 
+def test_renamed_dims_keep_the_coords_of_the_input_dataarray(backend):
+    """Found by differential testing: xarray's `rename` keeps the labels the data gave the old dim."""
+    x = dg.labeled("x", dims=(obs, age))
+    outs = [x.rename(obs="o"), x.rename(obs="o").diff("o").rename(o="p").isel(p=[2, 0]), x.rename(age="a")]
+    f = dg.function([x], outs, backend=backend)
+    data = xr.DataArray(np.arange(20.0).reshape(5, 4), dims=("obs", "age"), coords={"obs": list("abcde"), "age": [1, 2, 3, 4]})
+    want = [data.rename(obs="o"), data.rename(obs="o").diff("o").rename(o="p").isel(p=[2, 0]), data.rename(age="a")]
+    for got, expected in zip(f(data), want):
+        xr.testing.assert_identical(got, expected.rename(None))
+    assert "o" not in f(data.values)[0].indexes
+
+
 def test_unknown_dim_mismatch_between_inputs_is_input_error(effect_fn):
     a = dg.labeled("a", dims=(obs,))
     b = dg.labeled("b", dims=(obs, age))
