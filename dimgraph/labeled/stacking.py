@@ -89,8 +89,9 @@ def stack(x, dim=None, **dims):
 
     `dim` is a dict `{new_name: (d1, d2, ...)}` (or use keywords); components are
     Dims or names, in the order that sets the product's layout (row-major: the
-    last varies fastest), `...` stands for the dims not named. The coords of the
-    result are a `pandas.MultiIndex` with the component names as levels.
+    last varies fastest), `...` stands for the dims not named (those with coords
+    first, then the others, as xarray orders them). The coords of the result are
+    a `pandas.MultiIndex` with the component names as levels.
 
     >>> import dimgraph as dg, numpy as np
     >>> country, age = dg.Dim("country", coords=["USA", "Chile"]), dg.Dim("age", size=3)
@@ -122,8 +123,12 @@ def stack(x, dim=None, **dims):
             raise DimError("stack: `...` may appear only once")
         named = resolve_dims(x.type.dims, [p for p in parts if p is not Ellipsis], "stack", _var(x))
         if Ellipsis in parts:
+            # NOTE: xarray expands `...` in the order of its Dataset's dims, which lists the dims with
+            # coords first (a DataArray built with coords in dim order), then the others
             k = parts.index(Ellipsis)
-            rest = tuple(d for d in x.type.dims if d not in named)
+            rest = [d for d in x.type.dims if d not in named]
+            indexed = [d for d in rest if isinstance(d, ProductDim) or d.coords is not None]
+            rest = tuple(indexed + [d for d in rest if d not in indexed])
             named = named[:k] + rest + named[k:]
         if not named:
             raise DimError(f"stack: the new dim {name!r} needs at least one dim to stack")

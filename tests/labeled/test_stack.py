@@ -208,6 +208,19 @@ def test_sel_on_product_dims_matches_xarray(backend):
     np.testing.assert_array_equal(got.values, da.sel(b=["z", "x"]).stack(cell=("a", "b", "c")).transpose("cell", "t").values)
 
 
+def test_stack_with_ellipsis_orders_dims_as_xarray(backend):
+    """Found by differential testing: xarray expands `...` in stack with the dims that have coords first."""
+    t, a = dg.Dim("t", size=2), dg.Dim("a", size=2)
+    b, c = dg.Dim("b", coords=["x", "y", "z"]), dg.Dim("c", coords=[10, 20])
+    x = dg.labeled("x", dims=(t, a, b, c))
+    da = xr.DataArray(np.arange(24.0).reshape(2, 2, 3, 2), dims=("t", "a", "b", "c"), coords={"b": b.coords, "c": c.coords})
+    specs = [(..., "t"), ("a", ...), ("c", ..., "a")]
+    outs = [x.stack(s=spec) for spec in specs] + [x.stack(s=(..., "t")).unstack("s")]
+    want = [da.stack(s=list(spec)) for spec in specs] + [da.stack(s=[..., "t"]).unstack("s")]
+    for g, w in zip(dg.function([x], outs, backend=backend)(da), want):
+        assert_same(g, w, check_plain_coords=False)
+
+
 def test_product_multiindex_is_built_only_when_asked():
     big = [dg.Dim(n, size=1000) for n in "pqr"]
     x = dg.labeled("x", dims=tuple(big))
