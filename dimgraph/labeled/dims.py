@@ -168,7 +168,7 @@ class ProductDim(Dim):
         if found is False:
             found = None
             if self.size is not None:
-                found = pd.MultiIndex.from_product([d.labels for d in self.dims], names=[d.name for d in self.dims])
+                found = product_index([d.labels for d in self.dims], [d.name for d in self.dims])
             object.__setattr__(self, "_multiindex", found)
         return found
 
@@ -178,6 +178,17 @@ class ProductDim(Dim):
 
     def __repr__(self):
         return f"ProductDim({self.name!r}, ({', '.join(map(repr, self.dims))}{',' if len(self.dims) == 1 else ''}))"
+
+
+def product_index(levels, names) -> pd.MultiIndex:
+    """The row-major product of `levels` as a MultiIndex whose levels keep their given order.
+
+    NOTE: as xarray's `stack` builds it (`pandas.MultiIndex.from_product` would sort the
+    levels), so a later `unstack` of a selection restores the components in their order.
+    """
+    levels = [pd.Index(level) for level in levels]
+    codes = [c.ravel() for c in np.meshgrid(*[np.arange(len(level)) for level in levels], indexing="ij")]
+    return pd.MultiIndex(levels=levels, codes=codes, names=list(names))
 
 
 def fmt_dims(dims) -> str:

@@ -140,6 +140,8 @@ def unstack(x, dim=None):
     """`x` with ProductDims split back into their components, put last (xarray's `unstack`).
 
     `dim`: a ProductDim (or its name) or a list of them; None: every ProductDim of `x`.
+    A dim labeled by a MultiIndex that is not a whole product (e.g. a selection of
+    a product dim) unstacks as in xarray: missing combinations are NaN.
 
     >>> import dimgraph as dg, numpy as np
     >>> a, b = dg.Dim("a", size=2), dg.Dim("b", coords=["u", "v", "w"])
@@ -150,16 +152,44 @@ def unstack(x, dim=None):
     """
     x = _as_x(x, "unstack")
     if dim is None:
-        found = tuple(d for d in x.type.dims if isinstance(d, ProductDim))
+        found = tuple(d for d in x.type.dims if isinstance(d, ProductDim) or isinstance(d.coords, pd.MultiIndex))
     else:
         found = resolve_dims(x.type.dims, dim, "unstack", _var(x))
     for d in found:
-        if not isinstance(d, ProductDim):
+        if isinstance(d, ProductDim):
+            x = Unstack(d)(x)
+        elif isinstance(d.coords, pd.MultiIndex):
+            x = _unstack_multiindex(x, d)
+        else:
             raise DimError(
-                f"unstack: dim {d.name!r} of {_var(x)} is not a ProductDim (made by stack); it has no components to restore"
+                f"unstack: dim {d.name!r} of {_var(x)} is neither a ProductDim (made by stack) nor labeled by a "
+                "MultiIndex; it has no components to restore"
             )
-        x = Unstack(d)(x)
     return x
+
+
+def _unstack_multiindex(x, d):
+    """`unstack` of a dim labeled by a MultiIndex that is not a whole product (a selection of a stacked dim).
+
+    As xarray: the components are the level values still used (in the levels'
+    order), and combinations the dim lacks are missing values (NaN; the dtype
+    as `where` without `other`). Built as a gather onto the whole product.
+    """
+    from dimgraph.labeled.basic import constant
+    from dimgraph.labeled.indexing import isel
+
+    index = d.coords.remove_unused_levels()
+    if any(n is None for n in index.names):
+        raise DimError(f"unstack: the MultiIndex of dim {d.name!r} has unnamed levels {list(index.names)}; name them first")
+    full = ProductDim(d.name, tuple(Dim(str(n), coords=level) for n, level in zip(index.names, index.levels)))
+    at = np.full(full.size, -1, dtype=np.int64)
+    if len(index):
+        at[np.ravel_multi_index(tuple(np.asarray(c) for c in index.codes), tuple(c.size for c in full.dims))] = np.arange(len(index))
+    missing = at < 0
+    y = isel(x, {d: constant(np.where(missing, 0, at), dims=(full,))})
+    if missing.any():
+        y = y.where(constant(~missing, dims=(full,)))
+    return Unstack(full)(y)
 
 
 def ravel(x, name=None):

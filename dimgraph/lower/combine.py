@@ -21,6 +21,7 @@ from dimgraph.core.shape import ShapeI
 from dimgraph.core.shape_ops import broadcast_to, reshape
 from dimgraph.errors import DimError
 from dimgraph.labeled.combine import Concat, Dot
+from dimgraph.labeled.dims import product_index
 from dimgraph.labeled.stacking import Stack, Unstack
 from dimgraph.lower.rules import align, lowering
 
@@ -181,4 +182,4 @@ class ProductLabels:
             levels[unknown[0]] = pd.RangeIndex(length // known)
         if math.prod(len(lv) for lv in levels) != length:
             return None
-        return pd.MultiIndex.from_product(levels, names=[name for name, *_ in self.parts])
+        return product_index(levels, [name for name, *_ in self.parts])
