@@ -1,7 +1,8 @@
 """Non-dimension coordinates of labeled outputs, as xarray would attach them.
 
 xarray keeps a coordinate for the labels an indexing step picked: `x.sel(country="USA")`
-carries a scalar `country` coord, `mu.isel(group=idx)` a `group` coord along idx's dims.
+carries a scalar `country` coord, `mu.isel(group=idx)` a `group` coord along idx's dims,
+`squeeze` the label of each dim it drops.
 Such coords follow the value through later steps while their dims survive, and are
 dropped where two operands disagree on them (xarray's rule for arithmetic).
 
@@ -123,9 +124,24 @@ def _isel_coords(node, found, inputs, positions):
     return out
 
 
+def _squeeze_coords(node, found, inputs):
+    """xarray keeps the label of a squeezed dim as a scalar coord (static, or from the input DataArray)."""
+    x = node.inputs[0]
+    out = dict(found.get(id(x), {}))
+    for d in node.op.dims:
+        if d.coords is not None:
+            out[d.name] = StaticCoord((), d.coords[0])
+            continue
+        carriers = tuple(k for k, v in enumerate(inputs) if is_labeled(v) and d in v.type.dims)
+        if carriers:
+            out[d.name] = PickedCoord((), (d.name, carriers), 0)
+    return out
+
+
 def output_coords(var, inputs) -> dict:
     """{name: StaticCoord | PickedCoord} for labeled output `var` of a function with `inputs`."""
     from dimgraph.labeled.indexing import Isel, IselUpdate
+    from dimgraph.labeled.ops import Squeeze
 
     positions = {id(v): k for k, v in enumerate(inputs)}
     found = {}
@@ -136,6 +152,8 @@ def output_coords(var, inputs) -> dict:
             coords = _isel_coords(node, found, inputs, positions)
         elif isinstance(node.op, IselUpdate):
             coords = dict(found.get(id(node.inputs[0]), {}))
+        elif isinstance(node.op, Squeeze):
+            coords = _squeeze_coords(node, found, inputs)
         else:
             coords = {}
             for parts in (found.get(id(i)) for i in node.inputs if is_labeled(i)):

@@ -82,6 +82,17 @@ def test_renamed_dims_keep_the_coords_of_the_input_dataarray(backend):
     assert "o" not in f(data.values)[0].indexes
 
 
+def test_squeezed_dims_leave_scalar_coords(backend):
+    """Found by differential testing: xarray's `squeeze` keeps each dropped dim's label as a scalar coord."""
+    one, n = dg.Dim("one", coords=["only"]), dg.Dim("n", size=1)
+    x = dg.labeled("x", dims=(obs, one, n))
+    f = dg.function([x], [x.squeeze(), x.squeeze("n").sum("obs"), x.isel(obs=[1]).squeeze("one")], backend=backend)
+    data = xr.DataArray(np.arange(3.0).reshape(3, 1, 1), dims=("obs", "one", "n"), coords={"one": ["only"], "n": [7], "obs": [4, 5, 6]})
+    want = [data.squeeze(), data.squeeze("n").sum("obs"), data.isel(obs=[1]).squeeze("one")]
+    for got, expected in zip(f(data), want):
+        xr.testing.assert_identical(got, expected.rename(None))
+
+
 def test_unknown_dim_mismatch_between_inputs_is_input_error(effect_fn):
     a = dg.labeled("a", dims=(obs,))
     b = dg.labeled("b", dims=(obs, age))
