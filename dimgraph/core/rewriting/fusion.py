@@ -12,7 +12,8 @@ rebuilt per absorbed node). The rules that keep fused kernels fast and exact:
   still produced once) or left alone: work is never duplicated;
 - siblings are merged only if they read a common input of the full shape (so
   their run-time shapes are equal) and no path leaves one and enters the other;
-- a kernel has at most MAX_INPUTS inputs and MAX_STEPS scalar steps.
+- a kernel has at most MAX_INPUTS inputs, MAX_STEPS scalar steps and MAX_STREAMS
+  inputs (and outputs) that are arrays rather than broadcast scalars.
 """
 
 from __future__ import annotations
@@ -27,6 +28,29 @@ from dimgraph.core.subtensor import ARRAY, AdvancedIncSubtensor, AdvancedSubtens
 
 MAX_INPUTS = 32
 MAX_STEPS = 256
+# Numba's and LLVM's compile time grows faster than linearly with the number of arrays a
+# loop reads and writes: a chain of 50 blocks `tanh(h * w_i + b_i)` with its gradient
+# compiled in 18.6 s as 15-block kernels and in 5.1 s as 3-block ones, running no slower
+# (the loop bodies that do not fit the registers are not faster). Scalars do not count, nor
+# outputs read only by full reductions and scatter-adds (they become accumulators, see
+# fuse_reduce and fuse_indexed_loops: a log-density's gradient terms stay in one pass).
+MAX_STREAMS = 6
+
+
+def _streams(variables, fgraph=None):
+    """How many of `variables` are arrays a loop reads or writes element by element."""
+    return sum(
+        any(s != 1 for s in v.type.shape) and not (fgraph is not None and _accumulated(fgraph, v)) for v in variables
+    )
+
+
+def _accumulated(fgraph, v):
+    clients = _clients(fgraph, v)
+    return bool(clients) and all(
+        c != "output"
+        and ((type(c.op) is CAReduce and len(c.op.axis) == v.type.ndim) or type(c.op) is AdvancedIncSubtensor)
+        for c, _ in clients
+    )
 
 
 def _steps_of(node):
@@ -156,6 +180,8 @@ def _form_chains(G):
                         new_ext[id(i)] = i
                 if len(new_ext) > MAX_INPUTS or n_steps + _steps_of(p) > MAX_STEPS:
                     continue
+                if _streams(new_ext.values()) > MAX_STREAMS:
+                    continue
                 ext, n_steps = new_ext, n_steps + _steps_of(p)
                 members.add(p)
                 G.add(g, p)
@@ -181,9 +207,12 @@ def _merge_siblings(G):
                 continue
             a, b = G.members[acc], G.members[g]
             merged = a + b
-            if len(G.inputs(merged)) > MAX_INPUTS or G.steps(merged) > MAX_STEPS:
+            inputs, outputs = G.inputs(merged), _outputs_of(fgraph, merged)
+            if len(inputs) > MAX_INPUTS or G.steps(merged) > MAX_STEPS or len(outputs) > MAX_INPUTS:
                 continue
-            if len(_outputs_of(fgraph, merged)) > MAX_INPUTS or G.path_through_outside(a, b):
+            if _streams(inputs) > MAX_STREAMS or _streams(outputs, fgraph) > MAX_STREAMS:
+                continue
+            if G.path_through_outside(a, b):
                 continue
             acc = G.union(acc, g)
 

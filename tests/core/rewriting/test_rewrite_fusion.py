@@ -6,7 +6,7 @@ import pytest
 import dimgraph as dg
 from dimgraph.core import CAReduce, Elemwise
 from dimgraph.core.fused import BLOCK_ELEMENTS, CAReduceElemwise
-from dimgraph.core.rewriting.fusion import MAX_INPUTS
+from dimgraph.core.rewriting.fusion import MAX_INPUTS, MAX_STREAMS, _streams
 from dimgraph.core.scalar import Composite, ScalarOp
 
 x = dg.vector("x")
@@ -100,6 +100,30 @@ def test_input_limit():
     for v in vals[1:]:
         expected = np.sin(expected) + v
     np.testing.assert_allclose(f(*vals), expected)
+
+
+def test_array_streams_are_limited_and_scalars_and_full_sums_do_not_count():
+    vs = [dg.vector(f"v{k}") for k in range(2 * MAX_STREAMS)]
+    scalars = [dg.scalar(f"s{k}") for k in range(2 * MAX_STREAMS)]
+    out = vs[0]
+    for v, c in zip(vs[1:], scalars):
+        out = dg.sin(out) * c + v
+    f = dg.function(vs + scalars, out)
+    kernels = [n for n in f.fgraph.nodes if isinstance(n.op, Elemwise)]
+    assert len(kernels) >= 2 and all(_streams(n.inputs) <= MAX_STREAMS for n in kernels)
+    assert max(len(n.inputs) for n in kernels) > MAX_STREAMS  # the scalars ride along
+    vals = [np.full(3, 0.01 * k) for k in range(len(vs))] + [np.asarray(1.0 + 0.1 * k) for k in range(len(scalars))]
+    expected = vals[0]
+    for v, c in zip(vals[1 : len(vs)], vals[len(vs) :]):
+        expected = np.sin(expected) * c + v
+    np.testing.assert_allclose(f(*vals), expected)
+    # a log-density's many gradient sums stay in one pass: fully reduced outputs are accumulators
+    mu = x * scalars[0]
+    terms = [dg.exp(mu * c).sum() for c in scalars]
+    g = dg.function([x, *scalars], terms)
+    (loop,) = ops(g, CAReduceElemwise)
+    assert len(loop.outputs) == len(terms)
+    np.testing.assert_allclose(g(*vals[:1], *vals[len(vs) :]), [np.exp(vals[0] * 1.0 * c).sum() for c in vals[len(vs) :]])
 
 
 def test_reduce_of_elemwise_is_one_node_and_a_near_miss_is_not():
