@@ -170,7 +170,8 @@ def test_dot_matches_xarray(backend):
             y, expected = inputs[0] @ inputs[1], arrays[0] @ arrays[1]
         assert isinstance(y.owner.op, Dot)
         got = dg.function(inputs, y, backend=backend)(*arrays)
-        assert_same(got, expected, rtol=1e-5 if got.dtype == np.float32 else 1e-12)
+        # xarray contracts pairwise (opt_einsum), rounding float32 partial products; dimgraph's one einsum does not
+        assert_same(got, expected, rtol=1e-5 if any(a.dtype == np.float32 for a in arrays) else 1e-12)
 
     check()
 
