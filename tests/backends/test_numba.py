@@ -159,6 +159,26 @@ def test_division_by_a_loop_invariant_is_within_one_ulp_and_exact_at_the_edges(d
             np.testing.assert_array_equal(f(xs, d)[0], xs / d)
 
 
+def test_vectorizable_exp_is_within_two_ulp_of_numpy():
+    x = dg.tensor("x", shape=(None,))
+    f = dg.function([x], dg.exp(x), backend="numba")
+    assert "exp_f64" in f.source
+    rng = np.random.default_rng(0)
+    xs = np.concatenate([np.linspace(-708.3, 709.7, 400_001), rng.uniform(-2, 2, 100_000), rng.normal(size=100_000) * 50])
+    got, want = f(xs), np.exp(xs)
+    ulps = np.abs(got - want) / np.spacing(want)
+    assert ulps.max() <= 2, (xs[np.argmax(ulps)], ulps.max())
+    assert (ulps > 1).mean() < 0.01
+    edges = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 709.79, 709.8, 710.0, -745.2, -745.1, -746.0, -720.0, 1e-300])
+    with np.errstate(all="ignore"):
+        want = np.exp(edges)
+    got = f(edges)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want) & (want != 0)
+    np.testing.assert_array_equal(got[~finite], want[~finite])
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-15)
+
+
 def test_numpy_semantics_at_the_edges():
     i = dg.tensor("i", shape=(None,), dtype="int64")
     j = dg.tensor("j", shape=(None,), dtype="int64")

@@ -208,15 +208,22 @@ _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
 
 
-@_jit
+# Only our own polynomial may contract a * b + c into one fused multiply-add (one rounding
+# instead of two: no less accurate, and 25% faster in a vectorized loop); user arithmetic
+# is never contracted, so it rounds as NumPy's does.
+_jit_fma = numba.njit(cache=True, error_model="numpy", fastmath={"contract"})
+
+
+@_jit_fma
 def exp_f64(x):
     """exp for float64 without a libm call, so loops around it vectorize (no SVML here).
 
     Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2, the degree-12 Taylor polynomial
-    (truncation below 2e-16 relative), and 2**k built from exponent bits in two halves
-    (so overflow to inf and gradual underflow come out right). Measured against
-    np.exp on 200,000 points over [-745, 720]: at most 1.5 ulp for normal results;
-    inf, nan, 0 and -inf behave as np.exp.
+    (truncation below 2e-16 relative) in fused multiply-adds, and 2**k built from exponent
+    bits in two halves (so overflow to inf and gradual underflow come out right). Against
+    np.exp over [-708, 709] (normal results): at most 2 ulp, above 1 ulp at 0.4% of points
+    (3 ulp without the fused multiply-adds; tests/backends/test_numba.py); inf, nan, 0 and
+    -inf behave as np.exp.
     """
     xc = min(max(x, -800.0), 800.0)
     k = np.rint(xc * _LOG2E)
