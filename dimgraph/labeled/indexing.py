@@ -31,7 +31,9 @@ would also keep the indexed dim's coord as a non-dimension coordinate); a
 selection that repeats a label of a dim with coords is a DimError (a Dim's
 coords are unique), where a labeled indexer does the same selection fine; the
 dim a symbolic mask leaves has no coords (its positions are known only at run
-time).
+time); `sel` on a Dim without coords takes its labels as positions when the graph
+is built, so a compiled function refuses (InputError) a DataArray that labels
+that dim otherwise, where xarray would look its labels up.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from dimgraph.core.graph import Apply, Constant, Variable
 from dimgraph.core.subtensor import SYMBOLIC
 from dimgraph.core.type import TensorType
 from dimgraph.errors import DimError
-from dimgraph.labeled.dims import Dim, clash, derived_dim, fmt_dims, resolve_dims, unify_dims
+from dimgraph.labeled.dims import Dim, ProductDim, clash, derived_dim, fmt_dims, resolve_dims, unify_dims
 from dimgraph.labeled.labels import positions
 from dimgraph.labeled.ops import Arange, LabeledOp, is_labeled
 from dimgraph.labeled.type import LabeledType
@@ -140,9 +142,12 @@ class Isel(LabeledOp):
     (keeps the dim as `new_dim`; a part `SYMBOLIC` reads the next input, a 0-d
     labeled integer) or `("index",)` (the next input, a labeled integer array,
     indexes that dim pointwise). `.set`/`.inc` of the result read this node.
+    `by_label`: the names of dims without coords that `sel` indexed, its labels
+    taken as positions (a compiled function refuses data that labels them otherwise).
     """
 
     entries: tuple
+    by_label: tuple = ()
 
     def make_node(self, x, *indexers):
         if not is_labeled(x):
@@ -165,6 +170,7 @@ class IselUpdate(LabeledOp):
 
     entries: tuple
     mode: str = "set"
+    by_label: tuple = ()
 
     def make_node(self, x, v, *indexers):
         if self.mode not in ("set", "inc"):
@@ -470,7 +476,11 @@ def isel(x, indexers=None, missing_dims="raise", **kwargs):
     (Dim('group', coords=['c', 'a']),)
     """
     x = _as_x(x, "isel")
-    keys = _key_dict(x, indexers, kwargs, "isel", missing_dims)
+    return _isel(x, _key_dict(x, indexers, kwargs, "isel", missing_dims))
+
+
+def _isel(x, keys, by_label=()):
+    """`x` indexed by `keys` ({Dim of x: key}); `by_label` as `Isel.by_label`."""
     entries, values = [], []  # values: the inputs of each entry
     for d in x.type.dims:
         if d in keys:
@@ -484,7 +494,7 @@ def isel(x, indexers=None, missing_dims="raise", **kwargs):
     for k, (d, e) in enumerate(zip(x.type.dims, entries)):
         if e[0] == "slice" and e[4].name in indexed_names:
             entries[k], values[k] = ("index",), [_slice_as_indexer(d, e, values[k])]
-    return Isel(tuple(entries))(x, *[v for vs in values for v in vs])
+    return Isel(tuple(entries), tuple(by_label))(x, *[v for vs in values for v in vs])
 
 
 def _sel_value(dim, value, what, method=None, tolerance=None):
@@ -546,8 +556,16 @@ def sel(x, indexers=None, method=None, tolerance=None, **kwargs):
             if method is not None or tolerance is not None:
                 raise TypeError("sel: `method`/`tolerance` cannot be used with the levels of a product dim")
             x, indexers, kwargs = select_levels(x, levels), plain, {}
-    keys = _key_dict(x, indexers, kwargs, "sel")
-    return isel(x, {d: _sel_value(d, v, "sel", method, tolerance) for d, v in keys.items()})
+    keys = {d: _sel_value(d, v, "sel", method, tolerance) for d, v in _key_dict(x, indexers, kwargs, "sel").items()}
+    # NOTE: a ProductDim always has labels; asking for its coords would build its MultiIndex
+    by_label = [d.name for d, v in keys.items() if not isinstance(d, ProductDim) and d.coords is None and not _is_mask(v)]
+    return _isel(x, keys, by_label)
+
+
+def _is_mask(key) -> bool:
+    if isinstance(key, Variable):
+        return np.dtype(key.type.dtype).kind == "b"
+    return isinstance(key, np.ndarray) and key.dtype.kind == "b"
 
 
 def _positional_keys(x, key, what):
@@ -631,7 +649,7 @@ def update(sub, value, mode):
                 "under the same_kind rule; cast it explicitly"
             )
         v = astype(v, dtype.name)
-    return IselUpdate(owner.op.entries, mode)(x, v, *indexers)
+    return IselUpdate(owner.op.entries, mode, owner.op.by_label)(x, v, *indexers)
 
 
 def set_selection(sub, value):

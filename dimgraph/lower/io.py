@@ -227,6 +227,49 @@ def size_checks(inputs, labels, lowering):
     return checks
 
 
+def label_checks(inputs, outputs, labels):
+    """Checks that no input DataArray labels a dim that `sel` indexed by position (its Dim has no coords).
+
+    xarray would look those labels up; the graph took them as positions 0..n-1
+    when it was built, so such data would be silently misread: refuse it.
+    """
+    from dimgraph.labeled.indexing import Isel, IselUpdate
+
+    selected = {}
+    for v in ancestors(list(outputs)):
+        node = v.owner
+        if node is not None and isinstance(node.op, (Isel, IselUpdate)) and node.op.by_label:
+            for d in node.inputs[0].type.dims:
+                if d.name in node.op.by_label:
+                    selected[d] = True
+    checks = []
+    for d in selected:
+        ks = [k for k, v in enumerate(inputs) if is_labeled(v) and d in v.type.dims]
+        if ks:
+            checks.append(_PositionalLabelsCheck(d.name, ks, labels))
+    return checks
+
+
+class _PositionalLabelsCheck:
+    __slots__ = ("name", "ks", "labels")
+
+    def __init__(self, name, ks, labels):
+        self.name, self.ks, self.labels = name, ks, labels
+
+    def __call__(self, arrays, raw):
+        import pandas as pd
+
+        for k in self.ks:
+            index = raw[k].indexes.get(self.name) if is_dataarray(raw[k]) else None
+            if index is not None and not index.equals(pd.RangeIndex(len(index))):
+                shown = ", ".join(map(repr, index[:4].tolist())) + (", ..." if len(index) > 4 else "")
+                raise InputError(
+                    f"input {self.labels[k]!r}: dim {self.name!r} has the labels [{shown}] in the DataArray, but the "
+                    f"graph selects on it with sel/.loc while its Dim has no coords, so those labels were taken as "
+                    f"positions 0..n-1; declare the Dim with coords, or select with isel"
+                )
+
+
 class _SizeCheck:
     __slots__ = ("name", "where", "labels", "fixed")
 

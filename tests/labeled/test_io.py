@@ -93,6 +93,25 @@ def test_squeezed_dims_leave_scalar_coords(backend):
         xr.testing.assert_identical(got, expected.rename(None))
 
 
+def test_sel_on_a_dim_without_coords_refuses_data_that_labels_it():
+    """Found by differential testing: `sel` takes the labels of a Dim without coords as positions when the graph
+    is built, where xarray would look up the labels a DataArray brings; such data is an InputError, not a
+    silently different selection."""
+    b = dg.Dim("b", size=3)
+    x = dg.labeled("x", dims=(obs, b))
+    data = xr.DataArray(np.arange(12.0).reshape(4, 3), dims=("obs", "b"), coords={"obs": [5, 3, 1, 7]})
+    for y in (x.sel(obs=1), x.sel(obs=[0, 2]).sum(), x.loc[1:2, :], x.sel(obs=1).set(0.0)):
+        f = dg.function([x], y, backend="python")
+        with pytest.raises(dg.InputError, match=r"input 'x': dim 'obs' has the labels \[5, 3, 1, 7\].*sel/\.loc"):
+            f(data)
+        f(data.drop_vars("obs"))  # no labels, or the labels 0..n-1: positions and labels agree
+        f(data.assign_coords(obs=[0, 1, 2, 3]))
+    f = dg.function([x], [x.isel(obs=1), x.sel(obs=np.array([True, False, True, False])), x.sel(b=2)], backend="python")
+    got = f(data)  # positions (isel) and masks are not labels; b is not labeled by the data
+    xr.testing.assert_identical(got[0], data.isel(obs=1))
+    xr.testing.assert_identical(got[1], data.isel(obs=[0, 2]))
+
+
 def test_unknown_dim_mismatch_between_inputs_is_input_error(effect_fn):
     a = dg.labeled("a", dims=(obs,))
     b = dg.labeled("b", dims=(obs, age))
