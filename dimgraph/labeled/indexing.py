@@ -144,10 +144,12 @@ class Isel(LabeledOp):
     indexes that dim pointwise). `.set`/`.inc` of the result read this node.
     `by_label`: the names of dims without coords that `sel` indexed, its labels
     taken as positions (a compiled function refuses data that labels them otherwise).
+    `drop`: the labels of dims an int drops are not kept as scalar coords (xarray's `drop=True`).
     """
 
     entries: tuple
     by_label: tuple = ()
+    drop: bool = False
 
     def make_node(self, x, *indexers):
         if not is_labeled(x):
@@ -456,12 +458,13 @@ def _as_x(x, what):
     return as_operand(x, what)
 
 
-def isel(x, indexers=None, missing_dims="raise", **kwargs):
+def isel(x, indexers=None, drop=False, missing_dims="raise", **kwargs):
     """`x` indexed by position along named dims (xarray's `isel`), keys a Dim or a name.
 
     Ints drop the dim; slices and plain lists keep it (with the selected coords);
     labeled integer indexers index pointwise, their dims replacing the indexed dim.
     A key naming no dim of `x` is a DimError (`missing_dims="ignore"`/`"warn"`: skipped).
+    `drop=True`: the labels of dims an int drops are not kept as scalar coords.
 
     >>> import dimgraph as dg, numpy as np
     >>> group, obs = dg.Dim("group", coords=["a", "b", "c"]), dg.Dim("obs")
@@ -476,10 +479,10 @@ def isel(x, indexers=None, missing_dims="raise", **kwargs):
     (Dim('group', coords=['c', 'a']),)
     """
     x = _as_x(x, "isel")
-    return _isel(x, _key_dict(x, indexers, kwargs, "isel", missing_dims))
+    return _isel(x, _key_dict(x, indexers, kwargs, "isel", missing_dims), drop=drop)
 
 
-def _isel(x, keys, by_label=()):
+def _isel(x, keys, by_label=(), drop=False):
     """`x` indexed by `keys` ({Dim of x: key}); `by_label` as `Isel.by_label`."""
     entries, values = [], []  # values: the inputs of each entry
     for d in x.type.dims:
@@ -494,7 +497,7 @@ def _isel(x, keys, by_label=()):
     for k, (d, e) in enumerate(zip(x.type.dims, entries)):
         if e[0] == "slice" and e[4].name in indexed_names:
             entries[k], values[k] = ("index",), [_slice_as_indexer(d, e, values[k])]
-    return Isel(tuple(entries), tuple(by_label))(x, *[v for vs in values for v in vs])
+    return Isel(tuple(entries), tuple(by_label), bool(drop))(x, *[v for vs in values for v in vs])
 
 
 def _sel_value(dim, value, what, method=None, tolerance=None):
@@ -527,7 +530,7 @@ def _sel_value(dim, value, what, method=None, tolerance=None):
     return positions(dim, value, method, tolerance)
 
 
-def sel(x, indexers=None, method=None, tolerance=None, **kwargs):
+def sel(x, indexers=None, method=None, tolerance=None, drop=False, **kwargs):
     """`x` selected by label along named dims (xarray's `sel`); labels become positions at build time.
 
     A label drops the dim; a list of labels or a slice of labels (inclusive)
@@ -559,7 +562,7 @@ def sel(x, indexers=None, method=None, tolerance=None, **kwargs):
     keys = {d: _sel_value(d, v, "sel", method, tolerance) for d, v in _key_dict(x, indexers, kwargs, "sel").items()}
     # NOTE: a ProductDim always has labels; asking for its coords would build its MultiIndex
     by_label = [d.name for d, v in keys.items() if not isinstance(d, ProductDim) and d.coords is None and not _is_mask(v)]
-    return _isel(x, keys, by_label)
+    return _isel(x, keys, by_label, drop)
 
 
 def _is_mask(key) -> bool:

@@ -228,13 +228,13 @@ class LabeledOperators:
         return dot(self, other, dim=dim)
 
     # -- indexing (dimgraph.labeled.indexing) ------------------------------
-    def isel(self, indexers=None, missing_dims="raise", **kwargs):
+    def isel(self, indexers=None, drop=False, missing_dims="raise", **kwargs):
         """Indexed by position along named dims, as `DataArray.isel` (see `dimgraph.labeled.indexing.isel`)."""
-        return lindex.isel(self, indexers, missing_dims, **kwargs)
+        return lindex.isel(self, indexers, drop, missing_dims, **kwargs)
 
-    def sel(self, indexers=None, method=None, tolerance=None, **kwargs):
+    def sel(self, indexers=None, method=None, tolerance=None, drop=False, **kwargs):
         """Selected by label along named dims, as `DataArray.sel` (see `dimgraph.labeled.indexing.sel`)."""
-        return lindex.sel(self, indexers, method, tolerance, **kwargs)
+        return lindex.sel(self, indexers, method, tolerance, drop, **kwargs)
 
     def __getitem__(self, key):
         return lindex.getitem(self, key)

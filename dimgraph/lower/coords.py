@@ -101,6 +101,8 @@ def _isel_coords(node, found, inputs, positions):
                 continue
             labels = (d.name, carriers)
         if entry[0] == "int":
+            if node.op.drop:
+                continue
             at, dims = entry[1], ()
         elif entry[0] == "index":
             (v,) = ins

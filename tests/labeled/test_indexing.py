@@ -654,6 +654,24 @@ def test_sel_negative_positions_and_datetime_labels_match_xarray(backend):
         dg.function([x], x.sel(obs=-4), backend=backend)(xd)
 
 
+def test_isel_and_sel_drop_match_xarray(backend):
+    """xarray's `drop=True` (found missing by differential testing): no scalar coord for a dim an int drops."""
+    a, c, o = dg.Dim("a", coords=["x", "y"]), dg.Dim("c"), dg.Dim("o", size=2)
+    x = dg.labeled("x", dims=(a, c))
+    xd = xr.DataArray(np.arange(6.0).reshape(2, 3), dims=("a", "c"), coords={"a": ["x", "y"], "c": [4, 5, 6]})
+    idx = dg.constant(np.array([1, 0]), dims=(o,))
+    outs = [x.isel(a=0, drop=True), x.sel(a="y", drop=True), x.isel(a=0, c=1, drop=True), x.isel(a=idx, drop=True), x.isel({"a": 1}, True)]
+    want = [
+        xd.isel(a=0, drop=True),
+        xd.sel(a="y", drop=True),
+        xd.isel(a=0, c=1, drop=True),
+        xd.isel(a=xr.DataArray([1, 0], dims="o"), drop=True),
+        xd.isel({"a": 1}, True),
+    ]
+    for g, w in zip(dg.function([x], outs, backend=backend)(xd), want):
+        xr.testing.assert_identical(g.rename(None), w)
+
+
 def test_static_mask_on_a_dim_sized_by_the_data_checks_its_length():
     obs = dg.Dim("obs")
     y = dg.labeled("y", dims=(obs,))
