@@ -165,18 +165,35 @@ def astype(x, dtype):
     return LabeledElemwise(Cast(dtype=dtype))(x)
 
 
-def reduce(kind, x, dim=None, ddof=0):
-    """Reduction `kind` of `x` over `dim` (a Dim, a name, a list of them; None or `...`: all dims)."""
+# NOTE: the default of `skipna`: NaNs propagate (NumPy's rule). xarray's default (None) skips them for
+# float data; set this to True to follow it.
+SKIPNA_DEFAULT = False
+SKIPNA_KINDS = ("sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin")
+
+
+def _skipna(skipna, kind, x) -> bool:
+    """Whether `kind` of `x` leaves NaNs out: xarray's rule, for float data only (other dtypes have none)."""
+    if skipna is None:
+        skipna = SKIPNA_DEFAULT
+    return bool(skipna) and kind in SKIPNA_KINDS and np.dtype(x.type.dtype).kind in "fc"
+
+
+def reduce(kind, x, dim=None, ddof=0, skipna=None):
+    """Reduction `kind` of `x` over `dim` (a Dim, a name, a list of them; None or `...`: all dims).
+
+    `skipna=True` leaves NaNs out of float reductions (NumPy's nan-functions, as
+    xarray): an all-NaN sum is 0, an all-NaN mean/max/var NaN.
+    """
     x = as_operand(x, kind)
     if kind in ("argmax", "argmin"):
-        return _arg_reduce(kind, x, dim)
+        return _arg_reduce(kind, x, dim, _skipna(skipna, kind, x))
     dims = resolve_dims(x.type.dims, None if dim is Ellipsis else dim, kind, x.name or "the variable")
     if dim is not None and dim is not Ellipsis and not dims and kind in ("sum", "prod", "mean", "max", "min"):
         return x  # xarray: an explicit empty list of dims reduces nothing and keeps the dtype
-    return LabeledReduce(kind, dims, ddof)(x)
+    return LabeledReduce(kind, dims, ddof, _skipna(skipna, kind, x))(x)
 
 
-def _arg_reduce(kind, x, dim):
+def _arg_reduce(kind, x, dim, skipna=False):
     """`argmax`/`argmin` as xarray: one dim gives the positions along it; a list or `...` gives a dict.
 
     The dict maps each reduced dim (in x's dim order) to the position along it of the
@@ -195,18 +212,18 @@ def _arg_reduce(kind, x, dim):
             raise DimError(
                 f"{kind}: give `dim` for a variable with dims {x.type.names} (a dim, a list of dims or `...`)"
             )
-        return LabeledReduce(kind, x.type.dims)(x)
+        return LabeledReduce(kind, x.type.dims, 0, skipna)(x)
     if dim is not Ellipsis and not isinstance(dim, (list, tuple)):
-        return LabeledReduce(kind, resolve_dims(x.type.dims, dim, kind, label))(x)
+        return LabeledReduce(kind, resolve_dims(x.type.dims, dim, kind, label), 0, skipna)(x)
     named = resolve_dims(x.type.dims, None if dim is Ellipsis else dim, kind, label)
     dims = tuple(d for d in x.type.dims if d in named)
     if len(dims) <= 1:
-        return {d.name: LabeledReduce(kind, (d,))(x) for d in dims}
+        return {d.name: LabeledReduce(kind, (d,), 0, skipna)(x) for d in dims}
     from dimgraph.labeled.stacking import stack
 
     joined = "_".join(["", kind, *x.type.names])
     stacked = stack(x, {joined: dims})
-    flat = LabeledReduce(kind, stacked.type.dims[-1:])(stacked)
+    flat = LabeledReduce(kind, stacked.type.dims[-1:], 0, skipna)(stacked)
     sizes = x.sizes
     out = {}
     for d in reversed(dims[1:]):
@@ -229,13 +246,17 @@ def logsumexp(x, dim=None, axis=None, keepdims=False):
     return core_reduce.logsumexp(x, axis=axis if axis is not None else dim, keepdims=keepdims)
 
 
-def cumulative(mode, x, dim):
-    """Cumulative sum/product along `dim`; a list, None or `...` scans the dims one after another (xarray)."""
+def cumulative(mode, x, dim, skipna=None):
+    """Cumulative sum/product along `dim`; a list, None or `...` scans the dims one after another (xarray).
+
+    `skipna=True`: NaNs of float data count as 0 (sum) or 1 (product), as xarray.
+    """
     x = as_operand(x, "cumsum")
     what = "cumsum" if mode == "add" else "cumprod"
     dims = resolve_dims(x.type.dims, None if dim is Ellipsis else dim, what, x.name or "the variable")
+    skip = _skipna(skipna, "sum", x)
     for d in dims:
-        x = LabeledCumulative(mode, d)(x)
+        x = LabeledCumulative(mode, d, skip)(x)
     return x
 
 

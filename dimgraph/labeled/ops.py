@@ -100,6 +100,7 @@ class LabeledReduce(LabeledOp):
     kind: str
     dims: tuple
     ddof: int = 0
+    skipna: bool = False  # NaNs left out (xarray's skipna=True); only float reductions that xarray skips over
 
     def __post_init__(self):
         if self.kind not in REDUCE_DTYPES:
@@ -119,7 +120,7 @@ class LabeledReduce(LabeledOp):
         return Apply(self, [x], [LabeledType(REDUCE_DTYPES[self.kind](x.type.dtype), out_dims)])
 
     def __str__(self):
-        extra = f", ddof={self.ddof}" if self.ddof else ""
+        extra = (f", ddof={self.ddof}" if self.ddof else "") + (", skipna" if self.skipna else "")
         return f"{self.kind}{{{_names(self.dims)}{extra}}}"
 
 
@@ -129,6 +130,7 @@ class LabeledCumulative(LabeledOp):
 
     mode: str
     dim: Dim
+    skipna: bool = False  # NaNs count as 0 (sum) or 1 (product), as xarray's skipna=True
 
     def make_node(self, x):
         _check_labeled(str(self), x)

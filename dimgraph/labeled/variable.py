@@ -137,17 +137,17 @@ class LabeledOperators:
         return lshape.transpose(out, *order)
 
     # -- reductions and scans ----------------------------------------------
-    def sum(self, dim=None):
-        return lmath.reduce("sum", self, dim)
+    def sum(self, dim=None, skipna=None):
+        return lmath.reduce("sum", self, dim, skipna=skipna)
 
-    def prod(self, dim=None):
-        return lmath.reduce("prod", self, dim)
+    def prod(self, dim=None, skipna=None):
+        return lmath.reduce("prod", self, dim, skipna=skipna)
 
-    def max(self, dim=None):
-        return lmath.reduce("max", self, dim)
+    def max(self, dim=None, skipna=None):
+        return lmath.reduce("max", self, dim, skipna=skipna)
 
-    def min(self, dim=None):
-        return lmath.reduce("min", self, dim)
+    def min(self, dim=None, skipna=None):
+        return lmath.reduce("min", self, dim, skipna=skipna)
 
     def all(self, dim=None):
         return lmath.reduce("all", self, dim)
@@ -155,29 +155,29 @@ class LabeledOperators:
     def any(self, dim=None):
         return lmath.reduce("any", self, dim)
 
-    def mean(self, dim=None):
-        return lmath.reduce("mean", self, dim)
+    def mean(self, dim=None, skipna=None):
+        return lmath.reduce("mean", self, dim, skipna=skipna)
 
-    def var(self, dim=None, ddof=0):
-        return lmath.reduce("var", self, dim, ddof)
+    def var(self, dim=None, ddof=0, skipna=None):
+        return lmath.reduce("var", self, dim, ddof, skipna)
 
-    def std(self, dim=None, ddof=0):
-        return lmath.reduce("std", self, dim, ddof)
+    def std(self, dim=None, ddof=0, skipna=None):
+        return lmath.reduce("std", self, dim, ddof, skipna)
 
     def logsumexp(self, dim=None):
         return lmath.reduce("logsumexp", self, dim)
 
-    def argmax(self, dim=None):
-        return lmath.reduce("argmax", self, dim)
+    def argmax(self, dim=None, skipna=None):
+        return lmath.reduce("argmax", self, dim, skipna=skipna)
 
-    def argmin(self, dim=None):
-        return lmath.reduce("argmin", self, dim)
+    def argmin(self, dim=None, skipna=None):
+        return lmath.reduce("argmin", self, dim, skipna=skipna)
 
-    def cumsum(self, dim=None):
-        return lmath.cumulative("add", self, dim)
+    def cumsum(self, dim=None, skipna=None):
+        return lmath.cumulative("add", self, dim, skipna)
 
-    def cumprod(self, dim=None):
-        return lmath.cumulative("mul", self, dim)
+    def cumprod(self, dim=None, skipna=None):
+        return lmath.cumulative("mul", self, dim, skipna)
 
     def diff(self, dim, n=1, label="upper"):
         return lmath.diff(self, dim, n, label)

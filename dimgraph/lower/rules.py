@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from functools import singledispatch
 
+import numpy as np
+
 from dimgraph.core import reduce as core_reduce
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.extra import CumOp, assert_op
 from dimgraph.core.extra import diff as core_diff
-from dimgraph.core.math import as_float, eq, exp, log
+from dimgraph.core.math import as_float, cast, eq, exp, invert, isnan, log, sqrt, where
 from dimgraph.core.shape import ShapeI
 from dimgraph.core.shape_ops import broadcast_to, full_like
 from dimgraph.labeled.ops import (
@@ -76,11 +78,36 @@ _REDUCERS = {
 }
 
 
+def _skipping_nans(kind, x, axes, ddof):
+    """`kind` of float `x` over `axes` with NaNs left out, as NumPy's nan-functions (xarray's skipna=True)."""
+    missing = isnan(x)
+    if kind in ("sum", "prod"):
+        return _REDUCERS[kind](where(missing, 0 if kind == "sum" else 1, x), axes)
+    if kind in ("max", "min", "argmax", "argmin"):
+        fill = -np.inf if kind in ("max", "argmax") else np.inf
+        if kind in ("argmax", "argmin"):
+            return getattr(core_reduce, kind)(where(missing, fill, x), axes[0])
+        found = _REDUCERS[kind](where(missing, fill, x), axes)
+        return where(core_reduce.all(missing, axes), np.nan, found)  # nothing but NaN: NaN
+    present = cast(invert(missing), x.type.dtype)
+    n = core_reduce.sum(present, axes, keepdims=True)
+    mean = core_reduce.sum(where(missing, 0, x), axes, keepdims=True) / n
+    keep = tuple(a for a in range(x.type.ndim) if a not in axes)
+    if kind == "mean":
+        return DimShuffle(x.type.ndim, keep)(mean)
+    dev = where(missing, 0, x - mean)
+    dof = core_reduce.sum(present, axes) - ddof
+    var = core_reduce.sum(dev * dev, axes) / where(dof > 0, dof, np.nan)  # NumPy: no degrees of freedom left -> NaN
+    return sqrt(var) if kind == "std" else var
+
+
 @lowering.register(LabeledReduce)
 def _(op, node, inputs, ctx):
     (x,) = inputs
     in_dims = node.inputs[0].type.dims
     axes = tuple(in_dims.index(d) for d in op.dims)
+    if op.skipna:
+        return _skipping_nans(op.kind, x, axes, op.ddof)
     if op.kind in ("var", "std"):
         return getattr(core_reduce, op.kind)(x, axes, ddof=op.ddof)
     if op.kind in ("argmax", "argmin"):
@@ -93,7 +120,10 @@ def _(op, node, inputs, ctx):
 
 @lowering.register(LabeledCumulative)
 def _(op, node, inputs, ctx):
-    return CumOp(node.inputs[0].type.dims.index(op.dim), op.mode)(inputs[0])
+    x = inputs[0]
+    if op.skipna:
+        x = where(isnan(x), 0 if op.mode == "add" else 1, x)
+    return CumOp(node.inputs[0].type.dims.index(op.dim), op.mode)(x)
 
 
 @lowering.register(LabeledDiff)

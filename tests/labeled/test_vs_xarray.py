@@ -394,3 +394,30 @@ def test_reduction_scan_and_dtype_options_match_xarray(backend):
         assert_matches(out, expected, name)
     assert list(x.argmax(["c", "a"])) == ["a", "c"]  # keys in the variable's dim order, as xarray
     assert x.argmax([]) == {}
+
+
+def test_skipna_matches_xarray(backend):
+    """`skipna=True` leaves NaNs out of float reductions and scans as xarray (NumPy's nan-functions):
+    all-NaN sums are 0, all-NaN means/maxima/variances NaN, too few values for ddof NaN."""
+    a, c = dg.Dim("a", coords=["p", "q", "r"]), dg.Dim("c")
+    x = dg.labeled("x", dims=(a, c), dtype="float32")
+    i = dg.labeled("i", dims=(c,), dtype="int64")
+    data = np.array([[1.0, np.nan, 3.0, 4.0], [np.nan] * 4, [2.0, -1.0, np.nan, 5.0]], dtype="float32")
+    X = xr.DataArray(data, dims=("a", "c"), coords={"a": ["p", "q", "r"]})
+    I = xr.DataArray(np.array([3, 1, 2, 0]), dims="c")
+    cases = {}
+    warnings.simplefilter("ignore")  # NumPy warns of all-NaN slices (pytest restores the filters)
+    for kind in ("sum", "prod", "mean", "max", "min", "var", "std"):
+        for dim in ("c", "a", None):
+            cases[f"{kind} {dim}"] = (getattr(x, kind)(dim, skipna=True), getattr(X, kind)(dim, skipna=True))
+    cases["std ddof=1"] = (x.std("c", ddof=1, skipna=True), X.std("c", ddof=1, skipna=True))
+    cases["var ddof=3"] = (x.var("c", ddof=3, skipna=True), X.var("c", ddof=3, skipna=True))
+    cases["cumsum"] = (x.cumsum("c", skipna=True), X.cumsum("c", skipna=True))
+    cases["cumprod"] = (x.cumprod("a", skipna=True), X.cumprod("a", skipna=True))
+    cases["argmax"] = (x.argmax("a", skipna=True), X.argmax("a", skipna=True))
+    cases["argmin dict"] = (x.argmin(["a", "c"], skipna=True)["c"], X.argmin(["a", "c"], skipna=True)["c"])
+    cases["int: no NaNs to skip"] = (i.mean(skipna=True), I.mean(skipna=True))
+    cases["skipna=False"] = (x.sum("c", skipna=False), X.sum("c", skipna=False))
+    f = dg.function([x, i], [v for v, _ in cases.values()], backend=backend)
+    for (name, (_, expected)), out in zip(cases.items(), f(X, I)):
+        assert_matches(out, expected, name)
