@@ -6,7 +6,7 @@ import pytest
 import dimgraph as dg
 from dimgraph.core import CAReduce, Elemwise
 from dimgraph.core.fused import BLOCK_ELEMENTS, CAReduceElemwise
-from dimgraph.core.rewriting.fusion import MAX_INPUTS, MAX_STREAMS, _streams
+from dimgraph.core.rewriting.fusion import MAX_INPUTS, MAX_STEPS, MAX_STREAMS, _streams
 from dimgraph.core.scalar import Composite, ScalarOp
 
 x = dg.vector("x")
@@ -100,6 +100,20 @@ def test_input_limit():
     for v in vals[1:]:
         expected = np.sin(expected) + v
     np.testing.assert_allclose(f(*vals), expected)
+
+
+def test_kernels_are_cut_at_max_steps_and_compute_the_chain():
+    out = x
+    for k in range(3 * MAX_STEPS):
+        out = dg.sin(out) if k % 2 else out * 1.0001 + 0.5
+    f = dg.function([x], out)
+    kernels = [n for n in f.fgraph.nodes if isinstance(n.op, Elemwise)]
+    assert len(kernels) >= 4 and all(len(n.op.scalar_op.steps) <= MAX_STEPS for n in kernels)
+    v = np.linspace(-1, 1, 5)
+    expected = v
+    for k in range(3 * MAX_STEPS):
+        expected = np.sin(expected) if k % 2 else expected * 1.0001 + 0.5
+    np.testing.assert_allclose(f(v), expected, rtol=1e-12)
 
 
 def test_array_streams_are_limited_and_scalars_and_full_sums_do_not_count():
