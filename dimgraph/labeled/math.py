@@ -165,8 +165,10 @@ def astype(x, dtype):
     return LabeledElemwise(Cast(dtype=dtype))(x)
 
 
-# NOTE: the default of `skipna`: NaNs propagate (NumPy's rule). xarray's default (None) skips them for
-# float data; set this to True to follow it.
+# The default of `skipna` is NumPy's rule, NaNs propagate, where xarray's (None) skips them in float
+# data. Deliberately: a log-density that turns NaN must not sum to a finite number behind the
+# modeler's back, and the NaN-skipping forms cost extra passes (max 8x, std 16x measured on numba).
+# `skipna=True` gives xarray's results.
 SKIPNA_DEFAULT = False
 SKIPNA_KINDS = ("sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin")
 
