@@ -37,16 +37,20 @@ def _bcast(var):
     return tuple(s == 1 for s in var.type.shape)
 
 
+def print_loop(op, loop_inputs, in_dtypes, sinks, **options):
+    """The loop kernel of `op.scalar_op` over `loop_inputs` read as `in_dtypes` (Elemwise and the fused loops).
+
+    `sinks(outs)` pairs the flat refs of the composite's outputs with what each becomes (see `loop_kernel`).
+    """
+    steps, outs = flatten(op.scalar_op, len(loop_inputs))
+    bcast = [_bcast(i) for i in loop_inputs]
+    return loop_kernel(bcast, list(in_dtypes), steps, sinks(outs), op_name=str(op), **options)
+
+
 @numba_kernel.register(Elemwise)
 def _elemwise(op, node):
-    steps, outs = flatten(op.scalar_op, len(node.inputs))
-    return loop_kernel(
-        [_bcast(i) for i in node.inputs],
-        [i.type.dtype for i in node.inputs],
-        steps,
-        [(r, None) for r in outs],
-        op_name=str(op),
-    )
+    dtypes = [i.type.dtype for i in node.inputs]
+    return print_loop(op, node.inputs, dtypes, lambda outs: [(r, None) for r in outs])
 
 
 @numba_kernel.register(CAReduce)

@@ -16,9 +16,8 @@ import pickle
 
 import numpy as np
 
-from dimgraph.backends.numba.loops import loop_kernel
-from dimgraph.backends.numba.ops import _bcast, _tuple, numba_kernel
-from dimgraph.backends.numba.scalar import flatten, np_type
+from dimgraph.backends.numba.ops import _tuple, numba_kernel, print_loop
+from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
 
 
@@ -52,38 +51,28 @@ def _objmode(op_type):
 
 @numba_kernel.register(CAReduceElemwise)
 def _careduce_elemwise(op, node):
-    steps, outs = flatten(op.scalar_op, len(node.inputs))
-    return loop_kernel(
-        [_bcast(i) for i in node.inputs],
-        [i.type.dtype for i in node.inputs],
-        steps,
-        [(r, (op.reducer, tuple(op.axis), o.type.dtype)) for r, o in zip(outs, node.outputs)],
-        op_name=str(op),
-    )
+    sink, dtypes = (op.reducer, tuple(op.axis)), [i.type.dtype for i in node.inputs]
+    return print_loop(op, node.inputs, dtypes, lambda outs: [(r, sink + (o.type.dtype,)) for r, o in zip(outs, node.outputs)])
 
 
 @numba_kernel.register(IndexedLoop)
 def _indexed_loop(op, node):
-    nin = op.scalar_op.nin
-    steps, outs = flatten(op.scalar_op, nin)
     loop_inputs, tables, scatters = op.split_inputs(node.inputs)
-    table_of = dict(zip([v for v in range(nin) if op.gathered[v]], tables))
-    results, scatter_at, scatter_of = [], {}, iter(scatters)
+    table_of = dict(zip([v for v, g in enumerate(op.gathered) if g], tables))
+    sinks, scatter_at, scatter_of = [], {}, iter(scatters)
     for k, ((out, kind, reducer), o) in enumerate(zip(op.results, node.outputs)):
         dtype = o.type.dtype
-        sink = None if kind == "full" else (reducer, (0,), dtype) if kind == "reduce" else ("scatter", dtype)
-        results.append((outs[out], sink))
+        sinks.append((out, None if kind == "full" else (reducer, (0,), dtype) if kind == "reduce" else ("scatter", dtype)))
         if kind == "scatter":  # the same index array into a table of the same static length: one check
             base, idx = next(scatter_of)
             for v, table in table_of.items():
                 if loop_inputs[v] is idx and table.type.shape[0] is not None and table.type.shape == base.type.shape:
                     scatter_at[k] = v
-    return loop_kernel(
-        [_bcast(i) for i in node.inputs[:nin]],
-        list(op.scalar_op.in_dtypes),
-        steps,
-        results,
-        op_name=str(op),
+    return print_loop(
+        op,
+        loop_inputs,
+        op.scalar_op.in_dtypes,
+        lambda outs: [(outs[out], sink) for out, sink in sinks],
         gathered=op.gathered,
         scatter_at=scatter_at,
     )
