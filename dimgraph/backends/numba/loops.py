@@ -71,7 +71,9 @@ def _combine(reducer, acc, val, dtype):
     return f"{np_type(dtype)}({_COMBINE[reducer].format(acc, val)})"
 
 
-def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathered=None, scatter_at=None) -> str:
+def loop_kernel(
+    in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathered=None, scatter_at=None, reciprocals=False
+) -> str:
     """Source of `def kernel(x0, x1, ...)` computing `steps` over inputs with broadcast patterns.
 
     in_bcast: per input a tuple of bools (True where the static size is 1).
@@ -84,6 +86,7 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathere
         after the inputs): the loop reads `t{v}[x{v}[j]]` (IndexedLoop).
     scatter_at: {scatter output k: gathered input v} where `i{k}` is `x{v}` and the base has
         the table's length, so the position checked for the read serves the write too.
+    reciprocals: print divisions by loop-invariant values as products (see below).
     """
     nin = len(in_bcast)
     gathered = gathered or (False,) * nin
@@ -108,8 +111,10 @@ def loop_kernel(in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathere
         costly.append(op.name not in CHEAP or any(costly[r] for r in refs))
     # A float division by a value that is the same for the whole nest (`(y - mu) / sigma`)
     # is printed as a product with the reciprocal, computed once (see `reciprocal_exact`).
+    # The loop is then printed twice, which costs compile time: only the loops that reduce
+    # or gather (a log-density and its gradient) ask for it.
     fast_divisions = {}
-    for k, (op, refs) in enumerate(steps):
+    for k, (op, refs) in enumerate(steps if reciprocals else ()):
         v = nin + k
         if op.name == "true_div" and dtypes[v] in ("float32", "float64") and not axes[refs[1]]:
             if dtypes[refs[0]] == dtypes[refs[1]] == dtypes[v]:

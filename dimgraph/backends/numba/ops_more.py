@@ -52,7 +52,8 @@ def _objmode(op_type):
 @numba_kernel.register(CAReduceElemwise)
 def _careduce_elemwise(op, node):
     sink, dtypes = (op.reducer, tuple(op.axis)), [i.type.dtype for i in node.inputs]
-    return print_loop(op, node.inputs, dtypes, lambda outs: [(r, sink + (o.type.dtype,)) for r, o in zip(outs, node.outputs)])
+    sinks = lambda outs: [(r, sink + (o.type.dtype,)) for r, o in zip(outs, node.outputs)]  # noqa: E731
+    return print_loop(op, node.inputs, dtypes, sinks, reciprocals=True)
 
 
 @numba_kernel.register(IndexedLoop)
@@ -75,6 +76,7 @@ def _indexed_loop(op, node):
         lambda outs: [(outs[out], sink) for out, sink in sinks],
         gathered=op.gathered,
         scatter_at=scatter_at,
+        reciprocals=True,
     )
 
 
