@@ -275,7 +275,8 @@ def loop_kernel(
             src(f"o{k} = np.empty({shape_of(range(ndim))}, dtype={np_type(dtypes[ref])})")
         elif _is_scatter(red):
             src(f"o{k} = b{k}.copy()")
-            src(f"on{k} = o{k}.shape[0]")
+            if k not in scatter_at:  # else the write reuses the gather's checked position
+                src(f"on{k} = o{k}.shape[0]")
         else:
             reducer, r_axes, out_dtype = red
             kept = [a for a in range(ndim) if a not in r_axes]

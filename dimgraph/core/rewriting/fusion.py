@@ -371,10 +371,10 @@ def fuse_indexed_loops(fgraph, ctx, rewriter):
                     results.append((k, "reduce", client.op.scalar_op))
                     replaced.append(client.outputs[0])
                     forbidden.add(client)
-                elif _scatter_of(client, pos, o) is not None:
+                elif (scatter := _scatter_of(client, pos, o)) is not None:
                     results.append((k, "scatter", None))
                     replaced.append(client.outputs[0])
-                    scatter_inputs.extend(_scatter_of(client, pos, o))
+                    scatter_inputs.extend(scatter)
                     forbidden.add(client)
                 else:
                     full = True

@@ -206,5 +206,20 @@ def test_bad_construction_is_refused():
         IndexedLoop(sq, gathered=(True, False), results=((0, "full", None),))
     with pytest.raises(ValueError, match="unknown reducer"):
         IndexedLoop(sq, gathered=(False,), results=((0, "reduce", "median"),))
+    loop = IndexedLoop(sq, gathered=(False,), results=((0, "scatter", None),))
+    v, i = dg.vector("v"), dg.tensor("i", shape=(None,), dtype="int64")
+    with pytest.raises(TypeError, match="takes 3 inputs, got 1"):
+        loop(v)
+    with pytest.raises(TypeError, match="every input must be 1-d"):
+        loop(dg.matrix("m"), v, i)
+    with pytest.raises(TypeError, match="scatter base has dtype float32"):
+        loop(v, dg.tensor("b", shape=(None,), dtype="float32"), i)
+    with pytest.raises(TypeError, match="expected loop input dtypes"):
+        loop(dg.tensor("w", shape=(None,), dtype="float32"), v, i)
+    with pytest.raises(dg.ShapeError, match="different static lengths"):
+        two = Composite(in_dtypes=("float64", "float64"), steps=((ScalarOp("add"), (0, 1)),), outs=(2,))
+        IndexedLoop(two, gathered=(False, False), results=((0, "full", None),))(
+            dg.tensor("p", shape=(2,)), dg.tensor("q", shape=(3,))
+        )
     with pytest.raises(TypeError, match="index arrays must be integers"):
         IndexedLoop(sq, gathered=(True,), results=((0, "full", None),))(dg.vector("i"), dg.vector("t"))
