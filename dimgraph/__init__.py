@@ -8,10 +8,10 @@ array(3.)
 
 from dimgraph import config, core
 from dimgraph.compile.function import Function, function
-from dimgraph.compile.shared import SharedContext, shared
+from dimgraph.core.shared import SharedContext
 from dimgraph.core.basic import constant as _positional_constant  # noqa: F401
 from dimgraph.core.basic import matrix, scalar, tensor, vector
-from dimgraph.core.gradient import grad, hessian, jacobian, value_and_grad
+from dimgraph.autodiff import grad, hessian, jacobian, value_and_grad
 from dimgraph.labeled import (  # noqa: F401  (the labeled layer: the main path)
     Dim,
     ProductDim,
@@ -33,11 +33,12 @@ from dimgraph.labeled import (  # noqa: F401  (the labeled layer: the main path)
     zeros_like,
 )
 from dimgraph.labeled.math import TOP_LEVEL as _SCALAR_FUNCTIONS
+from dimgraph.labeled.shared import shared
 from dimgraph.lower import lower
 from dimgraph.errors import BackendUnavailable, DimError, InputError, NonDifferentiable, ShapeError
 from dimgraph.printing import dprint
+from dimgraph.version import __version__
 
 # dg.exp, dg.logit, dg.gammainc, ...: every scalar op whose row says top_level (labeled by dim name, positional as NumPy)
 globals().update(_SCALAR_FUNCTIONS)
 
-__version__ = "0.1.0"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.backends import get_backend
-from dimgraph.compile.io import TensorInput, TensorOutput
-from dimgraph.compile.shared import DEFAULT_CONTEXT, SharedMixin
+from dimgraph.core.io import TensorInput, TensorOutput
+from dimgraph.core.shared import DEFAULT_CONTEXT, SharedMixin
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.graph import Constant, Variable, graph_inputs
 from dimgraph.core.rewriting import rewrite_graph

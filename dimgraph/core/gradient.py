@@ -5,8 +5,8 @@ so they are rewritten, fused and compiled with the cost itself (one function
 computes a logp and its gradient in shared loops). The walk is iterative, in
 reverse topological order over the nodes that lie between the cost and the
 variables asked for; contributions of several clients are summed.
-Labeled costs are lowered first; labeled gradients come back with exactly
-the dims of the variables they are taken with respect to.
+These take positional variables; `dg.grad` and friends (`dimgraph.autodiff`)
+lower labeled costs first and give labeled gradients back.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def _sum_all(terms):
     return terms[0]
 
 
-def _check_wrt(wrt, what):
+def check_wrt(wrt, what):
     single = not isinstance(wrt, (list, tuple))
     wrt = [wrt] if single else list(wrt)
     for k, w in enumerate(wrt):
@@ -117,7 +117,7 @@ def _check_wrt(wrt, what):
     return wrt, single
 
 
-def _check_cost(cost, what):
+def check_cost(cost, what):
     if not isinstance(cost, Variable):
         cost = as_tensor(cost)
     if cost.type.ndim != 0:
@@ -131,8 +131,8 @@ def grad(cost, wrt, disconnected="raise"):
     """Gradient of a 0-d `cost` w.r.t. a variable (one result) or a list of variables (a list).
 
     `disconnected="raise"` (default) makes a variable the cost does not depend
-    on an error; `"zero"` gives zeros for it. Labeled variables get labeled
-    gradients with exactly their dims.
+    on an error; `"zero"` gives zeros for it. Positional variables only: `dg.grad`
+    takes labeled ones too.
 
     >>> import dimgraph as dg, numpy as np
     >>> x = dg.tensor("x", shape=(3,))
@@ -142,39 +142,10 @@ def grad(cost, wrt, disconnected="raise"):
     """
     if disconnected not in ("raise", "zero"):
         raise ValueError(f"grad: disconnected must be 'raise' or 'zero', got {disconnected!r}")
-    wrt, single = _check_wrt(wrt, "grad")
-    from dimgraph.labeled.ops import is_labeled
-
-    if is_labeled(cost) or any(is_labeled(w) for w in wrt):
-        grads = _labeled_grad(cost, wrt, disconnected)
-    else:
-        cost = _check_cost(cost, "grad")
-        one = constant(np.ones((), dtype=cost.type.dtype))
-        grads = vjp([cost], [one], wrt, disconnected)
+    wrt, single = check_wrt(wrt, "grad")
+    cost = check_cost(cost, "grad")
+    grads = vjp([cost], [constant(np.ones((), dtype=cost.type.dtype))], wrt, disconnected)
     return grads[0] if single else grads
-
-
-def _labeled_grad(cost, wrt, disconnected):
-    """Lower the labeled cost, differentiate positionally, put the wrt dims back."""
-    from dimgraph.labeled.basic import from_positional
-    from dimgraph.labeled.ops import is_labeled
-    from dimgraph.lower import Lowering
-
-    low = Lowering()
-    for w in wrt:
-        if w.owner is None:
-            low.get(w)
-    (pos_cost,) = low.run([cost])
-    pos_cost = _check_cost(pos_cost, "grad")
-    pos_wrt = []
-    for w in wrt:
-        p = low.memo.get(id(w), w if not is_labeled(w) else None)
-        if p is None:
-            (p,) = low.run([w])
-        pos_wrt.append(p)
-    one = constant(np.ones((), dtype=pos_cost.type.dtype))
-    grads = vjp([pos_cost], [one], pos_wrt, disconnected)
-    return [from_positional(g, w.type.dims) if is_labeled(w) else g for g, w in zip(grads, wrt)]
 
 
 def value_and_grad(cost, wrt, disconnected="raise"):
@@ -202,17 +173,14 @@ def jacobian(y, x, disconnected="zero"):
     array([[2., 0.],
            [0., 6.]])
     """
-    from dimgraph.labeled.ops import is_labeled
-
-    if is_labeled(y) or is_labeled(x):
-        return _labeled_jacobian(y, x, disconnected)
     y, x = as_tensor(y), as_tensor(x)
     if not _is_float(x):
         raise TypeError(f"jacobian: x {_label(x)} has dtype {x.type.dtype}; gradients exist only for float variables")
-    return _jacobian_positional(y, x, disconnected)
+    return jacobian_positional(y, x, disconnected)
 
 
-def _jacobian_positional(y, x, disconnected):
+def jacobian_positional(y, x, disconnected):
+    """`jacobian` of positional variables (the labeled front door, `dimgraph.autodiff`, calls it after lowering)."""
     from dimgraph.core.join import concatenate
     from dimgraph.core.shape import shape_of
     from dimgraph.core.shape_ops import reshape, zeros
@@ -231,34 +199,6 @@ def _jacobian_positional(y, x, disconnected):
         return zeros(tuple(y.type.shape) + tuple(shape_of(x)), dtype=x.type.dtype)
     stacked = rows[0] if n == 1 else concatenate(rows, axis=0)
     return reshape(stacked, tuple(y.type.shape) + tuple(shape_of(x)))
-
-
-def _labeled_jacobian(y, x, disconnected):
-    from dimgraph.labeled.basic import from_positional
-    from dimgraph.labeled.ops import is_labeled
-    from dimgraph.lower import Lowering
-
-    if not (is_labeled(y) and is_labeled(x)):
-        raise TypeError("jacobian: give y and x both labeled or both positional")
-    if not _is_float(x):
-        raise TypeError(f"jacobian: x {_label(x)} has dtype {x.type.dtype}; gradients exist only for float variables")
-    low = Lowering()
-    if x.owner is None:
-        low.get(x)
-    (pos_y,) = low.run([y])
-    pos_x = low.memo.get(id(x))
-    if pos_x is None:
-        (pos_x,) = low.run([x])
-    jac = _jacobian_positional(pos_y, pos_x, disconnected)
-    taken = {d.name for d in y.type.dims}
-    x_dims = []
-    for d in x.type.dims:
-        new = d
-        while new.name in taken:
-            new = new.rename(new.name + "_")
-        taken.add(new.name)
-        x_dims.append(new)
-    return from_positional(jac, tuple(y.type.dims) + tuple(x_dims))
 
 
 def hessian(cost, x):

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.compile.shared import DEFAULT_CONTEXT, SharedMixin, SharedTensor
+from dimgraph.core import shared as positional
+from dimgraph.core.shared import DEFAULT_CONTEXT, SharedMixin, SharedTensor
 from dimgraph.core.type import TensorType
 from dimgraph.labeled.basic import dims_of_dataarray, is_dataarray
 from dimgraph.labeled.dims import as_dim_tuple
+from dimgraph.labeled.io import LabeledInput, as_dataarray
 from dimgraph.labeled.type import LabeledType
 from dimgraph.labeled.variable import LabeledVariable
-from dimgraph.lower.io import LabeledInput, LabeledOutput
 
 
 class LabeledShared(SharedMixin, LabeledVariable):
@@ -31,7 +32,7 @@ class LabeledShared(SharedMixin, LabeledVariable):
     def get(self, ctx=None):
         """The current value in `ctx` (default: the global context) as a DataArray (a copy)."""
         value = np.array((ctx or DEFAULT_CONTEXT).get(self.shared_twin))
-        return LabeledOutput(self, []).wrap(value, [])
+        return as_dataarray(value, self.type.dims, self.name)
 
     def set(self, value, ctx=None):
         """Store `value` (a DataArray matched by dim names, or an array in dims order) in `ctx`."""
@@ -53,3 +54,17 @@ def labeled_shared(value, dims=None, name=None, dtype=None):
     twin.initial_value = arr
     var.shared_twin = twin
     return var
+
+
+def shared(value, name=None, dtype=None, dims=None):
+    """A shared variable initialised to (a copy of) `value`; labeled with `dims=` or for a DataArray.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> w = dg.shared(np.zeros(2), name="w")
+    >>> f = dg.function([], w.sum(), updates={w: w + 1})
+    >>> float(f()), float(f()), w.get().tolist()
+    (0.0, 2.0, [2.0, 2.0])
+    """
+    if dims is not None or is_dataarray(value):
+        return labeled_shared(value, dims=dims, name=name, dtype=dtype)
+    return positional.shared(value, name=name, dtype=dtype)

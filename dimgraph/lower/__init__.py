@@ -131,8 +131,9 @@ def lower(outputs):
 
 def lower_io(inputs, outputs):
     """Positional inputs/outputs for `dg.function`, with input converters, output wrappers and checks."""
-    from dimgraph.compile.io import TensorInput, TensorOutput
-    from dimgraph.lower.io import LabeledInput, LabeledOutput, label_checks, size_checks
+    from dimgraph.core.io import TensorInput, TensorOutput
+    from dimgraph.labeled.io import LabeledInput
+    from dimgraph.lower.io import LabeledOutput, label_checks, size_checks
 
     low = Lowering()
     pos_inputs = [low.get(v) for v in inputs]

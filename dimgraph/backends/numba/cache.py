@@ -26,7 +26,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-import dimgraph
+from dimgraph.version import __version__
 
 _LOADED: dict = {}  # digest -> module, for this process
 
@@ -39,13 +39,13 @@ def version_tag() -> str:
     calls, so the helper modules' text is part of every key.
     """
     from dimgraph.backends.numba import fallback, runtime, views
-    from dimgraph.core import scalar
+    from dimgraph.core import scalar, special
 
     helpers = hashlib.blake2b(digest_size=6)
-    for mod in (runtime, views, fallback, scalar):
+    for mod in (runtime, views, fallback, scalar, special):
         helpers.update(Path(mod.__file__).read_bytes())
     return (
-        f"numba{numba.__version__}-dimgraph{dimgraph.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
+        f"numba{numba.__version__}-dimgraph{__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
         f"-{helpers.hexdigest()}"
     )
 

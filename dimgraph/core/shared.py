@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.compile.io import TensorInput
+from dimgraph.core.io import TensorInput
 from dimgraph.core.type import TensorType
 from dimgraph.core.variable import TensorVariable
 
@@ -61,19 +61,8 @@ class SharedTensor(SharedMixin, TensorVariable):
     __slots__ = ("initial_value",)
 
 
-def shared(value, name=None, dtype=None, dims=None):
-    """A shared variable initialised to (a copy of) `value`; labeled with `dims=` or for a DataArray.
-
-    >>> import dimgraph as dg, numpy as np
-    >>> w = dg.shared(np.zeros(2), name="w")
-    >>> f = dg.function([], w.sum(), updates={w: w + 1})
-    >>> float(f()), float(f()), w.get().tolist()
-    (0.0, 2.0, [2.0, 2.0])
-    """
-    if dims is not None or (hasattr(value, "dims") and hasattr(value, "indexes")):
-        from dimgraph.labeled.shared import labeled_shared
-
-        return labeled_shared(value, dims=dims, name=name, dtype=dtype)
+def shared(value, name=None, dtype=None):
+    """A positional shared variable initialised to (a copy of) `value` (`dg.shared` also makes labeled ones)."""
     arr = np.array(value, dtype=dtype)
     var = SharedTensor(TensorType(arr.dtype.name, arr.shape), name=name)
     arr.setflags(write=False)

@@ -1,0 +1,108 @@
+"""The package's layers: every module imports only from its own layer or the layers below it.
+
+    errors, config, version  <-  core  <-  labeled  <-  lower  <-  backends (core only)  <-  compile, printing
+    <-  the public face (dimgraph/__init__.py and the top-level front doors)
+
+Every import is read from the source (function-level ones included, so a
+cycle broken by a lazy import still counts). One exception is named below.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+import dimgraph
+
+PACKAGE = pathlib.Path(dimgraph.__file__).parent
+
+ORDER = ["base", "core", "labeled", "lower", "backends", "compile", "face"]
+BASE = {"dimgraph.errors", "dimgraph.config", "dimgraph.version"}
+# backends see only core (and base): a backend never reads Dims, labeled ops or the compile layer
+ALLOWED_BY_BACKENDS = {"base", "core", "backends"}
+# `Variable.eval` compiles and runs the variable: the one convenience that reaches up from core to compile.
+EXCEPTIONS = {("dimgraph.core.graph", "dimgraph.compile.function")}
+
+
+def layer(module: str) -> str:
+    if module in BASE:
+        return "base"
+    parts = module.split(".")
+    if len(parts) > 1 and parts[1] in ("core", "labeled", "lower", "backends", "compile"):
+        return parts[1]
+    if module == "dimgraph.printing":
+        return "compile"  # the text forms of graphs and compiled functions
+    return "face"
+
+
+def module_name(path: pathlib.Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: pathlib.Path, module: str):
+    """(line, imported module) for every import in the file; `from pkg import name` counts pkg.name if a module."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                is_module = (PACKAGE.parent / sub.replace(".", "/")).with_suffix(".py").exists() or (
+                    PACKAGE.parent / sub.replace(".", "/")
+                ).is_dir()
+                yield node.lineno, sub if is_module else base
+
+
+def violations(files):
+    """`files`: (path, module name) pairs."""
+    found = []
+    for path, module in files:
+        here = layer(module)
+        for line, target in sorted(set(imports_of(path, module))):
+            if not target.startswith("dimgraph"):
+                continue
+            there = layer(target)
+            upward = ORDER.index(there) > ORDER.index(here)
+            sideways = here == "backends" and there not in ALLOWED_BY_BACKENDS
+            if (upward or sideways) and (module, target) not in EXCEPTIONS:
+                found.append(f"{path}:{line}: {module} ({here}) imports {target} ({there})")
+    return found
+
+
+MODULES = [(p, module_name(p)) for p in sorted(PACKAGE.rglob("*.py"))]
+
+
+def test_no_module_imports_upward():
+    found = violations(MODULES)
+    assert not found, "imports against the layer order:\n" + "\n".join(found)
+
+
+def test_the_exception_is_still_needed():
+    """A named exception that no import uses any more must go."""
+    used = {(m, t) for p, m in MODULES for _, t in imports_of(p, m)}
+    assert EXCEPTIONS <= used
+
+
+@pytest.mark.parametrize(
+    "module, source",
+    [
+        ("dimgraph.core.injected", "def f():\n    from dimgraph.labeled.ops import is_labeled\n"),  # function-level
+        ("dimgraph.labeled.injected", "from dimgraph.compile import function\n"),
+        ("dimgraph.backends.injected", "from dimgraph.lower.io import LabeledOutput\n"),  # backends see core only
+        ("dimgraph.core.injected", "from .. import lower\n"),  # relative
+        ("dimgraph.errors", "import dimgraph\n"),  # the package root is the public face
+    ],
+)
+def test_an_injected_violation_is_caught(tmp_path, module, source):
+    """The checker itself: each of these imports, in a module of that name, is reported."""
+    fake = tmp_path / "injected.py"
+    fake.write_text(source)
+    assert len(violations([(fake, module)])) == 1
