@@ -59,6 +59,7 @@ import numba
 
 from dimgraph.backends.numba.cache import constant as _constant
 from dimgraph.backends.numba.cache import kernel as _kernel
+from dimgraph.backends.numba.cache import verified as _verified
 
 _jitted = None
 
@@ -67,7 +68,7 @@ def jitted_graph():
     # `graph` compiled by Numba as one function (machine code cached beside this file)
     global _jitted
     if _jitted is None:
-        _jitted = numba.njit({JIT_OPTIONS})(graph)
+        _jitted = _verified(numba.njit({JIT_OPTIONS})(graph))
     return _jitted
 
 
