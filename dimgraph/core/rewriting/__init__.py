@@ -54,6 +54,7 @@ def rewrite_graph(fgraph, rewrites="default", backend=None):
     if spec.include == ():
         return fgraph
     ctx = Context(fgraph, spec, trace)
+    ctx.backend = backend  # inner graphs are rewritten for the same backend
     merge_on = spec.enabled(MERGE)
     for phase in PHASES:
         if phase.name == "cleanup":
