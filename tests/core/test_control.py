@@ -373,3 +373,36 @@ def test_labeled_ifelse_broadcasts_by_name(backend):
     assert got.dims == ("a", "b")
     np.testing.assert_allclose(got.values, np.broadcast_to([[1.0], [2.0]], (2, 3)))
     np.testing.assert_allclose(f(np.array([1.0, 2.0]), np.array([3.0, 4.0, 5.0]), -1.0).values, np.broadcast_to([3.0, 4.0, 5.0], (2, 3)))
+
+
+# -- OpFromGraph ------------------------------------------------------------------------------------
+
+
+def _softplus_macro(**kw):
+    a = dg.vector("a")
+    return dg.op_from_graph([a], [dg.log1p(dg.exp(a))], **kw)
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_op_from_graph_values_and_derived_gradient(backend, inline):
+    op = _softplus_macro(inline=inline)
+    x = dg.vector("x")
+    y = op(x).sum()
+    f = dg.function([x], [y, dg.grad(y, x)], backend=backend)
+    kept = any(type(n.op).__name__ == "OpFromGraph" for n in f.fgraph.toposort())
+    assert kept == (not inline)
+    xv = np.array([-1.0, 0.5, 2.0])
+    val, g = f(xv)
+    np.testing.assert_allclose(val, np.log1p(np.exp(xv)).sum())
+    np.testing.assert_allclose(g, 1 / (1 + np.exp(-xv)))
+
+
+def test_op_from_graph_user_gradient_is_used():
+    op = _softplus_macro(grad=lambda ins, gs: [gs[0] * 2.0])
+    x = dg.vector("x")
+    g = dg.grad(op(x).sum(), x)
+    np.testing.assert_allclose(g.eval({x: np.zeros(3)}, backend="python"), [2.0, 2.0, 2.0])
+
+
+def test_op_from_graph_built_twice_is_one_op():
+    assert _softplus_macro() == _softplus_macro() and hash(_softplus_macro()) == hash(_softplus_macro())

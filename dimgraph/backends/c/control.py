@@ -8,7 +8,7 @@ when the C entry reaches it, so every value upstream has been computed by C; the
 host step runs the loop, each step one call of the body compiled by this same
 backend (its kernels are C; the stepping costs a few microseconds of Python),
 and writes the results into the buffers the plan gave the node's outputs.
-`IfElse` does the same with the taken branch only. An exception in a host
+`IfElse` does the same with the taken branch only, a kept `OpFromGraph` with its graph. An exception in a host
 step travels back through the C return code and is raised as itself.
 
 Output buffers are allocated by the plan: a loop's last states have their
@@ -29,6 +29,7 @@ from dimgraph.backends.c.emit import CImpl, c_impl
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import Loop, Scan, check_state_shape
+from dimgraph.core.opfromgraph import OpFromGraph
 
 _JOBS = {}  # key -> the host step waiting for the C call in progress to reach it
 _KEYS = itertools.count(1)
@@ -126,6 +127,21 @@ def _ifelse(op, node):
     def job(ins, outs):
         results = (then_fn if bool(ins[0]) else else_fn)(list(ins[1:]))
         for out, r in zip(outs, results):
+            out[...] = r
+
+    return _impl(node, outputs_of, job)
+
+
+@c_impl.register(OpFromGraph)
+def _op_from_graph(op, node):
+    fn = _compiled(op.graph)
+    static = all(None not in o.type.shape for o in node.outputs)
+
+    def outputs_of(ctx, ins):
+        return [np.empty(o.type.shape, dtype=o.type.dtype) for o in node.outputs] if static else None
+
+    def job(ins, outs):
+        for out, r in zip(outs, fn(list(ins))):
             out[...] = r
 
     return _impl(node, outputs_of, job)

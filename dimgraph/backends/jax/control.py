@@ -1,4 +1,5 @@
-"""JAX entries for control flow: `Loop`/`Scan` -> `lax.scan` / `lax.fori_loop` / `lax.while_loop`, `IfElse` -> `lax.cond`.
+"""JAX entries for control flow: `Loop`/`Scan` -> `lax.scan` / `lax.fori_loop` / `lax.while_loop`, `IfElse` -> `lax.cond`, a kept
+`OpFromGraph` traced inline.
 
 An inner graph becomes a pure function with `compiler.graph_function`, as a
 whole graph does. Run-time checks inside a body or a branch (`checks.py`)
@@ -21,6 +22,7 @@ from dimgraph.backends.jax.dispatch import is_static, jax_impl, static_int
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.opfromgraph import OpFromGraph
 
 
 def _inner_function(graph):
@@ -130,3 +132,11 @@ def _ifelse(op, node):
         return list(outs)
 
     return lambda inputs: branch(inputs[0], inputs[1:])
+
+
+@jax_impl.register(OpFromGraph)
+def _op_from_graph(op, node):
+    from dimgraph.backends.jax.compiler import graph_function
+
+    graph = graph_function(FunctionGraph(op.graph.inputs, op.graph.outputs, clone=True))
+    return lambda inputs: graph(*inputs)

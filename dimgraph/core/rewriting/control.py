@@ -12,6 +12,8 @@
   only when the loop provably runs at least one step (n_steps a constant >= 1
   and no while condition); otherwise hoisting it could raise where the loop,
   running zero times, would not. Ops that cannot raise always move.
+- `inline_op_from_graph` (canonicalize): an OpFromGraph becomes its graph
+  unless it was made with `inline=False`.
 - `inner_graph_rewrite` (phase "inner", after fusion): every inner graph gets
   the whole phase list with the same spec (canonicalize, stabilize, fusion:
   a loop body is fused like any graph), once per distinct inner graph.
@@ -28,6 +30,7 @@ from dimgraph.core.graph import Constant, clone_graph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.inner import InnerGraph
 from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.opfromgraph import OpFromGraph
 from dimgraph.core.math import ge
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.rewriting.engine import GraphRewriter, node_rewriter
@@ -119,6 +122,12 @@ def loop_invariant_code_motion(fgraph, node):
     return new_op.make_node(*node.inputs, *outer).outputs
 
 
+@node_rewriter([OpFromGraph], tags=("canonicalize", "control"))
+def inline_op_from_graph(fgraph, node):
+    """OpFromGraph(x) -> its graph on x, unless made with inline=False."""
+    return node.op.graph.apply(node.inputs) if node.op.inline else None
+
+
 def inner_graphs(op):
     """{field name: InnerGraph} of an op that carries inner graphs (empty for the others)."""
     if isinstance(op, (Loop, Scan)):
@@ -158,5 +167,5 @@ def rewrite_inner_graphs(fgraph, ctx, rewriter):
         ctx.replace(rewriter, node, list(zip(node.outputs, new_node.outputs)))
 
 
-CONTROL_CANONICALIZE = [scan_to_loop, loop_invariant_code_motion]
+CONTROL_CANONICALIZE = [scan_to_loop, loop_invariant_code_motion, inline_op_from_graph]
 INNER = GraphRewriter("inner_graph_rewrite", rewrite_inner_graphs, tags=("inner", "control"))
