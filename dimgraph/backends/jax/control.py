@@ -75,6 +75,8 @@ def _loop(op, node):
                     raise ValueError(f"{op.name}: state {k} has shape {old.shape} before a step and {new.shape} after it")
             return outs, tuple(a & b for a, b in zip(carry[1], oks))
 
+        if is_static(n) and int(n) <= 0:  # no step: the body is not traced (it may index empty sequences)
+            return list(states) + [jnp.zeros((0,) + states[k].shape, dtype=states[k].dtype) for k in traced]
         checks = _discover(body, jnp.asarray(0, dtype=jnp.int64), *states, *consts)
         carry = (states, tuple(jnp.asarray(True) for _ in checks))
         if until is not None:
