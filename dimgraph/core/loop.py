@@ -120,12 +120,14 @@ def check_state_shape(name, k, old, new):
 
 @dataclass(frozen=True)
 class Scan(_LoopOp):
-    """Outputs: every state's last value, then every state's trace (values after each step, stacked first)."""
+    """Outputs: every state's last value, then every tensor state's trace (values after each step, stacked first)."""
 
     name: str = field(default="scan", compare=False)
 
     def _traced(self):
-        return tuple(range(self.n_states))
+        """Every tensor state (a state of another type, an RNG state, has no trace)."""
+        types = self.body.input_types[1 : 1 + self.n_states]
+        return tuple(k for k, t in enumerate(types) if isinstance(t, TensorType))
 
     def make_node(self, n_steps, *rest):
         return self._make(n_steps, rest[: self.n_states], rest[self.n_states :])
@@ -246,7 +248,7 @@ def scan_from_graph(index, states, consts, new_states, n_steps, init, const_valu
     """Apply a Scan whose body maps placeholders `(index, *states, *consts)` to `new_states`.
 
     Outer values the body reads beside its placeholders become extra constants
-    (found by `free_inputs`). Returns `(finals, traces)`.
+    (found by `free_inputs`). Returns `(finals, traces)`, traces[k] None for a non-tensor state.
     """
     from dimgraph.core.basic import as_tensor
 
@@ -257,8 +259,12 @@ def scan_from_graph(index, states, consts, new_states, n_steps, init, const_valu
             raise TypeError(f"{name}: state {k} is {p.type} before a step but {v.type} after it")
     free = free_inputs(new_states, placeholders)
     body = InnerGraph(placeholders + free, new_states)
-    outs = Scan(body, len(states), name=name).make_node(n_steps, *init, *const_values, *free).outputs
-    return outs[: len(states)], outs[len(states) :]
+    op = Scan(body, len(states), name=name)
+    outs = op.make_node(n_steps, *init, *const_values, *free).outputs
+    traces = [None] * len(states)
+    for m, k in enumerate(op._traced()):
+        traces[k] = outs[len(states) + m]
+    return outs[: len(states)], traces
 
 
 def loop_from_graph(index, states, consts, new_states, n_steps, init, const_values, until=None, name="loop"):

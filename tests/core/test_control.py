@@ -406,3 +406,53 @@ def test_op_from_graph_user_gradient_is_used():
 
 def test_op_from_graph_built_twice_is_one_op():
     assert _softplus_macro() == _softplus_macro() and hash(_softplus_macro()) == hash(_softplus_macro())
+
+
+# -- states of any type, shared variables -----------------------------------------------------------
+
+
+def test_a_state_may_have_any_type():
+    """A non-tensor state (as an RNG state will be) is carried through; only tensor states have traces."""
+    from dataclasses import dataclass
+
+    from dimgraph.core.graph import Apply, Op, Variable
+    from dimgraph.core.type import Type
+
+    @dataclass(frozen=True)
+    class TokenType(Type):
+        def make_variable(self, name=None):
+            return Variable(self, name=name)
+
+    @dataclass(frozen=True)
+    class Next(Op):
+        """A token -> (the next token, a draw)."""
+
+        def make_node(self, token):
+            return Apply(self, [token], [TokenType(), dg.core.TensorType("float64", ())])
+
+        def perform(self, node, inputs):
+            return [inputs[0] + 1, np.asarray(float(inputs[0]))]
+
+    token = TokenType().make_variable("token")
+
+    def step(tok, total):
+        new_tok, draw = Next()(tok)
+        return new_tok, total + draw
+
+    (tok_f, total_f), (tok_t, total_t) = dg.scan(step, init=[token, dg.core.constant(0.0)], n_steps=4)
+    assert tok_t is None and tok_f.type == TokenType()
+    node = total_f.owner
+    out = node.op.perform(node, [np.int64(4), 10, np.asarray(0.0)])
+    assert out[0] == 14 and float(out[1]) == 10 + 11 + 12 + 13
+    np.testing.assert_allclose(out[2], [10, 21, 33, 46])
+
+
+def test_a_shared_variable_is_a_state_and_its_update_lands(backend):
+    w = dg.shared(np.zeros(2), name="w")
+    x = dg.vector("x", size=2)
+    final, _ = dg.scan(lambda s: s + x, init=w, n_steps=3)
+    ctx = dg.SharedContext()
+    f = dg.function([x], final, updates={w: final}, backend=backend)
+    np.testing.assert_allclose(f(np.ones(2), ctx=ctx), [3.0, 3.0])
+    np.testing.assert_allclose(f(np.ones(2), ctx=ctx), [6.0, 6.0])
+    np.testing.assert_allclose(w.get(ctx=ctx), [6.0, 6.0])

@@ -58,8 +58,9 @@ def scan_to_loop(fgraph, node):
     """Scan -> Loop storing only the traces read; trace[-1] -> the last state."""
     op, ns = node.op, node.op.n_states
     traced, last_reads = [], []
-    for k in range(ns):
-        clients = [c for c, _ in fgraph.clients.get(node.outputs[ns + k], {})]
+    trace_of = {k: node.outputs[ns + m] for m, k in enumerate(op._traced())}
+    for k, trace in trace_of.items():
+        clients = [c for c, _ in fgraph.clients.get(trace, {})]
         if not clients:
             continue
         if all(_reads_last(c) for c in clients):
@@ -69,7 +70,7 @@ def scan_to_loop(fgraph, node):
     new = Loop(op.body, ns, traced=tuple(traced), name=op.name).make_node(*node.inputs).outputs
     repl = {node.outputs[k]: new[k] for k in range(ns)}
     for m, k in enumerate(traced):
-        repl[node.outputs[ns + k]] = new[ns + m]
+        repl[trace_of[k]] = new[ns + m]
     for k, clients in last_reads:
         last = new[k]
         if not _runs_a_step(op, node):
