@@ -78,3 +78,4 @@ __version__ = "0.1.0"
 
 # control flow (issue 16): loops and lazy branches over labeled or positional variables
 from dimgraph.control import ifelse, scan, while_loop  # noqa: E402
+from dimgraph.core.opfromgraph import op_from_graph  # noqa: E402

@@ -27,6 +27,7 @@ import ctypes
 import numpy as np
 
 from dimgraph.backends.c import emit_more  # noqa: F401  (registers the indexing, join, linalg and extra emitters)
+from dimgraph.backends.c import control  # noqa: F401  (loops and branches as host steps: issue 16)
 from dimgraph.backends.c.build import CCompileError, load  # noqa: F401
 from dimgraph.backends.c.emit import MissingEmitter, Operands, c_impl  # noqa: F401
 from dimgraph.backends.c.scalar import PRELUDE
