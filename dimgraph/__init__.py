@@ -7,6 +7,7 @@ array(3.)
 """
 
 from dimgraph import config, core
+from dimgraph.compile.flat import FlatParams, flat_value_and_grad
 from dimgraph.compile.function import Function, function
 from dimgraph.compile.shared import SharedContext, shared
 from dimgraph.core.basic import constant as _positional_constant  # noqa: F401
