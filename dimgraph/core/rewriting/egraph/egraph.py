@@ -174,7 +174,7 @@ class EGraph:
         ca.parents.extend(cb.parents)
         ca.type = typ
         ca.size = min(ca.size, cb.size)
-        if _is_constant(cb.rep) and not _is_constant(ca.rep):
+        if _constness(cb.rep) > _constness(ca.rep):  # rules look for constants: show one when there is one
             ca.rep = cb.rep
         del self.classes[b]
         self.pending.append(a)
@@ -230,7 +230,8 @@ class EGraph:
         return self.n_nodes
 
 
-def _is_constant(var):
-    return isinstance(var, Constant) or (
-        var.owner is not None and isinstance(var.owner.op, DimShuffle) and isinstance(var.owner.inputs[0], Constant)
-    )
+def _constness(var):
+    """2 for a constant, 1 for a DimShuffle of one (what `const_data` sees through), else 0."""
+    if isinstance(var, Constant):
+        return 2
+    return int(var.owner is not None and isinstance(var.owner.op, DimShuffle) and isinstance(var.owner.inputs[0], Constant))

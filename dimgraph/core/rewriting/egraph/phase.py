@@ -14,14 +14,14 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from dimgraph.core.rewriting.egraph.cost import estimate_size
+from dimgraph.core.rewriting.egraph.cost import MASK_FRACTION, estimate_size
 from dimgraph.core.rewriting.egraph.egraph import LEAF, EGraph
 from dimgraph.core.rewriting.egraph.extract import ExtractionError, build, choose
 from dimgraph.core.rewriting.egraph.rules import EGRAPH_RULES
 from dimgraph.core.rewriting.egraph.translate import NodeRewrite, PatRewrite
 from dimgraph.core.rewriting.pattern import Rule
 
-DEFAULTS = {"node_limit": 20_000, "time_limit": 5.0, "iter_limit": 30}
+DEFAULTS = {"node_limit": 20_000, "time_limit": 5.0, "iter_limit": 30, "mask_fraction": MASK_FRACTION}
 
 
 @dataclass
@@ -45,11 +45,14 @@ class EGraphReport:
         )
 
 
-def _size_of(enode, eg, out_type):
-    if enode.op == LEAF:
-        return estimate_size(None, out_type, [], [])
-    children = [eg[c] for c in enode.children]
-    return estimate_size(enode.op, out_type, [c.type for c in children], [c.size for c in children])
+def _sizer(mask_fraction):
+    def size_of(enode, eg, out_type):
+        if enode.op == LEAF:
+            return estimate_size(None, out_type, [], [])
+        children = [eg[c] for c in enode.children]
+        return estimate_size(enode.op, out_type, [c.type for c in children], [c.size for c in children], mask_fraction)
+
+    return size_of
 
 
 class _Tagged:
@@ -108,7 +111,7 @@ class EGraphPhase:
 
     def _saturate_and_extract(self, fgraph, ctx, report, start):
         opts = self.options
-        eg = EGraph(_size_of)
+        eg = EGraph(_sizer(opts["mask_fraction"]))
         for v in fgraph.inputs:
             eg.add_leaf(v)
         roots = eg.add_graph(fgraph.outputs)
@@ -133,7 +136,7 @@ class EGraphPhase:
                 check()
             if not changed:
                 break
-        best = choose(eg)
+        best = choose(eg, opts["mask_fraction"])
         outputs = build(eg, best, roots)
         report.cost = sum(best[eg.find(r)][0] for r in set(eg.find(r) for r in roots))
         for old, new in zip(fgraph.outputs, outputs):
