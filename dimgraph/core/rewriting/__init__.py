@@ -55,6 +55,7 @@ def rewrite_graph(fgraph, rewrites="default", backend=None):
     if spec.include == ():
         return fgraph
     ctx = Context(fgraph, spec, trace)
+    ctx.backend = backend  # inner graphs are rewritten for the same backend
     merge_on = spec.enabled(MERGE)
     phases = PHASES
     if spec.egraph is not None:  # experimental: one e-graph phase instead of canonicalize/stabilize/specialize
