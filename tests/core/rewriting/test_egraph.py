@@ -162,3 +162,20 @@ def test_cost_model_counts_fusion_kernels_and_transcendentals():
     assert a.transcendental == b.transcendental == 100 * (cost.TRANSCENDENTAL_COST["exp"] + cost.TRANSCENDENTAL)
     assert a.total < b.total
     assert a.total == cost.KERNEL + 201 * cost.ELEMENT + a.transcendental + cost.ARITH * 200
+
+
+def test_scan_graphs_keep_their_control_flow_rewrites():
+    """Rewrites that read the graph's clients (Scan -> Loop) run on the extracted graph."""
+    from dimgraph.core.loop import Loop, Scan
+
+    t = dg.Dim("t", size=4)
+    eps = dg.labeled("eps", dims=(t,))
+    final, trace = dg.scan(lambda x, e: 0.5 * x + dg.log(1 + e * e), init=dg.constant(0.0, dims=()), sequences=eps, dim=t)
+    f = dg.function([eps], final, rewrites=EGRAPH, backend="python")
+    assert f.rewrite_trace.counts["scan_to_loop"] == 1
+    assert any(isinstance(op, Loop) for op in ops_of(f)) and not any(isinstance(op, Scan) for op in ops_of(f))
+    e = np.array([1.0, -2.0, 0.5, 3.0])
+    want = 0.0
+    for v in e:
+        want = 0.5 * want + np.log1p(v * v)
+    np.testing.assert_allclose(f(e).values, want)

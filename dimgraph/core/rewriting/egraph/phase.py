@@ -19,6 +19,7 @@ from dimgraph.core.rewriting.egraph.egraph import LEAF, EGraph
 from dimgraph.core.rewriting.egraph.extract import ExtractionError, build, choose
 from dimgraph.core.rewriting.egraph.rules import EGRAPH_RULES
 from dimgraph.core.rewriting.egraph.translate import NodeRewrite, PatRewrite
+from dimgraph.core.rewriting.engine import LocalPhase
 from dimgraph.core.rewriting.pattern import Rule
 
 DEFAULTS = {"node_limit": 20_000, "time_limit": 5.0, "iter_limit": 30, "mask_fraction": MASK_FRACTION}
@@ -73,7 +74,11 @@ class EGraphPhase:
         if unknown:
             raise ValueError(f"rewrites['egraph']: unknown options {sorted(unknown)}; expected {sorted(DEFAULTS)}")
         self.options = {**DEFAULTS, **(options or {})}
-        self.rewriters = [rw for phase in self.phases for rw in phase.rewriters]
+        rewriters = [rw for phase in self.phases for rw in phase.rewriters]
+        # Control-flow rewrites read the graph's clients (which traces are read), a fact of one graph
+        # and not of an e-graph: they run on the extracted graph, as a canonicalize phase of their own.
+        self.rewriters = [rw for rw in rewriters if "control" not in rw.tags]
+        self.after = LocalPhase("canonicalize", [rw for rw in rewriters if "control" in rw.tags])
 
     def _rules(self, spec):
         rules = []
@@ -108,6 +113,7 @@ class EGraphPhase:
             if new is not old and old in fgraph.clients:
                 fgraph.replace(old, new, reason="egraph")
                 ctx.changed = True
+        self.after.run(fgraph, ctx)
 
     def _saturate_and_extract(self, fgraph, ctx, report, start):
         opts = self.options
