@@ -200,8 +200,11 @@ def as_apply(eg, enode, reps):
     origin = eg.origin.get(enode)
     if origin is not None and origin.owner is not None and all(a is b for a, b in zip(origin.owner.inputs, reps)):
         return origin.owner
-    try:
-        node = enode.op.make_node(*reps)
-    except Exception:  # noqa: BLE001 - an op that cannot be rebuilt on these terms is skipped
-        return None
-    return node if isinstance(node, Apply) else None
+    key = (enode, tuple(id(r) for r in reps))
+    if key not in eg.applies:
+        try:
+            node = enode.op.make_node(*reps)
+        except Exception:  # noqa: BLE001 - an op that cannot be rebuilt on these terms is skipped
+            node = None
+        eg.applies[key] = (node if isinstance(node, Apply) else None, reps)  # reps kept alive: ids stay unique
+    return eg.applies[key][0]
