@@ -75,3 +75,9 @@ from dimgraph.errors import BackendUnavailable, DimError, InputError, NonDiffere
 from dimgraph.printing import dprint
 
 __version__ = "0.1.0"
+
+# random draws and log densities (issue 17)
+from dimgraph import dist  # noqa: E402
+from dimgraph.compile.random import RandomStream, rng  # noqa: E402,F401
+from dimgraph.core.random import rng_state, seed_state  # noqa: E402,F401
+from dimgraph.labeled.distributions import log_softmax, softmax  # noqa: E402,F401
