@@ -76,6 +76,9 @@ from dimgraph.printing import dprint
 
 __version__ = "0.1.0"
 
+# control flow (issue 16): loops and lazy branches over labeled or positional variables
+from dimgraph.control import ifelse, scan, while_loop  # noqa: E402
+
 # random draws and log densities (issue 17)
 from dimgraph import dist  # noqa: E402
 from dimgraph.compile.random import RandomStream, rng  # noqa: E402,F401
