@@ -373,3 +373,26 @@ def test_softmax_and_log_softmax_match_scipy(backend):
     assert sm.dims == ("k", "row")
     np.testing.assert_allclose(sm.values, softmax(data, axis=0), rtol=1e-12)
     np.testing.assert_allclose(lsm.values, log_softmax(data, axis=0), rtol=1e-12)
+
+
+def test_random_walk_in_scan_threads_the_state(backend):
+    if backend == "c":
+        pytest.skip("the c backend has no Loop emitter yet (control flow runs on python, numba and jax)")
+    t, chain = dg.Dim("t", size=4), dg.Dim("chain", size=500)
+    s = dg.rng_state("s")
+
+    def step(x, state):
+        state, eps = dg.dist.normal(0.0, 1.0).draw(state, extra_dims=(chain,))
+        return x + eps, state
+
+    (final_x, final_state), (walk, _) = dg.scan(step, init=[dg.constant(np.zeros(500), dims=(chain,)), s], dim=t)
+    unrolled, state = [], s
+    for _ in range(4):  # the same draws made one after another outside a loop
+        state, eps = dg.dist.normal(0.0, 1.0).draw(state, extra_dims=(chain,))
+        unrolled.append(eps)
+    f = dg.function([s], [walk, final_state, *unrolled], backend=backend)
+    walk_values, after, *steps = f(dg.seed_state(9))
+    assert walk_values.dims == ("t", "chain")
+    np.testing.assert_allclose(walk_values.values, np.cumsum([e.values for e in steps], axis=0), rtol=1e-12)
+    assert int(after[2]) == 4
+    assert stats.kstest(np.diff(walk_values.values, axis=0).ravel(), stats.norm().cdf).pvalue > 1e-3
