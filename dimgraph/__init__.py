@@ -80,3 +80,9 @@ __version__ = "0.1.0"
 # control flow (issue 16): loops and lazy branches over labeled or positional variables
 from dimgraph.control import ifelse, scan, while_loop  # noqa: E402
 from dimgraph.core.opfromgraph import op_from_graph  # noqa: E402
+
+# random draws and log densities (issue 17)
+from dimgraph import dist  # noqa: E402
+from dimgraph.compile.random import RandomStream, rng  # noqa: E402,F401
+from dimgraph.core.random import rng_state, seed_state  # noqa: E402,F401
+from dimgraph.labeled.distributions import log_softmax, softmax  # noqa: E402,F401

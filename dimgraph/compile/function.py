@@ -190,6 +190,7 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
     dataset = dataset_names(outputs) if options.get("output") == "dataset" else None
     options = {k: v for k, v in options.items() if not (dataset is not None and k == "output")}
     updates = dict(updates or {})
+    updates.update(_rng_updates(outputs, updates))
     for v in inputs:
         if not isinstance(v, Variable) or v.owner is not None or isinstance(v, Constant):
             raise TypeError(f"function inputs must be graph inputs (no owner, not constants); got {v!r}")
@@ -230,6 +231,13 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
     return f
 
 
+def _rng_updates(outputs, explicit):
+    """The next states of the `dg.rng` stream states the outputs draw from (explicit updates win)."""
+    from dimgraph.compile.random import default_updates
+
+    return default_updates(outputs, explicit)
+
+
 def _lower_io(inputs, outputs):
     """Positional stand-ins for labeled inputs/outputs, with their converters and wrappers."""
     if all(isinstance(v.type, TensorType) for v in inputs + outputs):
@@ -240,6 +248,14 @@ def _lower_io(inputs, outputs):
     return lower_io(inputs, outputs)
 
 
+def _from_labeled(value):
+    """True for a positional value computed by labeled ops (an RNG state after labeled draws)."""
+    from dimgraph.core.graph import ancestors
+    from dimgraph.labeled.ops import LabeledOp
+
+    return value.owner is not None and any(v.owner is not None and isinstance(v.owner.op, LabeledOp) for v in ancestors([value]))
+
+
 def _lower_updates(updates):
     out = []
     for target, value in updates.items():
@@ -247,7 +263,7 @@ def _lower_updates(updates):
             from dimgraph.core.basic import constant
 
             value = constant(value)
-        if not isinstance(value.type, TensorType):
+        if not isinstance(value.type, TensorType) or _from_labeled(value):
             from dimgraph.lower import lower_update
 
             value = lower_update(target, value)

@@ -20,6 +20,7 @@ from dimgraph.labeled.dims import fmt_dims
 from dimgraph.labeled.ops import LabeledOp, is_labeled
 from dimgraph.lower import combine as _combine  # noqa: F401  (registers stack/unstack/concat/dot rules)
 from dimgraph.lower import indexing as _indexing  # noqa: F401  (registers the indexing rules)
+from dimgraph.lower import random as _random  # noqa: F401  (registers the random-draw rule)
 from dimgraph.lower.rules import lowering
 
 
