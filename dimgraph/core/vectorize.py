@@ -83,36 +83,40 @@ def _out_list(res):
     return list(res) if isinstance(res, (list, tuple)) else [res]
 
 
-def vectorize_graph(outputs, replace):
+def vectorize_graph(outputs, replace, node_rule=None):
     """`outputs` rebuilt with each key of `replace` swapped for its value, which may carry new leading axes.
 
     Positional: a replacement has the replaced variable's axes plus any number
     of new leading (batch) axes; batch axes of different replacements broadcast
     from the right, as NumPy's. Results that depend on a batched input get the
-    batch axes first; the others are returned as they are. Labeled: the batch dims are the dims a replacement
-    has that the replaced variable lacks (see `dimgraph.labeled.vectorize`).
+    batch axes first; the others are returned as they are. Labeled graphs go
+    through `dg.vectorize_graph` (`dimgraph.labeled.vectorize`), which passes a
+    `node_rule(node, new_inputs)` for the nodes whose variables are not tensors.
 
     >>> import dimgraph as dg, numpy as np
     >>> x = dg.tensor("x", shape=(3,))
     >>> y = (x ** 2).sum()
     >>> xs = dg.tensor("xs", shape=(2, 3))
-    >>> (ys,) = dg.vectorize_graph([y], {x: xs})
-    >>> dg.function([xs], ys)(np.arange(6.0).reshape(2, 3))
+    >>> dg.function([xs], vectorize_graph([y], {x: xs})[0])(np.arange(6.0).reshape(2, 3))
     array([ 5., 50.])
     """
     single = isinstance(outputs, Variable)
     outs = [outputs] if single else list(outputs)
     memo, nbs = {}, {}
     for old, new in replace.items():
-        new = as_tensor(new) if not isinstance(new, Variable) else new
-        _check_replacement(old, new)
+        if node_rule is None:
+            new = as_tensor(new)
+            _check_replacement(old, new)
         memo[id(old)] = new
         nbs[id(old)] = new.type.ndim - old.type.ndim
     for node in toposort(outs, blockers=list(replace)):
         ins = [memo.get(id(i), i) for i in node.inputs]
         in_nb = [nbs.get(id(i), 0) for i in node.inputs]
         nb = max(in_nb, default=0)
-        if nb == 0:
+        new_outs = node_rule(node, ins) if node_rule is not None else None
+        if new_outs is not None:
+            new_outs = _out_list(new_outs)
+        elif nb == 0:
             new_outs = rebuild_node(node, ins).outputs
         else:
             padded = [pad(x, nb - k) if k else x for x, k in zip(ins, in_nb)]
