@@ -440,6 +440,7 @@ def solve_triangular(a, b, lower=True, trans=False, unit_diagonal=False, b_ndim=
 def cho_solve(c_and_lower, b, b_ndim=None):
     """`x` with `a @ x = b` from the Cholesky factor of `a` (scipy's `(c, lower)` pair): two triangular solves."""
     c, lower = c_and_lower
+    b_ndim = _b_ndim(b, b_ndim)
     y = solve_triangular(c, b, lower=lower, b_ndim=b_ndim)
     return solve_triangular(c, y, lower=lower, trans=True, b_ndim=b_ndim)
 

@@ -30,6 +30,7 @@ def _cholesky(op):
     def fn(a):
         _square("cholesky", a)
         chol = jnp.linalg.cholesky(a, symmetrize_input=False)
+        chol = jnp.where(jnp.isnan(chol).any(axis=(-2, -1), keepdims=True), jnp.nan, chol)  # all NaN, as NumPy's rule here
         return [chol if op.lower else jnp.swapaxes(chol, -1, -2)]
 
     return fn
