@@ -168,9 +168,10 @@ class SolveTriangular(Op):
     def perform_batched(self, node, inputs):
         a, b = inputs
         _check_square("solve_triangular", a)
-        x = scipy.linalg.solve_triangular(
-            a, b[..., None] if self.b_ndim == 1 else b, lower=self.lower, trans=int(self.trans), unit_diagonal=self.unit_diagonal, check_finite=False
+        solve = lambda m, rhs: scipy.linalg.solve_triangular(  # noqa: E731
+            m, rhs, lower=self.lower, trans=int(self.trans), unit_diagonal=self.unit_diagonal, check_finite=False
         )
+        x = _nan_on_failure(solve, a, b[..., None] if self.b_ndim == 1 else b)
         return [(x[..., 0] if self.b_ndim == 1 else x).astype(node.outputs[0].type.dtype, copy=False)]
 
     def L_op(self, inputs, outputs, output_grads):

@@ -10,6 +10,7 @@ Each rewrite is tagged with its own name and its phase name, so
 
 from __future__ import annotations
 
+from dimgraph.core.rewriting.blockwise import blockwise_without_batch
 from dimgraph.core.rewriting.canonicalize import CANONICALIZE, SPECIALIZE
 from dimgraph.core.rewriting.engine import GlobalPhase, GraphRewriter, LocalPhase
 from dimgraph.core.rewriting.fusion import elemwise_fusion, fuse_indexed_loops, fuse_reduce
@@ -20,7 +21,7 @@ MERGE = GraphRewriter("merge", merge_graph, tags=("merge",))
 
 PHASES = [
     GlobalPhase("merge", [MERGE]),  # equal subgraphs -> one (linear, by structural key)
-    LocalPhase("canonicalize", CANONICALIZE),  # neutral elements, folding, useless ops, static shapes
+    LocalPhase("canonicalize", CANONICALIZE + [blockwise_without_batch]),  # neutral elements, folding, useless ops, static shapes
     LocalPhase("stabilize", STABILIZE),  # log1p, expm1, log-sigmoid, logsumexp, softmax
     LocalPhase("specialize", SPECIALIZE),  # cheaper equivalents (x**2 -> sqr)
     GlobalPhase(
