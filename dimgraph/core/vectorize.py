@@ -145,6 +145,12 @@ def _check_replacement(old, new):
 # -- rules: ops that batch natively ---------------------------------------------
 
 
+def _entries(shape):
+    from dimgraph.core.shape import shape_entry_as_variable
+
+    return [shape_entry_as_variable(e) for e in shape]
+
+
 def _shift(axes, nb):
     return tuple(a + nb for a in axes)
 
@@ -215,7 +221,7 @@ def _register_lazily():
         x, *shape = inputs
         if any(batched[1:]):
             raise NotBatchable(f"vectorize_graph: {op} cannot be batched over its target shape (it depends on the batched inputs)")
-        return shape_ops.Reshape(op.ndim + nb)(x, *shape_of(x)[:nb], *shape)
+        return shape_ops.Reshape(op.ndim + nb)(x, *_entries(shape_of(x)[:nb]), *shape)
 
     @vectorize_node.register(shape_ops.Alloc)
     def _alloc(op, node, inputs, batched, nb):
@@ -224,7 +230,7 @@ def _register_lazily():
             raise NotBatchable(f"vectorize_graph: {op} cannot be batched over its target shape (it depends on the batched inputs)")
         core_nd = value.type.ndim - nb
         value = DimShuffle(value.type.ndim, tuple(range(nb)) + ("x",) * (len(shape) - core_nd) + tuple(range(nb, value.type.ndim)))(value)
-        return shape_ops.Alloc()(value, *shape_of(value)[:nb], *shape)
+        return shape_ops.Alloc()(value, *_entries(shape_of(value)[:nb]), *shape)
 
     @vectorize_node.register(join.Join)
     def _join(op, node, inputs, batched, nb):
