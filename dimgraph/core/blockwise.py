@@ -162,7 +162,7 @@ class Blockwise(Op):
             g = next(done)
             if g.type.ndim < x.type.ndim:  # a gradient that does not depend on the batch
                 from dimgraph.core.shape_ops import broadcast_to
-                from dimgraph.core.shape import shape_of
+                from dimgraph.core.shape import static_or_symbolic as shape_of
 
                 g = broadcast_to(g, shape_of(x))
             out.append(sum_to(g, x))

@@ -27,7 +27,8 @@ from dimgraph.core.basic import as_tensor
 from dimgraph.core.blockwise import Blockwise, signature_of
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.graph import Constant, Variable, rebuild_node, toposort
-from dimgraph.core.shape import Shape, ShapeI, shape_of
+from dimgraph.core.shape import Shape, ShapeI
+from dimgraph.core.shape import static_or_symbolic as shape_of  # never walks into (labeled) owners
 from dimgraph.errors import ShapeError
 
 

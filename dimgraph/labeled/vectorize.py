@@ -84,13 +84,14 @@ def vectorize_graph(outputs, replace):
                 return rebuild_node(node, ins).outputs
             stretched = [ax for ax in range(nb) if t.type.shape[ax] == 1 and batch[ax].size not in (1, None)]
             if stretched:  # a result that did not depend on some batch dim: it broadcasts along it
-                from dimgraph.core.shape import shape_of
+                from dimgraph.core.shape import static_or_symbolic as shape_of
                 from dimgraph.core.shape_ops import broadcast_to
 
                 shape = shape_of(t)
                 t = broadcast_to(t, tuple(batch[ax].size if ax in stretched else shape[ax] for ax in range(t.type.ndim)))
             return [FromPositional(tuple(batch[:nb]) + tuple(op.dims))(t)]
-        return rebuild_node(node, ins).outputs
+        relabeled = _positional_params(node, ins)
+        return relabeled if relabeled is not None else rebuild_node(node, ins).outputs
 
     replace = dict(replace)
     for old, new in list(replace.items()):  # graphs made by lowering (labeled gradients) read the positional twin
@@ -99,6 +100,36 @@ def vectorize_graph(outputs, replace):
             replace[twin] = _to_batched_positional(new, old.type.dims, batch)
     outs = positional_vectorize_graph([outputs] if single else list(outputs), replace, node_rule=rule)
     return outs[0] if single else outs
+
+
+def _positional_params(node, ins):
+    """The outputs of the labeled ops whose parameters list one entry per dim, for inputs with extra dims."""
+    from dimgraph.labeled.combine import Concat, concat_dims
+    from dimgraph.labeled.indexing import Isel, IselUpdate
+    from dimgraph.labeled.ops import BroadcastTo, Relabel, Transpose
+
+    op, x = node.op, ins[0]
+    old = node.inputs[0].type.dims if is_labeled(node.inputs[0]) else ()
+    extra = tuple(d for d in x.type.dims if d not in old) if is_labeled(x) else ()
+    if isinstance(op, Concat):
+        dims, joined, new = concat_dims(ins, op.dim if op.new else op.dim.name)
+        return [Concat(joined, new, dims)(*ins)]
+    if not extra:
+        return None
+    if isinstance(op, (Isel, IselUpdate)):
+        by_dim = dict(zip(old, op.entries))
+        entries = tuple(by_dim.get(d, ("slice", None, None, None, d)) for d in x.type.dims)
+        if isinstance(op, Isel):
+            return [Isel(entries, op.by_label, op.drop)(*ins)]
+        return [IselUpdate(entries, op.mode, op.by_label)(*ins)]
+    if isinstance(op, Transpose):
+        return [Transpose(extra + tuple(op.dims))(x)]
+    if isinstance(op, BroadcastTo):
+        return [BroadcastTo(extra + tuple(op.dims))(x)]
+    if isinstance(op, Relabel):
+        renamed = dict(zip(old, op.dims))
+        return [Relabel(tuple(renamed.get(d, d) for d in x.type.dims))(x)]
+    return None
 
 
 def _to_batched_positional(x, core_dims, batch):
