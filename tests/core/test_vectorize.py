@@ -158,3 +158,24 @@ def test_blockwise_gradient_sums_broadcast_batch_axes():
     expected = sum(-np.outer(inv_t @ np.ones(3), np.linalg.solve(A, bk)) for bk in B)
     np.testing.assert_allclose(got, expected, rtol=1e-10)
     assert any(isinstance(n.op, Blockwise) for n in toposort([ga]))
+
+
+def test_jacobian_is_one_batched_reverse_pass(backend):
+    """The Jacobian graph does not grow with the size of y, works for unknown sizes, and matches finite differences."""
+
+    def graph_size(n):
+        x = dg.tensor("x", shape=(n,))
+        return len(toposort([dg.jacobian(dg.tanh(x) * x.sum(), x)]))
+
+    assert graph_size(100) == graph_size(10)
+    x = dg.tensor("x", shape=(None,))
+    a = dg.tensor("a", shape=(None, None))
+    y = dg.tanh(a @ x) * x.sum()
+    f = dg.function([a, x], [y, dg.jacobian(y, x)], backend=backend)
+    rng = np.random.default_rng(0)
+    A, X = rng.normal(size=(4, 3)), rng.normal(size=3)
+    _, jac = f(A, X)
+    assert jac.shape == (4, 3)
+    eps = 1e-6
+    fd = np.stack([(f(A, X + eps * e)[0] - f(A, X - eps * e)[0]) / (2 * eps) for e in np.eye(3)], axis=1)
+    np.testing.assert_allclose(jac, fd, rtol=1e-6, atol=1e-8)
