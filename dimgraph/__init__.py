@@ -72,6 +72,8 @@ from dimgraph.labeled.math import (  # noqa: F401  (dispatch: labeled by dim nam
     trunc,
 )
 from dimgraph.lower import lower
+from dimgraph.labeled import linalg  # noqa: F401  (dg.linalg: labeled linear algebra)
+from dimgraph.labeled.vectorize import vectorize, vectorize_graph  # noqa: F401
 from dimgraph.errors import BackendUnavailable, DimError, InputError, NonDifferentiable, ShapeError
 from dimgraph.printing import dprint
 

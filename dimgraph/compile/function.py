@@ -165,7 +165,7 @@ def _as_list(x):
     return (list(x), False) if isinstance(x, (list, tuple)) else ([x], True)
 
 
-def function(inputs, outputs, backend=None, updates=None, rewrites="default", **options):
+def function(inputs, outputs, backend=None, updates=None, rewrites="default", map_extra_dims=False, **options):
     """Compile `outputs` as a function of `inputs`.
 
     Parameters
@@ -175,6 +175,8 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
     backend : "python" (NumPy reference) or another registered backend name.
     updates : {shared variable: new value expression}, applied after each successful call.
     rewrites : "default", "none", or a spec understood by `dimgraph.core.rewriting`.
+    map_extra_dims : map over dims that DataArray inputs carry beyond the inputs' own (one
+        compile per set of extra dims; outputs get them first); see `dimgraph.compile.extra_dims`.
 
     Examples
     --------
@@ -184,6 +186,13 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
     >>> float(f(np.arange(4.0)))
     12.0
     """
+    if map_extra_dims:
+        from dimgraph.compile.extra_dims import MappedFunction
+
+        if updates:
+            raise ValueError("function: map_extra_dims cannot be combined with updates (one update per batch element?)")
+        base = function(inputs, outputs, backend=backend, rewrites=rewrites, **options)
+        return MappedFunction(base, lambda ins, outs: function(ins, outs, backend=backend, rewrites=rewrites, **options))
     inputs, _ = _as_list(inputs)
     outputs, single = _as_list(outputs)
     # output="dataset" is not a backend option: the outputs come back as one Dataset, by name

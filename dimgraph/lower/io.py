@@ -62,7 +62,8 @@ class LabeledInput:
                     ([f"missing dim {', '.join(map(repr, missing))}"] if missing else [])
                     + ([f"unexpected dim {', '.join(map(repr, extra))}"] if extra else [])
                 )
-                raise InputError(f"input {self.name!r}: expected dims {fmt_dims(dims)}, got dims {got}: {why}")
+                hint = " (dg.function(..., map_extra_dims=True) maps a function over extra dims)" if extra and not missing else ""
+                raise InputError(f"input {self.name!r}: expected dims {fmt_dims(dims)}, got dims {got}: {why}{hint}")
             if names != expected:
                 value = value.transpose(*expected)
             for d in dims:
