@@ -97,7 +97,8 @@ def loop_invariant_code_motion(fgraph, node):
     hoisted = set()
     for inner in body.nodes():
         if all(isinstance(i, Constant) for i in inner.inputs):
-            continue  # constant folding's business
+            invariant.update(id(o) for o in inner.outputs)  # folded by the rewrites; copied out with what reads it
+            continue
         if all(id(i) in invariant or isinstance(i, Constant) for i in inner.inputs) and (runs or cannot_raise(inner)):
             hoisted.add(inner)
             invariant.update(id(o) for o in inner.outputs)
