@@ -23,8 +23,9 @@ import re
 
 import numpy as np
 
-from dimgraph.backends.numba import cache, ops_more  # noqa: F401  (ops_more registers its kernels)
+from dimgraph.backends.numba import cache, linalg, ops_more  # noqa: F401  (they register their kernels)
 from dimgraph.backends.numba import control  # noqa: F401,E402  (loops and branches: issue 16)
+from dimgraph.backends.numba import random  # noqa: F401,E402  (random draws: issue 17)
 from dimgraph.backends.numba.ops import numba_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.elemwise import DimShuffle, Elemwise
@@ -60,6 +61,7 @@ import numba
 
 from dimgraph.backends.numba.cache import constant as _constant
 from dimgraph.backends.numba.cache import kernel as _kernel
+from dimgraph.backends.numba.cache import verified as _verified
 
 _jitted = None
 
@@ -68,7 +70,7 @@ def jitted_graph():
     # `graph` compiled by Numba as one function (machine code cached beside this file)
     global _jitted
     if _jitted is None:
-        _jitted = numba.njit({JIT_OPTIONS})(graph)
+        _jitted = _verified(numba.njit({JIT_OPTIONS})(graph))
     return _jitted
 
 
