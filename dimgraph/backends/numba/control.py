@@ -30,7 +30,7 @@ from dimgraph.core.graph import Constant
 from dimgraph.core.subtensor import Subtensor
 from dimgraph.core.type import TensorType
 from dimgraph.core.ifelse import IfElse
-from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.loop import LoopOp
 from dimgraph.core.opfromgraph import OpFromGraph
 
 INNER_HEADER = "from dimgraph.backends.numba.cache import constant as _constant\nfrom dimgraph.backends.numba.cache import kernel as _kernel\n\n"
@@ -164,8 +164,7 @@ def scalar_loop(op, node):
     return INNER_HEADER + "\n".join(header) + "\n\n\n" + "\n".join(src) + "\n"
 
 
-@numba_kernel.register(Scan)
-@numba_kernel.register(Loop)
+@numba_kernel.register(LoopOp)  # Loop and Scan
 def _loop(op, node):
     flat = scalar_loop(op, node)
     if flat is not None:
