@@ -78,9 +78,8 @@ def uniform(st):
     return float(next_u64(st) >> _S11) * _TWO_M53
 
 
-_KI, _WI, _FI = ziggurat.KI, ziggurat.WI, ziggurat.FI
+_KI, _WI, _FI = ziggurat.KI.astype(np.int64), ziggurat.WI, ziggurat.FI
 _R, _INV_R = ziggurat.R, 1.0 / ziggurat.R
-_BYTE, _S8, _S9 = np.uint64(0xFF), np.uint64(8), np.uint64(9)
 _MANTISSA = np.uint64(0x000FFFFFFFFFFFFF)
 
 
@@ -89,10 +88,11 @@ def normal(st):
     """Standard normal: the 256-layer ziggurat (`backends/ziggurat.py`), one 64-bit word for 99% of draws."""
     while True:
         r = next_u64(st)
-        idx = r & _BYTE
-        rabs = (r >> _S9) & _MANTISSA
-        x = float(rabs) * _WI[idx]
-        if (r >> _S8) & _ONE:
+        idx = np.int64(r & np.uint64(0xFF))
+        rabs = np.int64((r >> np.uint64(9)) & _MANTISSA)
+        negative = (r >> np.uint64(8)) & _ONE
+        x = rabs * _WI[idx]
+        if negative:
             x = -x
         if rabs < _KI[idx]:
             return x
@@ -101,7 +101,7 @@ def normal(st):
                 xx = -_INV_R * math.log1p(-uniform(st))
                 yy = -math.log1p(-uniform(st))
                 if yy + yy > xx * xx:
-                    return -(_R + xx) if (rabs >> _S8) & _ONE else _R + xx
+                    return -(_R + xx) if negative else _R + xx
         if (_FI[idx - 1] - _FI[idx]) * uniform(st) + _FI[idx] < math.exp(-0.5 * x * x):
             return x
 
