@@ -88,9 +88,9 @@ class _Body:
                     )
                 if out.type.dims != v.type.dims:
                     out = out.transpose(*v.type.dims)
-            else:
+            elif not isinstance(out, Variable) or isinstance(v.type, TensorType):
                 out = as_tensor(out)
-            if out.type.dtype != v.type.dtype:
+            if getattr(out.type, "dtype", None) != getattr(v.type, "dtype", None):
                 raise TypeError(
                     f"{self.name}: {label} has dtype {v.type.dtype} before a step but {out.type.dtype} after it; "
                     f"a state keeps its dtype (use .astype({v.type.dtype!r}) in the step)"
@@ -159,7 +159,7 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     if labeled:
         init = [v if isinstance(v, Variable) else labeled_constant(v) for v in init]
     else:
-        init = [as_tensor(v) for v in init]
+        init = [v if isinstance(v, Variable) else as_tensor(v) for v in init]
     body = _Body(name, init, labeled)
     seq_outer, seq_inner, slices = [], [], []
     if labeled:
