@@ -249,7 +249,8 @@ def _rng_updates(outputs, explicit):
 
 def _lower_io(inputs, outputs):
     """Positional stand-ins for labeled inputs/outputs, with their converters and wrappers."""
-    if all(isinstance(v.type, TensorType) for v in inputs + outputs):
+    # positional outputs computed by labeled ops (`x.to_positional()`, an RNG state after labeled draws) are lowered too
+    if all(isinstance(v.type, TensorType) for v in inputs + outputs) and not any(map(_from_labeled, outputs)):
         in_specs = [TensorInput(v.name or f"input {k}", v.type) for k, v in enumerate(inputs)]
         return inputs, outputs, in_specs, [TensorOutput() for _ in outputs], []
     from dimgraph.lower import lower_io

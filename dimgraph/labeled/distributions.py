@@ -128,8 +128,10 @@ class Distribution:
         x = lmath.as_operand(x, "logp")
         p = self.params
         inside = self.support(x, **p)
-        safe_x = lmath.where(inside, x, self.safe_value)
-        density = lmath.where(inside, self.log_density(safe_x, **p), -np.inf)
+        if inside is None:  # the real line: the formula gives -inf at +-inf by itself
+            density = self.log_density(x, **p)
+        else:  # the formula is evaluated at a safe point outside, so no NaN reaches the gradient
+            density = lmath.where(inside, self.log_density(lmath.where(inside, x, self.safe_value), **p), -np.inf)
         valid = self.valid(**p)
         if check == "raise":
             return _checked(density, valid, f"{type(self).__name__.lower()} logp: invalid parameters")
@@ -138,7 +140,8 @@ class Distribution:
     safe_value = 0.5
 
     def support(self, x, **p):
-        return lmath.isfinite(x)
+        """Where x is in the support (None: everywhere)."""
+        return None
 
     def log_density(self, x, **p):
         raise NotImplementedError(type(self).__name__)

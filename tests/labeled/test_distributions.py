@@ -396,3 +396,11 @@ def test_random_walk_in_scan_threads_the_state(backend):
     np.testing.assert_allclose(walk_values.values, np.cumsum([e.values for e in steps], axis=0), rtol=1e-12)
     assert int(after[2]) == 4
     assert stats.kstest(np.diff(walk_values.values, axis=0).ravel(), stats.norm().cdf).pvalue > 1e-3
+
+
+def test_positional_outputs_of_labeled_draws_compile():
+    """Inputs and outputs all positional (a state, `to_positional()`), labeled ops inside: lowered all the same."""
+    s = dg.rng_state("s")
+    nxt, z = dg.dist.normal().draw(s, extra_dims=(dg.Dim("n", size=4),))
+    following, values = dg.function([s], [nxt, z.to_positional()], backend="python")(dg.seed_state(0))
+    assert values.shape == (4,) and int(following[2]) == 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dimgraph.backends import ziggurat
 from dimgraph.backends.c.emit import CImpl, c_impl, loop
 from dimgraph.core.random import RandomDraw
 
@@ -41,10 +42,19 @@ static uint64_t dg_next_u64(dg_stream *st) {
 
 static double dg_uniform(dg_stream *st) { return (double)(dg_next_u64(st) >> 11) * 0x1.0p-53; }
 
-static double dg_normal(dg_stream *st) {
+static double dg_normal(dg_stream *st) {  /* the 256-layer ziggurat (backends/ziggurat.py) */
   for (;;) {
-    const double u = 2.0 * dg_uniform(st) - 1.0, v = 2.0 * dg_uniform(st) - 1.0, s = u * u + v * v;
-    if (s > 0.0 && s < 1.0) return u * sqrt(-2.0 * log(s) / s);
+    const uint64_t r = dg_next_u64(st), idx = r & 0xFF, rabs = (r >> 9) & 0x000FFFFFFFFFFFFFull;
+    double x = (double)rabs * dg_zig_wi[idx];
+    if ((r >> 8) & 1) x = -x;
+    if (rabs < dg_zig_ki[idx]) return x;
+    if (idx == 0) {  /* the tail beyond R */
+      for (;;) {
+        const double xx = -DG_ZIG_INV_R * log1p(-dg_uniform(st)), yy = -log1p(-dg_uniform(st));
+        if (yy + yy > xx * xx) return ((rabs >> 8) & 1) ? -(DG_ZIG_R + xx) : DG_ZIG_R + xx;
+      }
+    }
+    if ((dg_zig_fi[idx - 1] - dg_zig_fi[idx]) * dg_uniform(st) + dg_zig_fi[idx] < exp(-0.5 * x * x)) return x;
   }
 }
 
@@ -108,6 +118,21 @@ static int64_t dg_binomial(dg_stream *st, int64_t n, double p) {
 }
 """
 
+def _tables():
+    """The ziggurat tables as C arrays (doubles printed exactly, as hex floats)."""
+    ki = ", ".join(f"{int(v)}ull" for v in ziggurat.KI)
+    wi = ", ".join(float(v).hex() for v in ziggurat.WI)
+    fi = ", ".join(float(v).hex() for v in ziggurat.FI)
+    return (
+        f"#define DG_ZIG_R {ziggurat.R.hex()}\n#define DG_ZIG_INV_R {(1.0 / ziggurat.R).hex()}\n"
+        f"static const uint64_t dg_zig_ki[256] = {{{ki}}};\n"
+        f"static const double dg_zig_wi[256] = {{{wi}}};\n"
+        f"static const double dg_zig_fi[256] = {{{fi}}};\n"
+    )
+
+
+PRELUDE = _tables() + RANDOM_PRELUDE
+
 _CALLS = {
     "uniform": "dg_uniform(&st)",
     "normal": "dg_normal(&st)",
@@ -145,4 +170,4 @@ def _random_draw(op, node):
         return "\n".join(lines)
 
     assert state.type.ndim == 1
-    return CImpl(types, code, plan, prelude=RANDOM_PRELUDE)
+    return CImpl(types, code, plan, prelude=PRELUDE)

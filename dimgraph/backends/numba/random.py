@@ -5,7 +5,7 @@ the stream is Philox4x32-10 of the counter (b, counter) under the key, two
 uint64 per block, consumed in order over the draws in C order. Nothing is
 mutated that the graph can see: the kernel returns the next state (the
 counter plus one), so a state used twice gives the same numbers twice.
-The samplers: uniform (53 random bits), normal (Marsaglia's polar method),
+The samplers: uniform (53 random bits), normal (a 256-layer ziggurat),
 gamma (Marsaglia-Tsang, boosted by U^(1/a) below shape 1), Poisson
 (multiplication below rate 10, Hormann's PTRS above), binomial (inversion
 when n min(p, 1-p) < 10, else Devroye's recursion on beta order statistics).
@@ -19,6 +19,7 @@ import math
 import numba
 import numpy as np
 
+from dimgraph.backends import ziggurat
 from dimgraph.backends.numba.ops import numba_kernel
 from dimgraph.core.random import RandomDraw
 
@@ -77,15 +78,32 @@ def uniform(st):
     return float(next_u64(st) >> _S11) * _TWO_M53
 
 
+_KI, _WI, _FI = ziggurat.KI.astype(np.int64), ziggurat.WI, ziggurat.FI
+_R, _INV_R = ziggurat.R, 1.0 / ziggurat.R
+_MANTISSA = np.uint64(0x000FFFFFFFFFFFFF)
+
+
 @_jit
 def normal(st):
-    """Standard normal (Marsaglia's polar method, one of the pair)."""
+    """Standard normal: the 256-layer ziggurat (`backends/ziggurat.py`), one 64-bit word for 99% of draws."""
     while True:
-        u = 2.0 * uniform(st) - 1.0
-        v = 2.0 * uniform(st) - 1.0
-        s = u * u + v * v
-        if 0.0 < s < 1.0:
-            return u * math.sqrt(-2.0 * math.log(s) / s)
+        r = next_u64(st)
+        idx = np.int64(r & np.uint64(0xFF))
+        rabs = np.int64((r >> np.uint64(9)) & _MANTISSA)
+        negative = (r >> np.uint64(8)) & _ONE
+        x = rabs * _WI[idx]
+        if negative:
+            x = -x
+        if rabs < _KI[idx]:
+            return x
+        if idx == 0:  # the tail beyond R (Marsaglia 1964)
+            while True:
+                xx = -_INV_R * math.log1p(-uniform(st))
+                yy = -math.log1p(-uniform(st))
+                if yy + yy > xx * xx:
+                    return -(_R + xx) if negative else _R + xx
+        if (_FI[idx - 1] - _FI[idx]) * uniform(st) + _FI[idx] < math.exp(-0.5 * x * x):
+            return x
 
 
 @_jit
