@@ -74,6 +74,7 @@ from dimgraph.labeled.math import (  # noqa: F401  (dispatch: labeled by dim nam
 from dimgraph.lower import lower
 from dimgraph.errors import BackendUnavailable, DimError, InputError, NonDifferentiable, ShapeError
 from dimgraph.printing import dprint
+from dimgraph.dotgraph import to_dot
 
 __version__ = "0.1.0"
 

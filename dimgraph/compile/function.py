@@ -9,6 +9,8 @@ updates only after all outputs exist, and wraps outputs (DataArrays for labeled)
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from dimgraph.backends import get_backend
@@ -16,6 +18,7 @@ from dimgraph.compile.datasets import bind_dataset, dataset_names, is_dataset, t
 from dimgraph.compile.io import TensorInput, TensorOutput
 from dimgraph.compile.pickling import Recipe, rebuild
 from dimgraph.compile.shared import DEFAULT_CONTEXT, SharedMixin
+from dimgraph.compile.summary import function_html, function_repr
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.graph import Constant, Variable, graph_inputs
 from dimgraph.core.rewriting import rewrite_graph
@@ -143,11 +146,17 @@ class Function:
         # By value: the recipe (graph, backend, options) travels; unpickling compiles again or loads from the cache.
         return rebuild, (self._recipe,)
 
-    def dprint(self, file=None):
-        """Print the rewritten graph with types and static shapes."""
+    def dprint(self, file=None, width=120):
+        """Print the rewritten graph with types and static shapes (lines cut at `width`)."""
         from dimgraph.printing import dprint
 
-        return dprint(self.fgraph, file=file)
+        return dprint(self.fgraph, file=file, width=width)
+
+    def __repr__(self):
+        return function_repr(self)
+
+    def _repr_html_(self):
+        return function_html(self)
 
 
 _MISSING = object()
@@ -212,6 +221,7 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
                 f"the outputs depend on input {v.name or v!r}, which is not among the function inputs "
                 f"{[i.name for i in inputs]}"
             )
+    started = time.perf_counter()
     fgraph = FunctionGraph(pos_inputs + shared, pos_outputs + pos_updates)
     backend_module = get_backend(backend)
     rewrite_graph(fgraph, rewrites, backend=backend_module)
@@ -221,6 +231,7 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
         inputs, outputs, single, fgraph, backend_module.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
     )
     f._update_targets = [t.storage_key for t in update_targets]
+    f.compile_time = time.perf_counter() - started  # rewrites and code generation, in seconds
     if dataset is not None:
         f._dataset_names, f._fast = dataset, None
         options = {**options, "output": "dataset"}
