@@ -97,3 +97,14 @@ def test_function_results_unchanged_by_printing(model):
     dg.to_dot(f), repr(f), f._repr_html_(), _printed(f)
     after = f(np.zeros(3), data)
     np.testing.assert_array_equal(before[1].values, after[1].values)
+
+
+def test_help_of_function_lists_backends_default_and_options():
+    from dimgraph.backends import DEFAULT_BACKEND, available_backends
+
+    text = dg.function.__doc__
+    for name in available_backends():
+        assert f'"{name}"' in text, name
+    assert f'"{DEFAULT_BACKEND}" (the default' in text
+    for option in ('output="dataset"', 'output="jax"', "shard=", "mesh=", "jit_graph=", "updates :", "rewrites :"):
+        assert option in text, option

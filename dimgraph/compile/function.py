@@ -179,11 +179,31 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
 
     Parameters
     ----------
-    inputs : list of variables (positional or labeled), each given data at call time.
+    inputs : list of variables (positional or labeled), each given data at call time
+        (positionally, by input name, or, for labeled inputs, from an `xarray.Dataset`
+        passed first: `f(ds, other=...)` takes each from the data variable of its name).
     outputs : a variable (returned bare) or a list of variables (returned as a list).
-    backend : "python" (NumPy reference) or another registered backend name.
+    backend : where the code runs; `dimgraph.backends.available_backends()` lists them here:
+        "numba" (the default: one jitted function per graph, disk-cached),
+        "jax" (one `jax.jit` function; optional, `pip install dimgraph[jax]`),
+        "c" (generated C built with the system compiler, disk-cached),
+        "python" (NumPy reference: each op's `perform`).
     updates : {shared variable: new value expression}, applied after each successful call.
-    rewrites : "default", "none", or a spec understood by `dimgraph.core.rewriting`.
+    rewrites : "default", "none", or {"include"/"exclude": [rewrite names, tags or phases],
+        "trace": bool} (see `f.rewrite_trace`).
+    **options :
+        output="dataset" -- any backend: the outputs come back as one `xarray.Dataset`,
+            each under its variable's name.
+        output="jax" -- jax: JAX device arrays instead of NumPy arrays (default "numpy").
+        shard={dim or input: mesh axis}, mesh=jax.sharding.Mesh -- jax: place inputs over
+            devices with `NamedSharding`.
+        jit_graph=True/False -- numba: jit the whole graph function (default: only when it
+            calls between a few and a few hundred kernels).
+        The c and python backends take no backend options (c and jax refuse unknown ones).
+
+    The result is a `Function`: `f(...)` runs it, `f.dprint()` prints the rewritten graph,
+    `dg.to_dot(f)` draws it, `f.jax_fn` (jax) is the pure JAX function, and it pickles
+    (by its graph and options) for worker processes.
 
     Examples
     --------
