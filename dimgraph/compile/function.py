@@ -174,7 +174,7 @@ def _as_list(x):
     return (list(x), False) if isinstance(x, (list, tuple)) else ([x], True)
 
 
-def function(inputs, outputs, backend=None, updates=None, rewrites="default", **options):
+def function(inputs, outputs, backend=None, updates=None, rewrites="default", map_extra_dims=False, **options):
     """Compile `outputs` as a function of `inputs`.
 
     Parameters
@@ -191,6 +191,8 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
     updates : {shared variable: new value expression}, applied after each successful call.
     rewrites : "default", "none", or {"include"/"exclude": [rewrite names, tags or phases],
         "trace": bool} (see `f.rewrite_trace`).
+    map_extra_dims : map over dims that DataArray inputs carry beyond the inputs' own (one
+        compile per set of extra dims; outputs get them first); see `dimgraph.compile.extra_dims`.
     **options :
         output="dataset" -- any backend: the outputs come back as one `xarray.Dataset`,
             each under its variable's name.
@@ -213,12 +215,20 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
     >>> float(f(np.arange(4.0)))
     12.0
     """
+    if map_extra_dims:
+        from dimgraph.compile.extra_dims import MappedFunction
+
+        if updates:
+            raise ValueError("function: map_extra_dims cannot be combined with updates (one update per batch element?)")
+        base = function(inputs, outputs, backend=backend, rewrites=rewrites, **options)
+        return MappedFunction(base, lambda ins, outs: function(ins, outs, backend=backend, rewrites=rewrites, **options))
     inputs, _ = _as_list(inputs)
     outputs, single = _as_list(outputs)
     # output="dataset" is not a backend option: the outputs come back as one Dataset, by name
     dataset = dataset_names(outputs) if options.get("output") == "dataset" else None
     options = {k: v for k, v in options.items() if not (dataset is not None and k == "output")}
     updates = dict(updates or {})
+    updates.update(_rng_updates(outputs, updates))
     for v in inputs:
         if not isinstance(v, Variable) or v.owner is not None or isinstance(v, Constant):
             raise TypeError(f"function inputs must be graph inputs (no owner, not constants); got {v!r}")
@@ -261,6 +271,13 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
     return f
 
 
+def _rng_updates(outputs, explicit):
+    """The next states of the `dg.rng` stream states the outputs draw from (explicit updates win)."""
+    from dimgraph.compile.random import default_updates
+
+    return default_updates(outputs, explicit)
+
+
 def _lower_io(inputs, outputs):
     """Positional stand-ins for labeled inputs/outputs, with their converters and wrappers."""
     if all(isinstance(v.type, TensorType) for v in inputs + outputs):
@@ -271,6 +288,14 @@ def _lower_io(inputs, outputs):
     return lower_io(inputs, outputs)
 
 
+def _from_labeled(value):
+    """True for a positional value computed by labeled ops (an RNG state after labeled draws)."""
+    from dimgraph.core.graph import ancestors
+    from dimgraph.labeled.ops import LabeledOp
+
+    return value.owner is not None and any(v.owner is not None and isinstance(v.owner.op, LabeledOp) for v in ancestors([value]))
+
+
 def _lower_updates(updates):
     out = []
     for target, value in updates.items():
@@ -278,7 +303,7 @@ def _lower_updates(updates):
             from dimgraph.core.basic import constant
 
             value = constant(value)
-        if not isinstance(value.type, TensorType):
+        if not isinstance(value.type, TensorType) or _from_labeled(value):
             from dimgraph.lower import lower_update
 
             value = lower_update(target, value)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dimgraph.compile.io import cast_exact
+from dimgraph.compile.io import as_array, cast_exact, is_weak
 from dimgraph.core.graph import ancestors
 from dimgraph.errors import InputError
 from dimgraph.labeled.basic import is_dataarray
@@ -62,7 +62,8 @@ class LabeledInput:
                     ([f"missing dim {', '.join(map(repr, missing))}"] if missing else [])
                     + ([f"unexpected dim {', '.join(map(repr, extra))}"] if extra else [])
                 )
-                raise InputError(f"input {self.name!r}: expected dims {fmt_dims(dims)}, got dims {got}: {why}")
+                hint = " (dg.function(..., map_extra_dims=True) maps a function over extra dims)" if extra and not missing else ""
+                raise InputError(f"input {self.name!r}: expected dims {fmt_dims(dims)}, got dims {got}: {why}{hint}")
             if names != expected:
                 value = value.transpose(*expected)
             for d in dims:
@@ -79,7 +80,7 @@ class LabeledInput:
                     value = value.isel({d.name: order})  # the Dim's order: a gather before the call
             arr = np.asarray(value.values)
         else:
-            arr = np.asarray(value)
+            arr = as_array(self.name, value)
             if arr.ndim != len(dims):
                 raise InputError(
                     f"input {self.name!r}: expected an array with dims {fmt_dims(dims)} ({len(dims)} axes, "
@@ -88,7 +89,7 @@ class LabeledInput:
         for d, n in zip(dims, arr.shape):
             if d.size is not None and d.size != n:
                 raise InputError(f"input {self.name!r}: dim {d.name!r} has size {d.size}, got {n} entries along it")
-        return cast_exact(self.name, arr, self.type.dtype)
+        return cast_exact(self.name, arr, self.type.dtype, weak=is_weak(value))
 
     def trusted(self, value):
         """`value` for a call with `trust_input=True`: a DataArray put in dims order, unchecked."""

@@ -25,7 +25,7 @@ class ExtractionError(RuntimeError):
     """No finite-cost term, or a built term of another type: the phase falls back to the phase order."""
 
 
-def choose(eg):
+def choose(eg, mask_fraction):
     """{class id: (cost, e-node, kind)} for every class with a finite-cost term."""
     best = {}
     for _ in range(len(eg.classes) + 2):
@@ -36,7 +36,11 @@ def choose(eg):
                 if any(c not in best for c in children):
                     continue
                 local = node_cost(
-                    enode.op, cls.type, cls.size, [(eg[c].type, eg[c].size, best[c][2]) for c in children]
+                    enode.op,
+                    cls.type,
+                    cls.size,
+                    [(eg[c].type, eg[c].size, best[eg.find(c)][2], eg.find(c)) for c in enode.children],
+                    mask_fraction,
                 )
                 total = local + sum(best[c][0] for c in children)
                 if cid not in best or total < best[cid][0] - 1e-9 * abs(total):

@@ -109,7 +109,7 @@ def lift_index(eg, cid, enode):
     reps = [eg[c].rep for c in rest]
     if isinstance(op, Subtensor):
         lifter = _basic_lifter(op, reps, x_type.shape)
-    elif len(reps) == 1 and op.index == (ARRAY,):
+    elif len(reps) == 1 and reps[0].type.dtype == "bool":
         lifter = _mask_lifter(op, reps[0], x_type.shape)
     elif len(reps) == 1:
         lifter = _gather_lifter(op, reps[0], x_type.shape)

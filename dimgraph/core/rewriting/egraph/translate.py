@@ -8,15 +8,18 @@ Two mechanical translations:
   replacement function gets each bound class's representative variable (its
   `rep`), builds its graph as in the phase order, and the result joins the class.
 - `NodeRewrite`: a plain node rewriter (`constant_fold`, `dimshuffle_chain`, ...).
-  It is offered each e-node rebuilt on its children's representatives: it sees
-  one term per child class, so a structural match that needs a non-representative
-  member is missed (the rules that matter for ordering are `Pat` rules).
+  It is offered each e-node rebuilt on members of its children's classes (the
+  representative and the term behind each other e-node, at most
+  `MAX_COMBINATIONS` combinations), so it sees one level of alternatives; a match
+  that needs an alternative two levels down is missed.
 
 Both keep the phase order's guards: a replacement of another dtype or contradicting
 static shape is declined, and so is one that would lose static sizes.
 """
 
 from __future__ import annotations
+
+import itertools
 
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.graph import Apply
@@ -149,27 +152,47 @@ class NodeRewrite:
         for cid, enode in [(c, e) for c, cls in list(eg.classes.items()) for e in cls.nodes]:
             if enode.op == LEAF or not isinstance(enode.op, self.tracks):
                 continue
-            reps = [eg[c].rep for c in enode.children]
-            key = (enode, tuple(id(r) for r in reps))
-            if key in self.done:
-                continue
-            self.done.add(key)
-            node = as_apply(eg, enode, reps)
-            if node is None:
-                continue
-            try:
-                result = self.rewriter.transform(None, node)
-            except (TypeError, ValueError, AttributeError):
-                continue
-            if result is None:
-                continue
-            for old, new in _pairs(node, result):
-                if new is None or old.index is None:
+            for inputs in itertools.islice(itertools.product(*(members(eg, c) for c in enode.children)), MAX_COMBINATIONS):
+                key = (enode, tuple(id(r) for r in inputs))
+                if key in self.done:
                     continue
-                target = eg.memo.get(eg.canonical(type(enode)(enode.op, enode.children, old.index)))
-                if target is not None:
-                    changed |= join(eg, target, new, self.name, stats)
+                self.done.add(key)
+                changed |= self._offer(eg, enode, inputs, stats)
         return changed
+
+    def _offer(self, eg, enode, inputs, stats):
+        node = as_apply(eg, enode, list(inputs))
+        if node is None:
+            return False
+        try:
+            result = self.rewriter.transform(None, node)
+        except (TypeError, ValueError, AttributeError):
+            return False
+        if result is None:
+            return False
+        changed = False
+        for old, new in _pairs(node, result):
+            if new is None or old.index is None:
+                continue
+            target = eg.memo.get(eg.canonical(type(enode)(enode.op, enode.children, old.index)))
+            if target is not None:
+                changed |= join(eg, target, new, self.name, stats)
+        return changed
+
+
+# A node rewriter is offered at most this many combinations of its inputs' class members.
+MAX_COMBINATIONS = 16
+
+
+def members(eg, cid):
+    """Variables computing class `cid`: its representative first, then the term behind each other e-node."""
+    cls = eg[cid]
+    out = {id(cls.rep): cls.rep}
+    for e in cls.nodes:
+        var = e.leaf if e.op == LEAF else eg.origin.get(e)
+        if var is not None and getattr(var, "type", None) == cls.type:
+            out.setdefault(id(var), var)
+    return list(out.values())
 
 
 def as_apply(eg, enode, reps):
@@ -177,8 +200,11 @@ def as_apply(eg, enode, reps):
     origin = eg.origin.get(enode)
     if origin is not None and origin.owner is not None and all(a is b for a, b in zip(origin.owner.inputs, reps)):
         return origin.owner
-    try:
-        node = enode.op.make_node(*reps)
-    except Exception:  # noqa: BLE001 - an op that cannot be rebuilt on these terms is skipped
-        return None
-    return node if isinstance(node, Apply) else None
+    key = (enode, tuple(id(r) for r in reps))
+    if key not in eg.applies:
+        try:
+            node = enode.op.make_node(*reps)
+        except Exception:  # noqa: BLE001 - an op that cannot be rebuilt on these terms is skipped
+            node = None
+        eg.applies[key] = (node if isinstance(node, Apply) else None, reps)  # reps kept alive: ids stay unique
+    return eg.applies[key][0]
