@@ -29,6 +29,8 @@ from dimgraph.errors import InputError
 class Function:
     """A compiled graph. Call with arrays positionally or by input name."""
 
+    __name__ = "dimgraph_function"  # what tools that name callables show (dask task keys, profilers)
+
     def __init__(self, inputs, outputs, single, fgraph, backend, run, in_specs, out_specs, checks, shared, n_updates):
         self.inputs = inputs
         self.outputs = outputs
