@@ -76,6 +76,7 @@ from dimgraph.labeled import linalg  # noqa: F401  (dg.linalg: labeled linear al
 from dimgraph.labeled.vectorize import vectorize, vectorize_graph  # noqa: F401
 from dimgraph.errors import BackendUnavailable, DimError, InputError, NonDifferentiable, ShapeError
 from dimgraph.printing import dprint
+from dimgraph.dotgraph import to_dot
 
 __version__ = "0.1.0"
 

@@ -25,7 +25,18 @@ class MappedFunction:
         self._core = {d.name for v in base.inputs + base.outputs if hasattr(v.type, "dims") for d in v.type.dims}
 
     def __getattr__(self, name):
+        if name.startswith("__"):  # pickling and copying look these up before __init__ ran
+            raise AttributeError(name)
         return getattr(self._base, name)
+
+    def __reduce__(self):
+        # As the base Function: its recipe, mapped again when rebuilt (vectorized compiles redo on first use).
+        from dataclasses import replace
+
+        from dimgraph.compile.pickling import rebuild
+
+        recipe = self._base._recipe
+        return rebuild, (replace(recipe, options={**recipe.options, "map_extra_dims": True}),)
 
     @property
     def compiled_extra_dims(self):

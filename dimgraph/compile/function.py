@@ -9,6 +9,8 @@ updates only after all outputs exist, and wraps outputs (DataArrays for labeled)
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from dimgraph.backends import get_backend
@@ -16,6 +18,7 @@ from dimgraph.compile.datasets import bind_dataset, dataset_names, is_dataset, t
 from dimgraph.compile.io import TensorInput, TensorOutput
 from dimgraph.compile.pickling import Recipe, rebuild
 from dimgraph.compile.shared import DEFAULT_CONTEXT, SharedMixin
+from dimgraph.compile.summary import function_html, function_repr
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.graph import Constant, Variable, graph_inputs
 from dimgraph.core.rewriting import rewrite_graph
@@ -25,6 +28,8 @@ from dimgraph.errors import InputError
 
 class Function:
     """A compiled graph. Call with arrays positionally or by input name."""
+
+    __name__ = "dimgraph_function"  # what tools that name callables show (dask task keys, profilers)
 
     def __init__(self, inputs, outputs, single, fgraph, backend, run, in_specs, out_specs, checks, shared, n_updates):
         self.inputs = inputs
@@ -143,11 +148,17 @@ class Function:
         # By value: the recipe (graph, backend, options) travels; unpickling compiles again or loads from the cache.
         return rebuild, (self._recipe,)
 
-    def dprint(self, file=None):
-        """Print the rewritten graph with types and static shapes."""
+    def dprint(self, file=None, width=120):
+        """Print the rewritten graph with types and static shapes (lines cut at `width`)."""
         from dimgraph.printing import dprint
 
-        return dprint(self.fgraph, file=file)
+        return dprint(self.fgraph, file=file, width=width)
+
+    def __repr__(self):
+        return function_repr(self)
+
+    def _repr_html_(self):
+        return function_html(self)
 
 
 _MISSING = object()
@@ -170,13 +181,33 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
 
     Parameters
     ----------
-    inputs : list of variables (positional or labeled), each given data at call time.
+    inputs : list of variables (positional or labeled), each given data at call time
+        (positionally, by input name, or, for labeled inputs, from an `xarray.Dataset`
+        passed first: `f(ds, other=...)` takes each from the data variable of its name).
     outputs : a variable (returned bare) or a list of variables (returned as a list).
-    backend : "python" (NumPy reference) or another registered backend name.
+    backend : where the code runs; `dimgraph.backends.available_backends()` lists them here:
+        "numba" (the default: one jitted function per graph, disk-cached),
+        "jax" (one `jax.jit` function; optional, `pip install dimgraph[jax]`),
+        "c" (generated C built with the system compiler, disk-cached),
+        "python" (NumPy reference: each op's `perform`).
     updates : {shared variable: new value expression}, applied after each successful call.
-    rewrites : "default", "none", or a spec understood by `dimgraph.core.rewriting`.
+    rewrites : "default", "none", or {"include"/"exclude": [rewrite names, tags or phases],
+        "trace": bool} (see `f.rewrite_trace`).
     map_extra_dims : map over dims that DataArray inputs carry beyond the inputs' own (one
         compile per set of extra dims; outputs get them first); see `dimgraph.compile.extra_dims`.
+    **options :
+        output="dataset" -- any backend: the outputs come back as one `xarray.Dataset`,
+            each under its variable's name.
+        output="jax" -- jax: JAX device arrays instead of NumPy arrays (default "numpy").
+        shard={dim or input: mesh axis}, mesh=jax.sharding.Mesh -- jax: place inputs over
+            devices with `NamedSharding`.
+        jit_graph=True/False -- numba: jit the whole graph function (default: only when it
+            calls between a few and a few hundred kernels).
+        The c and python backends take no backend options (c and jax refuse unknown ones).
+
+    The result is a `Function`: `f(...)` runs it, `f.dprint()` prints the rewritten graph,
+    `dg.to_dot(f)` draws it, `f.jax_fn` (jax) is the pure JAX function, and it pickles
+    (by its graph and options) for worker processes.
 
     Examples
     --------
@@ -222,6 +253,7 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
                 f"the outputs depend on input {v.name or v!r}, which is not among the function inputs "
                 f"{[i.name for i in inputs]}"
             )
+    started = time.perf_counter()
     fgraph = FunctionGraph(pos_inputs + shared, pos_outputs + pos_updates)
     backend_module = get_backend(backend)
     rewrite_graph(fgraph, rewrites, backend=backend_module)
@@ -231,6 +263,7 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
         inputs, outputs, single, fgraph, backend_module.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
     )
     f._update_targets = [t.storage_key for t in update_targets]
+    f.compile_time = time.perf_counter() - started  # rewrites and code generation, in seconds
     if dataset is not None:
         f._dataset_names, f._fast = dataset, None
         options = {**options, "output": "dataset"}

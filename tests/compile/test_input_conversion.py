@@ -164,7 +164,7 @@ def test_fuzz_inputs_are_computed_right_or_refused_naming_them(backend, which, c
         names = ["row", "col"] if form != "misnamed" else ["row", "column"]
         coords = {}
         if which == "labeled" and values.shape[1] == 3:
-            coords = {"col": ["p", "q", "r"] if form != "wrong coords" else ["p", "r", "q"]} if form != "misnamed" else {}
+            coords = {"col": ["p", "q", "r"] if form != "wrong coords" else ["p", "q", "s"]} if form != "misnamed" else {}  # a reordering is gathered (test_output_metadata)
         given_value = xr.DataArray(values, dims=names, coords=coords)
         if form == "transposed":
             given_value = given_value.T
