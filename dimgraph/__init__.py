@@ -77,3 +77,6 @@ from dimgraph.errors import BackendUnavailable, DimError, InputError, NonDiffere
 from dimgraph.printing import dprint
 
 __version__ = "0.1.0"
+
+# control flow (issue 16): loops and lazy branches over labeled or positional variables
+from dimgraph.control import ifelse, scan, while_loop  # noqa: E402

@@ -13,6 +13,7 @@ import numpy as np
 
 from dimgraph.backends import get_backend
 from dimgraph.compile.io import TensorInput, TensorOutput
+from dimgraph.compile.pickling import Recipe, rebuild
 from dimgraph.compile.shared import DEFAULT_CONTEXT, SharedMixin
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.graph import Constant, Variable, graph_inputs
@@ -132,6 +133,10 @@ class Function:
                 ctx._values[var] = value
         return outs[0] if self._single else outs
 
+    def __reduce__(self):
+        # By value: the recipe (graph, backend, options) travels; unpickling compiles again or loads from the cache.
+        return rebuild, (self._recipe,)
+
     def dprint(self, file=None):
         """Print the rewritten graph with types and static shapes."""
         from dimgraph.printing import dprint
@@ -179,9 +184,9 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
         from dimgraph.compile.extra_dims import MappedFunction
 
         if updates:
-            raise ValueError("function: map_extra_dims cannot be combined with updates (one update per batch element?)")
-        base = function(inputs, outputs, backend=backend, rewrites=rewrites, **options)
-        return MappedFunction(base, lambda ins, outs: function(ins, outs, backend=backend, rewrites=rewrites, **options))
+            raise ValueError("function: map_extra_dims cannot be combined with updates (a shared variable has no batch dims)")
+        options = dict(options, backend=backend, rewrites=rewrites)
+        return MappedFunction(function(inputs, outputs, **options), options)
     inputs, _ = _as_list(inputs)
     outputs, single = _as_list(outputs)
     updates = dict(updates or {})
@@ -216,6 +221,7 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
         inputs, outputs, single, fgraph, backend_module.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
     )
     f._update_targets = [t.storage_key for t in update_targets]
+    f._recipe = Recipe(inputs, outputs[0] if single else outputs, backend_module.name, updates, rewrites, options)
     for attr, make in getattr(run, "exports", {}).items():  # backend extras built on the Function (jax: f.jax_fn)
         setattr(f, attr, make(f))
     return f

@@ -24,6 +24,7 @@ import re
 import numpy as np
 
 from dimgraph.backends.numba import cache, linalg, ops_more  # noqa: F401  (they register their kernels)
+from dimgraph.backends.numba import control  # noqa: F401,E402  (loops and branches: issue 16)
 from dimgraph.backends.numba.ops import numba_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.elemwise import DimShuffle, Elemwise
@@ -59,6 +60,7 @@ import numba
 
 from dimgraph.backends.numba.cache import constant as _constant
 from dimgraph.backends.numba.cache import kernel as _kernel
+from dimgraph.backends.numba.cache import verified as _verified
 
 _jitted = None
 
@@ -67,7 +69,7 @@ def jitted_graph():
     # `graph` compiled by Numba as one function (machine code cached beside this file)
     global _jitted
     if _jitted is None:
-        _jitted = numba.njit({JIT_OPTIONS})(graph)
+        _jitted = _verified(numba.njit({JIT_OPTIONS})(graph))
     return _jitted
 
 
