@@ -221,9 +221,9 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
         from dimgraph.compile.extra_dims import MappedFunction
 
         if updates:
-            raise ValueError("function: map_extra_dims cannot be combined with updates (one update per batch element?)")
-        base = function(inputs, outputs, backend=backend, rewrites=rewrites, **options)
-        return MappedFunction(base, lambda ins, outs: function(ins, outs, backend=backend, rewrites=rewrites, **options))
+            raise ValueError("function: map_extra_dims cannot be combined with updates (a shared variable has no batch dims)")
+        options = dict(options, backend=backend, rewrites=rewrites)
+        return MappedFunction(function(inputs, outputs, **options), options)
     inputs, _ = _as_list(inputs)
     outputs, single = _as_list(outputs)
     # output="dataset" is not a backend option: the outputs come back as one Dataset, by name
