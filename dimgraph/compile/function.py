@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.backends import get_backend
-from dimgraph.compile.io import TensorInput, TensorOutput
+from dimgraph.compile.io import PYTHON_SCALARS, TensorInput, TensorOutput
 from dimgraph.compile.shared import DEFAULT_CONTEXT, SharedMixin
 from dimgraph.core.fgraph import FunctionGraph
-from dimgraph.core.graph import Constant, Variable, graph_inputs
+from dimgraph.core.graph import Constant, Variable, ancestors, graph_inputs
 from dimgraph.core.rewriting import rewrite_graph
 from dimgraph.core.type import TensorType
 from dimgraph.errors import InputError
@@ -94,7 +94,7 @@ class Function:
     def _input_names(self):
         return [self._input_label(k) for k in range(len(self.inputs))]
 
-    def __call__(self, *args, ctx=None, trust_input=False, **kwargs):
+    def __call__(self, /, *args, ctx=None, trust_input=False, **kwargs):
         """Run the function on data given positionally or by input name.
 
         `trust_input=True` skips every check and conversion (for a hot loop): arrays
@@ -112,6 +112,8 @@ class Function:
         if fast is not None and not kwargs and ctx is None and len(args) == self._n_inputs:
             if not trust_input:
                 args = self._fast_convert(args)
+            elif any(type(a) in PYTHON_SCALARS for a in args):
+                args = [spec.trusted(a) for spec, a in zip(self._in_specs, args)]
             out = fast(*args)
             wrap = self._fast_wrap
             return list(out) if wrap is None else wrap(out)
@@ -120,12 +122,15 @@ class Function:
             arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, raw)]
         else:
             arrays = [spec.convert(v) for spec, v in zip(self._in_specs, raw)]
-            for check in self._checks:
-                check(arrays, raw)
         ctx = ctx or DEFAULT_CONTEXT
+        if not trust_input:
+            for check in self._checks:
+                check(arrays, raw, ctx)
         arrays += [ctx.get(s) for s in self._shared]
         results = self._run(arrays)
         n_out = len(results) - self._n_updates
+        if self._shared or self._n_updates:
+            results = _unaliased(results, n_out, arrays, len(self.inputs))
         outs = [spec.wrap(r, raw) for spec, r in zip(self._out_specs, results[:n_out])]
         if self._n_updates:
             for var, value in zip(self._update_targets, results[n_out:]):
@@ -140,6 +145,31 @@ class Function:
 
 
 _MISSING = object()
+
+
+def _unaliased(results, n_out, arrays, n_inputs):
+    """`results` with copies where shared state would alias memory the caller holds.
+
+    A backend may return an input as it came (`updates={w: x}`), a shared value as
+    it is stored (`function([], w)`), or one array as both an output and an update.
+    State changes only through calls and `set`, so: an update that shares memory
+    with an input or an output is copied before it is stored, and an output that
+    shares memory with a stored shared value is copied before it is returned.
+    """
+    results = list(results)
+    stored = arrays[n_inputs:]
+    for k in range(n_out):
+        if any(_overlap(results[k], s) for s in stored):
+            results[k] = np.array(results[k])
+    held = arrays[:n_inputs] + results[:n_out]
+    for k in range(n_out, len(results)):
+        if any(_overlap(results[k], h) for h in held) or any(_overlap(results[k], u) for u in results[n_out:k]):
+            results[k] = np.array(results[k])
+    return results
+
+
+def _overlap(a, b) -> bool:
+    return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
 
 
 def _bare(out):
@@ -181,6 +211,7 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
             raise TypeError(f"function inputs must be graph inputs (no owner, not constants); got {v!r}")
     if len(set(inputs)) != len(inputs):
         raise ValueError(f"an input is listed twice in {inputs}")
+    _check_input_names_and_dtypes(inputs)
     for target in updates:
         if not isinstance(target, SharedMixin):
             raise TypeError(f"updates: only shared variables can be updated, got {target!r}")
@@ -212,9 +243,35 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
     return f
 
 
+def _check_input_names_and_dtypes(inputs):
+    """Input names are keywords of the call, so they must differ; data must be numeric."""
+    where = {}
+    for k, v in enumerate(inputs):
+        if v.name:
+            where.setdefault(v.name, []).append(k)
+    twice = {name: ks for name, ks in where.items() if len(ks) > 1}
+    if twice:
+        name, ks = next(iter(twice.items()))
+        raise ValueError(
+            f"inputs {ks} are all named {name!r}: a call could not tell them apart by keyword; give them different names"
+        )
+    for k, v in enumerate(inputs):
+        dtype = np.dtype(v.type.dtype)
+        if dtype.kind not in "biufc":
+            raise TypeError(
+                f"input {v.name or k!r} has dtype {dtype}: compiled functions take numeric data "
+                f"(bool, int, uint, float, complex)"
+            )
+
+
+def _has_labeled(variables) -> bool:
+    """Whether any of `variables` or what they are computed from is labeled (and needs lowering)."""
+    return any(not isinstance(v.type, TensorType) for v in ancestors(list(variables)))
+
+
 def _lower_io(inputs, outputs):
     """Positional stand-ins for labeled inputs/outputs, with their converters and wrappers."""
-    if all(isinstance(v.type, TensorType) for v in inputs + outputs):
+    if not _has_labeled(inputs + outputs):
         in_specs = [TensorInput(v.name or f"input {k}", v.type) for k, v in enumerate(inputs)]
         return inputs, outputs, in_specs, [TensorOutput() for _ in outputs], []
     from dimgraph.lower import lower_io
@@ -229,7 +286,7 @@ def _lower_updates(updates):
             from dimgraph.core.basic import constant
 
             value = constant(value)
-        if not isinstance(value.type, TensorType):
+        if _has_labeled([value]):  # a positional value may still be computed from labeled ones
             from dimgraph.lower import lower_update
 
             value = lower_update(target, value)
