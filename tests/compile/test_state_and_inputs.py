@@ -75,11 +75,15 @@ def test_ragged_list_is_an_input_error_naming_it(backend):
         f([[1.0, 2.0], [3.0]])
 
 
-def test_dataset_is_an_input_error_naming_it(backend):
+def test_dataset_as_the_value_of_one_input_is_an_input_error_naming_it(backend):
     x = dg.labeled("x", dims=(OBS,))
-    f = dg.function([x], x * 2, backend=backend)
+    t = dg.tensor("t", shape=())
+    f = dg.function([t, x], x * t, backend=backend)
+    ds = xr.Dataset({"y": ("obs", np.ones(2))})
     with pytest.raises(dg.InputError, match="input 'x'.*Dataset"):
-        f(xr.Dataset({"x": ("obs", np.ones(2))}))
+        f(t=2.0, x=ds)
+    with pytest.raises(dg.InputError, match="input 't'.*Dataset"):
+        f(ds, ds["y"])
 
 
 def test_input_size_against_a_shared_variables_is_an_input_error(backend):
