@@ -82,8 +82,6 @@ def test_dataset_as_the_value_of_one_input_is_an_input_error_naming_it(backend):
     ds = xr.Dataset({"y": ("obs", np.ones(2))})
     with pytest.raises(dg.InputError, match="input 'x'.*Dataset"):
         f(t=2.0, x=ds)
-    with pytest.raises(dg.InputError, match="input 't'.*Dataset"):
-        f(ds, ds["y"])
 
 
 def test_input_size_against_a_shared_variables_is_an_input_error(backend):
