@@ -15,12 +15,12 @@ import numpy as np
 
 from dimgraph.backends import get_backend
 from dimgraph.compile.datasets import bind_dataset, dataset_names, is_dataset, to_dataset
-from dimgraph.compile.io import TensorInput, TensorOutput
+from dimgraph.compile.io import PYTHON_SCALARS, TensorInput, TensorOutput
 from dimgraph.compile.pickling import Recipe, rebuild
 from dimgraph.compile.shared import DEFAULT_CONTEXT, SharedMixin
 from dimgraph.compile.summary import function_html, function_repr
 from dimgraph.core.fgraph import FunctionGraph
-from dimgraph.core.graph import Constant, Variable, graph_inputs
+from dimgraph.core.graph import Constant, Variable, ancestors, graph_inputs
 from dimgraph.core.rewriting import rewrite_graph
 from dimgraph.core.type import TensorType
 from dimgraph.errors import InputError
@@ -104,7 +104,7 @@ class Function:
     def _input_names(self):
         return [self._input_label(k) for k in range(len(self.inputs))]
 
-    def __call__(self, *args, ctx=None, trust_input=False, **kwargs):
+    def __call__(self, /, *args, ctx=None, trust_input=False, **kwargs):
         """Run the function on data given positionally or by input name.
 
         `trust_input=True` skips every check and conversion (for a hot loop): arrays
@@ -122,6 +122,8 @@ class Function:
         if fast is not None and not kwargs and ctx is None and len(args) == self._n_inputs:
             if not trust_input:
                 args = self._fast_convert(args)
+            elif any(type(a) in PYTHON_SCALARS for a in args):
+                args = [spec.trusted(a) for spec, a in zip(self._in_specs, args)]
             out = fast(*args)
             wrap = self._fast_wrap
             return list(out) if wrap is None else wrap(out)
@@ -130,12 +132,15 @@ class Function:
             arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, raw)]
         else:
             arrays = [spec.convert(v) for spec, v in zip(self._in_specs, raw)]
-            for check in self._checks:
-                check(arrays, raw)
         ctx = ctx or DEFAULT_CONTEXT
+        if not trust_input:
+            for check in self._checks:
+                check(arrays, raw, ctx)
         arrays += [ctx.get(s) for s in self._shared]
         results = self._run(arrays)
         n_out = len(results) - self._n_updates
+        if self._shared or self._n_updates:
+            results = _unaliased(results, n_out, arrays, len(self.inputs))
         outs = [spec.wrap(r, raw) for spec, r in zip(self._out_specs, results[:n_out])]
         if self._n_updates:
             for var, value in zip(self._update_targets, results[n_out:]):
@@ -162,6 +167,31 @@ class Function:
 
 
 _MISSING = object()
+
+
+def _unaliased(results, n_out, arrays, n_inputs):
+    """`results` with copies where shared state would alias memory the caller holds.
+
+    A backend may return an input as it came (`updates={w: x}`), a shared value as
+    it is stored (`function([], w)`), or one array as both an output and an update.
+    State changes only through calls and `set`, so: an update that shares memory
+    with an input or an output is copied before it is stored, and an output that
+    shares memory with a stored shared value is copied before it is returned.
+    """
+    results = list(results)
+    stored = arrays[n_inputs:]
+    for k in range(n_out):
+        if any(_overlap(results[k], s) for s in stored):
+            results[k] = np.array(results[k])
+    held = arrays[:n_inputs] + results[:n_out]
+    for k in range(n_out, len(results)):
+        if any(_overlap(results[k], h) for h in held) or any(_overlap(results[k], u) for u in results[n_out:k]):
+            results[k] = np.array(results[k])
+    return results
+
+
+def _overlap(a, b) -> bool:
+    return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
 
 
 def _bare(out):
@@ -236,6 +266,7 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
             raise TypeError(f"function inputs must be graph inputs (no owner, not constants); got {v!r}")
     if len(set(inputs)) != len(inputs):
         raise ValueError(f"an input is listed twice in {inputs}")
+    _check_input_names_and_dtypes(inputs)
     for target in updates:
         if not isinstance(target, SharedMixin):
             raise TypeError(f"updates: only shared variables can be updated, got {target!r}")
@@ -273,6 +304,32 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
     return f
 
 
+def _check_input_names_and_dtypes(inputs):
+    """Input names are keywords of the call, so they must differ; data must be numeric."""
+    where = {}
+    for k, v in enumerate(inputs):
+        if v.name:
+            where.setdefault(v.name, []).append(k)
+    twice = {name: ks for name, ks in where.items() if len(ks) > 1}
+    if twice:
+        name, ks = next(iter(twice.items()))
+        raise ValueError(
+            f"inputs {ks} are all named {name!r}: a call could not tell them apart by keyword; give them different names"
+        )
+    for k, v in enumerate(inputs):
+        dtype = np.dtype(v.type.dtype)
+        if dtype.kind not in "biufc":
+            raise TypeError(
+                f"input {v.name or k!r} has dtype {dtype}: compiled functions take numeric data "
+                f"(bool, int, uint, float, complex)"
+            )
+
+
+def _has_labeled(variables) -> bool:
+    """Whether any of `variables` or what they are computed from is labeled (and needs lowering)."""
+    return any(not isinstance(v.type, TensorType) for v in ancestors(list(variables)))
+
+
 def _rng_updates(outputs, explicit):
     """The next states of the `dg.rng` stream states the outputs draw from (explicit updates win)."""
     from dimgraph.compile.random import default_updates
@@ -306,7 +363,7 @@ def _lower_updates(updates):
             from dimgraph.core.basic import constant
 
             value = constant(value)
-        if not isinstance(value.type, TensorType) or _from_labeled(value):
+        if _has_labeled([value]) or _from_labeled(value):  # a positional value may be computed from labeled ones
             from dimgraph.lower import lower_update
 
             value = lower_update(target, value)
