@@ -82,6 +82,12 @@ def test_masked_switch_runs_on_backends(backend_name, tmp_path, monkeypatch):
     assert any(isinstance(op, AdvancedIncSubtensor) for op in ops_of(f))
     xv, yv = np.linspace(-3, 3, 41), np.linspace(2, -2, 41)
     np.testing.assert_allclose(f(xv, yv), np.where(xv > 1, np.sin(xv) * np.log1p(yv * yv), yv), rtol=1e-12)
+    m = dg.tensor("m", shape=(None, 3))  # a mask over two axes, one of them static
+    g = dg.function([m], dg.where(m > 2, dg.exp(m) * dg.sin(m), m), rewrites={"egraph": {"mask_fraction": 0.01}},
+                    backend=backend_name)
+    assert any(isinstance(op, AdvancedIncSubtensor) for op in ops_of(g))
+    mv = np.linspace(-4, 4, 12).reshape(4, 3)
+    np.testing.assert_allclose(g(mv), np.where(mv > 2, np.exp(mv) * np.sin(mv), mv), rtol=1e-12)
 
 
 def test_index_lifting_through_elemwise_only_when_it_pays():
