@@ -156,6 +156,10 @@ def test_bad_egraph_options_are_clear_errors():
         dg.function([x], x + 1, rewrites={"egraph": {"node_limt": 5}}, backend="python")
     with pytest.raises(ValueError, match="egraph"):
         dg.function([x], x + 1, rewrites={"egraph": "yes"}, backend="python")
+    with pytest.raises(ValueError, match="mask_fraction must be in"):
+        dg.function([x], x + 1, rewrites={"egraph": {"mask_fraction": 2.0}}, backend="python")
+    with pytest.raises(ValueError, match="time_limit must be a non-negative number, got -1"):
+        dg.function([x], x + 1, rewrites={"egraph": {"time_limit": -1}}, backend="python")
 
 
 def test_cost_model_counts_fusion_kernels_and_transcendentals():
