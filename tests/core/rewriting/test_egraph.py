@@ -192,3 +192,19 @@ def test_scan_graphs_keep_their_control_flow_rewrites():
     for v in e:
         want = 0.5 * want + np.log1p(v * v)
     np.testing.assert_allclose(f(e).values, want)
+
+
+def test_run_time_checks_survive_extraction():
+    """An assert whose condition is only known at run time, and a reshape that may fail, stay in the graph."""
+    x = dg.tensor("x", shape=(None,))
+    checked = dg.core.assert_op(dg.log(1 + x), (x >= 0).all(), msg="x must be non-negative")
+    out = dg.core.reshape(checked * 1, (2, -1)).sum()
+    f = dg.function([x], out, rewrites=EGRAPH, backend="python")
+    assert "log1p" in scalar_names(f)
+    np.testing.assert_allclose(f(np.arange(4.0)), np.log1p(np.arange(4.0)).sum())
+    with pytest.raises(AssertionError, match="non-negative"):
+        f(np.array([1.0, -0.5]))
+    with pytest.raises(ValueError):
+        f(np.arange(3.0))  # 3 elements cannot be reshaped to (2, -1)
+    proved = dg.function([x], dg.core.assert_op(x, dg.core.constant(True)) + 0.0, rewrites=EGRAPH, backend="python")
+    assert not any(type(op).__name__ == "Assert" for op in ops_of(proved))  # a constant true condition is dropped
