@@ -31,7 +31,7 @@ import contextlib
 import jax
 import numpy as np
 
-from dimgraph.backends.jax import control, indexing, ops_more  # noqa: F401  (they register their entries)
+from dimgraph.backends.jax import control, indexing, linalg, ops_more, random  # noqa: F401  (they register their entries)
 from dimgraph.backends.jax.checks import collect
 from dimgraph.backends.jax.dispatch import (
     FOLD_LIMIT,

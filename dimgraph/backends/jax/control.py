@@ -1,4 +1,5 @@
-"""JAX entries for control flow: `Loop`/`Scan` -> `lax.scan` / `lax.fori_loop` / `lax.while_loop`, `IfElse` -> `lax.cond`.
+"""JAX entries for control flow: `Loop`/`Scan` -> `lax.scan` / `lax.fori_loop` / `lax.while_loop`, `IfElse` -> `lax.cond`, a kept
+`OpFromGraph` traced inline.
 
 An inner graph becomes a pure function with `compiler.graph_function`, as a
 whole graph does. Run-time checks inside a body or a branch (`checks.py`)
@@ -21,6 +22,7 @@ from dimgraph.backends.jax.dispatch import is_static, jax_impl, static_int
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.opfromgraph import OpFromGraph
 
 
 def _inner_function(graph):
@@ -73,6 +75,8 @@ def _loop(op, node):
                     raise ValueError(f"{op.name}: state {k} has shape {old.shape} before a step and {new.shape} after it")
             return outs, tuple(a & b for a, b in zip(carry[1], oks))
 
+        if is_static(n) and int(n) <= 0:  # no step: the body is not traced (it may index empty sequences)
+            return list(states) + [jnp.zeros((0,) + states[k].shape, dtype=states[k].dtype) for k in traced]
         checks = _discover(body, jnp.asarray(0, dtype=jnp.int64), *states, *consts)
         carry = (states, tuple(jnp.asarray(True) for _ in checks))
         if until is not None:
@@ -130,3 +134,11 @@ def _ifelse(op, node):
         return list(outs)
 
     return lambda inputs: branch(inputs[0], inputs[1:])
+
+
+@jax_impl.register(OpFromGraph)
+def _op_from_graph(op, node):
+    from dimgraph.backends.jax.compiler import graph_function
+
+    graph = graph_function(FunctionGraph(op.graph.inputs, op.graph.outputs, clone=True))
+    return lambda inputs: graph(*inputs)

@@ -23,8 +23,9 @@ import re
 
 import numpy as np
 
-from dimgraph.backends.numba import cache, ops_more  # noqa: F401  (ops_more registers its kernels)
+from dimgraph.backends.numba import cache, linalg, ops_more  # noqa: F401  (they register their kernels)
 from dimgraph.backends.numba import control  # noqa: F401,E402  (loops and branches: issue 16)
+from dimgraph.backends.numba import random  # noqa: F401,E402  (random draws: issue 17)
 from dimgraph.backends.numba.ops import numba_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.elemwise import DimShuffle, Elemwise

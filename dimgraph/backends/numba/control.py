@@ -20,6 +20,7 @@ from dimgraph.backends.numba.ops import numba_kernel
 from dimgraph.core.graph import Constant
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.opfromgraph import OpFromGraph
 
 INNER_HEADER = "from dimgraph.backends.numba.cache import constant as _constant\nfrom dimgraph.backends.numba.cache import kernel as _kernel\n\n"
 
@@ -127,3 +128,12 @@ def _ifelse(op, node):
         + "\n".join(lines)
         + "\n"
     )
+
+
+@numba_kernel.register(OpFromGraph)
+def _op_from_graph(op, node):
+    args = [f"a{k}" for k in range(len(node.inputs))]
+    n = len(node.outputs)
+    lines = [f"def kernel({''.join(a + ', ' for a in args)}):", f"    r = graph({', '.join(args)})"]
+    lines.append(f"    return {_ret([f'r[{k}]' for k in range(n)])}")
+    return INNER_HEADER + print_inner(op.graph, "graph") + "\n\n" + "\n".join(lines) + "\n"

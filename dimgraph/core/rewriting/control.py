@@ -12,6 +12,8 @@
   only when the loop provably runs at least one step (n_steps a constant >= 1
   and no while condition); otherwise hoisting it could raise where the loop,
   running zero times, would not. Ops that cannot raise always move.
+- `inline_op_from_graph` (canonicalize): an OpFromGraph becomes its graph
+  unless it was made with `inline=False`.
 - `inner_graph_rewrite` (phase "inner", after fusion): every inner graph gets
   the whole phase list with the same spec (canonicalize, stabilize, fusion:
   a loop body is fused like any graph), once per distinct inner graph.
@@ -28,6 +30,7 @@ from dimgraph.core.graph import Constant, clone_graph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.inner import InnerGraph
 from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.opfromgraph import OpFromGraph
 from dimgraph.core.math import ge
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.rewriting.engine import GraphRewriter, node_rewriter
@@ -55,8 +58,9 @@ def scan_to_loop(fgraph, node):
     """Scan -> Loop storing only the traces read; trace[-1] -> the last state."""
     op, ns = node.op, node.op.n_states
     traced, last_reads = [], []
-    for k in range(ns):
-        clients = [c for c, _ in fgraph.clients.get(node.outputs[ns + k], {})]
+    trace_of = {k: node.outputs[ns + m] for m, k in enumerate(op._traced())}
+    for k, trace in trace_of.items():
+        clients = [c for c, _ in fgraph.clients.get(trace, {})]
         if not clients:
             continue
         if all(_reads_last(c) for c in clients):
@@ -66,7 +70,7 @@ def scan_to_loop(fgraph, node):
     new = Loop(op.body, ns, traced=tuple(traced), name=op.name).make_node(*node.inputs).outputs
     repl = {node.outputs[k]: new[k] for k in range(ns)}
     for m, k in enumerate(traced):
-        repl[node.outputs[ns + k]] = new[ns + m]
+        repl[trace_of[k]] = new[ns + m]
     for k, clients in last_reads:
         last = new[k]
         if not _runs_a_step(op, node):
@@ -119,6 +123,12 @@ def loop_invariant_code_motion(fgraph, node):
     return new_op.make_node(*node.inputs, *outer).outputs
 
 
+@node_rewriter([OpFromGraph], tags=("canonicalize", "control"))
+def inline_op_from_graph(fgraph, node):
+    """OpFromGraph(x) -> its graph on x, unless made with inline=False."""
+    return node.op.graph.apply(node.inputs) if node.op.inline else None
+
+
 def inner_graphs(op):
     """{field name: InnerGraph} of an op that carries inner graphs (empty for the others)."""
     if isinstance(op, (Loop, Scan)):
@@ -158,5 +168,5 @@ def rewrite_inner_graphs(fgraph, ctx, rewriter):
         ctx.replace(rewriter, node, list(zip(node.outputs, new_node.outputs)))
 
 
-CONTROL_CANONICALIZE = [scan_to_loop, loop_invariant_code_motion]
+CONTROL_CANONICALIZE = [scan_to_loop, loop_invariant_code_motion, inline_op_from_graph]
 INNER = GraphRewriter("inner_graph_rewrite", rewrite_inner_graphs, tags=("inner", "control"))

@@ -10,6 +10,7 @@ Each rewrite is tagged with its own name and its phase name, so
 
 from __future__ import annotations
 
+from dimgraph.core.rewriting.blockwise import blockwise_without_batch
 from dimgraph.core.rewriting.canonicalize import CANONICALIZE, SPECIALIZE
 from dimgraph.core.rewriting.control import CONTROL_CANONICALIZE, INNER
 from dimgraph.core.rewriting.engine import GlobalPhase, GraphRewriter, LocalPhase
@@ -21,8 +22,9 @@ MERGE = GraphRewriter("merge", merge_graph, tags=("merge",))
 
 PHASES = [
     GlobalPhase("merge", [MERGE]),  # equal subgraphs -> one (linear, by structural key)
-    # neutral elements, folding, useless ops, static shapes; Scan -> Loop, loop-invariant code motion
-    LocalPhase("canonicalize", CANONICALIZE + CONTROL_CANONICALIZE),
+    # neutral elements, folding, useless ops, static shapes; Scan -> Loop, loop-invariant code motion;
+    # a Blockwise without batch axes -> its core op
+    LocalPhase("canonicalize", CANONICALIZE + CONTROL_CANONICALIZE + [blockwise_without_batch]),
     LocalPhase("stabilize", STABILIZE),  # log1p, expm1, log-sigmoid, logsumexp, softmax
     LocalPhase("specialize", SPECIALIZE),  # cheaper equivalents (x**2 -> sqr)
     GlobalPhase(
