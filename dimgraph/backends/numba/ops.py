@@ -24,6 +24,13 @@ from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.shape_ops import Alloc, Reshape
 
 
+class ObjmodeKernel(str):
+    """The source of a kernel that only calls the op's NumPy `perform` (through `numba.objmode`).
+
+    The top-level driver runs such a node by `perform` directly instead of compiling it.
+    """
+
+
 @singledispatch
 def numba_kernel(op, node) -> str:
     """Source of `def kernel(*inputs)` computing `node`'s outputs."""

@@ -12,18 +12,18 @@ still fails at compile time naming itself and the backend.
 
 from __future__ import annotations
 
-import pickle
-
 import numpy as np
 
-from dimgraph.backends.numba.ops import _tuple, numba_kernel, print_loop
+from dimgraph.backends.numba.fallback import register_perform
+from dimgraph.backends.numba.loops import guard_lines
+from dimgraph.backends.numba.ops import ObjmodeKernel, _tuple, numba_kernel, print_loop
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
 
 
 def _objmode_kernel(op, node) -> str:
     """A kernel that calls `op.perform` in object mode; output types are declared from the node."""
-    payload = pickle.dumps((op, [i.type for i in node.inputs]), protocol=4).hex()
+    key = register_perform(op, [i.type for i in node.inputs])
     args = [f"x{k}" for k in range(len(node.inputs))]
     outs = [f"o{k}" for k in range(len(node.outputs))]
     types = [
@@ -31,9 +31,9 @@ def _objmode_kernel(op, node) -> str:
         for k, o in enumerate(node.outputs)
     ]
     decl = ", ".join(f"o{k}=_t{k}" for k in range(len(outs)))
-    return (
+    return ObjmodeKernel(
         "from dimgraph.backends.numba.fallback import perform_caller\n\n"
-        f'_perform = perform_caller("{payload}")\n'
+        f'_perform = perform_caller("{key}")\n'
         + "\n".join(types)
         + f"\n\n\ndef kernel({', '.join(args)}):\n"
         f"    with numba.objmode({decl}):\n"
@@ -266,15 +266,15 @@ if _join is not None:
             return "def kernel(x0):\n    return x0.copy()\n"
         nd = node.inputs[0].type.ndim
         checks = [
-            f"    if {a}.shape[{ax}] != x0.shape[{ax}]:\n"
-            f"        raise ShapeError('Join: axis {ax} of the inputs has different sizes (only axis {op.axis} may differ)')"
-            for a in args[1:]
+            (f"{a}.shape[{ax}] != x0.shape[{ax}]",
+             f"raise ShapeError('Join: axis {ax} of the inputs has different sizes (only axis {op.axis} may differ)')")
             for ax in range(nd)
             if ax != op.axis
+            for a in args[1:]
         ]
         return (
             f"def kernel({', '.join(args)}):\n"
-            + "".join(c + "\n" for c in checks)
+            + "".join(line + "\n" for line in guard_lines(checks, "    "))
             + f"    return np.concatenate({_tuple(args)}, axis={op.axis})\n"
         )
 
