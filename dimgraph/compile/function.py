@@ -9,6 +9,9 @@ updates only after all outputs exist, and wraps outputs (DataArrays for labeled)
 
 from __future__ import annotations
 
+import logging
+import time
+
 import numpy as np
 
 from dimgraph.backends import get_backend
@@ -20,9 +23,16 @@ from dimgraph.core.rewriting import rewrite_graph
 from dimgraph.core.type import TensorType
 from dimgraph.errors import InputError
 
+_log = logging.getLogger("dimgraph")
+
 
 class Function:
-    """A compiled graph. Call with arrays positionally or by input name."""
+    """A compiled graph. Call with arrays positionally or by input name.
+
+    `timings` gives seconds per compile phase: "lower", "rewrite", "codegen", "first call"
+    (once a call has run: numba compiles its kernels then) and "kernels" ({kernel: seconds}
+    on the numba backend). Compiles that run long log their progress (`logging`, "dimgraph").
+    """
 
     def __init__(self, inputs, outputs, single, fgraph, backend, run, in_specs, out_specs, checks, shared, n_updates):
         self.inputs = inputs
@@ -46,7 +56,14 @@ class Function:
         fast = getattr(run, "fast", None)
         plain = not checks and not shared and not n_updates and all(type(s) is TensorOutput for s in out_specs)
         plain = plain and all(type(s) is TensorInput for s in in_specs)
-        self._fast = fast if plain else None
+        # The first call takes the general path and is timed (it compiles the numba kernels); the
+        # fast path is switched on after it succeeds.
+        self._fast_after_first = fast if plain else None
+        self._fast = None
+        self._first_call = True
+        # Seconds per phase: lower, rewrite, codegen (set by `function`), "first call", and the
+        # backend's own ({kernel: seconds}, filled by the first call).
+        self.timings = {"kernels": getattr(run, "timings", {})}
         self._fast_wrap = None if len(outputs) != 1 else (_bare if single else _listed)
         self._n_inputs = len(inputs)
         # Per input: (dtype, ndim, ((axis, static size), ...)); data that matches exactly needs no conversion.
@@ -115,6 +132,8 @@ class Function:
             out = fast(*args)
             wrap = self._fast_wrap
             return list(out) if wrap is None else wrap(out)
+        if self._first_call:
+            return self._timed_first_call(args, ctx, trust_input, kwargs)
         raw = self._bind(args, kwargs)
         if trust_input:
             arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, raw)]
@@ -131,6 +150,21 @@ class Function:
             for var, value in zip(self._update_targets, results[n_out:]):
                 ctx._values[var] = value
         return outs[0] if self._single else outs
+
+    def _timed_first_call(self, args, ctx, trust_input, kwargs):
+        self._first_call = False
+        t0 = time.perf_counter()
+        try:
+            out = self(*args, ctx=ctx, trust_input=trust_input, **kwargs)
+        except BaseException:
+            self._first_call = True  # bad input, say: the next call is the first that runs
+            raise
+        seconds = time.perf_counter() - t0
+        self.timings["first call"] = seconds
+        self._fast = self._fast_after_first
+        if seconds > 2.0:
+            _log.info("dimgraph: first call took %.2f s (kernel compiles: %s)", seconds, self.timings["kernels"])
+        return out
 
     def dprint(self, file=None):
         """Print the rewritten graph with types and static shapes."""
@@ -185,6 +219,7 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
         if not isinstance(target, SharedMixin):
             raise TypeError(f"updates: only shared variables can be updated, got {target!r}")
 
+    t_lower = time.perf_counter()
     pos_inputs, pos_outputs, in_specs, out_specs, checks = _lower_io(inputs, outputs)
     update_targets = list(updates)
     pos_updates = _lower_updates(updates)
@@ -200,13 +235,18 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
             )
     fgraph = FunctionGraph(pos_inputs + shared, pos_outputs + pos_updates)
     backend_module = get_backend(backend)
+    t_rewrite = time.perf_counter()
     rewrite_graph(fgraph, rewrites, backend=backend_module)
     fgraph.user_inputs = list(inputs)  # the variables behind fgraph.inputs[:len(inputs)] (jax shard= maps them)
+    t_codegen = time.perf_counter()
     run = backend_module.compile(fgraph, **options)
+    t_done = time.perf_counter()
     f = Function(
         inputs, outputs, single, fgraph, backend_module.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
     )
     f._update_targets = [t.storage_key for t in update_targets]
+    f.timings.update(lower=t_rewrite - t_lower, rewrite=t_codegen - t_rewrite, codegen=t_done - t_codegen)
+    _log.debug("dimgraph: lower %.3f s, rewrite %.3f s, codegen %.3f s", *(f.timings[k] for k in ("lower", "rewrite", "codegen")))
     for attr, make in getattr(run, "exports", {}).items():  # backend extras built on the Function (jax: f.jax_fn)
         setattr(f, attr, make(f))
     return f

@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from dimgraph.backends.numba import cache, ops_more  # noqa: F401  (ops_more registers its kernels)
+from dimgraph.backends.numba import cache, ops_more, progress  # noqa: F401  (ops_more registers its kernels)
 from dimgraph.backends.numba.ops import ObjmodeKernel, numba_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.elemwise import DimShuffle, Elemwise
@@ -150,7 +150,7 @@ def compile(fgraph, **options):
     for p, v in zip(params, fgraph.inputs):
         names[v] = p
         _check_dtype(v)
-    header_lines, body, namespace, kernels = [], [], {}, {}
+    header_lines, body, namespace, kernels, kernel_names = [], [], {}, {}, {}
     kernel_sources = []
 
     def ref(var):
@@ -204,6 +204,7 @@ def compile(fgraph, **options):
             module = cache.load_module("k", KERNEL_HEADER + src + KERNEL_FOOTER)
             if module.digest not in kernels:
                 kernels[module.digest] = f"k{len(kernels)}"
+                kernel_names[kernels[module.digest]] = _comment(node.op)
                 header_lines.append(f'{kernels[module.digest]} = _kernel("{module.digest}")  # {_comment(node.op)}')
                 kernel_sources.append(f"# {kernels[module.digest]}: {_comment(node.op)}\n{src}")
             fn = kernels[module.digest]
@@ -225,15 +226,16 @@ def compile(fgraph, **options):
     namespace.update(_constant=cache.constant, _kernel=cache.kernel)
     exec(builtins.compile(text, "<dimgraph numba graph>", "exec"), namespace)  # noqa: S102 - our own text
     fn = namespace["graph"]
-    if len(results) == 1:  # a bare array comes back: no tuple to build and unpack
+    timings = {}  # "k3 (its op)": seconds of Numba compile (or cache load), filled by the first call
+    untimed = [{namespace[name]: f"{name} ({comment})" for name, comment in kernel_names.items()}]
 
-        def run(args):
-            return [fn(*args)]
-
-    else:
-
-        def run(args):
-            return list(fn(*args))
+    def run(args):
+        if untimed:  # the first call compiles the kernels: time each one
+            with progress.KernelTimer(untimed.pop(), timings):
+                out = fn(*args)
+        else:
+            out = fn(*args)
+        return [out] if len(results) == 1 else list(out)
 
     run.source = text + "\n\n# ---- kernels ----\n\n" + "\n\n".join(kernel_sources)
     # Function's positional fast path calls the driver directly (a bare array for one output,
@@ -241,4 +243,5 @@ def compile(fgraph, **options):
     run.fast = fn
     run.kernel_digests = tuple(kernels)
     run.host_ops = tuple(hosts.values())
+    run.timings = timings
     return run
