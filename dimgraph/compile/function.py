@@ -50,12 +50,13 @@ class Function:
         self.source = getattr(run, "source", None)
         # What the rewrites did (dimgraph.core.rewriting.RewriteTrace): counts, and events when traced.
         self.rewrite_trace = getattr(fgraph, "rewrite_trace", None)
-        # The common call (every input positional, plain tensors, no shared variables, no updates)
-        # skips binding, contexts and wrapping: `run.fast(*arrays)` is the backend's own entry
-        # (numba: the dispatcher), returning a bare array for one output, a tuple for several.
+        # The common call (every input positional, arrays or labeled arrays, no shared variables,
+        # no updates, no label checks) skips binding and contexts: `run.fast(*arrays)` is the
+        # backend's own entry (numba: the driver), returning a bare array for one output, a
+        # tuple for several; labeled outputs are wrapped by their specs.
         fast = getattr(run, "fast", None)
-        plain = not checks and not shared and not n_updates and all(type(s) is TensorOutput for s in out_specs)
-        plain = plain and all(type(s) is TensorInput for s in in_specs)
+        specs = [_fast_spec(s) for s in in_specs]
+        plain = not checks and not shared and not n_updates and None not in specs
         # The first call takes the general path and is timed (it compiles the numba kernels); the
         # fast path is switched on after it succeeds.
         self._fast_after_first = fast if plain else None
@@ -64,13 +65,19 @@ class Function:
         # Seconds per phase: lower, rewrite, codegen (set by `function`), "first call", and the
         # backend's own ({kernel: seconds}, filled by the first call).
         self.timings = {"kernels": getattr(run, "timings", {})}
-        self._fast_wrap = None if len(outputs) != 1 else (_bare if single else _listed)
         self._n_inputs = len(inputs)
+        self._labeled_in = any(type(s) is not TensorInput for s in in_specs)
+        if all(type(s) is TensorOutput for s in out_specs):
+            self._fast_wrap = _listed_all if len(outputs) != 1 else (_bare if single else _listed)
+        else:
+            self._fast_wrap = self._wrap_outputs
         # Per input: (dtype, ndim, ((axis, static size), ...)); data that matches exactly needs no conversion.
-        self._fast_specs = tuple(
-            (np.dtype(s.type.dtype), s.type.ndim, tuple((a, n) for a, n in enumerate(s.type.shape) if n is not None))
-            for s in in_specs
-        ) if plain else ()
+        self._fast_specs = tuple(specs) if plain else ()
+
+    def _wrap_outputs(self, out, raw):
+        results = [out] if len(self.fgraph.outputs) == 1 else out
+        outs = [spec.wrap(r, raw) for spec, r in zip(self._out_specs, results)]
+        return outs[0] if self._single else outs
 
     def _bind(self, args, kwargs):
         n = len(self.inputs)
@@ -128,10 +135,12 @@ class Function:
         fast = self._fast
         if fast is not None and not kwargs and ctx is None and len(args) == self._n_inputs:
             if not trust_input:
-                args = self._fast_convert(args)
-            out = fast(*args)
-            wrap = self._fast_wrap
-            return list(out) if wrap is None else wrap(out)
+                arrays = self._fast_convert(args)
+            elif self._labeled_in:
+                arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, args)]
+            else:
+                arrays = args
+            return self._fast_wrap(fast(*arrays), args)
         if self._first_call:
             return self._timed_first_call(args, ctx, trust_input, kwargs)
         raw = self._bind(args, kwargs)
@@ -176,19 +185,34 @@ class Function:
 _MISSING = object()
 
 
-def _bare(out):
+def _bare(out, raw):
     return out
 
 
-def _listed(out):
+def _listed(out, raw):
     return [out]
+
+
+def _listed_all(out, raw):
+    return list(out)
+
+
+def _fast_spec(spec):
+    """(dtype, ndim, ((axis, static size), ...)) of a positional or labeled input spec, else None."""
+    if type(spec) is TensorInput:
+        shape = spec.type.shape
+    elif hasattr(spec.type, "dims") and hasattr(spec, "trusted"):  # a labeled input: NumPy data in dims order
+        shape = tuple(d.size for d in spec.type.dims)
+    else:
+        return None
+    return np.dtype(spec.type.dtype), len(shape), tuple((a, n) for a, n in enumerate(shape) if n is not None)
 
 
 def _as_list(x):
     return (list(x), False) if isinstance(x, (list, tuple)) else ([x], True)
 
 
-def function(inputs, outputs, backend=None, updates=None, rewrites="default", **options):
+def function(inputs, outputs, backend=None, updates=None, rewrites="default", return_numpy=False, **options):
     """Compile `outputs` as a function of `inputs`.
 
     Parameters
@@ -198,6 +222,9 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
     backend : "python" (NumPy reference) or another registered backend name.
     updates : {shared variable: new value expression}, applied after each successful call.
     rewrites : "default", "none", or a spec understood by `dimgraph.core.rewriting`.
+    return_numpy : labeled outputs come back as NumPy arrays in the output's dim order
+        instead of DataArrays (for samplers and optimizers: a call then costs what a
+        positional one does).
 
     Examples
     --------
@@ -206,6 +233,10 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
     >>> f = dg.function([x], (x * 2).sum())
     >>> float(f(np.arange(4.0)))
     12.0
+    >>> t = dg.Dim("t", size=3)
+    >>> y = dg.labeled("y", dims=(t,))
+    >>> dg.function([y], y + 1, return_numpy=True)(np.zeros(3))
+    array([1., 1., 1.])
     """
     inputs, _ = _as_list(inputs)
     outputs, single = _as_list(outputs)
@@ -221,6 +252,8 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", **
 
     t_lower = time.perf_counter()
     pos_inputs, pos_outputs, in_specs, out_specs, checks = _lower_io(inputs, outputs)
+    if return_numpy:
+        out_specs = [TensorOutput() for _ in out_specs]
     update_targets = list(updates)
     pos_updates = _lower_updates(updates)
     given = set(inputs)

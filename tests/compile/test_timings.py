@@ -23,8 +23,11 @@ def test_timings_hold_every_phase_and_the_first_call_after_it_runs(backend):
     assert f.timings["first call"] == first
 
 
-def test_numba_times_each_kernel_of_the_first_call():
+def test_numba_times_each_kernel_of_the_first_call(monkeypatch):
     pytest.importorskip("numba")
+    from dimgraph.backends.numba import cache
+
+    monkeypatch.setattr(cache, "_LOADED", {})  # fresh dispatchers: their first call compiles or loads from disk
     x = dg.tensor("x", shape=(None, 3))
     f = dg.function([x], [dg.tanh(x).sum(axis=1), (x * x).max()], backend="numba")
     assert f.timings["kernels"] == {}
@@ -36,9 +39,10 @@ def test_numba_times_each_kernel_of_the_first_call():
 
 def test_a_slow_first_call_logs_each_kernel(monkeypatch, caplog):
     pytest.importorskip("numba")
-    from dimgraph.backends.numba import progress
+    from dimgraph.backends.numba import cache, progress
 
     monkeypatch.setattr(progress, "PROGRESS_AFTER", 0.0)  # every compile counts as slow
+    monkeypatch.setattr(cache, "_LOADED", {})  # fresh dispatchers: their first call compiles or loads from disk
     x = dg.tensor("x", shape=(None,))
     f = dg.function([x], dg.sin(x) * 3.0 + dg.cos(x).sum(), backend="numba")
     with caplog.at_level(logging.INFO, logger="dimgraph.numba"):
