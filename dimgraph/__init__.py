@@ -7,6 +7,7 @@ array(3.)
 """
 
 from dimgraph import config, core
+from dimgraph.compile.flat import FlatParams, flat_value_and_grad
 from dimgraph.compile.function import Function, function
 from dimgraph.compile.shared import SharedContext, shared
 from dimgraph.core.basic import constant as _positional_constant  # noqa: F401
@@ -71,7 +72,19 @@ from dimgraph.labeled.math import (  # noqa: F401  (dispatch: labeled by dim nam
     trunc,
 )
 from dimgraph.lower import lower
+from dimgraph.labeled import linalg  # noqa: F401  (dg.linalg: labeled linear algebra)
+from dimgraph.labeled.vectorize import vectorize, vectorize_graph  # noqa: F401
 from dimgraph.errors import BackendUnavailable, DimError, InputError, NonDifferentiable, ShapeError
 from dimgraph.printing import dprint
 
 __version__ = "0.1.0"
+
+# control flow (issue 16): loops and lazy branches over labeled or positional variables
+from dimgraph.control import ifelse, scan, while_loop  # noqa: E402
+from dimgraph.core.opfromgraph import op_from_graph  # noqa: E402
+
+# random draws and log densities (issue 17)
+from dimgraph import dist  # noqa: E402
+from dimgraph.compile.random import RandomStream, rng  # noqa: E402,F401
+from dimgraph.core.random import rng_state, seed_state  # noqa: E402,F401
+from dimgraph.labeled.distributions import log_softmax, softmax  # noqa: E402,F401

@@ -15,7 +15,9 @@ import time
 import numpy as np
 
 from dimgraph.backends import get_backend
+from dimgraph.compile.datasets import bind_dataset, dataset_names, is_dataset, to_dataset
 from dimgraph.compile.io import TensorInput, TensorOutput
+from dimgraph.compile.pickling import Recipe, rebuild
 from dimgraph.compile.shared import DEFAULT_CONTEXT, SharedMixin
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.graph import Constant, Variable, graph_inputs
@@ -46,6 +48,7 @@ class Function:
         self._shared = shared
         self._n_updates = n_updates
         self._single = single
+        self._dataset_names = None  # output="dataset": the outputs' names
         self._names = {v.name: k for k, v in enumerate(inputs) if v.name}
         self.source = getattr(run, "source", None)
         # What the rewrites did (dimgraph.core.rewriting.RewriteTrace): counts, and events when traced.
@@ -80,6 +83,8 @@ class Function:
         return outs[0] if self._single else outs
 
     def _bind(self, args, kwargs):
+        if args and is_dataset(args[0]):
+            args, kwargs = (), bind_dataset(self, args[0], args[1:], kwargs)
         n = len(self.inputs)
         if len(args) > n:
             raise InputError(f"function takes {n} inputs {self._input_names()}, got {len(args)} positional values")
@@ -158,6 +163,8 @@ class Function:
         if self._n_updates:
             for var, value in zip(self._update_targets, results[n_out:]):
                 ctx._values[var] = value
+        if self._dataset_names is not None:
+            return to_dataset(self._dataset_names, outs)
         return outs[0] if self._single else outs
 
     def _timed_first_call(self, args, ctx, trust_input, kwargs):
@@ -174,6 +181,10 @@ class Function:
         if seconds > 2.0:
             _log.info("dimgraph: first call took %.2f s (kernel compiles: %s)", seconds, self.timings["kernels"])
         return out
+
+    def __reduce__(self):
+        # By value: the recipe (graph, backend, options) travels; unpickling compiles again or loads from the cache.
+        return rebuild, (self._recipe,)
 
     def dprint(self, file=None):
         """Print the rewritten graph with types and static shapes."""
@@ -212,7 +223,9 @@ def _as_list(x):
     return (list(x), False) if isinstance(x, (list, tuple)) else ([x], True)
 
 
-def function(inputs, outputs, backend=None, updates=None, rewrites="default", return_numpy=False, **options):
+def function(
+    inputs, outputs, backend=None, updates=None, rewrites="default", map_extra_dims=False, return_numpy=False, **options
+):
     """Compile `outputs` as a function of `inputs`.
 
     Parameters
@@ -222,6 +235,8 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", re
     backend : "python" (NumPy reference) or another registered backend name.
     updates : {shared variable: new value expression}, applied after each successful call.
     rewrites : "default", "none", or a spec understood by `dimgraph.core.rewriting`.
+    map_extra_dims : map over dims that DataArray inputs carry beyond the inputs' own (one
+        compile per set of extra dims; outputs get them first); see `dimgraph.compile.extra_dims`.
     return_numpy : labeled outputs come back as NumPy arrays in the output's dim order
         instead of DataArrays (for samplers and optimizers: a call then costs what a
         positional one does).
@@ -238,9 +253,20 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", re
     >>> dg.function([y], y + 1, return_numpy=True)(np.zeros(3))
     array([1., 1., 1.])
     """
+    if map_extra_dims:
+        from dimgraph.compile.extra_dims import MappedFunction
+
+        if updates:
+            raise ValueError("function: map_extra_dims cannot be combined with updates (one update per batch element?)")
+        base = function(inputs, outputs, backend=backend, rewrites=rewrites, **options)
+        return MappedFunction(base, lambda ins, outs: function(ins, outs, backend=backend, rewrites=rewrites, **options))
     inputs, _ = _as_list(inputs)
     outputs, single = _as_list(outputs)
+    # output="dataset" is not a backend option: the outputs come back as one Dataset, by name
+    dataset = dataset_names(outputs) if options.get("output") == "dataset" else None
+    options = {k: v for k, v in options.items() if not (dataset is not None and k == "output")}
     updates = dict(updates or {})
+    updates.update(_rng_updates(outputs, updates))
     for v in inputs:
         if not isinstance(v, Variable) or v.owner is not None or isinstance(v, Constant):
             raise TypeError(f"function inputs must be graph inputs (no owner, not constants); got {v!r}")
@@ -280,9 +306,22 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", re
     f._update_targets = [t.storage_key for t in update_targets]
     f.timings.update(lower=t_rewrite - t_lower, rewrite=t_codegen - t_rewrite, codegen=t_done - t_codegen)
     _log.debug("dimgraph: lower %.3f s, rewrite %.3f s, codegen %.3f s", *(f.timings[k] for k in ("lower", "rewrite", "codegen")))
+    if dataset is not None:
+        f._dataset_names, f._fast, f._fast_after_first = dataset, None, None
+        options = {**options, "output": "dataset"}
+    if return_numpy:
+        options = {**options, "return_numpy": True}
+    f._recipe = Recipe(inputs, outputs[0] if single else outputs, backend_module.name, updates, rewrites, options)
     for attr, make in getattr(run, "exports", {}).items():  # backend extras built on the Function (jax: f.jax_fn)
         setattr(f, attr, make(f))
     return f
+
+
+def _rng_updates(outputs, explicit):
+    """The next states of the `dg.rng` stream states the outputs draw from (explicit updates win)."""
+    from dimgraph.compile.random import default_updates
+
+    return default_updates(outputs, explicit)
 
 
 def _lower_io(inputs, outputs):
@@ -295,6 +334,14 @@ def _lower_io(inputs, outputs):
     return lower_io(inputs, outputs)
 
 
+def _from_labeled(value):
+    """True for a positional value computed by labeled ops (an RNG state after labeled draws)."""
+    from dimgraph.core.graph import ancestors
+    from dimgraph.labeled.ops import LabeledOp
+
+    return value.owner is not None and any(v.owner is not None and isinstance(v.owner.op, LabeledOp) for v in ancestors([value]))
+
+
 def _lower_updates(updates):
     out = []
     for target, value in updates.items():
@@ -302,7 +349,7 @@ def _lower_updates(updates):
             from dimgraph.core.basic import constant
 
             value = constant(value)
-        if not isinstance(value.type, TensorType):
+        if not isinstance(value.type, TensorType) or _from_labeled(value):
             from dimgraph.lower import lower_update
 
             value = lower_update(target, value)

@@ -188,7 +188,9 @@ def value_and_grad(cost, wrt, disconnected="raise"):
 def jacobian(y, x, disconnected="zero"):
     """d y / d x with shape y.shape + x.shape (labeled: dims y.dims + x.dims).
 
-    One reverse pass per element of `y` (its size must be static). A labeled
+    One reverse pass with a symbolic cotangent, batched over the rows of an
+    identity by `vectorize_graph` (as `jax.jacrev`), so the graph stays the
+    size of one gradient whatever the size of `y`. A labeled
     `x` dim whose name is also one of y's dims is renamed with a trailing
     `"_"` (`obs` -> `obs_`) so the result's dims stay unique.
 
@@ -209,24 +211,33 @@ def jacobian(y, x, disconnected="zero"):
 
 
 def _jacobian_positional(y, x, disconnected):
-    from dimgraph.core.join import concatenate
+    """One reverse pass with a symbolic cotangent, vectorized over the rows of an identity (`jax.jacrev`'s way)."""
+    from dimgraph.core.extra import arange
+    from dimgraph.core.math import cast, eq
     from dimgraph.core.shape import shape_of
-    from dimgraph.core.shape_ops import reshape, zeros
+    from dimgraph.core.shape_ops import broadcast_to, expand_dims, reshape
+    from dimgraph.core.type import TensorType
+    from dimgraph.core.vectorize import vectorize_graph
 
-    if None in y.type.shape:
-        raise ValueError(f"jacobian: y {_label(y)} must have a static shape (one reverse pass per element), got {y.type}")
     if not _is_float(y):
         raise TypeError(f"jacobian: y {_label(y)} must be float, got dtype {y.type.dtype}")
-    n = int(np.prod(y.type.shape, dtype=np.int64))
-    flat = reshape(y, (n,))
-    rows = []
-    for k in range(n):
-        (g,) = vjp([flat[k]], [constant(np.ones((), dtype=y.type.dtype))], [x], disconnected)
-        rows.append(reshape(g, (1,) + tuple(shape_of(g))))
-    if not rows:
-        return zeros(tuple(y.type.shape) + tuple(shape_of(x)), dtype=x.type.dtype)
-    stacked = rows[0] if n == 1 else concatenate(rows, axis=0)
-    return reshape(stacked, tuple(y.type.shape) + tuple(shape_of(x)))
+    y_shape = tuple(shape_of(y))
+    n = int(np.prod(y.type.shape, dtype=np.int64)) if None not in y.type.shape else _prod(y_shape)
+    cotangent = TensorType(y.type.dtype, y.type.shape).make_variable(name="cotangent")
+    (g,) = vjp([y], [cotangent], [x], disconnected)
+    rows = arange(n)
+    eye = cast(eq(expand_dims(rows, 1), expand_dims(rows, 0)), y.type.dtype)
+    (batched,) = vectorize_graph([g], {cotangent: reshape(eye, (n,) + y_shape)})
+    if batched.type.ndim == x.type.ndim:  # the gradient does not depend on the cotangent (disconnected)
+        batched = broadcast_to(batched, (n,) + tuple(shape_of(x)))
+    return reshape(batched, y_shape + tuple(shape_of(x)))
+
+
+def _prod(entries):
+    total = 1
+    for e in entries:
+        total = total * e
+    return total
 
 
 def _labeled_jacobian(y, x, disconnected):

@@ -18,8 +18,10 @@ from dimgraph.core.type import TensorType
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import fmt_dims
 from dimgraph.labeled.ops import LabeledOp, is_labeled
+from dimgraph.lower import blockwise as _blockwise  # noqa: F401  (registers the LabeledBlockwise rule)
 from dimgraph.lower import combine as _combine  # noqa: F401  (registers stack/unstack/concat/dot rules)
 from dimgraph.lower import indexing as _indexing  # noqa: F401  (registers the indexing rules)
+from dimgraph.lower import random as _random  # noqa: F401  (registers the random-draw rule)
 from dimgraph.lower.rules import lowering
 
 

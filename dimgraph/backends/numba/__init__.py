@@ -25,7 +25,9 @@ import re
 
 import numpy as np
 
-from dimgraph.backends.numba import cache, ops_more, progress  # noqa: F401  (ops_more registers its kernels)
+from dimgraph.backends.numba import cache, linalg, ops_more, progress  # noqa: F401  (they register their kernels)
+from dimgraph.backends.numba import control  # noqa: F401,E402  (loops and branches: issue 16)
+from dimgraph.backends.numba import random  # noqa: F401,E402  (random draws: issue 17)
 from dimgraph.backends.numba.host import host_call
 from dimgraph.backends.numba.ops import ObjmodeKernel, numba_kernel
 from dimgraph.backends.numba.scalar import np_type
@@ -164,7 +166,7 @@ def compile(fgraph, **options):
     nodes = fgraph.toposort()
     # Printers read only the op and the variables' types: nodes equal in these share one text
     # (a 50-block model prints 200 nodes but 8 kernels).
-    printed, hosts = {}, {}
+    printed, hosts, dispatchers = {}, {}, {}
 
     def kernel_of(node):
         key = (node.op, tuple(i.type for i in node.inputs), tuple(o.type for o in node.outputs))
@@ -190,6 +192,7 @@ def compile(fgraph, **options):
             fn = hosts[key]
         else:
             module = cache.load_module("k", KERNEL_HEADER + src + KERNEL_FOOTER)
+            dispatchers[module.digest] = module.kernel
             if module.digest not in kernels:
                 kernels[module.digest] = f"k{len(kernels)}"
                 kernel_names[kernels[module.digest]] = _comment(node.op)
@@ -211,7 +214,7 @@ def compile(fgraph, **options):
         + "\n".join(body + [f"    return {_return(results)}"])
         + "\n"
     )
-    namespace.update(_constant=cache.constant, _kernel=cache.kernel)
+    namespace.update(_constant=cache.constant, _kernel=dispatchers.__getitem__)
     exec(builtins.compile(text, "<dimgraph numba graph>", "exec"), namespace)  # noqa: S102 - our own text
     fn = namespace["graph"]
     timings = {}  # "k3 (its op)": seconds of its calls during the first call (Numba compile or cache load)
