@@ -25,9 +25,9 @@ import re
 
 import numpy as np
 
-from dimgraph.backends.numba import cache, linalg, ops_more, progress  # noqa: F401  (they register their kernels)
-from dimgraph.backends.numba import control  # noqa: F401,E402  (loops and branches: issue 16)
-from dimgraph.backends.numba import random  # noqa: F401,E402  (random draws: issue 17)
+from dimgraph.backends.numba import cache, progress
+# Kernel families, mirroring dimgraph.core; each registers its ops with `ops.numba_kernel`.
+from dimgraph.backends.numba import control, extra, fused, join, linalg, random, subtensor  # noqa: F401
 from dimgraph.backends.numba.host import host_call
 from dimgraph.backends.numba.ops import ObjmodeKernel, numba_kernel
 from dimgraph.backends.numba.scalar import np_type
