@@ -5,7 +5,7 @@ so they are rewritten, fused and compiled with the cost itself (one function
 computes a logp and its gradient in shared loops). The walk is iterative, in
 reverse topological order over the nodes that lie between the cost and the
 variables asked for; contributions of several clients are summed.
-These take positional variables; `dg.grad` and friends (`dimgraph.autodiff`)
+These take positional variables; `dg.grad` and friends (`dimgraph.lower.gradient`)
 lower labeled costs first and give labeled gradients back.
 """
 
@@ -163,7 +163,9 @@ def value_and_grad(cost, wrt, disconnected="raise"):
 def jacobian(y, x, disconnected="zero"):
     """d y / d x with shape y.shape + x.shape (labeled: dims y.dims + x.dims).
 
-    One reverse pass per element of `y` (its size must be static). A labeled
+    One reverse pass with a symbolic cotangent, batched over the rows of an
+    identity by `vectorize_graph` (as `jax.jacrev`), so the graph stays the
+    size of one gradient whatever the size of `y`. A labeled
     `x` dim whose name is also one of y's dims is renamed with a trailing
     `"_"` (`obs` -> `obs_`) so the result's dims stay unique.
 
@@ -180,25 +182,36 @@ def jacobian(y, x, disconnected="zero"):
 
 
 def jacobian_positional(y, x, disconnected):
-    """`jacobian` of positional variables (the labeled front door, `dimgraph.autodiff`, calls it after lowering)."""
-    from dimgraph.core.join import concatenate
-    from dimgraph.core.shape import shape_of
-    from dimgraph.core.shape_ops import reshape, zeros
+    """`jacobian` of positional variables (`dimgraph.lower.gradient` calls it after lowering a labeled y and x).
 
-    if None in y.type.shape:
-        raise ValueError(f"jacobian: y {_label(y)} must have a static shape (one reverse pass per element), got {y.type}")
+    One reverse pass with a symbolic cotangent, vectorized over the rows of an identity (`jax.jacrev`'s way).
+    """
+    from dimgraph.core.extra import arange
+    from dimgraph.core.math import cast, eq
+    from dimgraph.core.shape import shape_of
+    from dimgraph.core.shape_ops import broadcast_to, expand_dims, reshape
+    from dimgraph.core.type import TensorType
+    from dimgraph.core.vectorize import vectorize_graph
+
     if not _is_float(y):
         raise TypeError(f"jacobian: y {_label(y)} must be float, got dtype {y.type.dtype}")
-    n = int(np.prod(y.type.shape, dtype=np.int64))
-    flat = reshape(y, (n,))
-    rows = []
-    for k in range(n):
-        (g,) = vjp([flat[k]], [constant(np.ones((), dtype=y.type.dtype))], [x], disconnected)
-        rows.append(reshape(g, (1,) + tuple(shape_of(g))))
-    if not rows:
-        return zeros(tuple(y.type.shape) + tuple(shape_of(x)), dtype=x.type.dtype)
-    stacked = rows[0] if n == 1 else concatenate(rows, axis=0)
-    return reshape(stacked, tuple(y.type.shape) + tuple(shape_of(x)))
+    y_shape = tuple(shape_of(y))
+    n = int(np.prod(y.type.shape, dtype=np.int64)) if None not in y.type.shape else _prod(y_shape)
+    cotangent = TensorType(y.type.dtype, y.type.shape).make_variable(name="cotangent")
+    (g,) = vjp([y], [cotangent], [x], disconnected)
+    rows = arange(n)
+    eye = cast(eq(expand_dims(rows, 1), expand_dims(rows, 0)), y.type.dtype)
+    (batched,) = vectorize_graph([g], {cotangent: reshape(eye, (n,) + y_shape)})
+    if batched.type.ndim == x.type.ndim:  # the gradient does not depend on the cotangent (disconnected)
+        batched = broadcast_to(batched, (n,) + tuple(shape_of(x)))
+    return reshape(batched, y_shape + tuple(shape_of(x)))
+
+
+def _prod(entries):
+    total = 1
+    for e in entries:
+        total = total * e
+    return total
 
 
 def hessian(cost, x):

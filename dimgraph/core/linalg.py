@@ -441,3 +441,18 @@ def einsum(subscripts, *operands):
     """
     operands = [as_tensor(o) for o in operands]
     return Einsum(normalize_subscripts(subscripts, tuple(o.type.ndim for o in operands)))(*operands)
+
+
+# Matrix functions live in their own module; `dg.core.linalg` is their public home.
+from dimgraph.core.matrix import (  # noqa: E402,F401
+    cho_solve,
+    cholesky,
+    det,
+    diagonal,
+    eigh,
+    inv,
+    slogdet,
+    solve,
+    solve_triangular,
+    trace,
+)

@@ -6,7 +6,7 @@ Operators build graph nodes through `dimgraph.core.math`; `==` is elementwise
 
 from __future__ import annotations
 
-from dimgraph.core import math, reduce, shape_ops
+from dimgraph.core import math, operands, reduce, shape_ops
 from dimgraph.core.graph import Constant, Variable
 
 
@@ -14,7 +14,11 @@ class TensorOperators:
     """NumPy-style operators shared by tensor variables and tensor constants."""
 
     __slots__ = ()
-    __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
+    __array_priority__ = 1000  # NumPy arrays defer to us; labeled variables (higher) outrank us
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """`np.exp(t)` is `dg.exp(t)` (NEP 13); ufuncs without a dimgraph op are a TypeError naming it."""
+        return operands.array_ufunc(self, ufunc, method, inputs, kwargs, math.elemwise)
 
     # arithmetic
     def __add__(self, other):
@@ -225,6 +229,10 @@ class TensorOperators:
         from dimgraph.core.linalg import dot
 
         return dot(self, other)
+
+
+for _name in operands.BINARY_OPERATORS:  # a labeled operand takes over: `s * m` and `m * s` are both labeled
+    setattr(TensorOperators, _name, operands.deferring(getattr(TensorOperators, _name)))
 
 
 class TensorVariable(TensorOperators, Variable):

@@ -10,6 +10,7 @@ import html
 
 import numpy as np
 
+from dimgraph.core import operands
 from dimgraph.core.graph import Constant, Variable
 from dimgraph.labeled import indexing as lindex
 from dimgraph.labeled import math as lmath
@@ -27,8 +28,11 @@ class LabeledOperators:
     """Operators and methods shared by labeled variables and labeled constants."""
 
     __slots__ = ()
-    __array_priority__ = 1000
-    __array_ufunc__ = None  # NumPy arrays and scalars defer to our reflected operators
+    __array_priority__ = 2000  # above positional variables: in mixed operations the labeled rule applies
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """`np.exp(x)` is `dg.exp(x)` (NEP 13, as xarray); ufuncs without a dimgraph op are a TypeError naming it."""
+        return operands.array_ufunc(self, ufunc, method, inputs, kwargs, lmath.elemwise)
 
     __add__, __radd__ = _binary("add"), _binary("add", True)
     __sub__, __rsub__ = _binary("sub"), _binary("sub", True)

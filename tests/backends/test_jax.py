@@ -51,6 +51,39 @@ def test_jax_fn_under_grad_and_vmap(logp):
     np.testing.assert_allclose(float(jitted[1]), expected_grad, rtol=1e-12)
 
 
+@pytest.fixture(scope="module")
+def cancelling():
+    """A float64 graph whose value float32 arithmetic would lose: (s * x + 1e8) - 1e8, summed."""
+    s = dg.scalar("s")
+    x = dg.tensor("x", shape=(3,))
+    return dg.function([s, x], ((s * x + 1e8) - 1e8).sum(), backend="jax")
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_jax_fn_in_user_transforms_under_either_x64_mode(cancelling, x64):
+    f = cancelling
+    x = np.array([0.25, 0.5, 1.0])
+    want = np.dtype("float64" if x64 else "float32")
+    with jax.enable_x64(x64):
+        results = {
+            "call": f.jax_fn(2.0, x),
+            "jit": jax.jit(f.jax_fn)(2.0, x),
+            "grad": jax.grad(f.jax_fn, argnums=(0, 1))(2.0, x),
+            "vmap": jax.vmap(f.jax_fn, in_axes=(0, None))(np.array([1.0, 2.0]), x),
+            "jit value_and_grad": jax.jit(jax.value_and_grad(f.jax_fn))(2.0, x),
+        }
+    # the graph computes in float64 either way (float32 would give 0 here); dtypes follow the caller's mode
+    for name in ("call", "jit"):
+        assert results[name].dtype == want and float(results[name]) == 3.5, name
+    ds, dx = results["grad"]
+    assert ds.dtype == dx.dtype == want
+    np.testing.assert_allclose(float(ds), x.sum())
+    np.testing.assert_allclose(np.asarray(dx), [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(results["vmap"]), [1.75, 3.5])
+    value, grad = results["jit value_and_grad"]
+    assert value.dtype == grad.dtype == want and float(value) == 3.5 and float(grad) == 1.75
+
+
 def test_x64_stays_local(logp):
     f, data = logp
     assert not jax.config.jax_enable_x64

@@ -5,9 +5,12 @@ The cache key is a SHA-256 of the source text, the compiler (path and
 `BACKEND_VERSION`: never Python's salted `hash()`, so a second process finds the
 library and loads it without compiling. The library lives at
 `$DIMGRAPH_CACHE_DIR/c/<key>.so` (default `~/.cache/dimgraph/c`, or under
-`$XDG_CACHE_HOME`). Concurrent compiles of one key each write a private
-temporary file and rename it into place atomically, so a reader never sees a
-half-written library.
+`$XDG_CACHE_HOME`), a private directory (`diskcache.private_dir`), with the
+SHA-256 of the key and its bytes in `<key>.sha256`: a library is loaded only
+when it matches, so a damaged or swapped one is recompiled, never run.
+Concurrent compiles of one key each write a private temporary file, fsync it
+and rename it into place atomically, so a reader never sees a half-written
+library.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
+from dimgraph.backends import diskcache
 from dimgraph.errors import BackendUnavailable
 
 BACKEND_VERSION = "1"
@@ -44,21 +48,8 @@ class CCompileError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("DIMGRAPH_CACHE_DIR")
-    if not root:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(base, "dimgraph")
-    path = Path(root) / "c"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        if os.access(path, os.W_OK):
-            return path
-    except OSError:
-        pass
-    # NOTE: an unwritable cache (a read-only home) falls back to a per-user temporary directory.
-    path = Path(tempfile.gettempdir()) / f"dimgraph-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / "c"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """`$DIMGRAPH_CACHE_DIR/c`, private to this user (see `dimgraph.backends.diskcache`)."""
+    return diskcache.private_dir("c")
 
 
 def find_compiler() -> list:
@@ -116,7 +107,12 @@ def cache_key(source: str, cmd) -> str:
 
 
 def load(source: str):
-    """The ctypes library built from `source`: from this process, from the disk cache, or compiled now."""
+    """The ctypes library built from `source`: from this process, from the disk cache, or compiled now.
+
+    A library on disk is loaded only when its bytes match the digest recorded beside it
+    (`<key>.sha256`) when it was compiled; a mismatch, a missing record or a library the
+    loader rejects is discarded with a warning and compiled again.
+    """
     cmd = find_compiler()
     key = cache_key(source, cmd)
     with _lock:
@@ -124,20 +120,43 @@ def load(source: str):
             return _loaded[key], key
     directory = cache_dir()
     lib_path = directory / f"{key}.so"
-    if lib_path.exists():
-        stats["loaded_from_disk"] += 1
-    else:
+    lib = _load_verified(lib_path, key)
+    if lib is None:
         _compile(source, cmd, directory, key)
-    lib = ctypes.CDLL(str(lib_path))
+        lib = ctypes.CDLL(str(lib_path))
+    else:
+        stats["loaded_from_disk"] += 1
     with _lock:
         _loaded[key] = lib
     return lib, key
 
 
+def _load_verified(lib_path: Path, key: str):
+    """The library at `lib_path` when it is the one compiled for `key`, else None (damage discarded)."""
+    record = lib_path.with_suffix(".sha256")
+    try:
+        data = lib_path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        expected = record.read_text().strip()
+    except FileNotFoundError:
+        expected = None
+    if expected != diskcache.content_digest(key, data):
+        why = "no digest was recorded for it" if expected is None else f"its content does not match the digest in {record.name}"
+        diskcache.discard(lib_path, why)
+        return None
+    try:
+        return ctypes.CDLL(str(lib_path))
+    except OSError as e:
+        diskcache.discard(lib_path, f"the loader refused it: {e}")
+        return None
+
+
 def _compile(source, cmd, directory, key):
     start = time.perf_counter()
     src_path = directory / f"{key}.c"
-    _atomic_write(directory, src_path, source.encode())
+    diskcache.write_atomic(src_path, source.encode())
     fd, tmp_lib = tempfile.mkstemp(prefix=f".{key}.", suffix=".so", dir=directory)
     os.close(fd)
     args = [*cmd, *FLAGS, "-o", tmp_lib, str(src_path), *LIBS]
@@ -149,20 +168,14 @@ def _compile(source, cmd, directory, key):
                 f"command: {' '.join(shlex.quote(a) for a in args)}\n"
                 f"compiler output:\n{res.stderr.strip() or res.stdout.strip()}"
             )
+        diskcache.fsync_file(tmp_lib)
+        # NOTE: the digest is written first: a library renamed into place without its record is
+        # discarded by the next reader, never loaded unverified.
+        data = Path(tmp_lib).read_bytes()
+        diskcache.write_atomic(directory / f"{key}.sha256", diskcache.content_digest(key, data).encode())
         os.replace(tmp_lib, directory / f"{key}.so")
     finally:
         if os.path.exists(tmp_lib):
             os.unlink(tmp_lib)
     stats["compiled"] += 1
     stats["compile_seconds"] += time.perf_counter() - start
-
-
-def _atomic_write(directory, path, data: bytes):
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

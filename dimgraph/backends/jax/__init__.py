@@ -23,10 +23,12 @@ keyed by Op type (`dispatch.jax_impl`), and wraps it once in `jax.jit`:
   (one compile per distinct value); from large inputs, NotImplementedError;
 - `f.jax_fn` is the pure JAX function, not jitted (for `jax.grad`, `jax.vmap`,
   your own `jax.jit`): positional arrays in, JAX arrays out, data checks
-  skipped (JAX's semantics apply, e.g. out-of-range positions clamp). JAX
-  turns float64 data given to `jax.grad`/`jax.vmap` into float32 unless x64 is
-  on: to keep 64-bit precision in your own transforms, run them inside
-  `with jax.enable_x64(True):`;
+  skipped (JAX's semantics apply, e.g. out-of-range positions clamp). It works
+  under either x64 mode: inside, the graph computes in its own dtypes (64-bit
+  ones under a thread-local x64); at its boundary, arguments and results take
+  the dtypes of the caller's mode (float32 for a float64 graph without x64), so
+  a value and its `jax.grad` agree. For 64-bit results, run your transforms
+  inside `with jax.enable_x64(True):`;
 - `shard={dim or input: mesh axis}` and `mesh=` place inputs over devices with
   `jax.sharding.NamedSharding` (`sharding.py`).
 

@@ -31,7 +31,7 @@ import contextlib
 import jax
 import numpy as np
 
-from dimgraph.backends.jax import indexing, ops_more  # noqa: F401  (they register their entries)
+from dimgraph.backends.jax import control, indexing, linalg, ops_more, random  # noqa: F401  (they register their entries)
 from dimgraph.backends.jax.checks import collect
 from dimgraph.backends.jax.dispatch import (
     FOLD_LIMIT,
@@ -230,12 +230,19 @@ def compile_graph(fgraph, output="numpy", shard=None, mesh=None, **options):
             flags.raise_failed()
         return [np.array(o) for o in outs] if to_numpy else list(outs)
 
+    in_dtypes = [np.dtype(v.type.dtype) for v in fgraph.inputs]
+
     def jax_fn(*args):
+        # The caller's mode (x64 or not) decides the dtypes at the boundary, so a value and its
+        # gradient agree; in between, the graph computes in its own dtypes (64-bit under x64_context).
+        narrow = x64 and jax.dtypes.canonicalize_dtype(np.float64) != np.float64  # the caller runs without x64
         with x64_context(x64):
+            args = [jax.numpy.asarray(a, dtype=d) for a, d in zip(args, in_dtypes)]
             try:
-                return [jax.numpy.asarray(o) for o in graph(*args)]
+                outs = graph(*args)
             except NeedsStatic as need:
                 raise need.error from None
+            return [jax.numpy.asarray(o, dtype=_NARROW.get(np.dtype(o.dtype), o.dtype) if narrow else o.dtype) for o in outs]
 
     run.source = None
     run.jax_fn = jax_fn
@@ -245,6 +252,9 @@ def compile_graph(fgraph, output="numpy", shard=None, mesh=None, **options):
     run.placement = placement
     run.exports = {"jax_fn": lambda function: _user_jax_fn(jax_fn, function)}
     return run
+
+
+_NARROW = {np.dtype(a): np.dtype(b) for a, b in [("f8", "f4"), ("i8", "i4"), ("u8", "u4"), ("c16", "c8")]}
 
 
 def _user_jax_fn(jax_fn, function):

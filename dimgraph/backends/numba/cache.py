@@ -1,34 +1,57 @@
-"""The on-disk cache of generated modules; Numba's compiled output sits next to them.
+"""The on-disk cache of generated modules and of the machine code Numba compiles for them.
 
 Every generated module (a kernel or a graph function) is a file named by a
-digest of its text plus the Numba, dimgraph and Python versions, under
-`$DIMGRAPH_CACHE_DIR` (default: `~/.cache/dimgraph`, or `$XDG_CACHE_HOME/dimgraph`).
-The functions in it are `njit(cache=True)`, so Numba keeps their machine code in
-the `__pycache__` folder beside the file: a second process that prints the same
-text imports the file and loads the machine code instead of compiling.
+digest of its text plus the Numba, dimgraph and Python versions, in a private
+directory under `$DIMGRAPH_CACHE_DIR` (`dimgraph.backends.diskcache`: mode 0700,
+refused when another user could write to it). The module that runs is always
+compiled from the text in memory; the file is only its name on disk, and a file
+whose content differs from the text (damage) is discarded with a `CacheWarning`
+and written again.
 
-Concurrency: a file is written to a temporary name and renamed into place
-(atomic on POSIX), and only when it does not exist yet, so its content is
-always complete and its timestamp (which Numba's index checks) does not change
-under a reader. Numba writes its own cache files the same way. No lock is taken.
+Numba keeps the machine code of every jitted function (the generated ones and
+dimgraph's own helpers in `runtime.py`, `views.py`, `fallback.py`) in the
+`__pycache__` of that directory, never in the installed package, through
+`VerifiedCache`: each index and data file carries the SHA-256 of its content
+and of its name, and a file that does not match, or fails to load, is
+discarded with a warning and compiled again: never a crash, never another
+function's code.
+
+Memory: a module stays loaded while a compiled function uses it (the registry
+holds modules weakly) plus the last `RECENT` modules loaded, so compiling and
+dropping many functions does not grow the process without bound. Generated
+modules are not entered in `sys.modules`.
+
+Concurrency: files are written to a temporary name, fsynced and renamed into
+place (atomic on POSIX), so a reader sees a whole file or none; a file is
+rewritten only when damaged. No lock is taken.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import functools
 import hashlib
-import importlib.util
+import io
 import os
+import pickle
 import sys
-import tempfile
+import weakref
 from pathlib import Path
 
 import numba
 import numpy as np
+from numba.core import caching
+from numba.core.dispatcher import Dispatcher
 
+from dimgraph.backends import diskcache
+from dimgraph.backends.numba import fallback, runtime, views
+from dimgraph.backends.numba import random as random_helpers  # the samplers RandomDraw kernels call
 from dimgraph.version import __version__
 
-_LOADED: dict = {}  # digest -> module, for this process
+_LOADED = weakref.WeakValueDictionary()  # digest -> module, while something in this process uses it
+RECENT = 64
+_recent = collections.deque(maxlen=RECENT)  # the modules loaded last, kept for a recompile of the same graph
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,11 +61,11 @@ def version_tag() -> str:
     Numba's cache does not notice a change in a function that a cached function
     calls, so the helper modules' text is part of every key.
     """
-    from dimgraph.backends.numba import fallback, runtime, views
+    from dimgraph.backends import ziggurat
     from dimgraph.core import scalar, special
 
     helpers = hashlib.blake2b(digest_size=6)
-    for mod in (runtime, views, fallback, scalar, special):
+    for mod in (runtime, views, fallback, scalar, special, random_helpers, ziggurat):
         helpers.update(Path(mod.__file__).read_bytes())
     return (
         f"numba{numba.__version__}-dimgraph{__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
@@ -51,14 +74,8 @@ def version_tag() -> str:
 
 
 def cache_dir() -> Path:
-    """Where generated modules live (created on first use)."""
-    root = os.environ.get("DIMGRAPH_CACHE_DIR")
-    if root is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(base, "dimgraph")
-    path = Path(root) / version_tag()
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """Where generated modules live: a private directory, created on first use."""
+    return diskcache.private_dir(version_tag())
 
 
 def digest(text: str) -> str:
@@ -66,45 +83,200 @@ def digest(text: str) -> str:
     return hashlib.blake2b((version_tag() + "\n" + text).encode(), digest_size=12).hexdigest()
 
 
-def _write_once(path: Path, text: str):
-    if path.exists():
-        return
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
+def _ensure_file(path: Path, text: str):
+    """`path` holding exactly `text`: written when missing, rewritten (with a warning) when damaged."""
+    data = text.encode()
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        found = path.read_bytes()
+    except FileNotFoundError:
+        found = None
+    if found == data:
+        return
+    if found is not None:
+        diskcache.discard(path, "its content differs from the generated text it is named after")
+    diskcache.write_atomic(path, data)
 
 
 def load_module(kind: str, text: str):
-    """The module for generated `text` (written to the cache when new), imported once per process."""
+    """The module for generated `text` (written to the cache when new), imported once while in use."""
     key = digest(text)
     mod = _LOADED.get(key)
-    if mod is not None:
-        return mod
-    path = cache_dir() / f"{kind}_{key}.py"
-    _write_once(path, text)
-    name = f"dimgraph_generated_{kind}_{key}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    mod.digest = key
-    _LOADED[key] = mod
+    if mod is None:
+        path = cache_dir() / f"{kind}_{key}.py"
+        _ensure_file(path, text)
+        mod = type(sys)(f"dimgraph_generated_{kind}_{key}")
+        mod.__file__ = str(path)
+        # NOTE: the code comes from `text`, not from the file: a file changed after the check above
+        # changes only Numba's source stamp (a cache miss), never the code that runs.
+        # NOTE: a cycle through the module's globals keeps the module loaded exactly as long as a
+        # function (a dispatcher, whose globals these are) uses it; the registry holds it weakly.
+        mod.__dict__["__module_object__"] = mod
+        mod.digest = key
+        exec(compile(text, str(path), "exec"), mod.__dict__)
+        for value in list(vars(mod).values()):
+            if isinstance(value, Dispatcher):
+                verified(value)
+        _LOADED[key] = mod
+    _recent.append(mod)
     return mod
 
 
 def kernel(key: str):
     """The kernel dispatcher of an already loaded kernel module (graph modules refer to kernels by digest)."""
     return _LOADED[key].kernel
+
+
+def verified(dispatcher: Dispatcher) -> Dispatcher:
+    """`dispatcher` with its machine-code cache kept by `VerifiedCache` (a dispatcher without one is left alone)."""
+    if isinstance(dispatcher._cache, caching.FunctionCache) and not isinstance(dispatcher._cache, VerifiedCache):
+        dispatcher._cache = VerifiedCache(dispatcher.py_func)
+        if "__module_object__" in dispatcher.py_func.__globals__:  # a generated module: see `_importable`
+            dispatcher.compile = functools.partial(_compile_importable, dispatcher.compile, dispatcher.py_func)
+    return dispatcher
+
+
+def _compile_importable(compile, py_func, sig):
+    with _importable(py_func):
+        return compile(sig)
+
+
+class _Damaged(Exception):
+    pass
+
+
+class _Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+    """Numba's files for any function dimgraph jits: `cache_dir()/__pycache__`."""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+
+    def get_cache_path(self):
+        return str(cache_dir() / "__pycache__")
+
+    def ensure_cache_path(self):
+        os.makedirs(self.get_cache_path(), mode=0o700, exist_ok=True)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        path = os.path.abspath(py_file)
+        ours = path.startswith(_PACKAGE_DIR) or "__module_object__" in getattr(py_func, "__globals__", {})
+        return cls(py_func, py_file) if ours and os.path.exists(py_file) else None
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(dimgraph.__file__)) + os.sep
+# NOTE: first in Numba's own list too, for the functions Numba jits for dimgraph's `overload`s; it
+# declines every function outside dimgraph, so users' caches stay where Numba puts them.
+caching.CacheImpl._locator_classes.insert(0, _Locator)
+
+
+class _VerifiedImpl(caching.CompileResultCacheImpl):
+    _locator_classes = [_Locator]
+
+
+class _VerifiedFile(caching.IndexDataCacheFile):
+    """Numba's index and data files, each prefixed with the SHA-256 of its name and content."""
+
+    def _seal(self, path, payload: bytes) -> bytes:
+        return hashlib.sha256(os.path.basename(path).encode() + b"\0" + payload).digest() + payload
+
+    def _unseal(self, path, data: bytes) -> bytes:
+        payload = data[32:]
+        if len(data) < 32 or self._seal(path, payload)[:32] != data[:32]:
+            raise _Damaged(path)
+        return payload
+
+    def _save_index(self, overloads):
+        payload = pickle.dumps(self._version, protocol=-1) + self._dump((self._source_stamp, overloads))
+        with self._open_for_write(self._index_path) as f:
+            f.write(self._seal(self._index_path, payload))
+
+    def _load_index(self):
+        try:
+            with open(self._index_path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return {}
+        payload = self._unseal(self._index_path, data)
+        version, rest = _split_pickle(payload)
+        if version != self._version:
+            return {}
+        stamp, overloads = pickle.loads(rest)
+        return overloads if stamp == self._source_stamp else {}
+
+    def _save_data(self, name, data):
+        path = self._data_path(name)
+        with self._open_for_write(path) as f:
+            f.write(self._seal(path, self._dump(data)))
+
+    def _load_data(self, name):
+        path = self._data_path(name)
+        with open(path, "rb") as f:
+            data = f.read()
+        return pickle.loads(self._unseal(path, data))
+
+
+def _split_pickle(payload: bytes):
+    stream = io.BytesIO(payload)
+    first = pickle.load(stream)
+    return first, stream.read()
+
+
+class VerifiedCache(caching.FunctionCache):
+    """Numba's per-function cache, in dimgraph's private directory, verified before anything loads.
+
+    A file that fails verification or loading is discarded (with a `CacheWarning`
+    naming it) and the function is compiled again and saved afresh.
+    """
+
+    _impl_class = _VerifiedImpl
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._cache_file = _VerifiedFile(
+            cache_path=self._cache_path, filename_base=self._impl.filename_base, source_stamp=self._cache_file._source_stamp
+        )
+
+    def load_overload(self, sig, target_context):
+        try:
+            return super().load_overload(sig, target_context)
+        except Exception as e:  # damage of any kind: a truncated pickle, another function's file, a bad key
+            where = e.args[0] if isinstance(e, _Damaged) else self._cache_file._index_path
+            diskcache.discard(Path(where), f"it failed verification or loading: {type(e).__name__}")
+            if where != self._cache_file._index_path:
+                diskcache.discard(Path(self._cache_file._index_path), "it refers to a discarded file")
+            return None
+
+
+@contextlib.contextmanager
+def _importable(py_func):
+    """`py_func`'s module in `sys.modules` while Numba compiles it (it records the module by
+    name, and imports it by that name to rebuild cached code).
+
+    Generated modules are not kept in `sys.modules` (that would keep every one alive):
+    they enter it only while one of their functions compiles.
+    """
+    # NOTE: every loaded module, since a graph's machine code refers to its kernels' modules too.
+    # Numba compiles under its global compiler lock, so no other compile races on these names.
+    added = [m for m in list(_LOADED.values()) if m.__name__ not in sys.modules]
+    sys.modules.update((m.__name__, m) for m in added)
+    try:
+        yield
+    finally:
+        for m in added:
+            if sys.modules.get(m.__name__) is m:
+                del sys.modules[m.__name__]
+
+
+def _verify_helpers():
+    """Give dimgraph's own jitted helpers the verified cache in the private directory (not the package's)."""
+    for module in (runtime, views, fallback, random_helpers):
+        for value in vars(module).values():
+            if isinstance(value, Dispatcher):
+                verified(value)
+
+
+_verify_helpers()
 
 
 def constant(dtype: str, shape: tuple, hexdata: str):

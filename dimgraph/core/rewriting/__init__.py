@@ -34,8 +34,9 @@ def rewrite_graph(fgraph, rewrites="default", backend=None):
     """Rewrite `fgraph` in place and return it; `fgraph.rewrite_trace` says what fired.
 
     `rewrites`: "default", "none" (the graph as written), a dict with `include`
-    / `exclude` (rewrite names, tags or phase names) and `trace` (record every
-    event; default `dg.config.rewrite_trace`), or a `RewriteSpec`. A `backend`
+    / `exclude` (rewrite names, tags or phase names), `trace` (record every
+    event; default `dg.config.rewrite_trace`) and `egraph` (True or options: the
+    experimental equality-saturation mode, `dimgraph.core.rewriting.egraph`), or a `RewriteSpec`. A `backend`
     module may add `REWRITES_EXCLUDE` (names/tags it cannot run, e.g. a fused op
     it has no kernel for), `REWRITES_OPT_IN` (the `OPT_IN` rewrites it can run:
     the python backend runs them all) and `CLEANUP_REWRITES` (run last).
@@ -48,14 +49,20 @@ def rewrite_graph(fgraph, rewrites="default", backend=None):
     if backend is not None and getattr(backend, "name", None) != "python":  # python runs every op's perform
         extra_exclude += tuple(r for r in OPT_IN if r not in getattr(backend, "REWRITES_OPT_IN", ()))
     if extra_exclude:
-        spec = RewriteSpec(spec.include, tuple(spec.exclude) + extra_exclude, spec.trace)
+        spec = RewriteSpec(spec.include, tuple(spec.exclude) + extra_exclude, spec.trace, spec.egraph)
     trace = RewriteTrace(tracing=bool(config.rewrite_trace if spec.trace is None else spec.trace))
     fgraph.rewrite_trace = trace
     if spec.include == ():
         return fgraph
     ctx = Context(fgraph, spec, trace)
+    ctx.backend = backend  # inner graphs are rewritten for the same backend
     merge_on = spec.enabled(MERGE)
-    for phase in PHASES:
+    phases = PHASES
+    if spec.egraph is not None:  # experimental: one e-graph phase instead of canonicalize/stabilize/specialize
+        from dimgraph.core.rewriting.egraph import egraph_phases
+
+        phases = egraph_phases(PHASES, spec.egraph)
+    for phase in phases:
         if phase.name == "cleanup":
             phase = LocalPhase("cleanup", list(getattr(backend, "CLEANUP_REWRITES", ())))
         ctx.phase = phase.name

@@ -10,7 +10,9 @@ Each rewrite is tagged with its own name and its phase name, so
 
 from __future__ import annotations
 
+from dimgraph.core.rewriting.blockwise import blockwise_without_batch
 from dimgraph.core.rewriting.canonicalize import CANONICALIZE, SPECIALIZE
+from dimgraph.core.rewriting.control import CONTROL_CANONICALIZE, INNER
 from dimgraph.core.rewriting.engine import GlobalPhase, GraphRewriter, LocalPhase
 from dimgraph.core.rewriting.fusion import elemwise_fusion, fuse_indexed_loops, fuse_reduce
 from dimgraph.core.rewriting.merge import merge_graph
@@ -20,7 +22,9 @@ MERGE = GraphRewriter("merge", merge_graph, tags=("merge",))
 
 PHASES = [
     GlobalPhase("merge", [MERGE]),  # equal subgraphs -> one (linear, by structural key)
-    LocalPhase("canonicalize", CANONICALIZE),  # neutral elements, folding, useless ops, static shapes
+    # neutral elements, folding, useless ops, static shapes; Scan -> Loop, loop-invariant code motion;
+    # a Blockwise without batch axes -> its core op
+    LocalPhase("canonicalize", CANONICALIZE + CONTROL_CANONICALIZE + [blockwise_without_batch]),
     LocalPhase("stabilize", STABILIZE),  # log1p, expm1, log-sigmoid, logsumexp, softmax
     LocalPhase("specialize", SPECIALIZE),  # cheaper equivalents (x**2 -> sqr)
     GlobalPhase(
@@ -32,6 +36,7 @@ PHASES = [
             GraphRewriter("indexed_loop_fusion", fuse_indexed_loops, tags=("fusion",)),
         ],
     ),
+    GlobalPhase("inner", [INNER]),  # the phases above inside loop bodies and branches
     LocalPhase("cleanup", []),  # backend clean-ups: a backend module's CLEANUP_REWRITES are appended here
 ]
 

@@ -76,6 +76,7 @@ class RewriteSpec:
     include: tuple | None = None
     exclude: tuple = ()
     trace: bool | None = None  # None: dimgraph.config.rewrite_trace
+    egraph: dict | None = None  # experimental: options of the e-graph mode (`core/rewriting/egraph`); None: off
 
     @classmethod
     def parse(cls, rewrites) -> "RewriteSpec":
@@ -86,14 +87,18 @@ class RewriteSpec:
         if rewrites == "none":
             return cls(include=())
         if isinstance(rewrites, dict):
-            unknown = set(rewrites) - {"include", "exclude", "trace"}
+            unknown = set(rewrites) - {"include", "exclude", "trace", "egraph"}
             if unknown:
-                raise ValueError(f"rewrites: unknown keys {sorted(unknown)}; expected include, exclude, trace")
+                raise ValueError(f"rewrites: unknown keys {sorted(unknown)}; expected include, exclude, trace, egraph")
+            egraph = rewrites.get("egraph")
+            if egraph is not None and not isinstance(egraph, (bool, dict)):
+                raise ValueError(f"rewrites['egraph']: expected True, False or a dict of options; got {egraph!r}")
             inc = rewrites.get("include")
             return cls(
                 include=None if inc is None else tuple([inc] if isinstance(inc, str) else inc),
                 exclude=tuple([rewrites["exclude"]] if isinstance(rewrites.get("exclude"), str) else rewrites.get("exclude", ())),
                 trace=rewrites.get("trace"),
+                egraph={} if egraph is True else (dict(egraph) if isinstance(egraph, dict) else None),
             )
         raise ValueError(
             f"rewrites: expected 'default', 'none', a dict with include/exclude/trace, or a RewriteSpec; got {rewrites!r}"
@@ -115,6 +120,7 @@ class RewriteTrace:
     counts: Counter = field(default_factory=Counter)
     events: list = field(default_factory=list)
     tracing: bool = False
+    egraph: object = None  # the e-graph mode's report (`egraph.EGraphReport`), when that mode ran
 
     def record(self, phase, rewriter, node, pairs):
         self.counts[rewriter.name] += 1

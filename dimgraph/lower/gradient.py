@@ -81,7 +81,9 @@ def value_and_grad(cost, wrt, disconnected="raise"):
 def jacobian(y, x, disconnected="zero"):
     """d y / d x with shape y.shape + x.shape (labeled: dims y.dims + x.dims).
 
-    One reverse pass per element of `y` (its size must be static). A labeled
+    One reverse pass with a symbolic cotangent, batched over the rows of an
+    identity by `vectorize_graph` (as `jax.jacrev`), so the graph stays the
+    size of one gradient whatever the size of `y`. A labeled
     `x` dim whose name is also one of y's dims is renamed with a trailing
     `"_"` (`obs` -> `obs_`) so the result's dims stay unique.
 

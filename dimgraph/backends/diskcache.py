@@ -1,0 +1,147 @@
+"""Where backends keep compiled artifacts on disk, and why they may trust what they find there.
+
+A cache directory is loaded code: whoever can write to it runs code in every
+process that reads it. So every directory an artifact lives in is private: it
+is created with mode 0700 and, when it already exists, used only if this user
+owns it and nobody else may write to it. A directory that fails the check (or
+cannot be written) is refused with a `CacheWarning`, and the backend uses
+`$TMPDIR/dimgraph-<uid>/...` instead, checked the same way, or as a last resort
+a fresh `mkdtemp` directory of this process.
+
+Artifacts are written to a temporary name, fsynced and renamed into place, so a
+reader never sees half a file; a reader still verifies what it loads against
+the digest recorded when it was written (`content_digest`), and discards a damaged file (`discard`: warning naming it, then unlink) so the
+backend rebuilds it instead of failing in every later process.
+
+The root is `$DIMGRAPH_CACHE_DIR` (unset or empty: `$XDG_CACHE_HOME/dimgraph`,
+else `~/.cache/dimgraph`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+
+_resolved: dict = {}  # (root, parts) -> the directory this process uses
+_lock = threading.Lock()
+
+
+class CacheWarning(RuntimeWarning):
+    """A cache directory or file that dimgraph refused or discarded (it recompiles instead)."""
+
+
+def cache_root() -> Path:
+    """`$DIMGRAPH_CACHE_DIR`, or the per-user default when it is unset or empty."""
+    root = os.environ.get("DIMGRAPH_CACHE_DIR")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "dimgraph")
+    return Path(root)
+
+
+def private_dir(*parts: str) -> Path:
+    """`cache_root()/parts...`, created private (0700), or a private fallback when refused.
+
+    >>> from dimgraph.backends.diskcache import private_dir
+    >>> import stat
+    >>> stat.S_IMODE(private_dir("doc-example").stat().st_mode) & 0o022
+    0
+    """
+    root = cache_root()
+    key = (str(root), parts)
+    found = _resolved.get(key)
+    if found is not None:
+        return found
+    with _lock:
+        found = _resolved.get(key)
+        if found is None:
+            found = _resolved[key] = _choose(root, parts)
+    return found
+
+
+def _choose(root: Path, parts) -> Path:
+    why = _make_private(root, parts)
+    if why is None:
+        return root.joinpath(*parts)
+    fallback = Path(tempfile.gettempdir()) / f"dimgraph-{_uid()}"
+    fallback_why = _make_private(fallback, parts)
+    if fallback_why is None:
+        chosen = fallback.joinpath(*parts)
+    else:
+        why += f"; the fallback {fallback.joinpath(*parts)} too: {fallback_why}"
+        chosen = Path(tempfile.mkdtemp(prefix="dimgraph-"))  # mode 0700, this process's own
+    warnings.warn(f"dimgraph: not using the cache directory {root.joinpath(*parts)} ({why}); using {chosen}", CacheWarning, stacklevel=4)
+    return chosen
+
+
+def _make_private(root: Path, parts) -> str | None:
+    """Why `root/parts` cannot serve as a private cache directory, or None once it is one."""
+    leaf = root.joinpath(*parts)
+    try:
+        leaf.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as e:
+        return f"cannot create it: {e.strerror or e}"
+    for path in (root, leaf):
+        why = _not_private(path)
+        if why is not None:
+            return f"{path} {why}"
+    if not os.access(leaf, os.W_OK | os.X_OK):
+        return "it is not writable"
+    return None
+
+
+def _not_private(path: Path) -> str | None:
+    st = path.stat()
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != _uid():
+        return f"is owned by uid {st.st_uid}, not by this user (uid {_uid()})"
+    if st.st_mode & 0o022:
+        return f"is writable by other users (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _uid() -> int:
+    return os.getuid() if hasattr(os, "getuid") else 0
+
+
+def write_atomic(path: Path, data: bytes):
+    """Write `data` to `path` through a fsynced temporary file renamed into place."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def fsync_file(path):
+    """Flush a file another program wrote (a compiler's output) to disk before it is renamed into place."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def content_digest(key: str, data: bytes) -> str:
+    """The digest recorded for an artifact: it binds the bytes to the key they were built for."""
+    return hashlib.sha256(key.encode() + b"\0" + data).hexdigest()
+
+
+def discard(path: Path, why: str):
+    """Warn that the cached `path` is damaged and remove it, so the caller rebuilds it."""
+    warnings.warn(f"dimgraph: discarding the damaged cache file {path} ({why}); recompiling", CacheWarning, stacklevel=3)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

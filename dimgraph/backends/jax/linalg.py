@@ -1,0 +1,121 @@
+"""JAX entries for `Blockwise` and the matrix functions of `dimgraph.core.matrix`.
+
+The matrix ops batch natively in `jnp.linalg` / `jax.scipy.linalg`, so a
+Blockwise of one is a single call on the broadcast stack; a Blockwise of any
+other core op is `jax.vmap` of the core op's own entry, once per batch axis.
+JAX's failure rule matches the core one: NaNs, never an exception.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+
+from dimgraph.backends.jax.dispatch import jax_impl
+from dimgraph.core.blockwise import Blockwise
+from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
+from dimgraph.errors import ShapeError
+
+HIGHEST = jax.lax.Precision.HIGHEST
+
+
+def _square(name, a):
+    if a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"{name}: the matrix must be square, got shape {tuple(a.shape[-2:])}")
+
+
+def _cholesky(op):
+    def fn(a):
+        _square("cholesky", a)
+        chol = jnp.linalg.cholesky(a, symmetrize_input=False)
+        chol = jnp.where(jnp.isnan(chol).any(axis=(-2, -1), keepdims=True), jnp.nan, chol)  # all NaN, as NumPy's rule here
+        return [chol if op.lower else jnp.swapaxes(chol, -1, -2)]
+
+    return fn
+
+
+def _solve_triangular(op):
+    def fn(a, b):
+        _square("solve_triangular", a)
+        rhs = b[..., None] if op.b_ndim == 1 else b
+        x = jsl.solve_triangular(a, rhs, lower=op.lower, trans=int(op.trans), unit_diagonal=op.unit_diagonal)
+        return [x[..., 0] if op.b_ndim == 1 else x]
+
+    return fn
+
+
+def _solve(op):
+    def fn(a, b):
+        _square("solve", a)
+        if a.shape[-1] != b.shape[a.ndim - 2]:
+            raise ShapeError(f"solve: a is {a.shape[-2]}x{a.shape[-1]} but b has {b.shape[a.ndim - 2]} rows")
+        rhs = b[..., None] if op.b_ndim == 1 else b
+        x = jnp.linalg.solve(a, rhs)
+        return [x[..., 0] if op.b_ndim == 1 else x]
+
+    return fn
+
+
+def _unary(name, fn):
+    def make(op):
+        def run(a):
+            _square(name, a)
+            out = fn(op, a)
+            return list(out) if isinstance(out, tuple) else [out]
+
+        return run
+
+    return make
+
+
+BATCHED = {
+    Cholesky: _cholesky,
+    SolveTriangular: _solve_triangular,
+    Solve: _solve,
+    Inv: _unary("inv", lambda op, a: jnp.linalg.inv(a)),
+    Det: _unary("det", lambda op, a: jnp.linalg.det(a)),
+    SlogDet: _unary("slogdet", lambda op, a: tuple(jnp.linalg.slogdet(a))),
+    Eigh: _unary("eigh", lambda op, a: tuple(jnp.linalg.eigh(a, UPLO="L" if op.lower else "U", symmetrize_input=False))),
+}
+
+
+def _register(op_type, make):
+    @jax_impl.register(op_type)
+    def _(op, node):
+        fn = make(op)
+        return lambda inputs: fn(*[jnp.asarray(x) for x in inputs])
+
+
+for _type, _make in BATCHED.items():
+    _register(_type, _make)
+
+
+@jax_impl.register(Blockwise)
+def _blockwise(op, node):
+    nb = op.batch_ndim(node)
+    make = BATCHED.get(type(op.core_op))
+    if make is not None:
+        core_fn = make(op.core_op)
+    else:
+        core_node = op.core_node(node.inputs)
+        inner = jax_impl(op.core_op, core_node)
+        n_in = len(node.inputs)
+
+        def core_fn(*xs):
+            return inner(list(xs))
+
+        for _ in range(nb):
+            core_fn = jax.vmap(core_fn, in_axes=(0,) * n_in)
+
+    def blockwise(inputs):
+        batch = tuple(np.broadcast_shapes(*[tuple(x.shape[:nb]) for x in inputs]))
+        for x, v in zip(inputs, node.inputs):
+            for ax in range(nb):
+                if v.type.shape[ax] is None and x.shape[ax] != batch[ax]:
+                    raise ShapeError(f"{op}: batch axis {ax} has size {x.shape[ax]} where another input has {batch[ax]}")
+        xs = [jnp.broadcast_to(jnp.asarray(x), batch + tuple(x.shape[nb:])) for x in inputs]
+        return [jnp.asarray(o).astype(v.type.dtype) for o, v in zip(core_fn(*xs), node.outputs)]
+
+    return blockwise

@@ -1,0 +1,184 @@
+"""numba kernels for `Blockwise` and the matrix functions of `dimgraph.core.matrix`.
+
+A matrix op (alone, or inside a Blockwise) prints a batch loop around one
+call per matrix: Cholesky and triangular solves are short loops printed with
+the kernel (the NaN failure rule of `core.matrix` needs no exception), the
+others call Numba's `np.linalg` (LAPACK) on a contiguous copy of each matrix,
+with a failed factorisation turned into NaNs. The helpers are printed into the
+kernel's text, so the text stays the whole cache key. A Blockwise of any other
+core op runs its NumPy `perform` in object mode (`ops.objmode_kernel`).
+"""
+
+from __future__ import annotations
+
+from dimgraph.backends.numba.ops import numba_kernel, objmode_kernel
+from dimgraph.backends.numba.scalar import np_type
+from dimgraph.core.blockwise import Blockwise
+from dimgraph.core.linalg import Einsum, MatMul
+from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
+
+HELPERS = '''
+@numba.njit(cache=True)
+def _chol(a, lower):
+    n = a.shape[0]
+    out = np.zeros((n, n), dtype=a.dtype)
+    for j in range(n):
+        s = a[j, j]
+        for k in range(j):
+            s -= out[j, k] * out[j, k]
+        if not s > 0:
+            out[:, :] = np.nan
+            return out
+        d = np.sqrt(s)
+        out[j, j] = d
+        for i in range(j + 1, n):
+            t = a[i, j] if lower else a[j, i]
+            for k in range(j):
+                t -= out[i, k] * out[j, k]
+            out[i, j] = t / d
+    return out if lower else out.T.copy()
+
+
+@numba.njit(cache=True)
+def _trsolve(a, b, lower, trans, unit):
+    n = a.shape[0]
+    m = a.T if trans else a
+    low = lower != trans
+    x = b.copy()
+    for c in range(x.shape[1]):
+        if low:
+            for i in range(n):
+                s = x[i, c]
+                for k in range(i):
+                    s -= m[i, k] * x[k, c]
+                x[i, c] = s if unit else s / m[i, i]
+        else:
+            for i in range(n - 1, -1, -1):
+                s = x[i, c]
+                for k in range(i + 1, n):
+                    s -= m[i, k] * x[k, c]
+                x[i, c] = s if unit else s / m[i, i]
+    return x
+
+
+@numba.njit(cache=True)
+def _solve(a, b):
+    try:
+        return np.linalg.solve(np.ascontiguousarray(a), np.ascontiguousarray(b))
+    except Exception:
+        return np.full(b.shape, np.nan, dtype=b.dtype)
+
+
+@numba.njit(cache=True)
+def _inv(a):
+    try:
+        return np.linalg.inv(np.ascontiguousarray(a))
+    except Exception:
+        return np.full(a.shape, np.nan, dtype=a.dtype)
+
+
+@numba.njit(cache=True)
+def _eigh(a, lower):
+    return np.linalg.eigh(np.ascontiguousarray(a if lower else a.T))
+'''
+
+
+def _core_call(op, args):
+    """(statement computing r0, r1, ... from the core arrays `args`, core output shapes as expressions)."""
+    a = args[0]
+    if isinstance(op, Cholesky):
+        return f"r0 = _chol({a}, {op.lower})", [f"{a}.shape"]
+    if isinstance(op, SolveTriangular):
+        b = args[1]
+        call = f"_trsolve({a}, {b}, {op.lower}, {op.trans}, {op.unit_diagonal})"
+        if op.b_ndim == 1:
+            call = f"_trsolve({a}, np.ascontiguousarray({b}).reshape(({b}.shape[0], 1)), {op.lower}, {op.trans}, {op.unit_diagonal})[:, 0]"
+        return f"r0 = {call}", [f"{b}.shape"]
+    if isinstance(op, Solve):
+        return f"r0 = _solve({a}, {args[1]})", [f"{args[1]}.shape"]
+    if isinstance(op, Inv):
+        return f"r0 = _inv({a})", [f"{a}.shape"]
+    if isinstance(op, Det):
+        return f"r0 = np.linalg.det(np.ascontiguousarray({a}))", ["()"]
+    if isinstance(op, SlogDet):
+        return f"r0, r1 = np.linalg.slogdet(np.ascontiguousarray({a}))", ["()", "()"]
+    if isinstance(op, Eigh):
+        return f"r0, r1 = _eigh({a}, {op.lower})", [f"({a}.shape[0],)", f"{a}.shape"]
+    raise AssertionError(f"internal error: no printed call for {op}")
+
+
+MATRIX_OPS = (Cholesky, SolveTriangular, Solve, Inv, Det, SlogDet, Eigh)
+
+
+def _square_checks(op, node, nb):
+    name = type(op).__name__.lower()
+    lines = [
+        f"    if x0.shape[{nb}] != x0.shape[{nb + 1}]:",
+        f'        raise ShapeError("{name}: the matrix must be square")',
+    ]
+    if len(node.inputs) == 2:
+        lines += [
+            f"    if x1.shape[{nb}] != x0.shape[{nb}]:",
+            f'        raise ShapeError("{name}: b must have as many rows as a")',
+        ]
+    return lines
+
+
+def _matrix_kernel(op, node, nb):
+    n_in = len(node.inputs)
+    params = [f"x{k}" for k in range(n_in)]
+    lines = [HELPERS, f"def kernel({', '.join(params)}):"] + _square_checks(op, node, nb)
+    if nb == 0:
+        stmt, _ = _core_call(op, params)
+        lines.append("    " + stmt)
+        outs = [f"np.asarray(r{j}, dtype={np_type(o.type.dtype)})" for j, o in enumerate(node.outputs)]
+        lines.append(f"    return {', '.join(outs)}")
+        return "\n".join(lines) + "\n"
+    batch = []
+    for ax in range(nb):
+        static = [v.type.shape[ax] for v in node.inputs]
+        src = next((k for k, s in enumerate(static) if s != 1), None)
+        batch.append("1" if src is None else f"x{src}.shape[{ax}]")
+        for k, s in enumerate(static):
+            if s is None and k != src:
+                lines += [
+                    f"    if x{k}.shape[{ax}] != {batch[-1]}:",
+                    f'        raise ShapeError("{op}: batch axis {ax} differs across inputs; only axes of static size 1 broadcast")',
+                ]
+    lines.append(f"    batch = ({''.join(b + ', ' for b in batch)})")
+    core_args = []
+    for k, v in enumerate(node.inputs):
+        idx = ", ".join("0" if v.type.shape[ax] == 1 else f"idx[{ax}]" for ax in range(nb))
+        core_args.append(f"x{k}[{idx}]")
+    _, shapes = _core_call(op, params)  # core output shapes from the inputs' core axes
+    for j, (o, sh) in enumerate(zip(node.outputs, shapes)):
+        sh = sh.replace(".shape", f".shape[{nb}:]")
+        lines.append(f"    out{j} = np.empty(batch + {sh}, dtype={np_type(o.type.dtype)})")
+    stmt, _ = _core_call(op, core_args)
+    lines += ["    for idx in np.ndindex(batch):", "        " + stmt]
+    lines += [f"        out{j}[idx] = r{j}" for j in range(len(node.outputs))]
+    lines.append(f"    return {', '.join(f'out{j}' for j in range(len(node.outputs)))}")
+    return "\n".join(lines) + "\n"
+
+
+def _register_core(op_type):
+    @numba_kernel.register(op_type)
+    def _(op, node):
+        return _matrix_kernel(op, node, 0)
+
+
+for _type in MATRIX_OPS:
+    _register_core(_type)
+
+
+@numba_kernel.register(Blockwise)
+def _blockwise(op, node):
+    if isinstance(op.core_op, MATRIX_OPS):
+        return _matrix_kernel(op.core_op, node, op.batch_ndim(node))
+    return objmode_kernel(op, node)
+
+
+# Matrix products and einsums call BLAS through NumPy: the driver runs them by `host.py`
+# (no compile, faster than a printed triple loop); inside jitted code, in object mode.
+numba_kernel.register(MatMul)(objmode_kernel)
+numba_kernel.register(Einsum)(objmode_kernel)

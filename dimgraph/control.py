@@ -1,0 +1,325 @@
+"""Control flow for users: `dg.scan`, `dg.while_loop`, `dg.ifelse` (labeled and positional variables).
+
+A front door above `lower`: the step function is called once on placeholders
+(labeled ones when the states are labeled), its graph is lowered on the spot
+to a positional body, and the loop or branch becomes one core op
+(`core.loop.Scan`, `core.loop.Loop`, `core.ifelse.IfElse`) whose labeled
+results are read back with `from_positional`. Labeled inputs keep the
+positional twin every lowering of them shares, so the op sits in the same
+positional graph as the rest of the program. Values the step function reads
+from outside (closures) become explicit constants of the loop.
+"""
+
+from __future__ import annotations
+
+from dimgraph.core.basic import as_tensor, tensor
+from dimgraph.core.extra import assert_op
+from dimgraph.core.graph import Constant, Variable
+from dimgraph.core.ifelse import ifelse as core_ifelse
+from dimgraph.core.loop import loop_from_graph, scan_from_graph
+from dimgraph.core.math import eq, ge
+from dimgraph.core.random import is_rng_state
+from dimgraph.core.shape import ShapeI
+from dimgraph.core.subtensor import getitem
+from dimgraph.core.type import TensorType
+from dimgraph.errors import DimError
+from dimgraph.labeled.basic import constant as labeled_constant
+from dimgraph.labeled.basic import from_positional
+from dimgraph.labeled.dims import Dim, fmt_dims, resolve_dims
+from dimgraph.labeled.ops import is_labeled
+from dimgraph.labeled.shape import broadcast
+from dimgraph.labeled.type import LabeledType
+from dimgraph.lower import Lowering
+
+
+def _as_list(x):
+    if x is None:
+        return [], False
+    return (list(x), False) if isinstance(x, (list, tuple)) else ([x], True)
+
+
+def _state_label(k, v):
+    return f"state {k}" + (f" ({v.name!r})" if getattr(v, "name", None) else "")
+
+
+class _Body:
+    """Placeholders for the states (and sequence slices), and the lowering that turns the step into a positional body."""
+
+    def __init__(self, name, init, labeled):
+        self.name, self.labeled = name, labeled
+        self.inner = Lowering()
+        self.outer = Lowering()
+        self.index = tensor("i", (), "int64")
+        self.user_states, self.states, self.init = [], [], []
+        for k, v in enumerate(init):
+            if labeled and is_rng_state(v):  # an RNG state is positional in every mode
+                user = pos = v.type.make_variable(name=v.name)
+                (outer,) = self.outer.run([v])
+            elif labeled:
+                user = LabeledType(v.type.dtype, v.type.dims).make_variable(name=v.name)
+                pos = TensorType(v.type.dtype, tuple(d.size for d in v.type.dims)).make_variable(name=v.name)
+                self.inner.memo[id(user)] = pos
+                self.inner.bind(user, pos)
+                (outer,) = self.outer.run([v])
+            else:
+                user = pos = v.type.make_variable(name=v.name)
+                outer = v
+            self.user_states.append(user)
+            self.states.append(pos)
+            self.init.append(outer)
+
+    def new_states(self, outs, init):
+        """The step's results as positional body outputs, checked against the states they replace."""
+        checked = []
+        for k, (v, out) in enumerate(zip(init, outs)):
+            label = _state_label(k, v)
+            if is_rng_state(v):
+                if not is_rng_state(out):
+                    raise TypeError(f"{self.name}: the step returns {out!r} for {label}, expected the next RNG state")
+            elif self.labeled:
+                if not is_labeled(out):
+                    out = labeled_constant(out) if not isinstance(out, Variable) else out
+                if not is_labeled(out):
+                    raise TypeError(f"{self.name}: the step returns {out!r} for {label}, expected a labeled variable")
+                if set(out.type.dims) != set(v.type.dims):
+                    raise DimError(
+                        f"{self.name}: {label} has dims {fmt_dims(v.type.dims)} before a step but "
+                        f"{fmt_dims(out.type.dims)} after it; a state keeps its dims"
+                    )
+                if out.type.dims != v.type.dims:
+                    out = out.transpose(*v.type.dims)
+            elif not isinstance(out, Variable) or isinstance(v.type, TensorType):
+                out = as_tensor(out)
+            if getattr(out.type, "dtype", None) != getattr(v.type, "dtype", None):
+                raise TypeError(
+                    f"{self.name}: {label} has dtype {v.type.dtype} before a step but {out.type.dtype} after it; "
+                    f"a state keeps its dtype (use .astype({v.type.dtype!r}) in the step)"
+                )
+            checked.append(out)
+        return self.inner.run(checked) if self.labeled else checked
+
+    def lower_outer(self, v):
+        if v is None:
+            return None
+        if isinstance(v, Variable) and is_labeled(v):
+            if v.type.ndim != 0:
+                raise DimError(f"{self.name}: a count must be 0-d, got dims {fmt_dims(v.type.dims)}")
+            return self.outer.run([v])[0]
+        return as_tensor(v)
+
+
+def _labeled_mode(values, what):
+    flags = [is_labeled(v) for v in values if isinstance(v, Variable) and not is_rng_state(v)]
+    if any(flags) and not all(flags):
+        raise TypeError(f"{what}: mix of labeled and positional states/sequences; convert with dg.from_positional or .to_positional()")
+    return any(flags)
+
+
+def _check_count(name, n, what):
+    n = as_tensor(n)
+    if n.type.ndim != 0 or not n.type.dtype.startswith(("int", "uint")):
+        raise TypeError(f"{name}: {what} must be a 0-d integer, got {n!r}")
+    n = n.astype("int64") if n.type.dtype != "int64" else n
+    if isinstance(n, Constant):
+        if int(n.data) < 0:
+            raise ValueError(f"{name}: {what} must be >= 0, got {int(n.data)}")
+        return n
+    if n.owner is not None and isinstance(n.owner.op, ShapeI):
+        return n  # a length is never negative
+    return assert_op(n, ge(n, 0), msg=f"{name}: {what} must be >= 0")
+
+
+def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
+    """Run `step` `n_steps` times, carrying states; return `(final, trace)`.
+
+    `step(*states, *sequence_slices)` returns the new state(s). `init` is one
+    variable (one state) or a list/tuple (several). Each state keeps its dims
+    (or shape) and dtype across a step: a change is an error at build time
+    naming the state. `sequences` are read one slice per step along `dim`
+    (labeled) or axis 0 (positional). `final` holds the states after the last
+    step; `trace` each state's values after every step, with `dim` first
+    (labeled: a DataArray with `dim`'s coords) or a leading axis (positional).
+    `n_steps` defaults to the length of `dim` or of the sequences.
+    Taps further back than one step are window states: an AR(2) carries
+    `(x[t-1], x[t-2])` and returns `(x_t, x[t-1])`.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> t = dg.Dim("t", coords=["a", "b", "c"])
+    >>> eps = dg.labeled("eps", dims=(t,))
+    >>> final, trace = dg.scan(lambda x, e: 0.5 * x + e, init=dg.constant(0.0, dims=()), sequences=eps, dim=t)
+    >>> out = dg.function([eps], trace)(np.array([1.0, 2.0, 3.0]))
+    >>> out.dims, out.values.tolist(), out.t.values.tolist()
+    (('t',), [1.0, 2.5, 4.25], ['a', 'b', 'c'])
+    """
+    init, single = _as_list(init)
+    seqs, _ = _as_list(sequences)
+    if not init:
+        raise ValueError(f"{name}: give at least one initial state in init=")
+    labeled = _labeled_mode(init + seqs, name)
+    if labeled:
+        init = [v if isinstance(v, Variable) else labeled_constant(v) for v in init]
+    else:
+        init = [v if isinstance(v, Variable) else as_tensor(v) for v in init]
+    body = _Body(name, init, labeled)
+    seq_outer, seq_inner, slices = [], [], []
+    if labeled:
+        if dim is None:
+            raise TypeError(f"{name}: labeled scans need dim= (the Dim that labels the steps of the traces)")
+        if not isinstance(dim, Dim):
+            if not seqs:
+                raise TypeError(f"{name}: dim= must be a Dim when there are no sequences, got {dim!r}")
+            (dim,) = resolve_dims(seqs[0].type.dims, [dim], name, "the first sequence")
+        for j, s in enumerate(seqs):
+            if dim not in s.type.dims:
+                raise DimError(f"{name}: sequence {j} has dims {fmt_dims(s.type.dims)}, without the step dim {dim.name!r}")
+            rest = tuple(d for d in s.type.dims if d != dim)
+            (outer,) = body.outer.run([s.transpose(dim, *rest)])
+            ph = TensorType(s.type.dtype, outer.type.shape).make_variable()
+            user = LabeledType(s.type.dtype, rest).make_variable(name=s.name)
+            sliced = getitem(ph, body.index)
+            body.inner.memo[id(user)] = sliced
+            body.inner.bind(user, sliced)
+            seq_outer.append(outer)
+            seq_inner.append(ph)
+            slices.append(user)
+    else:
+        for s in seqs:
+            s = as_tensor(s)
+            if s.type.ndim == 0:
+                raise ValueError(f"{name}: a sequence needs a leading axis to slice, got the 0-d {s!r}")
+            ph = s.type.make_variable()
+            seq_outer.append(s)
+            seq_inner.append(ph)
+            slices.append(getitem(ph, body.index))
+    n = body.lower_outer(n_steps)
+    length = None
+    if seq_outer:
+        length = seq_outer[0].type.shape[0]
+        length = length if length is not None else ShapeI(0)(seq_outer[0])
+    elif labeled and dim.size is not None:
+        length = dim.size
+    if n is None:
+        if length is None:
+            raise TypeError(f"{name}: give n_steps= (no sequences{'' if not labeled else ' and dim ' + repr(dim.name) + ' has no size'})")
+        n = as_tensor(length, dtype="int64")
+    n = _check_count(name, n, "n_steps")
+    for s in seq_outer if n_steps is not None else seq_outer[1:]:
+        size = s.type.shape[0]
+        if size is not None and isinstance(n, Constant):
+            if int(n.data) != size:
+                raise DimError(f"{name}: n_steps is {int(n.data)} but a sequence has {size} steps")
+            continue
+        size = size if size is not None else ShapeI(0)(s)
+        n = assert_op(n, eq(n, size), msg=f"{name}: n_steps and the length of every sequence must agree")
+    if labeled and dim.size is not None and isinstance(n, Constant) and int(n.data) != dim.size:
+        raise DimError(f"{name}: n_steps is {int(n.data)} but the step dim {dim.name!r} has size {dim.size}")
+    outs, _ = _as_list(step(*body.user_states, *slices))
+    if len(outs) != len(init):
+        raise ValueError(f"{name}: the step returns {len(outs)} values for {len(init)} states")
+    new = body.new_states(outs, init)
+    finals, traces = scan_from_graph(body.index, body.states, seq_inner, new, n, body.init, seq_outer, name=name)
+    if labeled:
+        finals = [f if is_rng_state(v) else from_positional(f, v.type.dims) for f, v in zip(finals, init)]
+        traces = [t if is_rng_state(v) else from_positional(t, (dim, *v.type.dims)) for t, v in zip(traces, init)]
+    return (finals[0], traces[0]) if single else (finals, traces)
+
+
+def while_loop(cond, step, init, max_steps, name="while_loop"):
+    """Apply `step` while `cond(*states)` is true, at most `max_steps` times; return the last states.
+
+    The condition is checked before every step (so the loop may run zero
+    times). States follow `dg.scan`'s rules. A while loop keeps no traces and
+    has no gradient (`dg.NonDifferentiable` names it); carry a counter state to
+    know how many steps ran.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> x = dg.scalar("x")
+    >>> y = dg.while_loop(lambda v: v < 100.0, lambda v: v * 2.0, init=x, max_steps=1000)
+    >>> float(y.eval({x: 3.0}))
+    192.0
+    """
+    init, single = _as_list(init)
+    labeled = _labeled_mode(init, name)
+    init = [v if isinstance(v, Variable) else (labeled_constant(v) if labeled else as_tensor(v)) for v in init]
+    body = _Body(name, init, labeled)
+    outs, _ = _as_list(step(*body.user_states))
+    if len(outs) != len(init):
+        raise ValueError(f"{name}: the step returns {len(outs)} values for {len(init)} states")
+    new = body.new_states(outs, init)
+
+    def flag(values, lowering):
+        c = cond(*values)
+        if isinstance(c, Variable) and is_labeled(c):
+            if c.type.ndim != 0:
+                raise DimError(f"{name}: the condition must be 0-d, got dims {fmt_dims(c.type.dims)}")
+            (c,) = lowering.run([c])
+        c = as_tensor(c)
+        if c.type.ndim != 0 or c.type.dtype != "bool":
+            raise TypeError(f"{name}: the condition must be a 0-d bool, got {c!r}")
+        return c
+
+    first = flag(init, body.outer)
+    go = tensor("go", (), "bool")
+    nxt = flag([_user_after(body, k, v) for k, v in enumerate(new)] if labeled else new, body.inner)
+    n = _check_count(name, body.lower_outer(max_steps), "max_steps")
+    finals = loop_from_graph(body.index, body.states + [go], [], new + [nxt], n, body.init + [first], [], until=len(init), name=name)
+    finals = finals[: len(init)]
+    if labeled:
+        finals = [from_positional(f, v.type.dims) for f, v in zip(finals, init)]
+    return finals[0] if single else finals
+
+
+def _user_after(body, k, new):
+    """A labeled view of the new value of state k, lowering to `new` (the condition reads the states after a step)."""
+    v = body.user_states[k]
+    user = LabeledType(v.type.dtype, v.type.dims).make_variable()
+    body.inner.memo[id(user)] = new
+    return user
+
+
+def ifelse(cond, then, otherwise):
+    """`then` where the 0-d `cond` is true, else `otherwise`; only the taken branch runs (on every backend).
+
+    Branches are one variable or lists of equal length; labeled branches
+    broadcast by dim name (as `dg.where`). Values both branches read are
+    computed once, outside.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> x = dg.scalar("x")
+    >>> y = dg.ifelse(x > 0, dg.sqrt(x), 0.0)
+    >>> float(y.eval({x: 9.0})), float(y.eval({x: -1.0}))
+    (3.0, 0.0)
+    """
+    a, single = _as_list(then)
+    b, _ = _as_list(otherwise)
+    if len(a) != len(b):
+        raise ValueError(f"ifelse: the then branch has {len(a)} values but the else branch {len(b)}")
+    everything = a + b + [cond]
+    if not any(isinstance(v, Variable) and is_labeled(v) for v in everything):
+        outs = core_ifelse(cond, [as_tensor(v) for v in a], [as_tensor(v) for v in b])
+        return outs[0] if single else outs
+    low = Lowering()
+    if isinstance(cond, Variable) and is_labeled(cond):
+        if cond.type.ndim != 0:
+            raise DimError(f"ifelse: the condition must be 0-d, got dims {fmt_dims(cond.type.dims)}")
+        (cond,) = low.run([cond])
+    pos_a, pos_b, dims = [], [], []
+    for x, y in zip(a, b):
+        x = x if isinstance(x, Variable) and is_labeled(x) else labeled_constant(x) if not isinstance(x, Variable) else x
+        y = y if isinstance(y, Variable) and is_labeled(y) else labeled_constant(y) if not isinstance(y, Variable) else y
+        if not (is_labeled(x) and is_labeled(y)):
+            raise TypeError("ifelse: a labeled branch value is paired with a positional one; convert with dg.from_positional")
+        x, y = broadcast(x, y)
+        if x.type.dtype != y.type.dtype:
+            from dimgraph.labeled.math import astype
+            import numpy as np
+
+            common = np.result_type(x.type.dtype, y.type.dtype).name
+            x, y = astype(x, common), astype(y, common)
+        lx, ly = low.run([x, y])
+        pos_a.append(lx)
+        pos_b.append(ly)
+        dims.append(x.type.dims)
+    outs = core_ifelse(cond, pos_a, pos_b)
+    outs = [from_positional(o, d) for o, d in zip(outs, dims)]
+    return outs[0] if single else outs

@@ -1,0 +1,235 @@
+"""Rewrites of control-flow ops: Scan -> Loop, loop-invariant code motion, and rewriting inner graphs.
+
+- `scan_to_loop` (canonicalize): a Scan becomes a Loop that stores only the
+  traces some client reads; a read of `trace[-1]` becomes the last state
+  (guarded by a run-time check that a step ran, unless n_steps is a constant >= 1:
+  on an empty trace `trace[-1]` is an IndexError, and a rewrite never removes a
+  failure).
+- `loop_dead_inputs` (canonicalize): constants a body never reads and states
+  nobody reads are dropped (before `scan_to_loop` decides which traces to keep).
+- `loop_invariant_code_motion` (canonicalize): body nodes that read only the
+  loop's constants move out of the loop and become constants. The rule (seed
+  001): a node that may raise (an Assert, indexing, reshapes, linear algebra:
+  anything but elementwise math, dimshuffles, shapes and sums/products) moves
+  only when the loop provably runs at least one step (n_steps a constant >= 1
+  and no while condition); otherwise hoisting it could raise where the loop,
+  running zero times, would not. Ops that cannot raise always move.
+- `inline_op_from_graph` (canonicalize): an OpFromGraph becomes its graph
+  unless it was made with `inline=False`.
+- `inner_graph_rewrite` (phase "inner", after fusion): every inner graph gets
+  the whole phase list with the same spec (canonicalize, stabilize, fusion:
+  a loop body is fused like any graph), once per distinct inner graph.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dimgraph.core.elemwise import DimShuffle, Elemwise
+from dimgraph.core.extra import assert_op
+from dimgraph.core.fgraph import FunctionGraph
+from dimgraph.core.graph import Constant, clone_graph
+from dimgraph.core.ifelse import IfElse
+from dimgraph.core.inner import InnerGraph
+from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.opfromgraph import OpFromGraph
+from dimgraph.core.math import ge
+from dimgraph.core.reduce import CAReduce
+from dimgraph.core.rewriting.engine import GraphRewriter, node_rewriter
+from dimgraph.core.shape import Shape, ShapeI
+from dimgraph.core.subtensor import Subtensor
+
+_FULL = ("slice", None, None, None)
+
+
+def _reads_last(client) -> bool:
+    """`client` is `trace[-1]` (all other axes whole)."""
+    if client == "output" or not isinstance(client.op, Subtensor) or len(client.inputs) != 1:
+        return False
+    index = client.op.index
+    return index[0] == -1 and all(part == _FULL for part in index[1:])
+
+
+def _runs_a_step(op, node) -> bool:
+    n = node.inputs[0]
+    return getattr(op, "until", None) is None and isinstance(n, Constant) and int(n.data) >= 1
+
+
+@node_rewriter([Scan], tags=("canonicalize", "control"))
+def scan_to_loop(fgraph, node):
+    """Scan -> Loop storing only the traces read; trace[-1] -> the last state."""
+    op, ns = node.op, node.op.n_states
+    traced, last_reads = [], []
+    trace_of = {k: node.outputs[ns + m] for m, k in enumerate(op._traced())}
+    for k, trace in trace_of.items():
+        clients = [c for c, _ in fgraph.clients.get(trace, {})]
+        if not clients:
+            continue
+        if all(_reads_last(c) for c in clients):
+            last_reads.append((k, clients))
+        else:
+            traced.append(k)
+    new = Loop(op.body, ns, traced=tuple(traced), name=op.name).make_node(*node.inputs).outputs
+    repl = {node.outputs[k]: new[k] for k in range(ns)}
+    for m, k in enumerate(traced):
+        repl[trace_of[k]] = new[ns + m]
+    for k, clients in last_reads:
+        last = new[k]
+        if not _runs_a_step(op, node):
+            last = assert_op(last, ge(node.inputs[0], 1), msg=f"{op.name}: trace[-1] of a scan that ran no step")
+        for c in clients:
+            repl[c.outputs[0]] = last
+    return repl
+
+
+def _reads(graph, var_ids_of_outputs):
+    """ids of the inner inputs that the given body outputs depend on."""
+    from dimgraph.core.graph import ancestors
+
+    inputs = {id(v) for v in graph.inputs}
+    outs = [graph.outputs[k] for k in var_ids_of_outputs]
+    return {id(v) for v in ancestors(outs, blockers=graph.inputs) if id(v) in inputs}
+
+
+@node_rewriter([Scan, Loop], tags=("canonicalize", "control"))
+def loop_dead_inputs(fgraph, node):
+    """Drop loop constants the body never reads, states nobody reads (last value and trace unused, no
+    other state reading them) and a Loop's unread traces: a backward scan then stops carrying (and its
+    forward scan stops storing) the traces its body does not need."""
+    op, body, ns = node.op, node.op.body, node.op.n_states
+    traced = op._traced()
+    trace_of = {k: node.outputs[ns + m] for m, k in enumerate(traced)}
+    until = getattr(op, "until", None)
+
+    def used(v):
+        return bool(fgraph.clients.get(v))
+
+    keep = set(range(ns))
+    while True:
+        read = _reads(body, sorted(keep))
+        dead = {
+            k
+            for k in keep
+            if k != until
+            and not used(node.outputs[k])
+            and not (k in trace_of and used(trace_of[k]))
+            and not any(id(body.inputs[1 + k]) in _reads(body, [j]) for j in keep if j != k)
+        }
+        if not dead:
+            break
+        keep -= dead
+    keep = sorted(keep)
+    read = _reads(body, keep)
+    consts = [j for j, v in enumerate(body.inputs[1 + ns :]) if id(v) in read]
+    unread_traces = isinstance(op, Loop) and any(not used(trace_of[k]) for k in op.traced)
+    if (len(keep) == ns and len(consts) == op.n_consts and not unread_traces) or not keep:
+        return None
+    new_body = InnerGraph(
+        [body.inputs[0]] + [body.inputs[1 + k] for k in keep] + [body.inputs[1 + ns + j] for j in consts],
+        [body.outputs[k] for k in keep],
+    )
+    changes = dict(body=new_body, n_states=len(keep))
+    if isinstance(op, Loop):
+        changes["traced"] = tuple(keep.index(k) for k in op.traced if k in keep and used(trace_of[k]))
+        changes["until"] = None if until is None else keep.index(until)
+    new_op = dataclasses.replace(op, **changes)
+    new = new_op.make_node(node.inputs[0], *[node.inputs[1 + k] for k in keep], *[node.inputs[1 + ns + j] for j in consts]).outputs
+    repl = {node.outputs[k]: new[pos] for pos, k in enumerate(keep)}
+    new_trace = {k: new[len(keep) + m] for m, k in enumerate(keep[p] for p in new_op._traced())}
+    for k, tr in trace_of.items():
+        if k in new_trace:
+            repl[tr] = new_trace[k]
+    return repl
+
+
+def cannot_raise(node) -> bool:
+    """Ops that never raise at run time, whatever their inputs: the ones LICM may hoist out of any loop."""
+    op = node.op
+    if isinstance(op, (Elemwise, DimShuffle, Shape, ShapeI)):
+        return True
+    return isinstance(op, CAReduce) and op.scalar_op in ("add", "mul", "and", "or")
+
+
+@node_rewriter([Loop], tags=("canonicalize", "control"))
+def loop_invariant_code_motion(fgraph, node):
+    """Body nodes reading only the loop's constants -> computed once before the loop (see the module rule)."""
+    op, body, ns = node.op, node.op.body, node.op.n_states
+    runs = _runs_a_step(op, node)
+    invariant = {id(v) for v in body.inputs[1 + ns :]}
+    hoisted = set()
+    for inner in body.nodes():
+        if all(isinstance(i, Constant) for i in inner.inputs):
+            invariant.update(id(o) for o in inner.outputs)  # folded by the rewrites; copied out with what reads it
+            continue
+        if all(id(i) in invariant or isinstance(i, Constant) for i in inner.inputs) and (runs or cannot_raise(inner)):
+            hoisted.add(inner)
+            invariant.update(id(o) for o in inner.outputs)
+    if not hoisted:
+        return None
+    frontier, seen = [], set()
+
+    def cut(v):
+        if v.owner in hoisted and id(v) not in seen:
+            seen.add(id(v))
+            frontier.append(v)
+
+    for inner in body.nodes():
+        if inner not in hoisted:
+            for i in inner.inputs:
+                cut(i)
+    for o in body.outputs:
+        cut(o)
+    consts = body.inputs[1 + ns :]
+    _, outer, _ = clone_graph(frontier, consts, replace=dict(zip(consts, node.inputs[1 + ns :])))
+    new_body = InnerGraph(body.inputs + frontier, body.outputs)
+    new_op = dataclasses.replace(op, body=new_body)
+    return new_op.make_node(*node.inputs, *outer).outputs
+
+
+@node_rewriter([OpFromGraph], tags=("canonicalize", "control"))
+def inline_op_from_graph(fgraph, node):
+    """OpFromGraph(x) -> its graph on x, unless made with inline=False."""
+    return node.op.graph.apply(node.inputs) if node.op.inline else None
+
+
+def inner_graphs(op):
+    """{field name: InnerGraph} of an op that carries inner graphs (empty for the others)."""
+    if isinstance(op, (Loop, Scan)):
+        return {"body": op.body}
+    if isinstance(op, IfElse):
+        return {"then_graph": op.then_graph, "else_graph": op.else_graph}
+    fields = getattr(op, "inner_graph_fields", ())
+    return {f: getattr(op, f) for f in fields}
+
+
+def rewrite_inner(graph, ctx):
+    """`graph` rewritten by the whole phase list under `ctx`'s spec (memoized per distinct graph)."""
+    from dimgraph.core.rewriting import RewriteSpec, rewrite_graph
+
+    memo = ctx.__dict__.setdefault("inner_memo", {})
+    found = memo.get(graph)
+    if found is None:
+        fg = FunctionGraph(graph.inputs, graph.outputs, clone=True)
+        spec = RewriteSpec(ctx.spec.include, ctx.spec.exclude, False)
+        rewrite_graph(fg, spec, backend=getattr(ctx, "backend", None))
+        for name, n in fg.rewrite_trace.counts.items():
+            ctx.trace.counts[name] += n
+        found = memo[graph] = InnerGraph(fg.inputs, fg.outputs)
+    return found
+
+
+def rewrite_inner_graphs(fgraph, ctx, rewriter):
+    """Each op's inner graphs through the phase list (the body of a loop is fused like any graph)."""
+    for node in fgraph.toposort():
+        graphs = inner_graphs(node.op)
+        if not graphs or node not in fgraph.nodes:
+            continue
+        new = {name: rewrite_inner(g, ctx) for name, g in graphs.items()}
+        if all(new[name] == g and new[name]._canonical == g._canonical for name, g in graphs.items()):
+            continue
+        new_node = dataclasses.replace(node.op, **new).make_node(*node.inputs)
+        ctx.replace(rewriter, node, list(zip(node.outputs, new_node.outputs)))
+
+
+CONTROL_CANONICALIZE = [loop_dead_inputs, scan_to_loop, loop_invariant_code_motion, inline_op_from_graph]
+INNER = GraphRewriter("inner_graph_rewrite", rewrite_inner_graphs, tags=("inner", "control"))

@@ -1,0 +1,210 @@
+"""The project's rewrites, run on an e-graph without being rewritten by hand.
+
+Two mechanical translations:
+
+- `PatRewrite`: a `Rule` (a `Pat` pattern and a replacement function). The pattern
+  is e-matched: every e-node of a class is tried, so `log(1 + x)` matches when any
+  term equal to the log's input is an `add` of 1, not only the one written. The
+  replacement function gets each bound class's representative variable (its
+  `rep`), builds its graph as in the phase order, and the result joins the class.
+- `NodeRewrite`: a plain node rewriter (`constant_fold`, `dimshuffle_chain`, ...).
+  It is offered each e-node rebuilt on members of its children's classes (the
+  representative and the term behind each other e-node, at most
+  `MAX_COMBINATIONS` combinations), so it sees one level of alternatives; a match
+  that needs an alternative two levels down is missed.
+
+Both keep the phase order's guards: a replacement of another dtype or contradicting
+static shape is declined, and so is one that would lose static sizes.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from dimgraph.core.elemwise import Elemwise
+from dimgraph.core.graph import Apply
+from dimgraph.core.rewriting.egraph.egraph import LEAF, TypeClash, merged_type
+from dimgraph.core.rewriting.engine import _pairs
+from dimgraph.core.rewriting.pattern import Rule
+from dimgraph.core.scalar import SCALAR_SPECS, ScalarOp
+from dimgraph.core.type import TensorType
+
+import numpy as np
+
+
+def ematch(eg, pat, cid, bound):
+    """Every extension of `bound` ({name: class id or op}) under which class `cid` matches `pat`."""
+    cid = eg.find(cid)
+    if pat.kind == "var":
+        prev = bound.get(pat.name)
+        if prev is not None:
+            if eg.find(prev) == cid:
+                yield bound
+            return
+        if pat.where is not None and not pat.where(eg[cid].rep):
+            return
+        yield {**bound, pat.name: cid}
+        return
+    if pat.kind == "const":
+        data = eg.constant_data(cid)
+        if data is None or data.size == 0 or data.dtype.kind not in "biuf":
+            return
+        if bool(np.all(data == pat.value)):
+            yield bound
+        return
+    for enode in list(eg[cid].nodes):
+        op = enode.op
+        if op == LEAF:
+            continue
+        if pat.kind == "elem":
+            if not (isinstance(op, Elemwise) and type(op.scalar_op) is ScalarOp and op.scalar_op.name == pat.name):
+                continue
+            orders = [enode.children]
+            if pat.name in SCALAR_SPECS and SCALAR_SPECS[pat.name].commutative and len(enode.children) == 2:
+                orders.append(enode.children[::-1])
+            b0 = bound
+        else:
+            if not isinstance(op, pat.value) or (pat.where is not None and not pat.where(op)):
+                continue
+            orders = [enode.children[: len(pat.args)]]
+            b0 = bound if pat.name is None else {**bound, pat.name: op}
+        for children in orders:
+            yield from _match_args(eg, pat.args, children, b0)
+
+
+def _match_args(eg, pats, children, bound):
+    if not pats:
+        yield bound
+        return
+    for b in ematch(eg, pats[0], children[0], bound):
+        yield from _match_args(eg, pats[1:], children[1:], b)
+
+
+def join(eg, cid, new, trace_name, stats):
+    """Add `new` (a graph variable) and record it equal to class `cid`; True when that changed the e-graph."""
+    if new is None:
+        return False
+    cls = eg[cid]
+    if new is cls.rep or not keeps_type(cls.type, new.type):
+        return False
+    before = (len(eg.classes), eg.n_nodes)
+    ncid = eg.add_var(new)
+    if eg.find(ncid) == eg.find(cid):
+        return (len(eg.classes), eg.n_nodes) != before
+    try:
+        eg.union(cid, ncid)
+    except TypeClash:
+        return False
+    stats[trace_name] += 1
+    return True
+
+
+def keeps_type(old, new):
+    """`new` may join a class of type `old`: same dtype and ndim, every static size kept (more may be known)."""
+    if merged_type(old, new) is None:
+        return False
+    return not isinstance(old, TensorType) or all(a is None or a == b for a, b in zip(old.shape, new.shape))
+
+
+class PatRewrite:
+    """A `Rule` run by e-matching (see the module docstring)."""
+
+    def __init__(self, rule: Rule):
+        self.rule = rule
+        self.name = rule.name
+        self.done = set()
+
+    def run(self, eg, stats):
+        changed = False
+        rule = self.rule
+        matches = []
+        for cid in list(eg.classes):
+            for bound in ematch(eg, rule.pattern, cid, {}):
+                matches.append((cid, bound))
+        for cid, bound in matches:
+            cid = eg.find(cid)
+            key = (cid, tuple(sorted((k, eg.find(v) if isinstance(v, int) else v) for k, v in bound.items())))
+            if key in self.done:
+                continue
+            self.done.add(key)
+            kwargs = {k: (eg[v].rep if isinstance(v, int) else v) for k, v in bound.items() if k in rule.params}
+            if "out" in rule.params:
+                kwargs["out"] = eg[cid].rep
+            try:
+                new = rule.fn(**kwargs)
+            except (TypeError, ValueError):
+                continue  # the function could not build its graph on these terms
+            changed |= join(eg, cid, new, self.name, stats)
+        return changed
+
+
+class NodeRewrite:
+    """A plain node rewriter offered each e-node rebuilt on its children's representatives."""
+
+    def __init__(self, rewriter):
+        self.rewriter = rewriter
+        self.name = rewriter.name
+        self.tracks = rewriter.tracks
+        self.done = set()
+
+    def run(self, eg, stats):
+        changed = False
+        for cid, enode in [(c, e) for c, cls in list(eg.classes.items()) for e in cls.nodes]:
+            if enode.op == LEAF or not isinstance(enode.op, self.tracks):
+                continue
+            for inputs in itertools.islice(itertools.product(*(members(eg, c) for c in enode.children)), MAX_COMBINATIONS):
+                key = (enode, tuple(id(r) for r in inputs))
+                if key in self.done:
+                    continue
+                self.done.add(key)
+                changed |= self._offer(eg, enode, inputs, stats)
+        return changed
+
+    def _offer(self, eg, enode, inputs, stats):
+        node = as_apply(eg, enode, list(inputs))
+        if node is None:
+            return False
+        try:
+            result = self.rewriter.transform(None, node)
+        except (TypeError, ValueError, AttributeError):
+            return False
+        if result is None:
+            return False
+        changed = False
+        for old, new in _pairs(node, result):
+            if new is None or old.index is None:
+                continue
+            target = eg.memo.get(eg.canonical(type(enode)(enode.op, enode.children, old.index)))
+            if target is not None:
+                changed |= join(eg, target, new, self.name, stats)
+        return changed
+
+
+# A node rewriter is offered at most this many combinations of its inputs' class members.
+MAX_COMBINATIONS = 16
+
+
+def members(eg, cid):
+    """Variables computing class `cid`: its representative first, then the term behind each other e-node."""
+    cls = eg[cid]
+    out = {id(cls.rep): cls.rep}
+    for e in cls.nodes:
+        var = e.leaf if e.op == LEAF else eg.origin.get(e)
+        if var is not None and getattr(var, "type", None) == cls.type:
+            out.setdefault(id(var), var)
+    return list(out.values())
+
+
+def as_apply(eg, enode, reps):
+    """An Apply of `enode`'s op on `reps`: the node it came from when that node has exactly these inputs."""
+    origin = eg.origin.get(enode)
+    if origin is not None and origin.owner is not None and all(a is b for a, b in zip(origin.owner.inputs, reps)):
+        return origin.owner
+    key = (enode, tuple(id(r) for r in reps))
+    if key not in eg.applies:
+        try:
+            node = enode.op.make_node(*reps)
+        except Exception:  # noqa: BLE001 - an op that cannot be rebuilt on these terms is skipped
+            node = None
+        eg.applies[key] = (node if isinstance(node, Apply) else None, reps)  # reps kept alive: ids stay unique
+    return eg.applies[key][0]

@@ -1,0 +1,322 @@
+"""Vectorizing graphs: `vectorize_graph` and the registry of batching rules (`vectorize_node`).
+
+`vectorize_graph(outputs, replace={x: x_batched})` rebuilds `outputs` with
+each replaced input given new leading (batch) axes, like `jax.vmap` with every
+batch axis on the left. The walk is one topological pass: a node none of whose
+inputs is batched is kept as it is; otherwise its rule (`vectorize_node`,
+keyed by Op type) gets the node's new inputs, where every batched input has
+exactly `nb` leading batch axes (fewer are padded with length-1 axes on the
+left, so batch axes broadcast as in Elemwise) and the others are unchanged.
+A rule returns the node's new outputs; an output is batched when it has more
+axes than the original (shape ops such as `ShapeI` give unbatched results).
+
+Ops that batch natively have their own rule; every other op falls back to
+`Blockwise` over all its axes (`blockwise.signature_of`); an op that cannot
+be batched (an output size that would depend on batched data) is an error
+naming it.
+"""
+
+from __future__ import annotations
+
+import string
+from functools import singledispatch
+
+import numpy as np
+
+from dimgraph.core.basic import as_tensor
+from dimgraph.core.blockwise import Blockwise, signature_of
+from dimgraph.core.elemwise import DimShuffle, Elemwise
+from dimgraph.core.graph import Constant, Variable, rebuild_node, toposort
+from dimgraph.core.shape import Shape, ShapeI
+from dimgraph.core.shape import static_or_symbolic as shape_of  # never walks into (labeled) owners
+from dimgraph.errors import ShapeError
+
+
+class NotBatchable(ValueError):
+    """An op whose result cannot get batch axes (its output shape would vary with batched data)."""
+
+
+def pad(x, nb):
+    """`x` with `nb` leading length-1 axes (an unbatched input made to line up with batched ones)."""
+    return DimShuffle(x.type.ndim, ("x",) * nb + tuple(range(x.type.ndim)))(x) if nb else x
+
+
+def batch_shape(inputs, batched, nb):
+    """The symbolic batch shape shared by the batched inputs (a static size other than 1 wins)."""
+    out = []
+    for ax in range(nb):
+        cands = [(x.type.shape[ax], x) for x, b in zip(inputs, batched) if b]
+        known = [s for s, _ in cands if s not in (None, 1)]
+        if known:
+            out.append(known[0])
+        elif all(s == 1 for s, _ in cands):
+            out.append(1)
+        else:
+            out.append(shape_of(next(x for s, x in cands if s is None))[ax])
+    return tuple(out)
+
+
+def full_batch(x, shape, nb):
+    """`x` (batched or padded) broadcast to the batch `shape` on its first `nb` axes, core axes as they are."""
+    from dimgraph.core.shape_ops import broadcast_to
+
+    if all(s == t for s, t in zip(x.type.shape[:nb], shape) if isinstance(t, int)) and all(
+        isinstance(t, int) or s is None for s, t in zip(x.type.shape[:nb], shape)
+    ):
+        return x
+    return broadcast_to(x, tuple(shape) + tuple(shape_of(x)[nb:]))
+
+
+@singledispatch
+def vectorize_node(op, node, inputs, batched, nb):
+    """The outputs of `node` with `nb` batch axes (see the module docstring); default: Blockwise."""
+    return blockwise_fallback(op, node, inputs, batched, nb)
+
+
+def blockwise_fallback(op, node, inputs, batched, nb):
+    sig = getattr(op, "signature", None)
+    if not isinstance(sig, str):
+        sig = signature_of(node)
+    return Blockwise(op, sig)(*[x if b else pad(x, nb) for x, b in zip(inputs, batched)])
+
+
+def _out_list(res):
+    return list(res) if isinstance(res, (list, tuple)) else [res]
+
+
+def vectorize_graph(outputs, replace, node_rule=None):
+    """`outputs` rebuilt with each key of `replace` swapped for its value, which may carry new leading axes.
+
+    Positional: a replacement has the replaced variable's axes plus any number
+    of new leading (batch) axes; batch axes of different replacements broadcast
+    from the right, as NumPy's. Results that depend on a batched input get the
+    batch axes first; the others are returned as they are. Labeled graphs go
+    through `dg.vectorize_graph` (`dimgraph.labeled.vectorize`), which passes a
+    `node_rule(node, new_inputs)` for the nodes whose variables are not tensors.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> x = dg.tensor("x", shape=(3,))
+    >>> y = (x ** 2).sum()
+    >>> xs = dg.tensor("xs", shape=(2, 3))
+    >>> dg.function([xs], vectorize_graph([y], {x: xs})[0])(np.arange(6.0).reshape(2, 3))
+    array([ 5., 50.])
+    """
+    single = isinstance(outputs, Variable)
+    outs = [outputs] if single else list(outputs)
+    memo, nbs = {}, {}
+    for old, new in replace.items():
+        if node_rule is None:
+            new = as_tensor(new)
+            _check_replacement(old, new)
+        memo[id(old)] = new
+        nbs[id(old)] = new.type.ndim - old.type.ndim
+    for node in toposort(outs, blockers=list(replace)):
+        ins = [memo.get(id(i), i) for i in node.inputs]
+        in_nb = [nbs.get(id(i), 0) for i in node.inputs]
+        nb = max(in_nb, default=0)
+        new_outs = node_rule(node, ins) if node_rule is not None else None
+        if new_outs is not None:
+            new_outs = _out_list(new_outs)
+        elif nb == 0:
+            new_outs = rebuild_node(node, ins).outputs
+        else:
+            padded = [pad(x, nb - k) if k else x for x, k in zip(ins, in_nb)]
+            new_outs = _out_list(vectorize_node(node.op, node, padded, [k > 0 for k in in_nb], nb))
+        for o, n in zip(node.outputs, new_outs):
+            memo[id(o)] = n
+            nbs[id(o)] = n.type.ndim - o.type.ndim
+    result = [memo.get(id(o), o) for o in outs]
+    return result[0] if single else result
+
+
+def _check_replacement(old, new):
+    if old.type.dtype != new.type.dtype:
+        raise TypeError(f"vectorize_graph: the replacement for {old!r} has dtype {new.type.dtype}, expected {old.type.dtype}")
+    extra = new.type.ndim - old.type.ndim
+    if extra < 0:
+        raise ValueError(f"vectorize_graph: the replacement {new!r} for {old!r} has fewer axes than it")
+    for k, (s, t) in enumerate(zip(old.type.shape, new.type.shape[extra:])):
+        if s is not None and t is not None and s != t:
+            raise ShapeError(
+                f"vectorize_graph: the replacement {new!r} for {old!r} must end with its shape {old.type.shape}; "
+                f"axis {extra + k} has size {t}"
+            )
+
+
+# -- rules: ops that batch natively ---------------------------------------------
+
+
+def _entries(shape):
+    from dimgraph.core.shape import shape_entry_as_variable
+
+    return [shape_entry_as_variable(e) for e in shape]
+
+
+def _shift(axes, nb):
+    return tuple(a + nb for a in axes)
+
+
+def _pad_all(inputs, batched, nb):
+    return [x if b else pad(x, nb) for x, b in zip(inputs, batched)]
+
+
+@vectorize_node.register(Elemwise)
+def _elemwise(op, node, inputs, batched, nb):
+    return op(*_pad_all(inputs, batched, nb))
+
+
+@vectorize_node.register(DimShuffle)
+def _dimshuffle(op, node, inputs, batched, nb):
+    order = tuple(range(nb)) + tuple(o if o == "x" else o + nb for o in op.order)
+    return DimShuffle(op.input_ndim + nb, order)(inputs[0])
+
+
+@vectorize_node.register(ShapeI)
+def _shape_i(op, node, inputs, batched, nb):
+    return ShapeI(op.i + nb)(inputs[0])
+
+
+@vectorize_node.register(Shape)
+def _shape(op, node, inputs, batched, nb):
+    from dimgraph.core.join import stack
+
+    (x,) = inputs
+    return stack([ShapeI(k)(x) for k in range(nb, x.type.ndim)]) if x.type.ndim > nb else Shape()(node.inputs[0])
+
+
+def _register_lazily():
+    """Rules for ops in modules that import this one late (kept here: one table of batching rules)."""
+    from dimgraph.core import extra, join, linalg, reduce, shape_ops, subtensor
+    from dimgraph.core.fused import CAReduceElemwise
+
+    @vectorize_node.register(reduce.CAReduce)
+    def _careduce(op, node, inputs, batched, nb):
+        return reduce.CAReduce(op.scalar_op, _shift(op.axis, nb))(inputs[0])
+
+    @vectorize_node.register(CAReduceElemwise)
+    def _careduce_elemwise(op, node, inputs, batched, nb):
+        return _out_list(CAReduceElemwise(op.scalar_op, op.reducer, _shift(op.axis, nb))(*_pad_all(inputs, batched, nb)))
+
+    @vectorize_node.register(reduce.Argmax)
+    def _argmax(op, node, inputs, batched, nb):
+        return reduce.Argmax(op.axis + nb, op.mode)(inputs[0])
+
+    @vectorize_node.register(extra.CumOp)
+    def _cumop(op, node, inputs, batched, nb):
+        return extra.CumOp(op.axis + nb, op.mode)(inputs[0])
+
+    @vectorize_node.register(extra.Assert)
+    def _assert(op, node, inputs, batched, nb):
+        from dimgraph.core.reduce import all as reduce_all
+
+        value, *conds = inputs
+        conds = [reduce_all(c) if b else c for c, b in zip(conds, batched[1:])]
+        return extra.Assert(op.message)(value, *conds)
+
+    @vectorize_node.register(extra.ARange)
+    def _arange(op, node, inputs, batched, nb):
+        raise NotBatchable(f"vectorize_graph: {op} cannot be batched: its length would depend on the batched bounds")
+
+    @vectorize_node.register(shape_ops.Reshape)
+    def _reshape(op, node, inputs, batched, nb):
+        x, *shape = inputs
+        if any(batched[1:]):
+            raise NotBatchable(f"vectorize_graph: {op} cannot be batched over its target shape (it depends on the batched inputs)")
+        return shape_ops.Reshape(op.ndim + nb)(x, *_entries(shape_of(x)[:nb]), *shape)
+
+    @vectorize_node.register(shape_ops.Alloc)
+    def _alloc(op, node, inputs, batched, nb):
+        value, *shape = inputs
+        if any(batched[1:]):
+            raise NotBatchable(f"vectorize_graph: {op} cannot be batched over its target shape (it depends on the batched inputs)")
+        core_nd = value.type.ndim - nb
+        value = DimShuffle(value.type.ndim, tuple(range(nb)) + ("x",) * (len(shape) - core_nd) + tuple(range(nb, value.type.ndim)))(value)
+        return shape_ops.Alloc()(value, *_entries(shape_of(value)[:nb]), *shape)
+
+    @vectorize_node.register(join.Join)
+    def _join(op, node, inputs, batched, nb):
+        shape = batch_shape(inputs, batched, nb)
+        pieces = [full_batch(x if b else pad(x, nb), shape, nb) for x, b in zip(inputs, batched)]
+        return join.Join(op.axis + nb)(*pieces)
+
+    @vectorize_node.register(join.Split)
+    def _split(op, node, inputs, batched, nb):
+        x, *sizes = inputs
+        if any(batched[1:]):
+            raise NotBatchable(f"vectorize_graph: {op} cannot be batched over its sizes")
+        return _out_list(join.Split(op.axis + nb, op.sizes)(x, *sizes))
+
+    @vectorize_node.register(linalg.MatMul)
+    def _matmul(op, node, inputs, batched, nb):
+        from dimgraph.core.shape_ops import expand_dims, squeeze
+
+        a, b = _pad_all(inputs, batched, nb)
+        a_vec, b_vec = node.inputs[0].type.ndim == 1, node.inputs[1].type.ndim == 1
+        a2 = expand_dims(a, a.type.ndim - 1) if a_vec else a
+        b2 = expand_dims(b, b.type.ndim) if b_vec else b
+        out = linalg.MatMul()(a2, b2)
+        drop = ([out.type.ndim - 2] if a_vec else []) + ([out.type.ndim - 1] if b_vec else [])
+        return squeeze(out, tuple(drop)) if drop else out
+
+    @vectorize_node.register(linalg.Einsum)
+    def _einsum(op, node, inputs, batched, nb):
+        used = set(op.subscripts)
+        free = [c for c in string.ascii_letters if c not in used][:nb]
+        if len(free) < nb:
+            return blockwise_fallback(op, node, inputs, batched, nb)
+        prefix = "".join(free)
+        terms = [prefix + t for t in op.terms]
+        return linalg.einsum(",".join(terms) + "->" + prefix + op.output, *_pad_all(inputs, batched, nb))
+
+    @vectorize_node.register(Blockwise)
+    def _blockwise(op, node, inputs, batched, nb):
+        return _out_list(op(*_pad_all(inputs, batched, nb)))
+
+    @vectorize_node.register(subtensor.Subtensor)
+    def _subtensor(op, node, inputs, batched, nb):
+        if any(batched[1:]):  # positions that vary with the batch: a gather per batch element
+            return blockwise_fallback(op, node, inputs, batched, nb)
+        return subtensor.Subtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index))(*inputs)
+
+    def _inc_inputs(node, inputs, batched, nb):
+        """x broadcast to the full batch, and the value lined up with x[index] (core axes it lacks after the batch)."""
+        x, v = inputs[0], inputs[1]
+        x = full_batch(x if batched[0] else pad(x, nb), batch_shape(inputs[:2], batched[:2], nb), nb)
+        v = v if batched[1] else pad(v, nb)
+        missing = _target_ndim(node) - (v.type.ndim - nb)
+        if missing > 0:
+            v = DimShuffle(v.type.ndim, tuple(range(nb)) + ("x",) * missing + tuple(range(nb, v.type.ndim)))(v)
+        return x, v
+
+    def _target_ndim(node):
+        """The number of axes of x[index] in the original node."""
+        op = node.op
+        sub = subtensor.Subtensor if isinstance(op, subtensor.IncSubtensor) else subtensor.AdvancedSubtensor
+        return sub(op.index)(node.inputs[0], *node.inputs[2:]).type.ndim
+
+    @vectorize_node.register(subtensor.IncSubtensor)
+    def _inc_subtensor(op, node, inputs, batched, nb):
+        if any(batched[2:]):
+            return blockwise_fallback(op, node, inputs, batched, nb)
+        x, v = _inc_inputs(node, inputs, batched, nb)
+        return subtensor.IncSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index), op.mode)(x, v, *inputs[2:])
+
+    def _arrays_adjacent(index):
+        arrays = [k for k, e in enumerate(index) if e == subtensor.ARRAY]
+        return not arrays or arrays == list(range(arrays[0], arrays[0] + len(arrays)))
+
+    @vectorize_node.register(subtensor.AdvancedSubtensor)
+    def _advanced_subtensor(op, node, inputs, batched, nb):
+        if any(batched[1:]) or not _arrays_adjacent(op.index):
+            return blockwise_fallback(op, node, inputs, batched, nb)
+        return subtensor.AdvancedSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index))(*inputs)
+
+    @vectorize_node.register(subtensor.AdvancedIncSubtensor)
+    def _advanced_inc_subtensor(op, node, inputs, batched, nb):
+        if any(batched[2:]) or not _arrays_adjacent(op.index):
+            return blockwise_fallback(op, node, inputs, batched, nb)
+        x, v = _inc_inputs(node, inputs, batched, nb)
+        return subtensor.AdvancedIncSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index), op.mode)(x, v, *inputs[2:])
+
+
+_register_lazily()

@@ -1,0 +1,183 @@
+"""`dg.linalg`: linear algebra on labeled variables, with the matrix's `dims=(row, col)` named.
+
+Every dim other than the core ones is a batch dim: the function maps over it,
+broadcasting batch dims across operands by name, and results carry the batch
+dims first and the core dims last (as API.md fixes). Core dims of results:
+
+- `cholesky`, `inv`: `(row, col)`, like the input.
+- `solve(a, b)`, `solve_triangular(a, b)`, `cho_solve`: `b` is indexed by `row`
+  (its other dims are batch dims, so a matrix right-hand side is a batch of
+  vectors); `x` by `col`. With `trans=True`, `b` by `col` and `x` by `row`.
+- `eigh`: eigenvalues on `col`, eigenvectors `(row, col)` (column k is the
+  vector of eigenvalue k); `diagonal`: `row`; `det`, `slogdet`, `trace`: none.
+
+Positional variables (no dims) go to the positional functions of
+`dg.core.linalg`, with the matrix in the last two axes (`b_ndim` says whether
+a positional `b` is a stack of vectors or of matrices; labeled ones need not). Float32 stays
+float32; integers compute in float64. Failures follow `dg.core.matrix`:
+NaNs for a matrix that is not positive definite, never an exception mid-batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dimgraph.core import matrix as core
+from dimgraph.errors import DimError
+from dimgraph.labeled.blockwise import apply_blockwise
+from dimgraph.labeled.dims import fmt_dims
+from dimgraph.labeled.ops import is_labeled
+
+__all__ = ["cholesky", "solve", "solve_triangular", "cho_solve", "inv", "det", "slogdet", "eigh", "trace", "diagonal"]
+
+
+def _float(x):
+    if np.dtype(x.type.dtype).kind == "f":
+        return x
+    if np.dtype(x.type.dtype).kind == "c":
+        raise TypeError(f"dg.linalg: complex matrices are not supported, got {x!r}")
+    return x.astype("float64")
+
+
+def _core_dims(what, x, dims):
+    """The (row, col) Dims of `x` named by `dims` (Dim objects or names)."""
+    if dims is None or len(dims) != 2:
+        raise DimError(f"{what}: give dims=(row, col), the two dims of the matrix; {x.name or 'the variable'} has {fmt_dims(x.type.dims)}")
+    have = {d.name: d for d in x.type.dims}
+    out = []
+    for d in dims:
+        name = d if isinstance(d, str) else getattr(d, "name", None)
+        if name not in have:
+            raise DimError(f"{what}: {x.name or 'the variable'} has no dim {name!r}; its dims are {fmt_dims(x.type.dims)}")
+        if not isinstance(d, str) and d != have[name]:
+            from dimgraph.labeled.dims import clash
+
+            raise clash(what, name, d, "dims=", have[name], x.name or "the variable")
+        out.append(have[name])
+    if out[0].name == out[1].name:
+        raise DimError(f"{what}: the row and col dims must differ, got {out[0].name!r} twice")
+    if out[0].size is not None and out[1].size is not None and out[0].size != out[1].size:
+        raise DimError(f"{what}: the matrix must be square, but dim {out[0].name!r} has size {out[0].size} and {out[1].name!r} {out[1].size}")
+    return tuple(out)
+
+
+def _unary(what, op, a, dims, outs):
+    """`op` on the matrix of `a`; `outs(row, col)` gives each output's core dims."""
+    if not is_labeled(a):
+        return None
+    a = _float(a)
+    row, col = _core_dims(what, a, dims)
+    return apply_blockwise(op, op.signature, [a], [(row, col)], outs(row, col), name=what)
+
+
+def cholesky(a, dims=None, lower=True):
+    """The Cholesky factor of the matrix of `a` (NaNs where it is not positive definite).
+
+    >>> import dimgraph as dg, numpy as np
+    >>> i, j = dg.Dim("i", size=2), dg.Dim("j", size=2)
+    >>> a = dg.constant(np.array([[4.0, 2.0], [2.0, 5.0]]), dims=(i, j))
+    >>> dg.linalg.cholesky(a, dims=(i, j)).eval().values
+    array([[2., 0.],
+           [1., 2.]])
+    """
+    res = _unary("cholesky", core.Cholesky(bool(lower)), a, dims, lambda r, c: [(r, c)])
+    return core.cholesky(a, lower) if res is None else res
+
+
+def inv(a, dims=None):
+    """The inverse of the matrix of `a`, on the same `(row, col)` dims."""
+    res = _unary("inv", core.Inv(), a, dims, lambda r, c: [(r, c)])
+    return core.inv(a) if res is None else res
+
+
+def det(a, dims=None):
+    """The determinant of the matrix of `a` (batch dims only)."""
+    res = _unary("det", core.Det(), a, dims, lambda r, c: [()])
+    return core.det(a) if res is None else res
+
+
+def slogdet(a, dims=None):
+    """`(sign, logabsdet)` of the matrix of `a`.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> i, j = dg.Dim("i", size=2), dg.Dim("j", size=2)
+    >>> sign, logdet = dg.linalg.slogdet(dg.constant(np.diag([2.0, 3.0]), dims=(i, j)), dims=(i, j))
+    >>> float(logdet.eval()) == float(np.log(6.0))
+    True
+    """
+    res = _unary("slogdet", core.SlogDet(), a, dims, lambda r, c: [(), ()])
+    return core.slogdet(a) if res is None else res
+
+
+def eigh(a, dims=None, lower=True):
+    """`(eigenvalues on col, eigenvectors on (row, col))` of the symmetric matrix of `a` (reads its `lower` triangle)."""
+    res = _unary("eigh", core.Eigh(bool(lower)), a, dims, lambda r, c: [(c,), (r, c)])
+    return core.eigh(a, lower) if res is None else res
+
+
+def _solve_like(what, op_of, a, b, dims, trans=False):
+    if not (is_labeled(a) and is_labeled(b)):
+        if is_labeled(a) or is_labeled(b):
+            raise TypeError(f"{what}: give a and b both labeled or both positional")
+        return None
+    a, b = _float(a), _float(b)
+    row, col = _core_dims(what, a, dims)
+    b_dim, x_dim = (col, row) if trans else (row, col)
+    if not any(d.name == b_dim.name for d in b.type.dims):
+        raise DimError(f"{what}: b must have the dim {b_dim.name!r} (the matrix's {'col' if trans else 'row'} dim); b has {fmt_dims(b.type.dims)}")
+    if any(d.name == x_dim.name for d in b.type.dims):
+        raise DimError(f"{what}: b has the dim {x_dim.name!r}, which the result is indexed by; rename it first")
+    op = op_of(1)
+    return apply_blockwise(op, op.signature, [a, b], [(row, col), (b_dim,)], [(x_dim,)], name=what)
+
+
+def solve(a, b, dims=None, b_ndim=None):
+    """`x` with `a @ x = b` over the matrix dims of `a`: `b` on `row`, `x` on `col`; other dims of `b` are batch dims.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> i, j = dg.Dim("i", size=2), dg.Dim("j", size=2)
+    >>> a = dg.constant(np.diag([2.0, 4.0]), dims=(i, j))
+    >>> dg.linalg.solve(a, dg.constant(np.ones(2), dims=(i,)), dims=(i, j)).eval().values
+    array([0.5 , 0.25])
+    """
+    res = _solve_like("solve", core.Solve, a, b, dims)
+    return core.solve(a, b, b_ndim) if res is None else res
+
+
+def solve_triangular(a, b, dims=None, lower=True, trans=False, unit_diagonal=False, b_ndim=None):
+    """`x` with `a @ x = b` (`trans=True`: `a.T @ x = b`) for a triangular matrix `a` (reads its `lower` triangle)."""
+    make = lambda nd: core.SolveTriangular(bool(lower), bool(trans), bool(unit_diagonal), nd)  # noqa: E731
+    res = _solve_like("solve_triangular", make, a, b, dims, trans=bool(trans))
+    return core.solve_triangular(a, b, lower, trans, unit_diagonal, b_ndim) if res is None else res
+
+
+def cho_solve(c_and_lower, b, dims=None, b_ndim=None):
+    """`x` with `(c @ c.T) @ x = b` from a Cholesky factor `c` (scipy's `(c, lower)` pair): `b` on `row`, `x` on `col`."""
+    c, lower = c_and_lower
+    if not is_labeled(c):
+        return core.cho_solve((c, lower), b, b_ndim)
+    row, col = _core_dims("cho_solve", c, dims)
+    y = solve_triangular(c, b, dims=(row, col), lower=lower)
+    # the second solve reads c transposed: y on col, and x (c.T^-1 y) is indexed like the columns of c @ c.T
+    op = core.SolveTriangular(bool(lower), True, False, 1)
+    return apply_blockwise(op, op.signature, [c, y], [(row, col), (col,)], [(col,)], name="cho_solve")
+
+
+def diagonal(a, dims=None):
+    """The diagonal of the matrix of `a`, on its `row` dim."""
+    if not is_labeled(a):
+        return core.diagonal(a)
+    row, col = _core_dims("diagonal", a, dims)
+    from dimgraph.core.linalg import Einsum
+
+    return apply_blockwise(Einsum("aa->a"), "(m,m)->(m)", [a], [(row, col)], [(row,)], name="diagonal")
+
+
+def trace(a, dims=None):
+    """The sum of the diagonal of the matrix of `a`."""
+    if not is_labeled(a):
+        return core.trace(a)
+    row, col = _core_dims("trace", a, dims)
+    from dimgraph.core.linalg import Einsum
+
+    return apply_blockwise(Einsum("aa->"), "(m,m)->()", [a], [(row, col)], [()], name="trace")

@@ -1,0 +1,367 @@
+"""The on-disk caches of the numba and c backends: a damaged, swapped or planted artifact never runs.
+
+Each test gets its own cache root (`DIMGRAPH_CACHE_DIR` under `tmp_path`); "a later
+process" is simulated by forgetting what this process loaded, so the backend has to
+go back to the files.
+"""
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dimgraph as dg
+from dimgraph.backends import diskcache
+from dimgraph.backends.diskcache import CacheWarning
+
+ROOT = str(Path(__file__).resolve().parents[2])
+
+
+@pytest.fixture
+def cache_root(tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", str(root))
+    return root
+
+
+def _damage(path: Path, kind: str):
+    data = path.read_bytes()
+    if kind == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif kind == "shortened":
+        path.write_bytes(data[: int(len(data) * 0.75)])
+    elif kind == "random":
+        path.write_bytes(np.random.default_rng(0).integers(0, 256, len(data), dtype=np.uint8).tobytes())
+    elif kind == "byte":
+        path.write_bytes(data[:-40] + bytes([data[-40] ^ 1]) + data[-39:])
+    elif kind == "empty":
+        path.write_bytes(b"")
+    else:
+        raise AssertionError(kind)
+
+
+# ---------------------------------------------------------------- numba
+
+
+@pytest.fixture
+def numba_cache():
+    pytest.importorskip("numba")
+    from dimgraph.backends.numba import cache
+
+    yield cache
+    cache._LOADED.clear()
+    cache._recent.clear()
+
+
+def _forget_numba(cache):
+    """What a new process would have: no module loaded."""
+    cache._LOADED.clear()
+    cache._recent.clear()
+
+
+def _times_one_point_five():
+    x = dg.tensor("x", shape=(None,))
+    return dg.function([x], x * 1.5 + 0.25, backend="numba")
+
+
+def test_numba_changed_code_in_cached_source_is_discarded(cache_root, numba_cache):
+    # (The driver, which holds the constants, is never a file: kernels take them as arguments.)
+    f = _times_one_point_five()
+    assert f(np.array([2.0])).tolist() == [3.25]
+    del f
+    (kernel_file,) = [p for p in cache_root.rglob("k_*.py") if " * " in p.read_text()]
+    text = kernel_file.read_text()
+    kernel_file.write_text(text.replace(" * ", " / "))
+    _forget_numba(numba_cache)
+    with pytest.warns(CacheWarning, match=str(kernel_file)):
+        f = _times_one_point_five()
+        out = f(np.array([2.0]))
+    assert out.tolist() == [3.25]
+    assert kernel_file.read_text() == text  # rewritten: the next process finds it whole
+
+
+@pytest.mark.parametrize("kind", ["truncated", "random", "empty", "byte"])
+@pytest.mark.parametrize("pattern", ["k_*.py"])
+def test_numba_damaged_generated_module_is_rewritten(cache_root, numba_cache, kind, pattern):
+    _times_one_point_five()(np.array([1.0]))
+    files = sorted(cache_root.rglob(pattern))
+    assert files
+    originals = {p: p.read_bytes() for p in files}
+    for p in files:
+        _damage(p, kind)
+    _forget_numba(numba_cache)
+    with pytest.warns(CacheWarning, match="discarding the damaged cache file"):
+        out = _times_one_point_five()(np.array([1.0, 2.0]))
+    assert out.tolist() == [1.75, 3.25]
+    assert {p: p.read_bytes() for p in files} == originals
+
+
+@pytest.mark.parametrize("kind", ["truncated", "random", "empty", "byte"])
+@pytest.mark.parametrize("pattern", ["*.nbc", "*.nbi"])
+def test_numba_damaged_machine_code_is_discarded_and_recompiled(cache_root, numba_cache, kind, pattern):
+    _times_one_point_five()(np.array([1.0]))
+    files = [p for p in cache_root.rglob(pattern) if p.name.startswith(("g_", "k_"))]
+    assert files
+    for p in files:
+        _damage(p, kind)
+    _forget_numba(numba_cache)
+    with pytest.warns(CacheWarning, match=r"\.nb[ic]"):
+        f = _times_one_point_five()
+        out = f(np.array([1.0, 2.0]))
+    assert out.tolist() == [1.75, 3.25]
+    _forget_numba(numba_cache)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)  # the recompiled code was saved whole
+        assert _times_one_point_five()(np.array([4.0])).tolist() == [6.25]
+
+
+def test_numba_machine_code_of_another_function_is_refused(cache_root, numba_cache):
+    x = dg.tensor("x", shape=(None,))
+    plus = dg.function([x], x + 1.0, backend="numba", rewrites="none")
+    minus = dg.function([x], x - 1.0, backend="numba", rewrites="none")
+    plus(np.ones(2)), minus(np.ones(2))
+    (k_plus,) = set(plus._run.kernel_digests) - set(minus._run.kernel_digests)
+    (k_minus,) = set(minus._run.kernel_digests) - set(plus._run.kernel_digests)
+    pycache = next(cache_root.rglob("__pycache__"))
+    (plus_data,) = pycache.glob(f"k_{k_plus}.*.nbc")
+    (minus_data,) = pycache.glob(f"k_{k_minus}.*.nbc")
+    shutil.copyfile(minus_data, plus_data)
+    del plus, minus
+    _forget_numba(numba_cache)
+    with pytest.warns(CacheWarning, match=plus_data.name):
+        plus = dg.function([x], x + 1.0, backend="numba", rewrites="none")
+        out = plus(np.array([1.0, 2.0]))
+    assert out.tolist() == [2.0, 3.0]
+
+
+def test_numba_helpers_cache_in_the_cache_dir_not_in_the_package(tmp_path):
+    """A second process with a fresh cache dir writes nothing into the installed package."""
+    script = textwrap.dedent(
+        """
+        import numpy as np, dimgraph as dg
+        from dimgraph.backends.numba import runtime, cache
+        x = dg.tensor("x", shape=(None, 3))
+        i = dg.tensor("i", shape=(None,), dtype="int64")
+        f = dg.function([x, i], dg.exp(x).T * 2.0 + x[i].sum(), backend="numba")  # x[i] checks with `views`
+        f(np.ones((2, 3)), np.array([1, 0]))
+        paths = {d._cache._cache_path for d in vars(runtime).values() if hasattr(d, "_cache") and hasattr(d._cache, "_cache_path")}
+        print(sorted(paths))
+        """
+    )
+    package = Path(ROOT) / "dimgraph"
+    before = {p: p.stat().st_mtime_ns for p in package.rglob("*.nb?")}
+    env = dict(os.environ, DIMGRAPH_CACHE_DIR=str(tmp_path / "c1"), PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert str(tmp_path / "c1") in proc.stdout and str(package) not in proc.stdout
+    after = {p: p.stat().st_mtime_ns for p in package.rglob("*.nb?")}
+    assert after == before
+    written = {p.name.split(".")[0] for p in (tmp_path / "c1").rglob("*.nbi")}
+    assert {"runtime", "views"} <= written
+
+
+def test_empty_cache_dir_variable_means_unset(tmp_path, monkeypatch):
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert diskcache.cache_root() == tmp_path / "xdg" / "dimgraph"
+    monkeypatch.chdir(tmp_path)
+    assert diskcache.private_dir("probe").is_relative_to(tmp_path / "xdg")
+
+
+# ---------------------------------------------------------------- c
+
+
+@pytest.fixture
+def c_build():
+    from dimgraph.backends.c import build
+
+    try:
+        build.find_compiler()
+    except dg.BackendUnavailable:
+        pytest.skip("no C compiler")
+    return build
+
+
+_MARKER = "DIMGRAPH_TEST_CONSTRUCTOR_RAN"
+
+
+def _c_source(value, marker=None):
+    ctor = (
+        f'#include <stdlib.h>\n#include <stdio.h>\n__attribute__((constructor)) static void planted(void) '
+        f'{{ FILE *f = fopen("{marker}", "w"); if (f) fclose(f); }}\n'
+        if marker
+        else ""
+    )
+    return f"{ctor}double answer(void) {{ return {value!r}; }}\n"
+
+
+def _answer(lib):
+    import ctypes
+
+    lib.answer.restype = ctypes.c_double
+    return lib.answer()
+
+
+def _built(build, source):
+    """The cached files of `source`, compiled but not loaded (a loaded library stays mapped by name)."""
+    cmd = build.find_compiler()
+    key = build.cache_key(source, cmd)
+    build._compile(source, cmd, build.cache_dir(), key)
+    return key, build.cache_dir() / f"{key}.so"
+
+
+@pytest.mark.parametrize("kind", ["truncated", "shortened", "random", "empty", "byte"])
+def test_c_damaged_library_is_discarded_and_recompiled(cache_root, c_build, kind):
+    value = 1.0 + ["truncated", "shortened", "random", "empty", "byte"].index(kind) / 8
+    source = _c_source(value)
+    key, lib_path = _built(c_build, source)
+    _damage(lib_path, kind)
+    with pytest.warns(CacheWarning, match=str(lib_path)):
+        lib, got_key = c_build.load(source)
+    assert got_key == key and _answer(lib) == value
+    assert lib_path.with_suffix(".sha256").read_text() == diskcache.content_digest(key, lib_path.read_bytes())
+
+
+@pytest.mark.parametrize("with_record", [True, False])
+def test_c_library_of_another_graph_is_refused(cache_root, c_build, with_record):
+    mine, theirs = _c_source(2.5 + with_record), _c_source(-7.0)
+    key, lib_path = _built(c_build, mine)
+    _, other_path = _built(c_build, theirs)
+    shutil.copyfile(other_path, lib_path)
+    if with_record:
+        shutil.copyfile(other_path.with_suffix(".sha256"), lib_path.with_suffix(".sha256"))
+    with pytest.warns(CacheWarning, match="does not match"):
+        lib, _ = c_build.load(mine)
+    assert _answer(lib) == 2.5 + with_record
+
+
+def test_c_library_without_a_record_is_recompiled(cache_root, c_build):
+    source = _c_source(3.75)
+    _, lib_path = _built(c_build, source)
+    lib_path.with_suffix(".sha256").unlink()
+    with pytest.warns(CacheWarning, match="no digest was recorded"):
+        lib, _ = c_build.load(source)
+    assert _answer(lib) == 3.75
+
+
+def test_c_function_after_damage_gives_right_values(cache_root, c_build):
+    """The whole path: a compiled c function whose library is later truncated still runs right."""
+    script = textwrap.dedent(
+        """
+        import warnings, numpy as np, dimgraph as dg
+        warnings.simplefilter("always")
+        x = dg.tensor("x", shape=(None,))
+        f = dg.function([x], dg.sqrt(x) * 3.0 + 0.125, backend="c")
+        print(f(np.array([4.0, 9.0])).tolist())
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    for lib in (cache_root / "c").glob("*.so"):
+        _damage(lib, "shortened")
+    again = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr  # before: SIGBUS (-7)
+    assert again.stdout.strip() == "[6.125, 9.125]"
+    assert "discarding the damaged cache file" in again.stderr
+
+
+# ---------------------------------------------------------------- directories
+
+
+@pytest.fixture
+def fresh_dirs(monkeypatch, tmp_path):
+    monkeypatch.setattr(diskcache, "_resolved", {})
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    return tmp_path
+
+
+def _mode(path):
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_cache_dirs_are_created_private(fresh_dirs, monkeypatch):
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", str(fresh_dirs / "root"))
+    path = diskcache.private_dir("c")
+    assert path == fresh_dirs / "root" / "c" and _mode(path) == 0o700
+
+
+def _other_owner(path):
+    if os.getuid() != 0:
+        pytest.skip("changing a directory's owner needs root")
+    os.chown(path, 65534, -1)
+
+
+@pytest.mark.parametrize("how", ["mode 777", "other owner", "other owner of the root"])
+def test_a_cache_dir_others_control_is_refused(fresh_dirs, monkeypatch, how):
+    root = fresh_dirs / "root"
+    planted = root / "c"
+    planted.mkdir(parents=True)
+    if how == "mode 777":
+        planted.chmod(0o777)
+    elif how == "other owner":
+        _other_owner(planted)
+    else:
+        _other_owner(root)
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", str(root))
+    with pytest.warns(CacheWarning, match=str(planted)):
+        path = diskcache.private_dir("c")
+    assert path == fresh_dirs / "tmp" / f"dimgraph-{os.getuid()}" / "c"
+    assert _mode(path) == 0o700 and path.stat().st_uid == os.getuid()
+
+
+def test_a_planted_fallback_dir_is_refused_too(fresh_dirs, monkeypatch, c_build):
+    """An unusable configured dir and another user's `$TMPDIR/dimgraph-<uid>/c` with a planted
+    library under the right key: the library is never loaded (its constructor never runs)."""
+    not_a_dir = fresh_dirs / "file"
+    not_a_dir.write_text("")
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", str(not_a_dir))
+    planted = fresh_dirs / "tmp" / f"dimgraph-{os.getuid()}" / "c"
+    planted.mkdir(parents=True)
+    planted.chmod(0o777)
+    planted.parent.chmod(0o777)
+    marker = fresh_dirs / "constructor-ran"
+    honest, evil = _c_source(5.5), _c_source(5.5, marker=str(marker))
+    cmd = c_build.find_compiler()
+    key = c_build.cache_key(honest, cmd)
+    c_build._compile(evil, cmd, planted, "evil")
+    os.replace(planted / "evil.so", planted / f"{key}.so")
+    os.replace(planted / "evil.sha256", planted / f"{key}.sha256")
+    with pytest.warns(CacheWarning, match="writable by other users"):
+        lib, _ = c_build.load(honest)
+    assert _answer(lib) == 5.5 and not marker.exists()
+    used = c_build.cache_dir()
+    assert used.parent != planted.parent and _mode(used) == 0o700
+
+
+# ---------------------------------------------------------------- memory
+
+
+def test_numba_generated_modules_are_released_with_their_function(cache_root, numba_cache):
+    """Generated modules stay out of `sys.modules`; what only a dropped function used is released.
+
+    (Numba itself never frees a dispatcher's machine code: about 1 MiB per distinct jitted
+    function, dimgraph's or plain `numba.njit`; kernels shared by graphs cost it once.)
+    """
+    import gc
+    import weakref
+
+    x = dg.tensor("x", shape=(None,))
+    graphs = []
+    for k in range(5):
+        f = dg.function([x], dg.tanh(x) * (k + 0.5) + dg.exp(x * (k + 1.0)).sum(), backend="numba")
+        assert f(np.array([0.0])).tolist() == [1.0]
+        graphs.append(weakref.ref(f._run.fast))  # the generated driver (kernels stay: Numba keeps them)
+        del f
+    numba_cache._recent.clear()
+    gc.collect()
+    assert all(ref() is None for ref in graphs)
+    assert not [name for name in sys.modules if name.startswith("dimgraph_generated_")]
