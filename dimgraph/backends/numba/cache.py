@@ -164,7 +164,7 @@ class _Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
         return cls(py_func, py_file) if ours and os.path.exists(py_file) else None
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(dimgraph.__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep  # dimgraph/
 # NOTE: first in Numba's own list too, for the functions Numba jits for dimgraph's `overload`s; it
 # declines every function outside dimgraph, so users' caches stay where Numba puts them.
 caching.CacheImpl._locator_classes.insert(0, _Locator)
