@@ -1,0 +1,168 @@
+"""The registry matrix: every op has its entry in every registry, and every hole is named.
+
+- every core Op class (discovered in every `dimgraph.core` module, new ones
+  included) x the numba, c and jax backends: a registered implementation, or
+  the op is expanded by that backend's cleanup rewrites, or it is listed in
+  `UNSUPPORTED` with the reason;
+- every labeled op x the lowering registry;
+- every scalar-op row x each backend's scalar table x a declared derivative x
+  a test oracle (`tests/scalar_oracles.py`).
+
+The checker is tested too: an injected op, labeled op or scalar row is reported.
+"""
+
+import importlib
+import pkgutil
+
+import pytest
+from scalar_oracles import ORACLES
+
+import dimgraph
+from dimgraph.core.graph import Op
+from dimgraph.core.scalar import SCALAR_SPECS
+from dimgraph.labeled.ops import LabeledOp
+
+# Base classes that are never a node's op (their subclasses are).
+ABSTRACT = {"Op", "LabeledOp"}
+# Ops a backend cannot run, with the reason; a hole not listed here is a failure.
+UNSUPPORTED: dict = {"numba": {}, "c": {}, "jax": {}}
+
+
+def _modules(package):
+    """Every module of `package` (so ops in new modules are found without listing them)."""
+    pkg = importlib.import_module(package)
+    names = [package] + [m.name for m in pkgutil.walk_packages(pkg.__path__, package + ".")]
+    return [importlib.import_module(n) for n in names if ".rewriting" not in n]
+
+
+def _classes(package, base):
+    found = {}
+    for mod in _modules(package):
+        for obj in vars(mod).values():
+            if isinstance(obj, type) and issubclass(obj, base) and obj.__module__ == mod.__name__:
+                if obj.__name__ not in ABSTRACT:
+                    found[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return found
+
+
+CORE_OPS = _classes("dimgraph.core", Op)
+LABELED_OPS = _classes("dimgraph.labeled", LabeledOp)
+
+
+def _registry(backend):
+    """(the backend's op registry, the set of op classes its cleanup rewrites expand before it sees them)."""
+    if backend == "numba":
+        from dimgraph.backends import numba as module
+        from dimgraph.backends.numba.ops import numba_kernel as registry
+    elif backend == "c":
+        from dimgraph.backends import c as module
+        from dimgraph.backends.c.emit import c_impl as registry
+    else:
+        from dimgraph.backends import jax as module
+        from dimgraph.backends.jax import compiler  # noqa: F401  (imports the op families, registering them)
+        from dimgraph.backends.jax.dispatch import jax_impl as registry
+    expanded = {t for rw in getattr(module, "CLEANUP_REWRITES", ()) for t in rw.tracks}
+    return registry, expanded
+
+
+def op_holes(backend, classes):
+    """Names of the op classes with no entry in `backend`'s registry (neither expanded nor declared unsupported)."""
+    registry, expanded = _registry(backend)
+    default = registry.dispatch(object)
+    return sorted(
+        name
+        for name, cls in classes.items()
+        if registry.dispatch(cls) is default and cls not in expanded and cls.__name__ not in UNSUPPORTED[backend]
+    )
+
+
+def lowering_holes(classes):
+    from dimgraph.lower.rules import lowering
+
+    default = lowering.dispatch(object)
+    return sorted(name for name, cls in classes.items() if lowering.dispatch(cls) is default)
+
+
+def _scalar_tables():
+    from dimgraph.backends.c.scalar import TEMPLATES
+    from dimgraph.backends.jax.scalar import JAX_SCALAR
+    from dimgraph.backends.numba.scalar import SCALAR_TEMPLATES
+
+    return {"numba": SCALAR_TEMPLATES, "c": TEMPLATES, "jax": JAX_SCALAR}
+
+
+def scalar_holes(rows):
+    """`name: what is missing` for every row lacking a backend table entry, a declared derivative or an oracle."""
+    tables = _scalar_tables()
+    holes = {}
+    for name, spec in rows.items():
+        missing = [f"{b} table" for b, table in tables.items() if name not in table]
+        # comparisons and bitwise ops give no float output: no gradient flows through them
+        float_out = spec.rule != "ufunc" or any(t[-1] in "efdgFDG" for t in spec.ufunc.types)
+        if spec.grad is None and float_out:
+            missing.append("derivative (a function, FLAT or NoDerivative)")
+        if name not in ORACLES:
+            missing.append("oracle")
+        if missing:
+            holes[name] = missing
+    return holes
+
+
+def test_discovery_finds_ops_in_every_module():
+    """Ops of the fused, linalg and extra modules are seen without being listed."""
+    modules = {cls.__module__ for cls in CORE_OPS.values()}
+    assert {"dimgraph.core.elemwise", "dimgraph.core.fused", "dimgraph.core.linalg", "dimgraph.core.extra"} <= modules
+    assert len(LABELED_OPS) >= 10
+
+
+@pytest.mark.parametrize("backend", ["numba", "c", "jax"])
+def test_every_core_op_has_an_implementation(backend):
+    holes = op_holes(backend, CORE_OPS)
+    assert not holes, f"{backend} backend has no implementation for {holes} (register one, or name it in UNSUPPORTED)"
+
+
+def test_unsupported_lists_no_stale_names():
+    names = {cls.__name__ for cls in CORE_OPS.values()}
+    for backend, listed in UNSUPPORTED.items():
+        assert set(listed) <= names, f"{backend}: {sorted(set(listed) - names)} are no ops any more"
+
+
+def test_every_labeled_op_has_a_lowering():
+    holes = lowering_holes(LABELED_OPS)
+    assert not holes, f"labeled ops with no lowering: {holes}"
+
+
+def test_every_scalar_row_is_complete():
+    holes = scalar_holes(SCALAR_SPECS)
+    assert not holes, f"scalar ops with holes: {holes}"
+
+
+@pytest.mark.parametrize("backend", ["numba", "c", "jax"])
+def test_an_injected_op_is_reported(backend):
+    class Injected(Op):
+        pass
+
+    Injected.__module__ = "dimgraph.core.injected"
+    assert op_holes(backend, {"dimgraph.core.injected.Injected": Injected}) == ["dimgraph.core.injected.Injected"]
+
+
+def test_an_injected_labeled_op_and_scalar_row_are_reported():
+    from dataclasses import replace
+
+    class InjectedLabeled(LabeledOp):
+        pass
+
+    assert lowering_holes({"InjectedLabeled": InjectedLabeled}) == ["InjectedLabeled"]
+    row = replace(SCALAR_SPECS["exp"], name="injected", grad=None)
+    holes = scalar_holes({"injected": row})
+    assert holes == {
+        "injected": ["numba table", "c table", "jax table", "derivative (a function, FLAT or NoDerivative)", "oracle"]
+    }
+
+
+def test_package_imports_every_backend_family():
+    """The numba, c and jax packages register their op families on import (no registration by reflection)."""
+    for backend in ("numba", "c", "jax"):
+        registry, _ = _registry(backend)
+        assert len(registry.registry) > 20, backend
+    assert dimgraph.core is not None
