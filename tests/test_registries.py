@@ -61,7 +61,7 @@ def _registry(backend):
         from dimgraph.backends import jax as module
         from dimgraph.backends.jax import compiler  # noqa: F401  (imports the op families, registering them)
         from dimgraph.backends.jax.dispatch import jax_impl as registry
-    expanded = {t for rw in getattr(module, "CLEANUP_REWRITES", ()) for t in rw.tracks}
+    expanded = {t for rw in module.BACKEND.cleanups for t in rw.tracks}
     return registry, expanded
 
 
@@ -166,3 +166,15 @@ def test_package_imports_every_backend_family():
         registry, _ = _registry(backend)
         assert len(registry.registry) > 20, backend
     assert dimgraph.core is not None
+
+
+@pytest.mark.parametrize("backend", ["python", "numba", "c", "jax"])
+def test_an_unknown_option_is_an_error_naming_the_accepted_ones(backend):
+    """One contract for every backend: the options it accepts are declared, anything else fails before any work."""
+    from dimgraph.backends import get_backend
+
+    contract = get_backend(backend)
+    x = dimgraph.tensor("x", shape=(2,))
+    accepted = ", ".join(contract.options) or "none"
+    with pytest.raises(TypeError, match=rf"{backend} backend: unknown options \['jitgraph'\]; accepted: {accepted}"):
+        dimgraph.function([x], x + 1, backend=backend, jitgraph=True)

@@ -292,7 +292,7 @@ def function(
             devices with `NamedSharding`.
         jit_graph=True/False -- numba: jit the whole graph function (default: only when it
             calls between a few and a few hundred kernels).
-        The c and python backends take no backend options (c and jax refuse unknown ones).
+        The c and python backends take no backend options; an unknown option is a TypeError on every backend.
 
     The result is a `Function`: `f(...)` runs it, `f.dprint()` prints the rewritten graph,
     `dg.to_dot(f)` draws it, `f.jax_fn` (jax) is the pure JAX function, and it pickles
@@ -322,6 +322,8 @@ def function(
     # output="dataset" is not a backend option: the outputs come back as one Dataset, by name
     dataset = dataset_names(outputs) if options.get("output") == "dataset" else None
     options = {k: v for k, v in options.items() if not (dataset is not None and k == "output")}
+    backend_contract = get_backend(backend)
+    backend_contract.check_options(options)  # an unknown option fails before any work, on every backend
     updates = dict(updates or {})
     updates.update(_rng_updates(outputs, updates))
     for v in inputs:
@@ -352,15 +354,14 @@ def function(
             )
     started = time.perf_counter()
     fgraph = FunctionGraph(pos_inputs + shared, pos_outputs + pos_updates)
-    backend_module = get_backend(backend)
     t_rewrite = time.perf_counter()
-    rewrite_graph(fgraph, rewrites, backend=backend_module)
+    rewrite_graph(fgraph, rewrites, backend=backend_contract)
     fgraph.user_inputs = list(inputs)  # the variables behind fgraph.inputs[:len(inputs)] (jax shard= maps them)
     t_codegen = time.perf_counter()
-    run = backend_module.compile(fgraph, **options)
+    run = backend_contract.compile(fgraph, **options)
     t_done = time.perf_counter()
     f = Function(
-        inputs, outputs, single, fgraph, backend_module.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
+        inputs, outputs, single, fgraph, backend_contract.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
     )
     f._update_targets = [t.storage_key for t in update_targets]
     f.compile_time = time.perf_counter() - started  # rewrites and code generation, in seconds
@@ -371,7 +372,7 @@ def function(
         options = {**options, "output": "dataset"}
     if return_numpy:
         options = {**options, "return_numpy": True}
-    f._recipe = Recipe(inputs, outputs[0] if single else outputs, backend_module.name, updates, rewrites, options)
+    f._recipe = Recipe(inputs, outputs[0] if single else outputs, backend_contract.name, updates, rewrites, options)
     for attr, make in getattr(run, "exports", {}).items():  # backend extras built on the Function (jax: f.jax_fn)
         setattr(f, attr, make(f))
     return f

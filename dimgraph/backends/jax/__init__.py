@@ -41,11 +41,11 @@ keyed by Op type (`dispatch.jax_impl`), and wraps it once in `jax.jit`:
 
 from __future__ import annotations
 
+from dimgraph.backends import Backend
 from dimgraph.errors import BackendUnavailable
 
-name = "jax"
 # Fused ops this backend runs (`dimgraph.core.rewriting.OPT_IN`): XLA reduces several sums in one pass.
-REWRITES_OPT_IN = ("multi_output_reduce_fusion",)
+BACKEND = Backend("jax", __name__, options=("output", "shard", "mesh"), rewrites_opt_in=("multi_output_reduce_fusion",))
 
 
 def compile(fgraph, **options):

@@ -25,6 +25,7 @@ import re
 
 import numpy as np
 
+from dimgraph.backends import Backend
 from dimgraph.backends.numba import cache, progress
 # Kernel families, mirroring dimgraph.core; each registers its ops with `ops.numba_kernel`.
 from dimgraph.backends.numba import control, extra, fused, join, linalg, random, subtensor  # noqa: F401
@@ -38,14 +39,11 @@ from dimgraph.core.reduce import CAReduce
 from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.shape_ops import Alloc, Reshape
 
-name = "numba"
 # The loop printer writes a multi-output reduce-of-elemwise as one pass with several accumulators.
-REWRITES_OPT_IN = ("multi_output_reduce_fusion", "indexed_loop_fusion")
+BACKEND = Backend("numba", __name__, rewrites_opt_in=("multi_output_reduce_fusion", "indexed_loop_fusion"))
 
 # Kernels are called from Python only: no C-callable wrapper (10% of a small kernel's compile).
 JIT_OPTIONS = 'cache=True, error_model="numpy", no_cfunc_wrapper=True'
-# Options `dg.function(..., backend="numba", **options)` accepts (none yet).
-OPTIONS = ()
 # Ops run by their NumPy `perform` in the driver: views and shapes cost microseconds there
 # and 0.2-0.4 s of Numba compile time each as kernels.
 HOST_OPS = (DimShuffle, Reshape, Shape, ShapeI, Alloc)
@@ -125,9 +123,6 @@ def compile(fgraph, **options):
     A graph holding a dtype Numba has no machine type for (float16, complex) runs
     on the python backend instead; its `source` says so.
     """
-    unknown = set(options) - set(OPTIONS)
-    if unknown:
-        raise TypeError(f"numba backend: unknown options {sorted(unknown)}; accepted: {sorted(OPTIONS)}")
     if not _numba_can_hold(fgraph):
         from dimgraph.backends import python
 

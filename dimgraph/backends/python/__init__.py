@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from functools import singledispatch
 
+from dimgraph.backends import Backend
 from dimgraph.core.graph import Constant
+from dimgraph.core.rewriting import OPT_IN
 
-name = "python"
+# It runs every op's perform, the fused ones included.
+BACKEND = Backend("python", __name__, rewrites_opt_in=OPT_IN)
 
 
 @singledispatch

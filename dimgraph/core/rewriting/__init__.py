@@ -37,17 +37,17 @@ def rewrite_graph(fgraph, rewrites="default", backend=None):
     / `exclude` (rewrite names, tags or phase names), `trace` (record every
     event; default `dg.config.rewrite_trace`) and `egraph` (True or options: the
     experimental equality-saturation mode, `dimgraph.core.rewriting.egraph`), or a `RewriteSpec`. A `backend`
-    module may add `REWRITES_EXCLUDE` (names/tags it cannot run, e.g. a fused op
-    it has no kernel for), `REWRITES_OPT_IN` (the `OPT_IN` rewrites it can run:
-    the python backend runs them all) and `CLEANUP_REWRITES` (run last).
+    (`dimgraph.backends.Backend`) gives `rewrites_exclude` (names/tags it cannot
+    run, e.g. a fused op it has no kernel for), `rewrites_opt_in` (the `OPT_IN`
+    rewrites whose ops it runs) and `cleanups` (run last); without one every rewrite runs.
     """
     from dimgraph import config
     from dimgraph.core.rewriting.db import MERGE, PHASES, GlobalPhase, LocalPhase
 
     spec = RewriteSpec.parse(rewrites)
-    extra_exclude = tuple(getattr(backend, "REWRITES_EXCLUDE", ()))
-    if backend is not None and getattr(backend, "name", None) != "python":  # python runs every op's perform
-        extra_exclude += tuple(r for r in OPT_IN if r not in getattr(backend, "REWRITES_OPT_IN", ()))
+    extra_exclude = ()
+    if backend is not None:
+        extra_exclude = tuple(backend.rewrites_exclude) + tuple(r for r in OPT_IN if r not in backend.rewrites_opt_in)
     if extra_exclude:
         spec = RewriteSpec(spec.include, tuple(spec.exclude) + extra_exclude, spec.trace, spec.egraph)
     trace = RewriteTrace(tracing=bool(config.rewrite_trace if spec.trace is None else spec.trace))
@@ -64,7 +64,7 @@ def rewrite_graph(fgraph, rewrites="default", backend=None):
         phases = egraph_phases(PHASES, spec.egraph)
     for phase in phases:
         if phase.name == "cleanup":
-            phase = LocalPhase("cleanup", list(getattr(backend, "CLEANUP_REWRITES", ())))
+            phase = LocalPhase("cleanup", list(backend.cleanups if backend is not None else ()))
         ctx.phase = phase.name
         ctx.changed = False
         phase.run(fgraph, ctx)
