@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import time
 import os
 import sys
 
@@ -28,22 +29,24 @@ import dimgraph as dg  # noqa: E402
 from benchmarks.run import _jax  # noqa: E402
 
 
-def interleaved_medians(fns, repeats):
-    """Median seconds per call of each function, timed in turns (one call each per round), so that load
-    changes on a shared machine hit every implementation alike."""
+def interleaved_medians(fns, repeats, clock=None):
+    """Median seconds per call of each function, timed in turns (one call each per round) so that load
+    changes hit all alike. `clock=time.process_time` (single-threaded code only: it adds up threads) moves
+    less than wall time on a loaded machine."""
     import gc
     import statistics
     import time
 
+    clock = clock or time.perf_counter
     for fn in fns.values():
         fn()  # warm-up
     times = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
             gc.disable()
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
-            times[name].append(time.perf_counter() - t0)
+            times[name].append(clock() - t0)
             gc.enable()
     return {name: statistics.median(ts) for name, ts in times.items()}
 
@@ -120,8 +123,8 @@ def hierarchical(quick):
         "hand-written formula": lambda f=model(False): f(*args),
         "dg.dist.normal(...).logp": lambda f=model(True): f(*args),
     }
-    medians = interleaved_medians(fns, repeats)
-    rows = [(name, medians[name], "numba") for name in fns]
+    medians = interleaved_medians(fns, repeats, clock=time.process_time)  # numba: one thread
+    rows = [(name, medians[name], "numba, CPU time") for name in fns]
     table(f"2. hierarchical logp + gradient (obs={n_obs}, group={n_group}), per call", rows)
 
 

@@ -135,7 +135,7 @@ class Distribution:
         valid = self.valid(**p)
         if check == "raise":
             return _checked(density, valid, f"{type(self).__name__.lower()} logp: invalid parameters")
-        return lmath.where(valid, density, np.nan)
+        return density + _nan_unless(valid)
 
     safe_value = 0.5
 
@@ -165,6 +165,12 @@ def _checked(value, valid, message):
     flag = (valid.all() if valid.type.ndim else valid).to_positional()
     ok = from_positional(assert_op(flag, flag, msg=message), ())
     return lmath.where(ok, value, np.nan)
+
+
+def _nan_unless(valid):
+    """0 where the parameters are valid, NaN elsewhere: computed on the parameters' dims and added to the
+    density, so a model with scalar parameters pays one add per element, not a select (nor one in its gradient)."""
+    return lmath.where(valid, 0.0, np.nan)
 
 
 def _positive(*vs):
@@ -466,7 +472,7 @@ class Categorical(_CoreDim):
         valid = ((p >= 0) & lmath.isfinite(p)).all(self.dim) & (p.sum(self.dim) > 0)
         if check == "raise":
             return _checked(density, valid, "categorical logp: invalid parameters")
-        return lmath.where(valid, density, np.nan)
+        return density + _nan_unless(valid)
 
     def sample(self, state, dims, p):
         # Gumbel-max: argmax over dim of log p + G, G = -log(-log U)
@@ -499,7 +505,7 @@ class Dirichlet(_CoreDim):
         density = lmath.where(inside, norm + xlogy(a - 1, safe).sum(self.dim), -np.inf)
         if check == "raise":
             return _checked(density, self.valid(a), "dirichlet logp: invalid parameters")
-        return lmath.where(self.valid(a), density, np.nan)
+        return density + _nan_unless(self.valid(a))
 
     def sample(self, state, dims, a):
         state, lg = _loggamma(state, a, dims)
@@ -568,7 +574,7 @@ class MultivariateNormal(Distribution):
         valid = ((diag > 0) & lmath.isfinite(diag)).all(row)
         if check == "raise":
             return _checked(density, valid, "multivariate_normal logp: invalid parameters")
-        return lmath.where(valid, density, np.nan)
+        return density + _nan_unless(valid)
 
     def sample(self, state, dims, mu, chol):
         row, col = self.dims
