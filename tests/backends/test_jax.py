@@ -338,3 +338,18 @@ def test_float_to_int_casts_of_special_values_match_numpy():
     for t, got, w in zip(targets, dg.function([x], outs, backend="jax")(v), want):
         assert got.dtype == w.dtype, t
         np.testing.assert_array_equal(got, w, err_msg=t)
+
+
+def test_jax_fn_checks_shapes_at_its_boundary_naming_the_input():
+    x = dg.tensor("x", shape=(None, 3))
+    w = dg.tensor("w", shape=(3,))
+    f = dg.function([x, w], (x * w).sum(), backend="jax")
+    assert float(f.jax_fn(np.ones((2, 3)), np.arange(3.0))) == 6.0
+    with pytest.raises(dg.InputError, match="input 'w': expected shape \\(3,\\), got shape \\(4,\\)"):
+        f.jax_fn(np.ones((2, 3)), np.arange(4.0))
+    with pytest.raises(dg.InputError, match="input 'x': expected shape \\(\\?, 3\\), got shape \\(3,\\)"):
+        f.jax_fn(np.ones(3), np.arange(3.0))
+    with pytest.raises(dg.InputError, match="takes 2 arguments"):
+        f.jax_fn(np.ones((2, 3)))
+    batched = jax.vmap(f.jax_fn, in_axes=(0, None))(np.ones((5, 2, 3)), np.arange(3.0))
+    assert np.asarray(batched).tolist() == [6.0] * 5

@@ -45,6 +45,7 @@ from dimgraph.backends.jax.sharding import Placement
 from dimgraph.backends.python import python_impl
 from dimgraph.core.graph import Constant
 from dimgraph.core.shape import Shape, ShapeI
+from dimgraph.errors import InputError
 
 OPTIONS = ("output", "shard", "mesh")
 # Inputs of at most this many elements whose values set a shape are compiled in as constants.
@@ -269,10 +270,29 @@ def _user_jax_fn(jax_fn, function):
     single = function._single
     has_updates = bool(function._n_updates)
 
+    names = [function._input_label(k) for k in range(len(function.inputs))]
+    names += [s.name or f"shared variable {k}" for k, s in enumerate(function._shared)]
+    types = [v.type for v in function.fgraph.inputs]
+
     def user_fn(*args):
+        _check_arguments(args, names, types)
         res = jax_fn(*args)
         outs = res[0] if single else list(res[:n_out])
         return (outs, list(res[n_out:])) if has_updates else outs
 
     user_fn.__doc__ = _user_jax_fn.__doc__
     return user_fn
+
+
+def _check_arguments(args, names, types):
+    """Arguments of `f.jax_fn` against the inputs' axes and static sizes: an InputError naming the input.
+
+    Under `jax.vmap` the shapes seen here are those of one batch element, as the graph expects.
+    """
+    if len(args) != len(types):
+        raise InputError(f"jax_fn takes {len(types)} arguments {names}, got {len(args)}")
+    for name, arg, t in zip(names, args, types):
+        shape = tuple(np.shape(arg))
+        if len(shape) != t.ndim or any(s is not None and s != n for s, n in zip(t.shape, shape)):
+            expected = "(" + ", ".join("?" if s is None else str(s) for s in t.shape) + ("," if t.ndim == 1 else "") + ")"
+            raise InputError(f"jax_fn: input {name!r}: expected shape {expected}, got shape {shape}")
