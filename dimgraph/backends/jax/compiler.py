@@ -27,6 +27,7 @@ and converts outputs to writable NumPy arrays unless `output="jax"`.
 from __future__ import annotations
 
 import contextlib
+import os
 
 import jax
 import numpy as np
@@ -45,7 +46,7 @@ from dimgraph.backends.jax.sharding import Placement
 from dimgraph.backends.python import python_impl
 from dimgraph.core.graph import Constant
 from dimgraph.core.shape import Shape, ShapeI
-from dimgraph.errors import InputError
+from dimgraph.errors import BackendUnavailable, InputError
 
 OPTIONS = ("output", "shard", "mesh")
 # Inputs of at most this many elements whose values set a shape are compiled in as constants.
@@ -185,8 +186,39 @@ def _conform(node, var, value):
     return value
 
 
+def _backends_started() -> bool:
+    try:
+        from jax._src import xla_bridge
+    except ImportError:  # pragma: no cover  (a JAX without the module: assume started)
+        return True
+    started = getattr(xla_bridge, "backends_are_initialized", None)
+    return True if started is None else bool(started())
+
+
+_forked_after_start = False
+
+
+def _note_fork():
+    global _forked_after_start
+    _forked_after_start = _forked_after_start or _backends_started()
+
+
+os.register_at_fork(after_in_child=_note_fork)
+
+
+def check_not_forked():
+    """Refuse to run in a child forked after JAX started its threads: XLA would hang there, not fail."""
+    if _forked_after_start:
+        raise BackendUnavailable(
+            f"the jax backend cannot run in this process (pid {os.getpid()}): it was forked from a process in "
+            "which JAX had already started, and JAX is not fork-safe (the call would hang); start workers with "
+            "multiprocessing's 'spawn' or 'forkserver' method, or use another backend in forked workers"
+        )
+
+
 def compile_graph(fgraph, output="numpy", shard=None, mesh=None, **options):
     """The callable for `fgraph` (see `dimgraph.backends.jax` for the options)."""
+    check_not_forked()
     if options:
         raise TypeError(f"the jax backend got unknown options {sorted(options)}; it takes {list(OPTIONS)}")
     if output not in ("numpy", "jax"):
@@ -206,6 +238,8 @@ def compile_graph(fgraph, output="numpy", shard=None, mesh=None, **options):
 
     def run(arrays):
         nonlocal static
+        if _forked_after_start:
+            check_not_forked()
         with x64_context(x64):
             if placement is not None:
                 arrays = placement.place(arrays)
