@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.graph import Apply
 from dimgraph.core.rewriting.egraph.egraph import LEAF, TypeClash, merged_type
@@ -28,8 +30,6 @@ from dimgraph.core.rewriting.engine import _pairs
 from dimgraph.core.rewriting.pattern import COMMUTATIVE, Rule
 from dimgraph.core.scalar import ScalarOp
 from dimgraph.core.type import TensorType
-
-import numpy as np
 
 
 def ematch(eg, pat, cid, bound):
