@@ -37,7 +37,7 @@ PHASES = [
         ],
     ),
     GlobalPhase("inner", [INNER]),  # the phases above inside loop bodies and branches
-    LocalPhase("cleanup", []),  # backend clean-ups: a backend module's CLEANUP_REWRITES are appended here
+    LocalPhase("cleanup", []),  # backend clean-ups: replaced by the backend's `Backend.cleanups`
 ]
 
 
