@@ -101,10 +101,12 @@ class LabeledOperators:
 
     @property
     def dtype(self):
+        """The NumPy dtype of the values."""
         return np.dtype(self.type.dtype)
 
     @property
     def ndim(self) -> int:
+        """The number of dims."""
         return self.type.ndim
 
     @property
@@ -118,12 +120,15 @@ class LabeledOperators:
         return lshape.to_positional(self, dims_order)
 
     def astype(self, dtype):
+        """The values converted to `dtype` (unsafe casting, as `DataArray.astype`)."""
         return lmath.astype(self, dtype)
 
     def clip(self, min=None, max=None):
+        """The values limited to [min, max]; None leaves a side open (as `DataArray.clip`)."""
         return lmath.clip(self, min, max)
 
     def round(self, decimals=0):
+        """Rounded half to even (as `np.round`); `decimals` shifts the rounding position."""
         return lmath.round(self, decimals)
 
     def where(self, cond, other=None):
@@ -142,68 +147,115 @@ class LabeledOperators:
 
     # -- reductions and scans ----------------------------------------------
     def sum(self, dim=None, skipna=None):
+        """The sum over `dim` (a Dim, a name or a list; None: all dims), as `DataArray.sum`.
+
+        `skipna=True` leaves NaNs out (the default propagates them: see `labeled.math.SKIPNA_DEFAULT`).
+
+        >>> import dimgraph as dg
+        >>> x = dg.labeled("x", dims=(dg.Dim("i", size=2), dg.Dim("j", size=3)))
+        >>> x.sum("j").dims
+        (Dim('i', size=2),)
+        """
         return lmath.reduce("sum", self, dim, skipna=skipna)
 
     def prod(self, dim=None, skipna=None):
+        """The product over `dim` (None: all dims), as `DataArray.prod`."""
         return lmath.reduce("prod", self, dim, skipna=skipna)
 
     def max(self, dim=None, skipna=None):
+        """The maximum over `dim` (None: all dims), as `DataArray.max`."""
         return lmath.reduce("max", self, dim, skipna=skipna)
 
     def min(self, dim=None, skipna=None):
+        """The minimum over `dim` (None: all dims), as `DataArray.min`."""
         return lmath.reduce("min", self, dim, skipna=skipna)
 
     def all(self, dim=None):
+        """Whether every value over `dim` is true (None: all dims)."""
         return lmath.reduce("all", self, dim)
 
     def any(self, dim=None):
+        """Whether some value over `dim` is true (None: all dims)."""
         return lmath.reduce("any", self, dim)
 
     def mean(self, dim=None, skipna=None):
+        """The mean over `dim` (None: all dims), as `DataArray.mean`; ints give float64.
+
+        >>> import dimgraph as dg
+        >>> x = dg.labeled("x", dims=(dg.Dim("i", size=2), dg.Dim("j", size=3)))
+        >>> x.mean().dims, x.mean().dtype
+        ((), dtype('float64'))
+        """
         return lmath.reduce("mean", self, dim, skipna=skipna)
 
     def var(self, dim=None, ddof=0, skipna=None):
+        """The variance over `dim` with `ddof` degrees of freedom removed (0, as xarray)."""
         return lmath.reduce("var", self, dim, ddof, skipna)
 
     def std(self, dim=None, ddof=0, skipna=None):
+        """The standard deviation over `dim` with `ddof` degrees of freedom removed (0, as xarray)."""
         return lmath.reduce("std", self, dim, ddof, skipna)
 
     def logsumexp(self, dim=None):
+        """log(sum(exp(x))) over `dim`, without overflow (None: all dims)."""
         return lmath.reduce("logsumexp", self, dim)
 
     def argmax(self, dim=None, skipna=None):
+        """Positions of the maximum along `dim`; a list of dims or `...` gives a dict by dim name (xarray)."""
         return lmath.reduce("argmax", self, dim, skipna=skipna)
 
     def argmin(self, dim=None, skipna=None):
+        """Positions of the minimum along `dim`; a list of dims or `...` gives a dict by dim name (xarray)."""
         return lmath.reduce("argmin", self, dim, skipna=skipna)
 
     def cumsum(self, dim=None, skipna=None):
+        """The cumulative sum along `dim` (a list or None: one dim after another, as xarray)."""
         return lmath.cumulative("add", self, dim, skipna)
 
     def cumprod(self, dim=None, skipna=None):
+        """The cumulative product along `dim` (a list or None: one dim after another, as xarray)."""
         return lmath.cumulative("mul", self, dim, skipna)
 
     def diff(self, dim, n=1, label="upper"):
+        """The `n`-th difference along `dim`, keeping the upper labels (xarray's default)."""
         return lmath.diff(self, dim, n, label)
 
     # -- shape ---------------------------------------------------------------
     def transpose(self, *dims):
+        """The same values with dims in the order given (`...` stands for the others; none: reversed).
+
+        >>> import dimgraph as dg
+        >>> x = dg.labeled("x", dims=(dg.Dim("i", size=2), dg.Dim("j", size=3)))
+        >>> x.transpose("j", "i").dims
+        (Dim('j', size=3), Dim('i', size=2))
+        """
         return lshape.transpose(self, *dims)
 
     @property
     def T(self):
+        """The dims reversed (`transpose()`)."""
         return lshape.transpose(self)
 
     def rename(self, mapping=None, **names):
+        """Dims renamed by `{old: new}` (or keywords); coords stay with their dim.
+
+        >>> import dimgraph as dg
+        >>> x = dg.labeled("x", dims=(dg.Dim("i", size=2), dg.Dim("j", size=3)))
+        >>> x.rename(i="row").dims[0].name
+        'row'
+        """
         return lshape.rename(self, mapping, **names)
 
     def expand_dims(self, dim):
+        """A new dim of size 1 (or a Dim of any size: broadcast) put first, as `DataArray.expand_dims`."""
         return lshape.expand_dims(self, dim)
 
     def squeeze(self, dim=None):
+        """Size-1 dims dropped (`dim`: only those; None: all of them), as `DataArray.squeeze`."""
         return lshape.squeeze(self, dim)
 
     def broadcast_like(self, other):
+        """Broadcast against `other`'s dims (other's dims first, as xarray)."""
         return lshape.broadcast_like(self, other)
 
     # -- product dims (dimgraph.labeled.stacking) ------------------------------
