@@ -17,6 +17,7 @@ import numpy as np
 from dimgraph.backends import get_backend
 from dimgraph.compile.datasets import bind_dataset, dataset_names, is_dataset, to_dataset
 from dimgraph.compile.pickling import Recipe, rebuild
+from dimgraph.compile.sharding import resolve_shard
 from dimgraph.compile.summary import function_html, function_repr
 from dimgraph.core.io import PYTHON_SCALARS, TensorInput, TensorOutput
 from dimgraph.core.shared import DEFAULT_CONTEXT, SharedMixin
@@ -324,6 +325,9 @@ def function(
     options = {k: v for k, v in options.items() if not (dataset is not None and k == "output")}
     backend_contract = get_backend(backend)
     backend_contract.check_options(options)  # an unknown option fails before any work, on every backend
+    backend_options = dict(options)
+    if backend_options.get("shard"):  # Dims and variables become input positions: backends never read Dims
+        backend_options["shard"] = resolve_shard(backend_options["shard"], inputs)
     updates = dict(updates or {})
     updates.update(_rng_updates(outputs, updates))
     for v in inputs:
@@ -356,9 +360,8 @@ def function(
     fgraph = FunctionGraph(pos_inputs + shared, pos_outputs + pos_updates)
     t_rewrite = time.perf_counter()
     rewrite_graph(fgraph, rewrites, backend=backend_contract)
-    fgraph.user_inputs = list(inputs)  # the variables behind fgraph.inputs[:len(inputs)] (jax shard= maps them)
     t_codegen = time.perf_counter()
-    run = backend_contract.compile(fgraph, **options)
+    run = backend_contract.compile(fgraph, **backend_options)
     t_done = time.perf_counter()
     f = Function(
         inputs, outputs, single, fgraph, backend_contract.name, run, in_specs, out_specs, checks, shared, len(pos_updates)

@@ -222,7 +222,7 @@ def compile_graph(fgraph, output="numpy", shard=None, mesh=None):
         raise ValueError(f"the jax backend's output= must be 'numpy' or 'jax', got {output!r}")
     graph = graph_function(fgraph)
     x64 = needs_x64(fgraph)
-    placement = Placement(fgraph, shard, mesh) if shard else None
+    placement = Placement(shard, mesh) if shard else None
 
     def traced(*args):
         with collect() as checks:

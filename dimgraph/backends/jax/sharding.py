@@ -1,6 +1,8 @@
 """Sharding for the JAX backend: inputs placed over a device mesh by dim (or axis), XLA does the rest.
 
-`dg.function(..., backend="jax", shard={obs: "data"}, mesh=None)`:
+`dg.function(..., backend="jax", shard={obs: "data"}, mesh=None)` (the compile
+layer resolves the keys into per-input specs, `dimgraph.compile.sharding`, so
+this backend never reads Dims):
 - a key that is a Dim (or a dim name) shards that dim of every labeled input
   that has it over the named mesh axis;
 - a key that is an input variable (positional or labeled) takes a
@@ -20,8 +22,6 @@ import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
-from dimgraph.core.graph import Variable
-from dimgraph.errors import DimError
 
 
 def _entry_names(entry):
@@ -33,16 +33,8 @@ def _entry_names(entry):
 class Placement:
     """Per fgraph input, the mesh axes (or None) of each axis; `place(arrays)` puts them on the mesh."""
 
-    def __init__(self, fgraph, shard, mesh=None):
-        user_inputs = list(getattr(fgraph, "user_inputs", fgraph.inputs))
-        if not isinstance(shard, dict):
-            raise TypeError(f"shard= must be a dict {{dim or input: mesh axis}}, got {type(shard).__name__}")
-        specs = {}
-        for key, value in shard.items():
-            if isinstance(key, Variable):
-                self._shard_input(specs, user_inputs, key, value)
-            else:
-                self._shard_dim(specs, user_inputs, key, value)
+    def __init__(self, specs, mesh=None):
+        """`specs`: {input position: mesh-axis entry per axis}, as `dimgraph.compile.sharding` resolves `shard=`."""
         used = sorted({n for spec in specs.values() for e in spec for n in _entry_names(e)})
         if mesh is None:
             if len(used) != 1:
@@ -60,39 +52,6 @@ class Placement:
         self.mesh = mesh
         self.specs = specs  # input position -> tuple of mesh-axis entries, one per axis
         self._cache = {}
-
-    @staticmethod
-    def _shard_input(specs, user_inputs, var, value):
-        k = next((k for k, v in enumerate(user_inputs) if v is var), None)
-        if k is None:
-            raise ValueError(f"shard=: {var!r} is not an input of this function")
-        ndim = var.type.ndim if hasattr(var.type, "ndim") else len(var.dims)
-        entries = (value,) if isinstance(value, str) else tuple(value)
-        if len(entries) > ndim:
-            raise ValueError(f"shard=: the spec {value!r} for {var!r} has {len(entries)} entries but the input has {ndim} axes")
-        specs[k] = tuple(entries) + (None,) * (ndim - len(entries))
-
-    @staticmethod
-    def _shard_dim(specs, user_inputs, key, axis_name):
-        name = key if isinstance(key, str) else getattr(key, "name", None)
-        if name is None:
-            raise TypeError(f"shard= keys must be dims, dim names or input variables, got {key!r}")
-        if not isinstance(axis_name, str):
-            raise TypeError(f"shard=: dim {name!r} must map to a mesh axis name, got {axis_name!r}")
-        found = False
-        for k, v in enumerate(user_inputs):
-            dims = getattr(v, "dims", None)
-            if not dims:
-                continue
-            names = [getattr(d, "name", d) for d in dims]
-            if name in names:
-                spec = list(specs.get(k, (None,) * len(names)))
-                spec[names.index(name)] = axis_name
-                specs[k] = tuple(spec)
-                found = True
-        if not found:
-            have = sorted({getattr(d, "name", d) for v in user_inputs for d in (getattr(v, "dims", None) or ())})
-            raise DimError(f"shard=: no input has dim {name!r}; the inputs' dims are {have}")
 
     def sharding_for(self, k, shape):
         """The NamedSharding of input `k` for an array of `shape` (uneven axes replicated)."""
