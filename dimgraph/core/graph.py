@@ -132,7 +132,7 @@ class Apply:
 class Op:
     """An operation: a frozen value whose fields are its static parameters.
 
-    Subclasses implement `make_node(*inputs) -> Apply`, `infer_shape(node, input_shapes)`
+    Subclasses implement `make_node(*inputs) -> Apply`, `infer_shape(inputs, input_shapes)`
     (one tuple per output, entries int or a symbolic int64 scalar), `perform(node, inputs)`
     (NumPy reference, returns a list of outputs) and, where differentiable, `L_op`.
     """
@@ -147,7 +147,12 @@ class Op:
     def perform(self, node, inputs):
         raise NotImplementedError(f"{type(self).__name__}.perform")
 
-    def infer_shape(self, node, input_shapes):
+    def infer_shape(self, inputs, input_shapes):
+        """Per output, a tuple with one entry per axis: an int where known, else a symbolic int64 scalar.
+
+        `inputs` are the node's input variables and `input_shapes` their shapes in the same form
+        (`dimgraph.core.shape`); the static `type.shape` of each output is the int part of the answer.
+        """
         raise NotImplementedError(f"{type(self).__name__}.infer_shape")
 
     def L_op(self, inputs, outputs, output_grads):
