@@ -102,10 +102,6 @@ class DimShuffle(Op):
     def dropped(self):
         return tuple(a for a in range(self.input_ndim) if a not in self.order)
 
-    @property
-    def is_transpose_only(self):
-        return "x" not in self.order and len(self.order) == self.input_ndim
-
     def make_node(self, x):
         x = as_tensor(x)
         if x.type.ndim != self.input_ndim:

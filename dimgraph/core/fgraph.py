@@ -114,11 +114,6 @@ class FunctionGraph:
         if prune:
             self._prune(old)
 
-    def replace_all(self, pairs, reason=None):
-        for old, new in pairs:
-            if old in self.clients:
-                self.replace(old, new, reason=reason)
-
     def attach_feature(self, feature):
         self.features.append(feature)
         if hasattr(feature, "on_attach"):

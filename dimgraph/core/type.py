@@ -39,11 +39,6 @@ class TensorType(Type):
     def ndim(self) -> int:
         return len(self.shape)
 
-    @property
-    def broadcastable(self) -> tuple:
-        """Axes that may stretch under Elemwise: exactly those of static size 1."""
-        return tuple(s == 1 for s in self.shape)
-
     def make_variable(self, name=None):
         from dimgraph.core.variable import TensorVariable
 
@@ -57,14 +52,6 @@ class TensorType(Type):
             and all(s is None or s == o for s, o in zip(self.shape, other.shape))
         )
 
-    def merge_shape(self, shape) -> "TensorType":
-        """This type with its unknown sizes filled in from `shape` (ints or None)."""
-        return TensorType(self.dtype, tuple(s if s is not None else o for s, o in zip(self.shape, shape)))
-
     def __str__(self):
         dims = ", ".join("?" if s is None else str(s) for s in self.shape)
         return f"{self.dtype}({dims})"
-
-
-def tensor_type(dtype, shape) -> TensorType:
-    return TensorType(dtype, tuple(shape))
