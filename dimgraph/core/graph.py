@@ -80,10 +80,15 @@ class Constant(Variable):
     @property
     def key(self):
         if self._key is None:
-            arr = np.ascontiguousarray(self.data)
-            digest = hashlib.blake2b(arr.view(np.uint8).tobytes() if arr.size else b"", digest_size=16).digest()
+            arr = np.asarray(self.data)
+            digest = hashlib.blake2b(data_bytes(arr), digest_size=16).digest()  # hashed in place, never copied
             self._key = hash(("const", arr.dtype.str, arr.shape, digest))
         return self._key
+
+    def same_bytes(self, other) -> bool:
+        """Whether the two constants hold the same dtype, shape and bits (-0.0 and 0.0 differ), without copying."""
+        a, b = np.asarray(self.data), np.asarray(other.data)
+        return a.dtype == b.dtype and a.shape == b.shape and memoryview(data_bytes(a)) == memoryview(data_bytes(b))
 
     def equals(self, other) -> bool:
         return (
@@ -101,19 +106,32 @@ class Constant(Variable):
         return f"<constant>: {self.type}"
 
 
+def data_bytes(arr):
+    """The bytes of `arr` as a flat uint8 view (a copy only when `arr` is not C-contiguous)."""
+    return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+
+
 class Apply:
     """One application of an Op to input variables, producing output variables."""
 
-    __slots__ = ("op", "inputs", "outputs", "key", "tag")
+    __slots__ = ("op", "inputs", "outputs", "_key", "tag")
 
     def __init__(self, op, inputs, output_types):
         self.op = op
         self.inputs = list(inputs)
-        self.key = hash((op, tuple(i.key for i in self.inputs)))
+        self._key = None
         self.outputs = [t.make_variable() for t in output_types]
         for i, out in enumerate(self.outputs):
             out.owner, out.index = self, i
         self.tag = {}
+
+    @property
+    def key(self):
+        """Structural hash of the op and the inputs' keys, computed when first asked (a large
+        constant's digest costs time in proportion to its bytes: building `x + c` must not pay it)."""
+        if self._key is None:
+            self._key = hash((self.op, tuple(i.key for i in self.inputs)))
+        return self._key
 
     @property
     def out(self):
@@ -243,7 +261,7 @@ def rebuild_node(node, new_inputs):
     new = Apply.__new__(Apply)
     new.op = node.op
     new.inputs = list(new_inputs)
-    new.key = hash((node.op, tuple(i.key for i in new.inputs)))
+    new._key = None
     new.outputs = [type(o)(o.type, owner=new, index=o.index, name=o.name) for o in node.outputs]
     new.tag = dict(node.tag)
     return new

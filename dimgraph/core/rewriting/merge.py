@@ -1,6 +1,6 @@
 """Merge: one pass in topological order that makes equal subgraphs one subgraph, in linear time.
 
-Constants are merged by value (dtype, shape, bytes). A node is then identified by
+Constants are merged by value (type, dtype, shape, bytes: a digest, then the bytes compared in place). A node is then identified by
 its op and the identities of its (already merged) inputs, the same structure as
 `Apply.key` but exact: keys of nodes whose inputs a rewrite changed are stale,
 so the pass recomputes them as it goes rather than trusting them. The inputs of a
@@ -10,25 +10,21 @@ IEEE addition and multiplication commute exactly), which gradients produce often
 
 from __future__ import annotations
 
-import numpy as np
-
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.graph import Constant
 from dimgraph.core.scalar import ScalarOp
 
 
-def _const_key(c):
-    arr = np.ascontiguousarray(c.data)
-    return (type(c.type), arr.dtype.str, arr.shape, arr.view(np.uint8).tobytes() if arr.size else b"")
-
-
 def merge_graph(fgraph, ctx, rewriter):
     """Replace every duplicate constant and every duplicate node by its first occurrence."""
-    consts = {}
+    consts = {}  # (type, digest key) -> the first constants with it; bytes compared in place, never copied
     for var in list(fgraph.clients):
         if isinstance(var, Constant) and var in fgraph.clients:
-            first = consts.setdefault(_const_key(var), var)
-            if first is not var and first.type == var.type:
+            firsts = consts.setdefault((var.type, var.key), [])
+            first = next((f for f in firsts if f.same_bytes(var)), None)
+            if first is None:
+                firsts.append(var)
+            elif first is not var:
                 ctx.replace(rewriter, None, [(var, first)])
     seen = {}
     for node in fgraph.toposort():

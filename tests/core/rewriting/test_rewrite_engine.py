@@ -162,3 +162,15 @@ def test_deep_shared_dag_fuses_and_prints_in_linear_size():
     for _ in range(30):
         ref = np.sin(ref) + ref
     np.testing.assert_allclose(f(np.array([0.1, 0.2])), ref)
+
+
+def test_constants_merge_by_bits_and_building_never_hashes_their_bytes():
+    """Equal constants become one; 0.0 and -0.0 stay two (merge is exact); building `x + c` leaves c's digest unasked."""
+    x = dg.tensor("x", shape=(3,))
+    big = dg.core.constant(np.arange(3.0))
+    y = x + big
+    assert big._key is None and y.owner._key is None  # Apply.key is lazy: no digest of the constant's bytes yet
+    outs = [x * dg.core.constant(np.zeros(3)), x + dg.core.constant(np.zeros(3)), x - dg.core.constant(-np.zeros(3))]
+    fg = rewrite_graph(FunctionGraph([x], outs), {"include": ("merge",)})
+    consts = {v for node in fg.toposort() for v in node.inputs if isinstance(v, dg.core.Constant)}
+    assert len(consts) == 2 and {float(np.copysign(1, c.data[0])) for c in consts} == {1.0, -1.0}
