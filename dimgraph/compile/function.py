@@ -16,11 +16,12 @@ import numpy as np
 
 from dimgraph.backends import get_backend
 from dimgraph.compile.datasets import bind_dataset, dataset_names, is_dataset, to_dataset
-from dimgraph.compile.io import TensorInput, TensorOutput
+from dimgraph.compile.io import PYTHON_SCALARS, TensorInput, TensorOutput
 from dimgraph.compile.pickling import Recipe, rebuild
 from dimgraph.compile.shared import DEFAULT_CONTEXT, SharedMixin
+from dimgraph.compile.summary import function_html, function_repr
 from dimgraph.core.fgraph import FunctionGraph
-from dimgraph.core.graph import Constant, Variable, graph_inputs
+from dimgraph.core.graph import Constant, Variable, ancestors, graph_inputs
 from dimgraph.core.rewriting import rewrite_graph
 from dimgraph.core.type import TensorType
 from dimgraph.errors import InputError
@@ -35,6 +36,8 @@ class Function:
     (once a call has run: numba compiles its kernels then) and "kernels" ({kernel: seconds}
     on the numba backend). Compiles that run long log their progress (`logging`, "dimgraph").
     """
+
+    __name__ = "dimgraph_function"  # what tools that name callables show (dask task keys, profilers)
 
     def __init__(self, inputs, outputs, single, fgraph, backend, run, in_specs, out_specs, checks, shared, n_updates):
         self.inputs = inputs
@@ -123,7 +126,7 @@ class Function:
     def _input_names(self):
         return [self._input_label(k) for k in range(len(self.inputs))]
 
-    def __call__(self, *args, ctx=None, trust_input=False, **kwargs):
+    def __call__(self, /, *args, ctx=None, trust_input=False, **kwargs):
         """Run the function on data given positionally or by input name.
 
         `trust_input=True` skips every check and conversion (for a hot loop): arrays
@@ -141,7 +144,7 @@ class Function:
         if fast is not None and not kwargs and ctx is None and len(args) == self._n_inputs:
             if not trust_input:
                 arrays = self._fast_convert(args)
-            elif self._labeled_in:
+            elif self._labeled_in or any(type(a) in PYTHON_SCALARS for a in args):
                 arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, args)]
             else:
                 arrays = args
@@ -153,12 +156,15 @@ class Function:
             arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, raw)]
         else:
             arrays = [spec.convert(v) for spec, v in zip(self._in_specs, raw)]
-            for check in self._checks:
-                check(arrays, raw)
         ctx = ctx or DEFAULT_CONTEXT
+        if not trust_input:
+            for check in self._checks:
+                check(arrays, raw, ctx)
         arrays += [ctx.get(s) for s in self._shared]
         results = self._run(arrays)
         n_out = len(results) - self._n_updates
+        if self._shared or self._n_updates:
+            results = _unaliased(results, n_out, arrays, len(self.inputs))
         outs = [spec.wrap(r, raw) for spec, r in zip(self._out_specs, results[:n_out])]
         if self._n_updates:
             for var, value in zip(self._update_targets, results[n_out:]):
@@ -186,14 +192,45 @@ class Function:
         # By value: the recipe (graph, backend, options) travels; unpickling compiles again or loads from the cache.
         return rebuild, (self._recipe,)
 
-    def dprint(self, file=None):
-        """Print the rewritten graph with types and static shapes."""
+    def dprint(self, file=None, width=120):
+        """Print the rewritten graph with types and static shapes (lines cut at `width`)."""
         from dimgraph.printing import dprint
 
-        return dprint(self.fgraph, file=file)
+        return dprint(self.fgraph, file=file, width=width)
+
+    def __repr__(self):
+        return function_repr(self)
+
+    def _repr_html_(self):
+        return function_html(self)
 
 
 _MISSING = object()
+
+
+def _unaliased(results, n_out, arrays, n_inputs):
+    """`results` with copies where shared state would alias memory the caller holds.
+
+    A backend may return an input as it came (`updates={w: x}`), a shared value as
+    it is stored (`function([], w)`), or one array as both an output and an update.
+    State changes only through calls and `set`, so: an update that shares memory
+    with an input or an output is copied before it is stored, and an output that
+    shares memory with a stored shared value is copied before it is returned.
+    """
+    results = list(results)
+    stored = arrays[n_inputs:]
+    for k in range(n_out):
+        if any(_overlap(results[k], s) for s in stored):
+            results[k] = np.array(results[k])
+    held = arrays[:n_inputs] + results[:n_out]
+    for k in range(n_out, len(results)):
+        if any(_overlap(results[k], h) for h in held) or any(_overlap(results[k], u) for u in results[n_out:k]):
+            results[k] = np.array(results[k])
+    return results
+
+
+def _overlap(a, b) -> bool:
+    return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
 
 
 def _bare(out, raw):
@@ -230,16 +267,36 @@ def function(
 
     Parameters
     ----------
-    inputs : list of variables (positional or labeled), each given data at call time.
+    inputs : list of variables (positional or labeled), each given data at call time
+        (positionally, by input name, or, for labeled inputs, from an `xarray.Dataset`
+        passed first: `f(ds, other=...)` takes each from the data variable of its name).
     outputs : a variable (returned bare) or a list of variables (returned as a list).
-    backend : "python" (NumPy reference) or another registered backend name.
+    backend : where the code runs; `dimgraph.backends.available_backends()` lists them here:
+        "numba" (the default: one jitted function per graph, disk-cached),
+        "jax" (one `jax.jit` function; optional, `pip install dimgraph[jax]`),
+        "c" (generated C built with the system compiler, disk-cached),
+        "python" (NumPy reference: each op's `perform`).
     updates : {shared variable: new value expression}, applied after each successful call.
-    rewrites : "default", "none", or a spec understood by `dimgraph.core.rewriting`.
+    rewrites : "default", "none", or {"include"/"exclude": [rewrite names, tags or phases],
+        "trace": bool} (see `f.rewrite_trace`).
     map_extra_dims : map over dims that DataArray inputs carry beyond the inputs' own (one
         compile per set of extra dims; outputs get them first); see `dimgraph.compile.extra_dims`.
     return_numpy : labeled outputs come back as NumPy arrays in the output's dim order
         instead of DataArrays (for samplers and optimizers: a call then costs what a
         positional one does).
+    **options :
+        output="dataset" -- any backend: the outputs come back as one `xarray.Dataset`,
+            each under its variable's name.
+        output="jax" -- jax: JAX device arrays instead of NumPy arrays (default "numpy").
+        shard={dim or input: mesh axis}, mesh=jax.sharding.Mesh -- jax: place inputs over
+            devices with `NamedSharding`.
+        jit_graph=True/False -- numba: jit the whole graph function (default: only when it
+            calls between a few and a few hundred kernels).
+        The c and python backends take no backend options (c and jax refuse unknown ones).
+
+    The result is a `Function`: `f(...)` runs it, `f.dprint()` prints the rewritten graph,
+    `dg.to_dot(f)` draws it, `f.jax_fn` (jax) is the pure JAX function, and it pickles
+    (by its graph and options) for worker processes.
 
     Examples
     --------
@@ -257,9 +314,9 @@ def function(
         from dimgraph.compile.extra_dims import MappedFunction
 
         if updates:
-            raise ValueError("function: map_extra_dims cannot be combined with updates (one update per batch element?)")
-        base = function(inputs, outputs, backend=backend, rewrites=rewrites, **options)
-        return MappedFunction(base, lambda ins, outs: function(ins, outs, backend=backend, rewrites=rewrites, **options))
+            raise ValueError("function: map_extra_dims cannot be combined with updates (a shared variable has no batch dims)")
+        options = dict(options, backend=backend, rewrites=rewrites)
+        return MappedFunction(function(inputs, outputs, **options), options)
     inputs, _ = _as_list(inputs)
     outputs, single = _as_list(outputs)
     # output="dataset" is not a backend option: the outputs come back as one Dataset, by name
@@ -272,6 +329,7 @@ def function(
             raise TypeError(f"function inputs must be graph inputs (no owner, not constants); got {v!r}")
     if len(set(inputs)) != len(inputs):
         raise ValueError(f"an input is listed twice in {inputs}")
+    _check_input_names_and_dtypes(inputs)
     for target in updates:
         if not isinstance(target, SharedMixin):
             raise TypeError(f"updates: only shared variables can be updated, got {target!r}")
@@ -292,6 +350,7 @@ def function(
                 f"the outputs depend on input {v.name or v!r}, which is not among the function inputs "
                 f"{[i.name for i in inputs]}"
             )
+    started = time.perf_counter()
     fgraph = FunctionGraph(pos_inputs + shared, pos_outputs + pos_updates)
     backend_module = get_backend(backend)
     t_rewrite = time.perf_counter()
@@ -304,6 +363,7 @@ def function(
         inputs, outputs, single, fgraph, backend_module.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
     )
     f._update_targets = [t.storage_key for t in update_targets]
+    f.compile_time = time.perf_counter() - started  # rewrites and code generation, in seconds
     f.timings.update(lower=t_rewrite - t_lower, rewrite=t_codegen - t_rewrite, codegen=t_done - t_codegen)
     _log.debug("dimgraph: lower %.3f s, rewrite %.3f s, codegen %.3f s", *(f.timings[k] for k in ("lower", "rewrite", "codegen")))
     if dataset is not None:
@@ -317,6 +377,32 @@ def function(
     return f
 
 
+def _check_input_names_and_dtypes(inputs):
+    """Input names are keywords of the call, so they must differ; data must be numeric."""
+    where = {}
+    for k, v in enumerate(inputs):
+        if v.name:
+            where.setdefault(v.name, []).append(k)
+    twice = {name: ks for name, ks in where.items() if len(ks) > 1}
+    if twice:
+        name, ks = next(iter(twice.items()))
+        raise ValueError(
+            f"inputs {ks} are all named {name!r}: a call could not tell them apart by keyword; give them different names"
+        )
+    for k, v in enumerate(inputs):
+        dtype = np.dtype(v.type.dtype)
+        if dtype.kind not in "biufc":
+            raise TypeError(
+                f"input {v.name or k!r} has dtype {dtype}: compiled functions take numeric data "
+                f"(bool, int, uint, float, complex)"
+            )
+
+
+def _has_labeled(variables) -> bool:
+    """Whether any of `variables` or what they are computed from is labeled (and needs lowering)."""
+    return any(not isinstance(v.type, TensorType) for v in ancestors(list(variables)))
+
+
 def _rng_updates(outputs, explicit):
     """The next states of the `dg.rng` stream states the outputs draw from (explicit updates win)."""
     from dimgraph.compile.random import default_updates
@@ -326,7 +412,8 @@ def _rng_updates(outputs, explicit):
 
 def _lower_io(inputs, outputs):
     """Positional stand-ins for labeled inputs/outputs, with their converters and wrappers."""
-    if all(isinstance(v.type, TensorType) for v in inputs + outputs):
+    # positional outputs computed by labeled ops (`x.to_positional()`, an RNG state after labeled draws) are lowered too
+    if all(isinstance(v.type, TensorType) for v in inputs + outputs) and not any(map(_from_labeled, outputs)):
         in_specs = [TensorInput(v.name or f"input {k}", v.type) for k, v in enumerate(inputs)]
         return inputs, outputs, in_specs, [TensorOutput() for _ in outputs], []
     from dimgraph.lower import lower_io
@@ -349,7 +436,7 @@ def _lower_updates(updates):
             from dimgraph.core.basic import constant
 
             value = constant(value)
-        if not isinstance(value.type, TensorType) or _from_labeled(value):
+        if _has_labeled([value]) or _from_labeled(value):  # a positional value may be computed from labeled ones
             from dimgraph.lower import lower_update
 
             value = lower_update(target, value)

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.backends.numba.scalar import CHEAP, _cast_expr, np_type, render_step
-from dimgraph.core.scalar import ScalarOp
+from dimgraph.backends.numba.scalar import _cast_expr, np_type, render_step
+from dimgraph.core.scalar import ScalarOp, is_cheap
 
 
 class _Src:
@@ -128,7 +128,7 @@ def loop_kernel(
         exprs.append(expr)
         names.append(f"s{v - nin}")
         axes.append(frozenset().union(*[axes[r] for r in refs]))
-        costly.append(op.name not in CHEAP or any(costly[r] for r in refs))
+        costly.append(not is_cheap(op) or any(costly[r] for r in refs))
     # A float division by a value that is the same for the whole nest (`(y - mu) / sigma`)
     # is printed as a product with the reciprocal, computed once (see `reciprocal_exact`).
     # The loop is then printed twice, which costs compile time: only the loops that reduce
