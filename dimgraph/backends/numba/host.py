@@ -3,7 +3,9 @@
 `host_call(node)` returns `fn(*arrays)` giving a bare array (one output) or a tuple.
 The default runs the op's `perform` (the python backend's code); entries here
 precompute what `perform` would work out on every call, for the ops the driver
-runs often: a DimShuffle is one indexing of a transposed view, an einsum of
+runs often: a DimShuffle is one indexing of a transposed view, float64
+arithmetic on single elements calls the ufuncs step by step (1 us a step, where
+`perform` takes about 90), an einsum of
 static shapes follows a contraction path found once (BLAS products instead of
 `np.einsum`'s plain loops: 11 ms -> 0.3 ms per call in the softmax regression).
 """
@@ -14,8 +16,10 @@ from functools import singledispatch
 
 import numpy as np
 
-from dimgraph.core.elemwise import DimShuffle
+from dimgraph.backends.numba.scalar import flatten
+from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.linalg import Einsum
+from dimgraph.core.scalar import SCALAR_SPECS
 
 
 @singledispatch
@@ -69,3 +73,34 @@ def _einsum(op, node):
         return out if type(out) is np.ndarray and out.dtype == dtype else np.asarray(out, dtype=dtype)
 
     return call
+
+
+@host_impl.register(Elemwise)
+def _elemwise(op, node):
+    # Single elements of float64 through ufuncs that are their ops' NumPy reference: the
+    # python backend's result, without its per-step dtype resolution and error states.
+    variables = node.inputs + node.outputs
+    if any(v.type.dtype != "float64" or None in v.type.shape or np.prod(v.type.shape) > 1 for v in variables):
+        return host_impl.dispatch(object)(op, node)
+    steps, outs = flatten(op.scalar_op, len(node.inputs))
+    program = []
+    for step_op, refs in steps:
+        spec = SCALAR_SPECS.get(step_op.name)
+        if spec is None or spec.ufunc is None or spec.impl is not spec.ufunc:
+            return host_impl.dispatch(object)(op, node)
+        if step_op.output_dtypes(["float64"] * len(refs))[0] != "float64":
+            return host_impl.dispatch(object)(op, node)
+        program.append((spec.ufunc, refs))
+    shape = node.outputs[0].type.shape
+    single = len(outs) == 1
+
+    def call(*arrays):
+        values = list(arrays)
+        with np.errstate(all="ignore"):
+            for ufunc, refs in program:
+                values.append(ufunc(*[values[r] for r in refs]))
+        results = [np.asarray(values[r]).reshape(shape) for r in outs]
+        return results[0] if single else tuple(results)
+
+    return call
+
