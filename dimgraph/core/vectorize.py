@@ -21,12 +21,11 @@ from __future__ import annotations
 import string
 from functools import singledispatch
 
-import numpy as np
 
 from dimgraph.core.basic import as_tensor
 from dimgraph.core.blockwise import Blockwise, signature_of
 from dimgraph.core.elemwise import DimShuffle, Elemwise
-from dimgraph.core.graph import Constant, Variable, rebuild_node, toposort
+from dimgraph.core.graph import Variable, rebuild_node, toposort
 from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.shape import static_or_symbolic as shape_of  # never walks into (labeled) owners
 from dimgraph.errors import ShapeError
