@@ -7,6 +7,7 @@ array(3.)
 """
 
 from dimgraph import config, core
+from dimgraph.compile.flat import FlatParams, flat_value_and_grad
 from dimgraph.compile.function import Function, function
 from dimgraph.compile.shared import SharedContext, shared
 from dimgraph.core.basic import constant as _positional_constant  # noqa: F401
@@ -32,51 +33,25 @@ from dimgraph.labeled import (  # noqa: F401  (the labeled layer: the main path)
     where,
     zeros_like,
 )
-from dimgraph.labeled.math import (  # noqa: F401  (dispatch: labeled by dim name, positional as NumPy)
-    arccos,
-    arcsin,
-    arctan,
-    arctan2,
-    ceil,
-    cos,
-    cosh,
-    digamma,
-    erf,
-    erfc,
-    exp,
-    exp2,
-    expm1,
-    floor,
-    gammaln,
-    isfinite,
-    isinf,
-    isnan,
-    log,
-    log1p,
-    log2,
-    log10,
-    logaddexp,
-    maximum,
-    minimum,
-    sigmoid,
-    sign,
-    sin,
-    sinh,
-    softplus,
-    sqrt,
-    square,
-    tan,
-    tanh,
-    trigamma,
-    trunc,
-)
+from dimgraph.labeled.math import TOP_LEVEL as _SCALAR_FUNCTIONS
 from dimgraph.lower import lower
 from dimgraph.labeled import linalg  # noqa: F401  (dg.linalg: labeled linear algebra)
 from dimgraph.labeled.vectorize import vectorize, vectorize_graph  # noqa: F401
 from dimgraph.errors import BackendUnavailable, DimError, InputError, NonDifferentiable, ShapeError
 from dimgraph.printing import dprint
+from dimgraph.dotgraph import to_dot
+
+# dg.exp, dg.logit, dg.gammainc, ...: every scalar op whose row says top_level (labeled by dim name, positional as NumPy)
+globals().update(_SCALAR_FUNCTIONS)
 
 __version__ = "0.1.0"
 
 # control flow (issue 16): loops and lazy branches over labeled or positional variables
 from dimgraph.control import ifelse, scan, while_loop  # noqa: E402
+from dimgraph.core.opfromgraph import op_from_graph  # noqa: E402
+
+# random draws and log densities (issue 17)
+from dimgraph import dist  # noqa: E402
+from dimgraph.compile.random import RandomStream, rng  # noqa: E402,F401
+from dimgraph.core.random import rng_state, seed_state  # noqa: E402,F401
+from dimgraph.labeled.distributions import log_softmax, softmax  # noqa: E402,F401

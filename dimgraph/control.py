@@ -18,6 +18,7 @@ from dimgraph.core.graph import Constant, Variable
 from dimgraph.core.ifelse import ifelse as core_ifelse
 from dimgraph.core.loop import loop_from_graph, scan_from_graph
 from dimgraph.core.math import eq, ge
+from dimgraph.core.random import is_rng_state
 from dimgraph.core.shape import ShapeI
 from dimgraph.core.subtensor import getitem
 from dimgraph.core.type import TensorType
@@ -51,7 +52,10 @@ class _Body:
         self.index = tensor("i", (), "int64")
         self.user_states, self.states, self.init = [], [], []
         for k, v in enumerate(init):
-            if labeled:
+            if labeled and is_rng_state(v):  # an RNG state is positional in every mode
+                user = pos = v.type.make_variable(name=v.name)
+                (outer,) = self.outer.run([v])
+            elif labeled:
                 user = LabeledType(v.type.dtype, v.type.dims).make_variable(name=v.name)
                 pos = TensorType(v.type.dtype, tuple(d.size for d in v.type.dims)).make_variable(name=v.name)
                 self.inner.memo[id(user)] = pos
@@ -69,7 +73,10 @@ class _Body:
         checked = []
         for k, (v, out) in enumerate(zip(init, outs)):
             label = _state_label(k, v)
-            if self.labeled:
+            if is_rng_state(v):
+                if not is_rng_state(out):
+                    raise TypeError(f"{self.name}: the step returns {out!r} for {label}, expected the next RNG state")
+            elif self.labeled:
                 if not is_labeled(out):
                     out = labeled_constant(out) if not isinstance(out, Variable) else out
                 if not is_labeled(out):
@@ -81,9 +88,9 @@ class _Body:
                     )
                 if out.type.dims != v.type.dims:
                     out = out.transpose(*v.type.dims)
-            else:
+            elif not isinstance(out, Variable) or isinstance(v.type, TensorType):
                 out = as_tensor(out)
-            if out.type.dtype != v.type.dtype:
+            if getattr(out.type, "dtype", None) != getattr(v.type, "dtype", None):
                 raise TypeError(
                     f"{self.name}: {label} has dtype {v.type.dtype} before a step but {out.type.dtype} after it; "
                     f"a state keeps its dtype (use .astype({v.type.dtype!r}) in the step)"
@@ -102,7 +109,7 @@ class _Body:
 
 
 def _labeled_mode(values, what):
-    flags = [is_labeled(v) for v in values if isinstance(v, Variable)]
+    flags = [is_labeled(v) for v in values if isinstance(v, Variable) and not is_rng_state(v)]
     if any(flags) and not all(flags):
         raise TypeError(f"{what}: mix of labeled and positional states/sequences; convert with dg.from_positional or .to_positional()")
     return any(flags)
@@ -141,7 +148,7 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     >>> eps = dg.labeled("eps", dims=(t,))
     >>> final, trace = dg.scan(lambda x, e: 0.5 * x + e, init=dg.constant(0.0, dims=()), sequences=eps, dim=t)
     >>> out = dg.function([eps], trace)(np.array([1.0, 2.0, 3.0]))
-    >>> out.dims, out.values.tolist(), list(out.t.values)
+    >>> out.dims, out.values.tolist(), out.t.values.tolist()
     (('t',), [1.0, 2.5, 4.25], ['a', 'b', 'c'])
     """
     init, single = _as_list(init)
@@ -152,7 +159,7 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     if labeled:
         init = [v if isinstance(v, Variable) else labeled_constant(v) for v in init]
     else:
-        init = [as_tensor(v) for v in init]
+        init = [v if isinstance(v, Variable) else as_tensor(v) for v in init]
     body = _Body(name, init, labeled)
     seq_outer, seq_inner, slices = [], [], []
     if labeled:
@@ -212,8 +219,8 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     new = body.new_states(outs, init)
     finals, traces = scan_from_graph(body.index, body.states, seq_inner, new, n, body.init, seq_outer, name=name)
     if labeled:
-        finals = [from_positional(f, v.type.dims) for f, v in zip(finals, init)]
-        traces = [from_positional(t, (dim, *v.type.dims)) for t, v in zip(traces, init)]
+        finals = [f if is_rng_state(v) else from_positional(f, v.type.dims) for f, v in zip(finals, init)]
+        traces = [t if is_rng_state(v) else from_positional(t, (dim, *v.type.dims)) for t, v in zip(traces, init)]
     return (finals[0], traces[0]) if single else (finals, traces)
 
 

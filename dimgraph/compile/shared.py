@@ -16,13 +16,43 @@ from dimgraph.core.variable import TensorVariable
 
 
 class SharedContext:
-    """A store of shared-variable values; functions called with `ctx=` read and update only it."""
+    """A store of shared-variable values; functions called with `ctx=` read and update only it.
 
-    def __init__(self):
+    RNG states (`dg.rng`) start in each context from the context's `seed` (fresh
+    entropy when None) and the stream's own seed, so two contexts draw independent
+    numbers; the default context uses the streams' seeds alone.
+    """
+
+    def __init__(self, seed=None):
         self._values = {}
+        self.seed_sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
 
     def get(self, var):
-        return self._values.get(var, var.initial_value)
+        found = self._values.get(var, _UNSET)
+        if found is _UNSET:
+            start = getattr(var, "initial_value_in", None)
+            found = var.initial_value if start is None else start(self)
+        return found
+
+    def spawn(self, n):
+        """`n` child contexts (for processes or chains): the values set here, and independent RNG streams.
+
+        Children draw from `SeedSequence.spawn`, so `SharedContext(seed=s).spawn(n)` is reproducible.
+
+        >>> import dimgraph as dg, numpy as np
+        >>> rng = dg.rng(0)
+        >>> f = dg.function([], rng.normal(0.0, 1.0))
+        >>> a, b = dg.SharedContext(seed=1).spawn(2)
+        >>> float(f(ctx=a)) != float(f(ctx=b))
+        True
+        """
+        root = self.seed_sequence if self.seed_sequence is not None else np.random.SeedSequence()
+        children = []
+        for seq in root.spawn(n):
+            child = SharedContext(seq)
+            child._values = {k: v for k, v in self._values.items() if getattr(k, "initial_value_in", None) is None}
+            children.append(child)
+        return children
 
     def set(self, var, value):
         self._values[var] = var.input_spec.convert(value).copy()
@@ -31,7 +61,9 @@ class SharedContext:
         return var in self._values
 
 
-DEFAULT_CONTEXT = SharedContext()
+_UNSET = object()
+DEFAULT_CONTEXT = SharedContext.__new__(SharedContext)  # no SeedSequence: RNG streams start from their own seeds
+DEFAULT_CONTEXT._values, DEFAULT_CONTEXT.seed_sequence = {}, None
 
 
 class SharedMixin:

@@ -57,3 +57,5 @@ from dimgraph.core.variable import TensorConstant, TensorVariable
 from dimgraph.core.inner import InnerGraph  # noqa: F401,E402
 from dimgraph.core.loop import Loop, Scan  # noqa: F401,E402
 from dimgraph.core.ifelse import IfElse, ifelse  # noqa: F401,E402
+from dimgraph.core.opfromgraph import OpFromGraph, op_from_graph  # noqa: F401,E402
+from dimgraph.core.random import RandomDraw, RNGStateType, random_draw, rng_state, seed_state  # noqa: F401

@@ -38,7 +38,9 @@ def _is_float_tensor(var) -> bool:
 
 
 @dataclass(frozen=True)
-class _LoopOp(Op):
+class LoopOp(Op):
+    """What Loop and Scan share: the body, the states, stepping (`perform`), shapes; backends register this class."""
+
     body: InnerGraph
     n_states: int
     name: str = field(default="loop", compare=False)
@@ -119,13 +121,15 @@ def check_state_shape(name, k, old, new):
 
 
 @dataclass(frozen=True)
-class Scan(_LoopOp):
-    """Outputs: every state's last value, then every state's trace (values after each step, stacked first)."""
+class Scan(LoopOp):
+    """Outputs: every state's last value, then every tensor state's trace (values after each step, stacked first)."""
 
     name: str = field(default="scan", compare=False)
 
     def _traced(self):
-        return tuple(range(self.n_states))
+        """Every tensor state (a state of another type, an RNG state, has no trace)."""
+        types = self.body.input_types[1 : 1 + self.n_states]
+        return tuple(k for k, t in enumerate(types) if isinstance(t, TensorType))
 
     def make_node(self, n_steps, *rest):
         return self._make(n_steps, rest[: self.n_states], rest[self.n_states :])
@@ -139,15 +143,20 @@ class Scan(_LoopOp):
         Stored for the backward pass: the trace of every state (a Scan's outputs),
         joined after the initial state into `all_k` of length n+1, so the state
         before step t is `all_k[t]`. The backward scan runs t = n-1 .. 0 with
-        states (gradient of each float state, accumulated gradient of each float
-        constant); each step re-runs the body on `all_k[t]` and takes its
-        vector-Jacobian product. Integer states and constants get no gradient.
+        states: the gradient of each float state, the accumulated gradient of
+        each float constant, and, for a constant read only as `c[i]` (a
+        sequence), the gradient of that step's slice, whose trace reversed is
+        the sequence's gradient (no dense accumulator per step). Each step
+        re-runs the body on `all_k[t]` and takes its vector-Jacobian product.
+        Integer states and constants get no gradient.
         """
         from dimgraph.core.basic import tensor
         from dimgraph.core.gradient import vjp
+        from dimgraph.core.graph import clone_graph
         from dimgraph.core.join import concatenate
-        from dimgraph.core.shape_ops import expand_dims, zeros_like
-        from dimgraph.core.subtensor import getitem
+        from dimgraph.core.shape import shape_of
+        from dimgraph.core.shape_ops import expand_dims, zeros, zeros_like
+        from dimgraph.core.subtensor import getitem, inc_subtensor
 
         ns = self.n_states
         n, init, consts = inputs[0], inputs[1 : 1 + ns], inputs[1 + ns :]
@@ -157,32 +166,42 @@ class Scan(_LoopOp):
             if not isinstance(v.type, TensorType):
                 raise NonDifferentiable(f"{self.name}: state {k} of type {v.type} has no gradient through the scan")
         fs = [k for k in range(ns) if _is_float_tensor(init[k])]
-        fc = [j for j, c in enumerate(consts) if _is_float_tensor(c)]
+        reads = sequence_reads(self.body, ns)
+        fc = [j for j, c in enumerate(consts) if _is_float_tensor(c) and j not in reads]
+        fq = [j for j, c in enumerate(consts) if _is_float_tensor(c) and j in reads]
         all_states = [concatenate([expand_dims(init[k], 0), traces[k]], axis=0) for k in range(ns)]
         used_trace = [m for m, k in enumerate(fs) if not _is_zeros(g_trace[k])]
 
         i = tensor("i", (), "int64")
         g_s = [init[k].type.make_variable(name=f"g_state{k}") for k in fs]
         acc = [consts[j].type.make_variable(name=f"g_const{j}") for j in fc]
+        g_sl = [tensor(f"g_slice{j}", consts[j].type.shape[1:], consts[j].type.dtype) for j in fq]
         n_in = tensor("n", (), n.type.dtype)
         all_in = [v.type.make_variable() for v in all_states]
         gt_in = [g_trace[fs[m]].type.make_variable() for m in used_trace]
         c_in = [c.type.make_variable() for c in consts]
         t = (n_in - 1 - i).astype("int64")
         prev = [getitem(a, t) for a in all_in]
-        new = self.body.apply([t, *prev, *c_in])
+        slices = {j: getitem(c_in[j], t) for j in fq}
+        replace = dict(zip(self.body.inputs, [t, *prev, *c_in]))
+        for j in fq:
+            for read in reads[j]:
+                replace[read] = slices[j]
+        _, new, _ = clone_graph(self.body.outputs, self.body.inputs, replace=replace)
         cot = list(g_s)
         for pos, m in enumerate(used_trace):
             cot[m] = cot[m] + getitem(gt_in[pos], t)
-        grads = vjp([new[k] for k in fs], cot, [prev[k] for k in fs] + [c_in[j] for j in fc], disconnected="zero")
-        new_acc = [a + g for a, g in zip(acc, grads[len(fs) :])]
-        finals, _ = scan_from_graph(
+        wrt = [prev[k] for k in fs] + [c_in[j] for j in fc] + [slices[j] for j in fq]
+        grads = vjp([new[k] for k in fs], cot, wrt, disconnected="zero")
+        nf, nc = len(fs), len(fc)
+        new_acc = [a + g for a, g in zip(acc, grads[nf : nf + nc])]
+        finals, back_traces = scan_from_graph(
             i,
-            g_s + acc,
+            g_s + acc + g_sl,
             [n_in, *all_in, *gt_in, *c_in],
-            grads[: len(fs)] + new_acc,
+            grads[:nf] + new_acc + grads[nf + nc :],
             n,
-            [g_final[k] for k in fs] + [zeros_like(consts[j]) for j in fc],
+            [g_final[k] for k in fs] + [zeros_like(consts[j]) for j in fc] + [zeros(shape_of(consts[j])[1:], consts[j].type.dtype) for j in fq],
             [n, *all_states, *[g_trace[fs[m]] for m in used_trace], *consts],
             name=f"grad of {self.name}",
         )
@@ -190,8 +209,34 @@ class Scan(_LoopOp):
         for pos, k in enumerate(fs):
             result[1 + k] = finals[pos]
         for pos, j in enumerate(fc):
-            result[1 + ns + j] = finals[len(fs) + pos]
+            result[1 + ns + j] = finals[nf + pos]
+        for pos, j in enumerate(fq):
+            per_step = back_traces[nf + nc + pos]  # step t's slice gradient at position n-1-t
+            whole = zeros_like(consts[j])
+            result[1 + ns + j] = inc_subtensor(whole[:n], per_step[::-1])
         return result
+
+
+def sequence_reads(body, n_states):
+    """{constant position: its reads} for the constants the body reads only as `c[i]` (i the step number)."""
+    from dimgraph.core.subtensor import Subtensor
+
+    index = body.inputs[0]
+    full = ("slice", None, None, None)
+    users = {id(p): (j, []) for j, p in enumerate(body.inputs[1 + n_states :])}
+    bad = set()
+    for node in body.nodes():
+        for pos, v in enumerate(node.inputs):
+            found = users.get(id(v))
+            if found is None:
+                continue
+            op = node.op
+            if pos == 0 and isinstance(op, Subtensor) and len(node.inputs) == 2 and node.inputs[1] is index and op.index[0] == "?" and all(p == full for p in op.index[1:]):
+                found[1].append(node.outputs[0])
+            else:
+                bad.add(found[0])
+    bad.update(j for j, p in enumerate(body.inputs[1 + n_states :]) if any(o is p for o in body.outputs))
+    return {j: reads for j, reads in users.values() if reads and j not in bad}
 
 
 def _is_zeros(g) -> bool:
@@ -205,7 +250,7 @@ def _is_zeros(g) -> bool:
 
 
 @dataclass(frozen=True)
-class Loop(_LoopOp):
+class Loop(LoopOp):
     """Outputs: every state's last value, then the traces of the states in `traced`.
 
     `until=k`: state k is a boolean checked before each step; the loop stops when it is False.
@@ -246,7 +291,7 @@ def scan_from_graph(index, states, consts, new_states, n_steps, init, const_valu
     """Apply a Scan whose body maps placeholders `(index, *states, *consts)` to `new_states`.
 
     Outer values the body reads beside its placeholders become extra constants
-    (found by `free_inputs`). Returns `(finals, traces)`.
+    (found by `free_inputs`). Returns `(finals, traces)`, traces[k] None for a non-tensor state.
     """
     from dimgraph.core.basic import as_tensor
 
@@ -257,8 +302,12 @@ def scan_from_graph(index, states, consts, new_states, n_steps, init, const_valu
             raise TypeError(f"{name}: state {k} is {p.type} before a step but {v.type} after it")
     free = free_inputs(new_states, placeholders)
     body = InnerGraph(placeholders + free, new_states)
-    outs = Scan(body, len(states), name=name).make_node(n_steps, *init, *const_values, *free).outputs
-    return outs[: len(states)], outs[len(states) :]
+    op = Scan(body, len(states), name=name)
+    outs = op.make_node(n_steps, *init, *const_values, *free).outputs
+    traces = [None] * len(states)
+    for m, k in enumerate(op._traced()):
+        traces[k] = outs[len(states) + m]
+    return outs[: len(states)], traces
 
 
 def loop_from_graph(index, states, consts, new_states, n_steps, init, const_values, until=None, name="loop"):

@@ -70,6 +70,59 @@ class PickedCoord:
         return self.dims, np.asarray(labels)[np.asarray(positions, dtype=np.int64)]
 
 
+class InputCoords:
+    """The non-index coords that the DataArray given for input `k` carries (known only per call).
+
+    `intact`: the names of the input's dims that reach the output with every position in place
+    (no selection, reorder or rename on the way); a coord is kept when its dims are among
+    them and its sizes match the output's, as xarray arithmetic keeps operands' coords.
+    """
+
+    __slots__ = ("k", "intact", "labels")
+
+    def __init__(self, k, intact, labels):
+        self.k, self.intact = k, frozenset(intact)
+        self.labels = labels  # {dim name: the Dim's coords}: the order the input was gathered into
+
+    @property
+    def dims(self):
+        return tuple(sorted(self.intact))
+
+    def same_as(self, other):
+        return isinstance(other, InputCoords) and other.k == self.k and other.intact == self.intact
+
+    def narrowed(self, names):
+        return self if self.intact <= names else InputCoords(self.k, self.intact & names, self.labels)
+
+    def evaluate(self, inputs, sizes):
+        """[(name, coord variable)] of the input DataArray's non-index coords that fit the output."""
+        raw = inputs[self.k]
+        coords = getattr(raw, "coords", None)
+        if coords is None or len(coords) == len(raw.indexes):
+            return []
+        out = []
+        for name, coord in coords.items():
+            if name in raw.indexes or not set(coord.dims) <= self.intact:
+                continue
+            if all(sizes.get(d) == n for d, n in zip(coord.dims, coord.shape)):
+                out.append((name, self._in_dim_order(raw, coord.variable)))
+        return out
+
+    def _in_dim_order(self, raw, coord):
+        """`coord` gathered as the input was, where the DataArray held a Dim's labels in another order."""
+        for d in coord.dims:
+            labels, index = self.labels.get(d), raw.indexes.get(d)
+            if labels is not None and index is not None and not index.equals(labels):
+                coord = coord.isel({d: index.get_indexer(labels)})
+        return coord
+
+
+def _narrow(coords, names, touched=frozenset()):
+    """`coords` with each InputCoords limited to the dims in `names` and not in `touched`."""
+    keep = names - touched
+    return {n: c.narrowed(keep) if isinstance(c, InputCoords) else c for n, c in coords.items()}
+
+
 def _merge(parts, out_dims):
     """xarray's merge of operands' non-index coords: equal ones kept, conflicting ones dropped."""
     names = {d.name for d in out_dims}
@@ -81,9 +134,12 @@ def _merge(parts, out_dims):
             prev = merged.get(name)
             if prev is None:
                 merged[name] = coord
+            elif isinstance(prev, InputCoords) and isinstance(coord, InputCoords):
+                merged[name] = prev.narrowed(coord.intact)  # one input reached by two paths: what both kept
             elif not prev.same_as(coord):
                 del merged[name]
                 dropped.add(name)
+    merged = _narrow(merged, names)
     return {n: c for n, c in merged.items() if n not in names and set(c.dims) <= names}
 
 
@@ -91,7 +147,8 @@ def _isel_coords(node, found, inputs, positions):
     from dimgraph.labeled.indexing import entry_inputs
 
     x, *indexers = node.inputs
-    out = dict(found.get(id(x), {}))
+    touched = {d.name for d, e in zip(x.type.dims, node.op.entries) if e[0] != "slice" or e[1:4] != (None, None, None)}
+    out = _narrow(found.get(id(x), {}), {d.name for d in x.type.dims}, touched)
     for d, entry, ins in zip(x.type.dims, node.op.entries, entry_inputs(node.op.entries, indexers)):
         if d.coords is not None:
             labels = d.coords
@@ -146,7 +203,11 @@ def output_coords(var, inputs) -> dict:
     from dimgraph.labeled.ops import Squeeze
 
     positions = {id(v): k for k, v in enumerate(inputs)}
-    found = {}
+    found = {
+        id(v): {("input", k): InputCoords(k, (d.name for d in v.type.dims), {d.name: d.coords for d in v.type.dims if d.coords is not None})}
+        for k, v in enumerate(inputs)
+        if is_labeled(v)
+    }
     for node in toposort([var]):
         if not all(is_labeled(o) for o in node.outputs):
             continue

@@ -1,25 +1,29 @@
 """Labeled inputs and outputs of compiled functions: DataArray/NumPy in, DataArray out.
 
 `LabeledInput.convert` matches a DataArray's dims by name (transposing as
-needed), checks sizes and, when the Dim has coords, the coords; a NumPy array
-must come in declared dim order. `size_checks` catch a dim of unknown size
+needed), checks sizes and, when the Dim has coords, the coords (labels that
+are the Dim's in another order are gathered into the Dim's order; any other
+difference is an InputError); a NumPy array must come in declared dim order. `size_checks` catch a dim of unknown size
 that two inputs give different sizes. All of it runs before any computation.
 `LabeledOutput.wrap` builds the DataArray: coords from the Dims, or for a Dim
-without coords from the input DataArray that brought that dim.
+without coords from the input DataArray that brought that dim; string labels
+as `<U` arrays; the variable's name; non-index coords the input DataArrays
+carry along dims that reach the output untouched (xarray arithmetic's rule).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from dimgraph.lazy import pandas as pd
 
-from dimgraph.compile.io import cast_exact
+from dimgraph.compile.io import PYTHON_SCALARS, as_array, cast_exact, is_weak
 from dimgraph.core.graph import ancestors
 from dimgraph.errors import InputError
 from dimgraph.labeled.basic import is_dataarray
 from dimgraph.labeled.dims import ProductDim, derivation_of, fmt_dims
 from dimgraph.labeled.ops import is_labeled
 from dimgraph.lower.combine import ProductLabels
-from dimgraph.lower.coords import PickedCoord, output_coords
+from dimgraph.lower.coords import InputCoords, PickedCoord, output_coords
 
 
 def _first_difference(expected, got) -> str:
@@ -27,6 +31,14 @@ def _first_difference(expected, got) -> str:
         if not (u == v or (u != u and v != v)):
             return f"first difference at position {k}: expected {u!r}, got {v!r}"
     return f"expected {len(expected)} labels, got {len(got)}"
+
+
+def _permutation(index, coords):
+    """Positions in `index` of each of `coords` when `index` holds the same labels in another order, else None."""
+    if len(index) != len(coords) or not index.is_unique:
+        return None
+    order = index.get_indexer(coords)
+    return None if (order < 0).any() else order
 
 
 class LabeledInput:
@@ -59,13 +71,16 @@ class LabeledInput:
                     continue
                 index = value.indexes.get(d.name)
                 if index is not None and not index.equals(d.coords):
-                    raise InputError(
-                        f"input {self.name!r}: the coords of dim {d.name!r} disagree with the Dim's "
-                        f"({_first_difference(d.coords, index)})"
-                    )
+                    order = _permutation(index, d.coords)
+                    if order is None:
+                        raise InputError(
+                            f"input {self.name!r}: the coords of dim {d.name!r} disagree with the Dim's "
+                            f"({_first_difference(d.coords, index)}), and are not a reordering of them"
+                        )
+                    value = value.isel({d.name: order})  # the Dim's order: a gather before the call
             arr = np.asarray(value.values)
         else:
-            arr = np.asarray(value)
+            arr = as_array(self.name, value)
             if arr.ndim != len(dims):
                 raise InputError(
                     f"input {self.name!r}: expected an array with dims {fmt_dims(dims)} ({len(dims)} axes, "
@@ -74,10 +89,13 @@ class LabeledInput:
         for d, n in zip(dims, arr.shape):
             if d.size is not None and d.size != n:
                 raise InputError(f"input {self.name!r}: dim {d.name!r} has size {d.size}, got {n} entries along it")
-        return cast_exact(self.name, arr, self.type.dtype)
+        return cast_exact(self.name, arr, self.type.dtype, weak=is_weak(value))
 
     def trusted(self, value):
-        """`value` for a call with `trust_input=True`: a DataArray put in dims order, unchecked."""
+        """`value` for a call with `trust_input=True`: a DataArray put in dims order, unchecked
+        (a Python scalar becomes a 0-d array of the input's dtype)."""
+        if type(value) in PYTHON_SCALARS:
+            return np.asarray(value, dtype=self.type.dtype)
         if not is_dataarray(value):
             return value
         names = [d.name for d in self.type.dims]
@@ -89,7 +107,7 @@ class LabeledInput:
 class LabeledOutput:
     """Wraps a result array as a DataArray with the output's dims and coords."""
 
-    __slots__ = ("dims", "name", "sources", "extra", "products", "_per_call", "_templates")
+    __slots__ = ("dims", "name", "sources", "extra", "from_inputs", "static", "products", "_per_call", "_templates")
 
     def __init__(self, var, inputs):
         self.dims = var.type.dims
@@ -115,7 +133,12 @@ class LabeledOutput:
                 source, labels_from = derivation
                 maps.append(labels_from)
             self.sources[d.name] = (carriers, source.name, maps[::-1])
-        self.extra = output_coords(var, inputs)  # non-dimension coords, as xarray's indexing leaves them
+        extra = output_coords(var, inputs)  # non-dimension coords, as xarray's indexing leaves them
+        self.extra = {n: c for n, c in extra.items() if not isinstance(c, InputCoords)}
+        # non-dimension coords the input DataArrays bring (known per call), as xarray arithmetic keeps them
+        self.from_inputs = [c for c in extra.values() if isinstance(c, InputCoords)]
+        # Dim coords as xarray would hold them: strings as NumPy `<U` arrays (a pandas Index holds them as objects)
+        self.static = {d.name: coord_values(d.coords) for d in self.dims if d.coords is not None and not isinstance(d, ProductDim)}
         # ProductDims of run-time size: their MultiIndex is made per call (dimgraph.lower.combine)
         self.products = {d.name: ProductLabels(d, inputs) for d in self.dims if isinstance(d, ProductDim) and d.coords is None}
         self._per_call = any(isinstance(c, PickedCoord) for c in self.extra.values()) or bool(self.products)
@@ -126,7 +149,7 @@ class LabeledOutput:
     def wrap(self, value, inputs):
         import xarray as xr
 
-        found = {}
+        found, brought = {}, _brought(self.from_inputs, inputs, self.dims, value.shape) if self.from_inputs else {}
         for axis, d in enumerate(self.dims):
             carriers, source_name, maps = self.sources.get(d.name, ((), d.name, ()))
             for k in carriers:
@@ -135,9 +158,9 @@ class LabeledOutput:
                 for labels_from in maps:
                     index = None if index is None else labels_from(index)
                 if index is not None and len(index) == value.shape[axis]:
-                    found[d.name] = index.rename(d.name)
+                    found[d.name] = coord_values(index.rename(d.name))
                     break
-        per_call = found or self._per_call
+        per_call = found or brought or self._per_call
         template = None if per_call else self._templates.get(value.shape)
         if template is not None:
             return _from_template(template, value)
@@ -146,7 +169,7 @@ class LabeledOutput:
             if isinstance(d, ProductDim) and d.coords is not None:
                 coords.update(xr.Coordinates.from_pandas_multiindex(d.coords, d.name))
             elif d.coords is not None:
-                coords[d.name] = d.coords
+                coords[d.name] = self.static[d.name]
         coords.update(found)
         for axis, d in enumerate(self.dims):
             product = self.products.get(d.name)
@@ -157,10 +180,36 @@ class LabeledOutput:
             found_coord = coord.evaluate(inputs)
             if found_coord is not None:
                 coords[name] = found_coord
+        for name, coord in brought.items():
+            coords.setdefault(name, coord)
         out = xr.DataArray(value, dims=[d.name for d in self.dims], coords=coords or None, name=self.name)
         if not per_call and len(self._templates) < 8:
             self._templates[value.shape] = out.copy(deep=False, data=np.empty_like(value))
         return out
+
+
+def coord_values(index):
+    """The labels of `index` as xarray keeps them for a list of labels: strings as a `<U` array."""
+    if index.dtype.kind in "OT" and len(index) and pd.api.types.infer_dtype(index, skipna=False) == "string":
+        return np.asarray(index, dtype=str)
+    return index
+
+
+def _brought(recipes, inputs, dims, shape) -> dict:
+    """{name: coord} from the input DataArrays' non-index coords; coords two inputs disagree on are dropped."""
+    sizes = {d.name: n for d, n in zip(dims, shape)}
+    out, dropped = {}, set()
+    for recipe in recipes:
+        for name, coord in recipe.evaluate(inputs, sizes):
+            if name in dropped or name in sizes:
+                continue
+            prev = out.get(name)
+            if prev is None:
+                out[name] = coord
+            elif not prev.equals(coord):
+                del out[name]
+                dropped.add(name)
+    return out
 
 
 def _renamed_from(graph) -> dict:
@@ -251,13 +300,55 @@ def label_checks(inputs, outputs, labels):
     return checks
 
 
+def shared_size_checks(inputs, outputs, labels):
+    """Checks that an input and a labeled shared variable the outputs read agree on a dim of unknown size.
+
+    The shared value's size is known only when the call reads it from its context,
+    so the check runs then, before any work (else the kernel would fail with a ShapeError).
+    """
+    carriers = {}
+    for k, v in enumerate(inputs):
+        if is_labeled(v):
+            for axis, d in enumerate(v.type.dims):
+                if d.size is None:
+                    carriers.setdefault(d, (k, axis))
+    checks = []
+    given = {id(v) for v in inputs}
+    for v in ancestors(list(outputs)):
+        twin = getattr(v, "shared_twin", None)
+        if twin is None or id(v) in given:
+            continue
+        for axis, d in enumerate(v.type.dims):
+            if d in carriers:
+                checks.append(_SharedSizeCheck(d.name, carriers[d], labels, v.name or "a shared variable", twin, axis))
+    return checks
+
+
+class _SharedSizeCheck:
+    __slots__ = ("name", "where", "labels", "shared_name", "twin", "axis")
+
+    def __init__(self, name, where, labels, shared_name, twin, axis):
+        self.name, self.where, self.labels = name, where, labels
+        self.shared_name, self.twin, self.axis = shared_name, twin, axis
+
+    def __call__(self, arrays, raw, ctx=None):
+        k, a = self.where
+        n = arrays[k].shape[a]
+        m = np.shape(ctx.get(self.twin))[self.axis]
+        if n != m:
+            raise InputError(
+                f"input {self.labels[k]!r}: dim {self.name!r} has size {n}, but the shared variable "
+                f"{self.shared_name!r} has size {m} along it"
+            )
+
+
 class _PositionalLabelsCheck:
     __slots__ = ("name", "ks", "labels")
 
     def __init__(self, name, ks, labels):
         self.name, self.ks, self.labels = name, ks, labels
 
-    def __call__(self, arrays, raw):
+    def __call__(self, arrays, raw, ctx=None):
         import pandas as pd
 
         for k in self.ks:
@@ -277,7 +368,7 @@ class _SizeCheck:
     def __init__(self, name, where, labels, fixed):
         self.name, self.where, self.labels, self.fixed = name, where, labels, fixed
 
-    def __call__(self, arrays, raw):
+    def __call__(self, arrays, raw, ctx=None):
         (k0, a0), *rest = self.where
         n0 = arrays[k0].shape[a0]
         if self.fixed is not None and n0 != self.fixed:
@@ -301,7 +392,7 @@ class _CoordsCheck:
     def __init__(self, name, ks, labels):
         self.name, self.ks, self.labels = name, ks, labels
 
-    def __call__(self, arrays, raw):
+    def __call__(self, arrays, raw, ctx=None):
         first = None
         for k in self.ks:
             index = raw[k].indexes.get(self.name) if is_dataarray(raw[k]) else None

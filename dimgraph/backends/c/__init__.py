@@ -26,7 +26,8 @@ import ctypes
 
 import numpy as np
 
-from dimgraph.backends.c import emit_more  # noqa: F401  (registers the indexing, join, linalg and extra emitters)
+from dimgraph.backends.c import control  # noqa: F401  (loops and branches as host steps: issue 16)
+from dimgraph.backends.c import emit_more, random  # noqa: F401  (register the indexing, join, linalg, extra and random emitters)
 from dimgraph.backends.c.linalg import MATRIX_OPS  # (registers the matrix and Blockwise emitters)
 from dimgraph.backends.c.build import CCompileError, load  # noqa: F401
 from dimgraph.backends.c.emit import MissingEmitter, Operands, c_impl  # noqa: F401
@@ -78,6 +79,7 @@ def generate(fgraph):
     source = (
         HEADER
         + PRELUDE
+        + "".join(dict.fromkeys(impl.prelude for impl in impls))
         + "\n"
         + "\n".join(functions)
         + "\nint dg_run(char **P, const int64_t *M, const unsigned char *R) {\n"

@@ -47,6 +47,7 @@ class CImpl:
     code: Callable | None  # code(o) -> C statements; None: the plan does all the work
     plan: Callable  # plan(ctx, ins) -> (outs, operands, run)
     errors: list = field(default_factory=list)  # [(exception class, message)]: `o.fail(k)` raises errors[k]
+    prelude: str = ""  # file-scope C the kernel calls (printed once per translation unit)
 
 
 @singledispatch

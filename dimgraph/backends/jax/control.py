@@ -1,4 +1,5 @@
-"""JAX entries for control flow: `Loop`/`Scan` -> `lax.scan` / `lax.fori_loop` / `lax.while_loop`, `IfElse` -> `lax.cond`.
+"""JAX entries for control flow: `Loop`/`Scan` -> `lax.scan` / `lax.fori_loop` / `lax.while_loop`, `IfElse` -> `lax.cond`, a kept
+`OpFromGraph` traced inline.
 
 An inner graph becomes a pure function with `compiler.graph_function`, as a
 whole graph does. Run-time checks inside a body or a branch (`checks.py`)
@@ -20,7 +21,8 @@ from dimgraph.backends.jax.checks import collect, runtime_check
 from dimgraph.backends.jax.dispatch import is_static, jax_impl, static_int
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
-from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.loop import LoopOp
+from dimgraph.core.opfromgraph import OpFromGraph
 
 
 def _inner_function(graph):
@@ -35,8 +37,8 @@ def _inner_function(graph):
                 outs = fn(*args)
             except NeedsStatic as need:  # positions of the inner graph mean nothing outside it
                 raise need.error from None
-        return tuple(jnp.asarray(o) for o in outs), [jnp.asarray(ok, dtype=bool).reshape(()) for ok, _, _ in found.checks], [
-            (e, m) for _, e, m in found.checks
+        return tuple(jnp.asarray(o) for o in outs), [jnp.asarray(ok, dtype=bool).reshape(()) for ok, _, _, _ in found.checks], [
+            (e, m if d is None else m.format("an index")) for _, e, m, d in found.checks  # inner checks keep no detail
         ]
 
     return run
@@ -55,8 +57,7 @@ def _discover(fn, *args):
     return found
 
 
-@jax_impl.register(Scan)
-@jax_impl.register(Loop)
+@jax_impl.register(LoopOp)  # Loop and Scan
 def _loop(op, node):
     body = _inner_function(op.body)
     ns, traced, until = op.n_states, op._traced(), getattr(op, "until", None)
@@ -73,6 +74,8 @@ def _loop(op, node):
                     raise ValueError(f"{op.name}: state {k} has shape {old.shape} before a step and {new.shape} after it")
             return outs, tuple(a & b for a, b in zip(carry[1], oks))
 
+        if is_static(n) and int(n) <= 0:  # no step: the body is not traced (it may index empty sequences)
+            return list(states) + [jnp.zeros((0,) + states[k].shape, dtype=states[k].dtype) for k in traced]
         checks = _discover(body, jnp.asarray(0, dtype=jnp.int64), *states, *consts)
         carry = (states, tuple(jnp.asarray(True) for _ in checks))
         if until is not None:
@@ -130,3 +133,11 @@ def _ifelse(op, node):
         return list(outs)
 
     return lambda inputs: branch(inputs[0], inputs[1:])
+
+
+@jax_impl.register(OpFromGraph)
+def _op_from_graph(op, node):
+    from dimgraph.backends.jax.compiler import graph_function
+
+    graph = graph_function(FunctionGraph(op.graph.inputs, op.graph.outputs, clone=True))
+    return lambda inputs: graph(*inputs)

@@ -23,7 +23,7 @@ MERGE = GraphRewriter("merge", merge_graph, tags=("merge",))
 PHASES = [
     GlobalPhase("merge", [MERGE]),  # equal subgraphs -> one (linear, by structural key)
     # neutral elements, folding, useless ops, static shapes; Scan -> Loop, loop-invariant code motion;
-    # a Blockwise with no batch axes -> its core op
+    # a Blockwise without batch axes -> its core op
     LocalPhase("canonicalize", CANONICALIZE + CONTROL_CANONICALIZE + [blockwise_without_batch]),
     LocalPhase("stabilize", STABILIZE),  # log1p, expm1, log-sigmoid, logsumexp, softmax
     LocalPhase("specialize", SPECIALIZE),  # cheaper equivalents (x**2 -> sqr)

@@ -33,15 +33,32 @@ from dimgraph.core.type import TensorType
 LEAF = "leaf"
 
 
-@dataclass(frozen=True)
 class ENode:
-    """`op` applied to the classes `children` (their ids), output `index`; a leaf carries its variable."""
+    """`op` applied to the classes `children` (their ids), output `index`; a leaf carries its variable.
 
-    op: object
-    children: tuple
-    index: int = 0
-    leaf: object = field(default=None, compare=False, hash=False)
-    leaf_key: object = None  # identity for inputs, value for constants (as the merge phase keys them)
+    Immutable; its hash is computed once (ops hash by their parameters, which is not free).
+    """
+
+    __slots__ = ("op", "children", "index", "leaf", "leaf_key", "_hash")
+
+    def __init__(self, op, children, index=0, leaf=None, leaf_key=None):
+        self.op, self.children, self.index, self.leaf, self.leaf_key = op, children, index, leaf, leaf_key
+        self._hash = hash((op, children, index, leaf_key))
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        return (
+            self._hash == other._hash
+            and self.children == other.children
+            and self.index == other.index
+            and self.leaf_key == other.leaf_key
+            and self.op == other.op
+        )
+
+    def __repr__(self):
+        return f"ENode({self.op}, {self.children}, {self.index})"
 
 
 @dataclass
@@ -89,6 +106,8 @@ class EGraph:
         self.size_of = size_of  # (enode, egraph, out type) -> estimated elements
         self.pending = []  # classes whose parents must be re-canonicalized
         self.n_nodes = 0
+        self.banned = set()  # e-nodes extraction must not choose (forms a stabilize rule replaced)
+        self.applies = {}  # (e-node, input variable ids) -> an Apply of it on those inputs (node rewriters share it)
 
     # -- union-find --------------------------------------------------------
     def find(self, cid):
@@ -103,7 +122,8 @@ class EGraph:
     def canonical(self, enode):
         if enode.op == LEAF:
             return enode
-        return ENode(enode.op, tuple(self.find(c) for c in enode.children), enode.index)
+        children = tuple(self.find(c) for c in enode.children)
+        return enode if children == enode.children else ENode(enode.op, children, enode.index)
 
     def __getitem__(self, cid):
         return self.classes[self.find(cid)]
@@ -174,7 +194,7 @@ class EGraph:
         ca.parents.extend(cb.parents)
         ca.type = typ
         ca.size = min(ca.size, cb.size)
-        if _is_constant(cb.rep) and not _is_constant(ca.rep):
+        if _constness(cb.rep) > _constness(ca.rep):  # rules look for constants: show one when there is one
             ca.rep = cb.rep
         del self.classes[b]
         self.pending.append(a)
@@ -182,9 +202,13 @@ class EGraph:
 
     def rebuild(self):
         """Restore congruence: equal ops on (now) equal children become one class."""
+        if not self.pending:
+            return
+        touched = set()
         while self.pending:
             todo, self.pending = self.pending, []
             for cid in {self.find(c) for c in todo}:
+                touched.add(cid)
                 cls = self.classes.get(self.find(cid))
                 if cls is None:
                     continue
@@ -205,7 +229,11 @@ class EGraph:
                 cls = self.classes.get(self.find(cid))
                 if cls is not None:
                     cls.parents = [(self.canonical(e), self.find(p)) for e, p in cls.parents]
-        for cls in self.classes.values():
+        # a class's e-nodes change only when one of their children was merged: the parents of touched classes
+        stale = {self.find(p) for c in touched if self.find(c) in self.classes for _, p in self[c].parents}
+        stale |= {self.find(c) for c in touched}
+        for cid in stale:
+            cls = self.classes[cid]
             uniq = {}
             for e in cls.nodes:
                 uniq.setdefault(self.canonical(e), None)
@@ -230,7 +258,8 @@ class EGraph:
         return self.n_nodes
 
 
-def _is_constant(var):
-    return isinstance(var, Constant) or (
-        var.owner is not None and isinstance(var.owner.op, DimShuffle) and isinstance(var.owner.inputs[0], Constant)
-    )
+def _constness(var):
+    """2 for a constant, 1 for a DimShuffle of one (what `const_data` sees through), else 0."""
+    if isinstance(var, Constant):
+        return 2
+    return int(var.owner is not None and isinstance(var.owner.op, DimShuffle) and isinstance(var.owner.inputs[0], Constant))

@@ -14,14 +14,15 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from dimgraph.core.rewriting.egraph.cost import estimate_size
+from dimgraph.core.rewriting.egraph.cost import MASK_FRACTION, estimate_size
 from dimgraph.core.rewriting.egraph.egraph import LEAF, EGraph
 from dimgraph.core.rewriting.egraph.extract import ExtractionError, build, choose
-from dimgraph.core.rewriting.egraph.rules import EGRAPH_RULES
+from dimgraph.core.rewriting.egraph.rules import EGRAPH_RULES, ERule
 from dimgraph.core.rewriting.egraph.translate import NodeRewrite, PatRewrite
+from dimgraph.core.rewriting.engine import LocalPhase
 from dimgraph.core.rewriting.pattern import Rule
 
-DEFAULTS = {"node_limit": 20_000, "time_limit": 5.0, "iter_limit": 30}
+DEFAULTS = {"node_limit": 20_000, "time_limit": 5.0, "iter_limit": 30, "mask_fraction": MASK_FRACTION}
 
 
 @dataclass
@@ -45,11 +46,14 @@ class EGraphReport:
         )
 
 
-def _size_of(enode, eg, out_type):
-    if enode.op == LEAF:
-        return estimate_size(None, out_type, [], [])
-    children = [eg[c] for c in enode.children]
-    return estimate_size(enode.op, out_type, [c.type for c in children], [c.size for c in children])
+def _sizer(mask_fraction):
+    def size_of(enode, eg, out_type):
+        if enode.op == LEAF:
+            return estimate_size(None, out_type, [], [])
+        children = [eg[c] for c in enode.children]
+        return estimate_size(enode.op, out_type, [c.type for c in children], [c.size for c in children], mask_fraction)
+
+    return size_of
 
 
 class _Tagged:
@@ -70,7 +74,16 @@ class EGraphPhase:
         if unknown:
             raise ValueError(f"rewrites['egraph']: unknown options {sorted(unknown)}; expected {sorted(DEFAULTS)}")
         self.options = {**DEFAULTS, **(options or {})}
-        self.rewriters = [rw for phase in self.phases for rw in phase.rewriters]
+        for key, value in self.options.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"rewrites['egraph']: {key} must be a non-negative number, got {value!r}")
+        if not 0 < self.options["mask_fraction"] <= 1:
+            raise ValueError(f"rewrites['egraph']: mask_fraction must be in (0, 1], got {self.options['mask_fraction']!r}")
+        rewriters = [rw for phase in self.phases for rw in phase.rewriters]
+        # Control-flow rewrites read the graph's clients (which traces are read), a fact of one graph
+        # and not of an e-graph: they run on the extracted graph, as a canonicalize phase of their own.
+        self.rewriters = [rw for rw in rewriters if "control" not in rw.tags]
+        self.after = LocalPhase("canonicalize", [rw for rw in rewriters if "control" in rw.tags])
 
     def _rules(self, spec):
         rules = []
@@ -80,8 +93,7 @@ class EGraphPhase:
             rules.append(PatRewrite(rw) if isinstance(rw, Rule) else NodeRewrite(rw))
         for rule in EGRAPH_RULES:
             if spec.enabled(_Tagged(rule.name)):
-                rule.done = set()
-                rules.append(rule)
+                rules.append(ERule(rule.name, rule.fn, rule.tracks))  # a fresh memory of what it tried
         return rules
 
     def run(self, fgraph, ctx):
@@ -105,10 +117,11 @@ class EGraphPhase:
             if new is not old and old in fgraph.clients:
                 fgraph.replace(old, new, reason="egraph")
                 ctx.changed = True
+        self.after.run(fgraph, ctx)
 
     def _saturate_and_extract(self, fgraph, ctx, report, start):
         opts = self.options
-        eg = EGraph(_size_of)
+        eg = EGraph(_sizer(opts["mask_fraction"]))
         for v in fgraph.inputs:
             eg.add_leaf(v)
         roots = eg.add_graph(fgraph.outputs)
@@ -133,7 +146,7 @@ class EGraphPhase:
                 check()
             if not changed:
                 break
-        best = choose(eg)
+        best = choose(eg, opts["mask_fraction"])
         outputs = build(eg, best, roots)
         report.cost = sum(best[eg.find(r)][0] for r in set(eg.find(r) for r in roots))
         for old, new in zip(fgraph.outputs, outputs):

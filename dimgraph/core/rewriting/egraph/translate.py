@@ -7,16 +7,24 @@ Two mechanical translations:
   term equal to the log's input is an `add` of 1, not only the one written. The
   replacement function gets each bound class's representative variable (its
   `rep`), builds its graph as in the phase order, and the result joins the class.
+  A stabilize rule is not a mere equality: the e-node it matched (the form that
+  overflows or cancels) is banned from extraction, as the phase order never keeps
+  it, even where it would be cheaper (logsumexp without its max shift).
 - `NodeRewrite`: a plain node rewriter (`constant_fold`, `dimshuffle_chain`, ...).
-  It is offered each e-node rebuilt on its children's representatives: it sees
-  one term per child class, so a structural match that needs a non-representative
-  member is missed (the rules that matter for ordering are `Pat` rules).
+  It is offered each e-node rebuilt on members of its children's classes (the
+  representative and the term behind each other e-node, at most
+  `MAX_COMBINATIONS` combinations), so it sees one level of alternatives; a match
+  that needs an alternative two levels down is missed.
 
 Both keep the phase order's guards: a replacement of another dtype or contradicting
 static shape is declined, and so is one that would lose static sizes.
 """
 
 from __future__ import annotations
+
+import itertools
+
+import numpy as np
 
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.graph import Apply
@@ -25,8 +33,6 @@ from dimgraph.core.rewriting.engine import _pairs
 from dimgraph.core.rewriting.pattern import COMMUTATIVE, Rule
 from dimgraph.core.scalar import ScalarOp
 from dimgraph.core.type import TensorType
-
-import numpy as np
 
 
 def ematch(eg, pat, cid, bound):
@@ -50,23 +56,28 @@ def ematch(eg, pat, cid, bound):
             yield bound
         return
     for enode in list(eg[cid].nodes):
-        op = enode.op
-        if op == LEAF:
-            continue
-        if pat.kind == "elem":
-            if not (isinstance(op, Elemwise) and type(op.scalar_op) is ScalarOp and op.scalar_op.name == pat.name):
-                continue
-            orders = [enode.children]
-            if pat.name in COMMUTATIVE and len(enode.children) == 2:
-                orders.append(enode.children[::-1])
-            b0 = bound
-        else:
-            if not isinstance(op, pat.value) or (pat.where is not None and not pat.where(op)):
-                continue
-            orders = [enode.children[: len(pat.args)]]
-            b0 = bound if pat.name is None else {**bound, pat.name: op}
-        for children in orders:
-            yield from _match_args(eg, pat.args, children, b0)
+        yield from ematch_enode(eg, pat, enode, bound)
+
+
+def ematch_enode(eg, pat, enode, bound):
+    """The extensions of `bound` under which the e-node `enode` matches `pat` (an `elem` or `node` pattern)."""
+    op = enode.op
+    if op == LEAF:
+        return
+    if pat.kind == "elem":
+        if not (isinstance(op, Elemwise) and type(op.scalar_op) is ScalarOp and op.scalar_op.name == pat.name):
+            return
+        orders = [enode.children]
+        if pat.name in COMMUTATIVE and len(enode.children) == 2:
+            orders.append(enode.children[::-1])
+        b0 = bound
+    else:
+        if not isinstance(op, pat.value) or (pat.where is not None and not pat.where(op)):
+            return
+        orders = [enode.children[: len(pat.args)]]
+        b0 = bound if pat.name is None else {**bound, pat.name: op}
+    for children in orders:
+        yield from _match_args(eg, pat.args, children, b0)
 
 
 def _match_args(eg, pats, children, bound):
@@ -109,16 +120,18 @@ class PatRewrite:
     def __init__(self, rule: Rule):
         self.rule = rule
         self.name = rule.name
+        self.stabilizes = "stabilize" in rule.tags
         self.done = set()
 
     def run(self, eg, stats):
         changed = False
         rule = self.rule
         matches = []
-        for cid in list(eg.classes):
-            for bound in ematch(eg, rule.pattern, cid, {}):
-                matches.append((cid, bound))
-        for cid, bound in matches:
+        for cid, cls in list(eg.classes.items()):
+            for enode in list(cls.nodes):
+                for bound in ematch_enode(eg, rule.pattern, enode, {}):
+                    matches.append((cid, enode, bound))
+        for cid, enode, bound in matches:
             cid = eg.find(cid)
             key = (cid, tuple(sorted((k, eg.find(v) if isinstance(v, int) else v) for k, v in bound.items())))
             if key in self.done:
@@ -132,6 +145,9 @@ class PatRewrite:
             except (TypeError, ValueError):
                 continue  # the function could not build its graph on these terms
             changed |= join(eg, cid, new, self.name, stats)
+            if self.stabilizes and new is not None and eg.var_class.get(new) is not None:
+                if eg.find(eg.var_class[new]) == eg.find(cid):
+                    eg.banned.add(enode)  # the unstable form must not come back, however cheap
         return changed
 
 
@@ -149,27 +165,47 @@ class NodeRewrite:
         for cid, enode in [(c, e) for c, cls in list(eg.classes.items()) for e in cls.nodes]:
             if enode.op == LEAF or not isinstance(enode.op, self.tracks):
                 continue
-            reps = [eg[c].rep for c in enode.children]
-            key = (enode, tuple(id(r) for r in reps))
-            if key in self.done:
-                continue
-            self.done.add(key)
-            node = as_apply(eg, enode, reps)
-            if node is None:
-                continue
-            try:
-                result = self.rewriter.transform(None, node)
-            except (TypeError, ValueError, AttributeError):
-                continue
-            if result is None:
-                continue
-            for old, new in _pairs(node, result):
-                if new is None or old.index is None:
+            for inputs in itertools.islice(itertools.product(*(members(eg, c) for c in enode.children)), MAX_COMBINATIONS):
+                key = (enode, tuple(id(r) for r in inputs))
+                if key in self.done:
                     continue
-                target = eg.memo.get(eg.canonical(type(enode)(enode.op, enode.children, old.index)))
-                if target is not None:
-                    changed |= join(eg, target, new, self.name, stats)
+                self.done.add(key)
+                changed |= self._offer(eg, enode, inputs, stats)
         return changed
+
+    def _offer(self, eg, enode, inputs, stats):
+        node = as_apply(eg, enode, list(inputs))
+        if node is None:
+            return False
+        try:
+            result = self.rewriter.transform(None, node)
+        except (TypeError, ValueError, AttributeError):
+            return False
+        if result is None:
+            return False
+        changed = False
+        for old, new in _pairs(node, result):
+            if new is None or old.index is None:
+                continue
+            target = eg.memo.get(eg.canonical(type(enode)(enode.op, enode.children, old.index)))
+            if target is not None:
+                changed |= join(eg, target, new, self.name, stats)
+        return changed
+
+
+# A node rewriter is offered at most this many combinations of its inputs' class members.
+MAX_COMBINATIONS = 16
+
+
+def members(eg, cid):
+    """Variables computing class `cid`: its representative first, then the term behind each other e-node."""
+    cls = eg[cid]
+    out = {id(cls.rep): cls.rep}
+    for e in cls.nodes:
+        var = e.leaf if e.op == LEAF else eg.origin.get(e)
+        if var is not None and getattr(var, "type", None) == cls.type:
+            out.setdefault(id(var), var)
+    return list(out.values())
 
 
 def as_apply(eg, enode, reps):
@@ -177,8 +213,11 @@ def as_apply(eg, enode, reps):
     origin = eg.origin.get(enode)
     if origin is not None and origin.owner is not None and all(a is b for a, b in zip(origin.owner.inputs, reps)):
         return origin.owner
-    try:
-        node = enode.op.make_node(*reps)
-    except Exception:  # noqa: BLE001 - an op that cannot be rebuilt on these terms is skipped
-        return None
-    return node if isinstance(node, Apply) else None
+    key = (enode, tuple(id(r) for r in reps))
+    if key not in eg.applies:
+        try:
+            node = enode.op.make_node(*reps)
+        except Exception:  # noqa: BLE001 - an op that cannot be rebuilt on these terms is skipped
+            node = None
+        eg.applies[key] = (node if isinstance(node, Apply) else None, reps)  # reps kept alive: ids stay unique
+    return eg.applies[key][0]

@@ -1,0 +1,178 @@
+"""Flat parameter vectors for optimizers and samplers.
+
+`scipy.optimize.minimize`, samplers and most numerical libraries work on one
+float64 vector; a model names its parameters with dims. `FlatParams` is the
+layout between the two (each parameter's values in its dims order, one after
+the other, in the order given) and `flat_value_and_grad` compiles a labeled
+cost into `fn(theta, **data) -> (value, flat gradient)`, the form
+`minimize(fn, theta0, jac=True)` takes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dimgraph.errors import InputError
+
+
+class FlatParams:
+    """The layout of parameters (labeled or positional variables of static size) in one float64 vector.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> g = dg.Dim("g", coords=["a", "b"])
+    >>> layout = dg.FlatParams([dg.labeled("mu", dims=(g,)), dg.scalar("log_sigma")])
+    >>> theta = layout.ravel({"mu": np.array([1.0, 2.0]), "log_sigma": 0.5})
+    >>> theta.tolist(), layout.size
+    ([1.0, 2.0, 0.5], 3)
+    >>> layout.unravel(theta)["mu"].sel(g="b").item()
+    2.0
+    """
+
+    def __init__(self, params):
+        self.params = list(params)
+        self.names, self.shapes, self.slices = [], [], []
+        start = 0
+        for k, p in enumerate(self.params):
+            name = p.name or f"param {k}"
+            shape = tuple(getattr(p.type, "shape", ()))
+            if any(n is None for n in shape):
+                raise ValueError(
+                    f"flat parameters need static sizes: {name!r} has type {p.type}; give its dims a size"
+                )
+            if name in self.names:
+                raise ValueError(f"flat parameters: two parameters are named {name!r}")
+            size = math.prod(shape)
+            self.names.append(name)
+            self.shapes.append(shape)
+            self.slices.append(slice(start, start + size))
+            start += size
+        self.size = start
+
+    def ravel(self, values) -> np.ndarray:
+        """One float64 vector from `{name: value}` (DataArrays matched by dim name, or arrays in dims order)."""
+        missing = [n for n in self.names if n not in values]
+        if missing:
+            raise InputError(f"ravel: missing values for {missing}; the parameters are {self.names}")
+        theta = np.empty(self.size)
+        for p, name, shape, where in zip(self.params, self.names, self.shapes, self.slices):
+            theta[where] = self._in_dims_order(p, name, shape, values[name]).ravel()
+        return theta
+
+    def unravel(self, theta, batch_dims=()) -> dict:
+        """`{name: value}` from a flat vector: DataArrays for labeled parameters, arrays for positional ones.
+
+        With `batch_dims` (e.g. `("chain", "draw")`), `theta` has those leading axes (a
+        stack of vectors, such as posterior draws) and every value is a DataArray with
+        them first: the form `dg.function(..., map_extra_dims=True)` maps over.
+        """
+        theta = np.asarray(theta, dtype=np.float64)
+        if batch_dims:
+            return self._unravel_batch(theta, tuple(batch_dims))
+        theta = self.check(theta)
+        return {name: self._wrap(p, theta[where].reshape(shape)) for p, name, shape, where in zip(
+            self.params, self.names, self.shapes, self.slices)}  # fmt: skip
+
+    def _unravel_batch(self, theta, batch_dims):
+        import xarray as xr
+
+        lead = theta.shape[: len(batch_dims)]
+        if theta.ndim != len(batch_dims) + 1 or theta.shape[-1] != self.size:
+            raise InputError(
+                f"theta: expected shape (*{batch_dims}, {self.size}) for batch dims {batch_dims}, got {theta.shape}"
+            )
+        out = {}
+        for p, name, shape, where in zip(self.params, self.names, self.shapes, self.slices):
+            one = self._wrap(p, np.zeros(shape))  # the parameter's dims and coords
+            dims = one.dims if hasattr(one, "dims") else tuple(f"{name}_dim_{a}" for a in range(len(shape)))
+            coords = dict(one.coords) if hasattr(one, "coords") else {}
+            out[name] = xr.DataArray(theta[..., where].reshape(lead + shape), dims=batch_dims + tuple(dims), coords=coords)
+        return out
+
+    def arrays(self, theta) -> list:
+        """The parameters' arrays (dims order) as views into `theta`."""
+        return [theta[where].reshape(shape) for shape, where in zip(self.shapes, self.slices)]
+
+    def check(self, theta) -> np.ndarray:
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (self.size,):
+            raise InputError(f"theta: expected a vector of {self.size} values ({self.names}), got shape {theta.shape}")
+        return theta
+
+    @staticmethod
+    def _in_dims_order(p, name, shape, value):
+        if hasattr(value, "dims") and hasattr(p.type, "dims"):
+            from dimgraph.lower.io import LabeledInput
+
+            return LabeledInput(name, p.type).convert(value)
+        arr = np.asarray(value, dtype=np.float64)
+        if arr.shape != shape:
+            raise InputError(f"ravel: {name!r} needs shape {shape} (its dims order), got {arr.shape}")
+        return arr
+
+    @staticmethod
+    def _wrap(p, arr):
+        if hasattr(p.type, "dims"):
+            from dimgraph.lower.io import LabeledOutput
+
+            return LabeledOutput(p, [p]).wrap(arr, [None])
+        return arr
+
+
+class FlatFunction:
+    """`fn(theta, **data) -> (value, flat gradient)`; see `flat_value_and_grad`."""
+
+    def __init__(self, layout, function):
+        self.layout = layout
+        self.function = function
+
+    def __call__(self, theta, **data):
+        theta = self.layout.check(theta)
+        value, *grads = self.function(*self.layout.arrays(theta), **data)
+        flat = np.empty(self.layout.size)
+        for g, where in zip(grads, self.layout.slices):
+            flat[where] = np.ravel(g)
+        return float(value), flat
+
+    def ravel(self, values) -> np.ndarray:
+        return self.layout.ravel(values)
+
+    def unravel(self, theta, batch_dims=()) -> dict:
+        return self.layout.unravel(theta, batch_dims)
+
+    @property
+    def size(self) -> int:
+        return self.layout.size
+
+
+def flat_value_and_grad(cost, params, inputs=(), backend=None, **options):
+    """Compile a 0-d `cost` into `fn(theta, **data) -> (float, gradient vector)` over one flat vector.
+
+    `params` (labeled or positional, static sizes) are laid out in `theta` in order,
+    each in its dims order (`fn.ravel` / `fn.unravel` convert from and to named
+    DataArrays); `inputs` are the other inputs, given by keyword at each call.
+    The result is what `scipy.optimize.minimize(fn, theta0, jac=True)` takes (pass
+    the negated log density to maximise it).
+
+    >>> import dimgraph as dg, numpy as np
+    >>> g = dg.Dim("g", coords=["a", "b"])
+    >>> mu = dg.labeled("mu", dims=(g,))
+    >>> y = dg.labeled("y", dims=(g,))
+    >>> fn = dg.flat_value_and_grad(((mu - y) ** 2).sum(), [mu], inputs=[y])
+    >>> value, grad = fn(np.zeros(2), y=np.array([1.0, 2.0]))
+    >>> value, grad.tolist()
+    (5.0, [-2.0, -4.0])
+    """
+    from dimgraph.compile.function import function
+    from dimgraph.core.gradient import value_and_grad
+
+    layout = FlatParams(params)
+    value, grads = value_and_grad(cost, list(params))
+    outs = [_positional(value)] + [_positional(g) for g in grads]  # arrays out: no DataArray per call
+    f = function(list(params) + list(inputs), outs, backend=backend, **options)
+    return FlatFunction(layout, f)
+
+
+def _positional(v):
+    return v.to_positional() if hasattr(v.type, "dims") else v

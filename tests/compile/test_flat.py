@@ -1,0 +1,94 @@
+"""Flat parameter vectors: ravel/unravel round trips and (value, flat gradient) for scipy.optimize."""
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from scipy import optimize
+
+import dimgraph as dg
+
+group = dg.Dim("group", coords=["north", "south", "east"])
+k = dg.Dim("k", size=2)
+obs = dg.Dim("obs")
+MU = dg.labeled("mu", dims=(group, k))
+LOG_SIGMA = dg.scalar("log_sigma")
+LAYOUT = dg.FlatParams([MU, LOG_SIGMA])
+
+
+@given(arrays(np.float64, 7, elements=st.floats(-1e6, 1e6)))
+def test_ravel_unravel_round_trip(theta):
+    values = LAYOUT.unravel(theta)
+    assert values["mu"].dims == ("group", "k") and values["mu"].group.values.tolist() == ["north", "south", "east"]
+    np.testing.assert_array_equal(values["mu"].values, theta[:6].reshape(3, 2))
+    np.testing.assert_array_equal(LAYOUT.ravel(values), theta)
+    # a DataArray in another dim order is put in dims order
+    values["mu"] = values["mu"].transpose("k", "group")
+    np.testing.assert_array_equal(LAYOUT.ravel(values), theta)
+
+
+def _negative_logp():
+    y = dg.labeled("y", dims=(obs, group))
+    sigma = dg.exp(LOG_SIGMA)
+    resid = (y - MU.sum("k")) / sigma
+    return (0.5 * resid**2).sum() + y.sizes["obs"] * 3 * LOG_SIGMA, y
+
+
+DATA = xr.DataArray(
+    np.random.default_rng(1).normal([1.0, -2.0, 0.5], 0.7, size=(40, 3)),
+    dims=("obs", "group"),
+    coords={"group": ["north", "south", "east"]},
+)
+
+
+def test_value_and_flat_gradient_against_finite_differences(backend):
+    cost, y = _negative_logp()
+    fn = dg.flat_value_and_grad(cost, [MU, LOG_SIGMA], inputs=[y], backend=backend)
+    theta = np.linspace(-0.5, 0.7, 7)
+    value, grad = fn(theta, y=DATA)
+    assert isinstance(value, float) and grad.shape == (7,) and grad.dtype == np.float64
+    eps = 1e-6
+    numeric = [(fn(theta + eps * e, y=DATA)[0] - fn(theta - eps * e, y=DATA)[0]) / (2 * eps) for e in np.eye(7)]
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-6)
+
+
+def test_scipy_minimize_with_jac_finds_the_maximum_likelihood():
+    cost, y = _negative_logp()
+    fn = dg.flat_value_and_grad(cost, [MU, LOG_SIGMA], inputs=[y], backend="numba")
+    result = optimize.minimize(lambda theta: fn(theta, y=DATA), np.zeros(fn.size), jac=True, method="BFGS")
+    assert result.success
+    fit = fn.unravel(result.x)
+    means = DATA.mean("obs")
+    xr.testing.assert_allclose(fit["mu"].sum("k"), means, rtol=1e-5)
+    np.testing.assert_allclose(np.exp(fit["log_sigma"]), float(np.sqrt(((DATA - means) ** 2).mean())), rtol=1e-5)
+
+
+def test_flat_errors():
+    with pytest.raises(ValueError, match=r"static sizes: 'y'"):
+        dg.FlatParams([dg.labeled("y", dims=(obs,))])
+    with pytest.raises(ValueError, match="two parameters are named 'mu'"):
+        dg.FlatParams([MU, MU])
+    with pytest.raises(dg.InputError, match=r"expected a vector of 7 values .* got shape \(6,\)"):
+        LAYOUT.unravel(np.zeros(6))
+    with pytest.raises(dg.InputError, match=r"missing values for \['log_sigma'\]"):
+        LAYOUT.ravel({"mu": np.zeros((3, 2))})
+    with pytest.raises(dg.InputError, match=r"'log_sigma' needs shape \(\)"):
+        LAYOUT.ravel({"mu": np.zeros((3, 2)), "log_sigma": np.zeros(2)})
+    with pytest.raises(dg.InputError, match="input 'mu'"):
+        LAYOUT.ravel({"mu": xr.DataArray(np.zeros((3, 2)), dims=("group", "j")), "log_sigma": 0.0})
+
+
+def test_unravel_batches_of_vectors_into_dataarrays_with_batch_dims():
+    thetas = np.arange(2 * 5 * 7.0).reshape(2, 5, 7)
+    draws = LAYOUT.unravel(thetas, batch_dims=("chain", "draw"))
+    assert draws["mu"].dims == ("chain", "draw", "group", "k") and draws["log_sigma"].dims == ("chain", "draw")
+    assert draws["mu"].group.values.tolist() == ["north", "south", "east"]
+    for c in range(2):
+        for d in range(5):
+            one = LAYOUT.unravel(thetas[c, d])
+            xr.testing.assert_equal(draws["mu"].isel(chain=c, draw=d, drop=True), one["mu"])
+            assert float(draws["log_sigma"][c, d]) == float(one["log_sigma"])
+    with pytest.raises(dg.InputError, match=r"expected shape \(\*\('chain', 'draw'\), 7\)"):
+        LAYOUT.unravel(np.zeros((2, 7)), batch_dims=("chain", "draw"))

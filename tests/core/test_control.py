@@ -1,0 +1,493 @@
+"""Loops and branches: Scan/Loop vs a NumPy loop, gradients vs finite differences, lazy IfElse, merging, LICM.
+
+Every value test runs on each backend (the `backend` fixture); compiled
+functions are cached per backend at module level so hypothesis examples reuse them.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dimgraph as dg
+from dimgraph.core.fgraph import FunctionGraph
+from dimgraph.core.ifelse import IfElse
+from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.rewriting import rewrite_graph
+
+_CACHE = {}
+# the backend fixture only names a backend: nothing to reset between examples
+FIXTURE_OK = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def cached(key, build):
+    if key not in _CACHE:
+        _CACHE[key] = build()
+    return _CACHE[key]
+
+
+# -- a model with several states of different shapes and dtypes, sequences and constants ---------
+
+
+def _multi_state(backend):
+    x0 = dg.vector("x0", size=3)
+    k0 = dg.scalar("k0", dtype="int64")
+    seq = dg.matrix("seq", shape=(None, 3))
+    w = dg.scalar("w")
+
+    def step(x, k, row):
+        return dg.tanh(x * w) + row, k + 1
+
+    (xf, kf), (xt, kt) = dg.scan(step, init=[x0, k0], sequences=seq)
+    return dg.function([x0, k0, seq, w], [xf, kf, xt, kt], backend=backend)
+
+
+def _multi_state_oracle(x0, k0, seq, w):
+    x, k, xs, ks = x0.copy(), k0, [], []
+    for row in seq:
+        x, k = np.tanh(x * w) + row, k + 1
+        xs.append(x)
+        ks.append(k)
+    return x, k, np.array(xs).reshape(len(seq), 3), np.array(ks, dtype=np.int64)
+
+
+@FIXTURE_OK
+@given(n=st.sampled_from([0, 1, 7]), w=st.floats(-2, 2), seed=st.integers(0, 2**16))
+def test_scan_several_states_vs_numpy_loop(backend, n, w, seed):
+    f = cached(("multi", backend), lambda: _multi_state(backend))
+    rng = np.random.default_rng(seed)
+    x0, seq = rng.normal(size=3), rng.normal(size=(n, 3))
+    got = f(x0, 4, seq, w)
+    want = _multi_state_oracle(x0, 4, seq, w)
+    for g, e in zip(got, want):
+        assert g.dtype == np.asarray(e).dtype
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
+
+
+BODIES = {
+    "exp_sum": (lambda s, c: dg.log1p(dg.exp(-s)) + c, lambda s, c: np.log1p(np.exp(-s)) + c),
+    "cumulative": (lambda s, c: s + dg.core.cumsum(c), lambda s, c: s + np.cumsum(c)),
+    "reduce": (lambda s, c: s * 0.5 + (c * s).sum(), lambda s, c: s * 0.5 + (c * s).sum()),
+    "indexing": (lambda s, c: dg.core.concatenate([s[1:], s[:1]]) + c, lambda s, c: np.concatenate([s[1:], s[:1]]) + c),
+    "where": (lambda s, c: dg.core.where(s > 0, s - c, s + c), lambda s, c: np.where(s > 0, s - c, s + c)),
+}
+
+
+@pytest.mark.parametrize("body", sorted(BODIES))
+@FIXTURE_OK
+@given(n=st.sampled_from([0, 1, 5]), seed=st.integers(0, 2**16))
+def test_scan_bodies_from_op_families(backend, body, n, seed):
+    sym, ref = BODIES[body]
+
+    def build():
+        s0, c = dg.vector("s0", size=4), dg.vector("c", size=4)
+        final, trace = dg.scan(lambda s: sym(s, c), init=s0, n_steps=n)
+        return dg.function([s0, c], [final, trace], backend=backend)
+
+    f = cached((body, n, backend), build)
+    rng = np.random.default_rng(seed)
+    s0, c = rng.normal(size=4), rng.normal(size=4)
+    final, trace = f(s0, c)
+    s, want = s0, []
+    for _ in range(n):
+        s = ref(s, c)
+        want.append(s)
+    np.testing.assert_allclose(final, s, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(trace, np.array(want).reshape(n, 4), rtol=1e-10, atol=1e-12)
+
+
+def test_ar2_as_window_states(backend):
+    """Taps two steps back: AR(2) carries (x[t-1], x[t-2]) as two states."""
+    eps = dg.vector("eps")
+    a1, a2 = 0.6, -0.3
+
+    def step(x1, x2, e):
+        return a1 * x1 + a2 * x2 + e, x1
+
+    (last, _), (trace, _) = dg.scan(step, init=[dg.core.constant(1.0), dg.core.constant(0.5)], sequences=eps)
+    f = dg.function([eps], [last, trace], backend=backend)
+    e = np.random.default_rng(1).normal(size=20)
+    x = [0.5, 1.0]
+    for t in range(20):
+        x.append(a1 * x[-1] + a2 * x[-2] + e[t])
+    got_last, got_trace = f(e)
+    np.testing.assert_allclose(got_trace, x[2:], rtol=1e-12)
+    np.testing.assert_allclose(got_last, x[-1], rtol=1e-12)
+
+
+# -- Scan -> Loop ----------------------------------------------------------------------------------
+
+
+def test_scan_to_loop_keeps_only_read_traces_and_last_reads_become_states():
+    s0, c = dg.vector("s0", size=2), dg.scalar("c")
+    (a, b), (ta, tb) = dg.scan(lambda a, b: (a + c, b * c), init=[s0, s0], n_steps=4)
+    f = dg.function([s0, c], [a, ta[-1], tb], backend="python")
+    loops = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
+    assert len(loops) == 1 and not any(isinstance(n.op, Scan) for n in f.fgraph.toposort())
+    assert loops[0].op.traced == (1,)
+    assert f.fgraph.outputs[1] is f.fgraph.outputs[0]  # trace[-1] is the last state (4 steps surely run)
+    out = f(np.array([1.0, 2.0]), 2.0)
+    np.testing.assert_allclose(out[0], [9.0, 10.0])
+    np.testing.assert_allclose(out[1], [9.0, 10.0])
+    np.testing.assert_allclose(out[2], [[2, 4], [4, 8], [8, 16], [16, 32]])
+
+
+def test_last_of_an_empty_trace_still_raises(backend):
+    s0, n = dg.scalar("s0"), dg.scalar("n", dtype="int64")
+    _, trace = dg.scan(lambda s: s + 1.0, init=s0, n_steps=n)
+    f = dg.function([s0, n], trace[-1], backend=backend)
+    assert float(f(0.0, 3)) == 3.0
+    with pytest.raises((AssertionError, IndexError)):
+        f(0.0, 0)
+
+
+# -- gradients vs finite differences ---------------------------------------------------------------
+
+
+def _numeric_grad(fn, args, k, eps=1e-6):
+    x = np.array(args[k], dtype=float)
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        hi, lo = x.copy(), x.copy()
+        hi[idx] += eps
+        lo[idx] -= eps
+        g[idx] = (fn(*args[:k], hi, *args[k + 1 :]) - fn(*args[:k], lo, *args[k + 1 :])) / (2 * eps)
+    return g
+
+
+def _check_grads(f, ref, args):
+    got = f(*args)
+    np.testing.assert_allclose(got[0], ref(*args), rtol=1e-10)
+    for k, g in enumerate(got[1:]):
+        np.testing.assert_allclose(g, _numeric_grad(ref, args, k), rtol=1e-5, atol=1e-6)
+
+
+def test_grad_random_walk_logp(backend):
+    x, sigma = dg.vector("x"), dg.scalar("sigma")
+
+    def step(acc, xt, xp):
+        return acc + (-0.5 * ((xt - xp) / sigma) ** 2 - dg.log(sigma))
+
+    lp, _ = dg.scan(step, init=dg.core.constant(0.0), sequences=[x[1:], x[:-1]])
+    f = dg.function([x, sigma], [lp, *dg.grad(lp, [x, sigma])], backend=backend)
+    ref = lambda x, s: np.sum(-0.5 * (np.diff(x) / s) ** 2 - np.log(s))  # noqa: E731
+    _check_grads(f, ref, [np.random.default_rng(0).normal(size=8).cumsum(), 1.3])
+
+
+def test_grad_ar1_logp_through_a_carried_state(backend):
+    """AR(1) with the previous value carried as a state (not read from a sequence)."""
+    y, rho, x0 = dg.vector("y"), dg.scalar("rho"), dg.scalar("x0")
+
+    def step(acc, prev, yt):
+        return acc - 0.5 * (yt - rho * prev) ** 2, yt + 0.0 * prev
+
+    (lp, _), _ = dg.scan(step, init=[dg.core.constant(0.0), x0], sequences=y)
+    f = dg.function([y, rho, x0], [lp, *dg.grad(lp, [y, rho, x0])], backend=backend)
+
+    def ref(y, rho, x0):
+        prev = np.concatenate([[x0], y[:-1]])
+        return np.sum(-0.5 * (y - rho * prev) ** 2)
+
+    _check_grads(f, ref, [np.random.default_rng(2).normal(size=6), 0.7, 0.3])
+
+
+def test_grad_euler_ode_stepper(backend):
+    """dx/dt = -k x + sin(x), 10 Euler steps of size h: gradient of the end state's square wrt k and x0."""
+    k, x0 = dg.scalar("k"), dg.vector("x0", size=2)
+    h = 0.1
+    xf, _ = dg.scan(lambda x: x + h * (-k * x + dg.sin(x)), init=x0, n_steps=10)
+    cost = (xf**2).sum()
+    f = dg.function([k, x0], [cost, *dg.grad(cost, [k, x0])], backend=backend)
+
+    def ref(k, x0):
+        x = np.array(x0, dtype=float)
+        for _ in range(10):
+            x = x + h * (-k * x + np.sin(x))
+        return np.sum(x**2)
+
+    _check_grads(f, ref, [0.8, np.array([0.5, -1.2])])
+
+
+def test_while_loop_gradient_names_the_loop():
+    x = dg.scalar("x")
+    y = dg.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, init=x, max_steps=100, name="doubling")
+    with pytest.raises(dg.NonDifferentiable, match="doubling"):
+        dg.grad(y, x)
+
+
+# -- while loops ----------------------------------------------------------------------------------
+
+
+def test_while_loop_checks_before_each_step(backend):
+    x, n = dg.scalar("x"), dg.scalar("n", dtype="int64")
+    y, steps = dg.while_loop(lambda v, i: v < 100.0, lambda v, i: (v * 2.0, i + 1), init=[x, dg.core.constant(np.int64(0))], max_steps=n)
+    f = dg.function([x, n], [y, steps], backend=backend)
+    assert [float(v) for v in f(3.0, 1000)] == [192.0, 6.0]
+    assert [float(v) for v in f(300.0, 1000)] == [300.0, 0.0]  # zero steps
+    assert [float(v) for v in f(3.0, 2)] == [12.0, 2.0]  # the bound
+
+
+# -- IfElse ---------------------------------------------------------------------------------------
+
+
+def test_ifelse_runs_only_the_taken_branch(backend):
+    x, i = dg.vector("x"), dg.scalar("i", dtype="int64")
+    guarded = dg.core.assert_op(x[i], i >= 0, msg="negative index")  # raises when evaluated with i < 0
+    y = dg.ifelse(i >= 0, guarded * 2.0, x.sum())
+    f = dg.function([x, i], y, backend=backend)
+    assert float(f(np.arange(3.0), 1)) == 2.0
+    assert float(f(np.arange(3.0), -1)) == 3.0  # the then branch would raise: it did not run
+
+
+def test_ifelse_shared_parts_are_computed_outside():
+    x = dg.vector("x")
+    shared = dg.exp(x).sum()
+    y = dg.ifelse(x[0] > 0, dg.log(shared), shared * 2.0)
+    node = y.owner
+    assert isinstance(node.op, IfElse)
+    assert any(a is shared for a in node.inputs[1:])
+    assert len(node.op.then_graph.nodes()) == 1 and len(node.op.else_graph.nodes()) == 1
+
+
+def test_ifelse_gradient_flows_through_the_taken_branch(backend):
+    x = dg.scalar("x")
+    y = dg.ifelse(x > 0, x**3, -2.0 * x)
+    f = dg.function([x], [y, dg.grad(y, x)], backend=backend)
+    assert [float(v) for v in f(2.0)] == [8.0, 12.0]
+    assert [float(v) for v in f(-1.0)] == [2.0, -2.0]
+
+
+def test_ifelse_branch_types_must_agree():
+    x = dg.vector("x")
+    with pytest.raises(TypeError, match="output 0"):
+        dg.ifelse(x[0] > 0, x, x.sum())
+
+
+# -- identity, merging, LICM -----------------------------------------------------------------------
+
+
+def _build_scan(x):
+    final, _ = dg.scan(lambda s: s * 0.5 + 1.0, init=x, n_steps=5)
+    return final
+
+
+def test_scans_built_separately_are_equal_and_merge():
+    x = dg.scalar("x")
+    a, b = _build_scan(x), _build_scan(x)
+    assert a.owner.op == b.owner.op and hash(a.owner.op) == hash(b.owner.op)
+    assert a.owner.op.body is not b.owner.op.body
+    f = dg.function([x], [a, b], backend="python")
+    assert sum(isinstance(n.op, Loop) for n in f.fgraph.toposort()) == 1
+    np.testing.assert_allclose(f(1.0), [2.0 - 1.0 / 32] * 2)
+
+
+def test_scans_with_different_bodies_differ():
+    x = dg.scalar("x")
+    a, _ = dg.scan(lambda s: s * 0.5 + 1.0, init=x, n_steps=5)
+    b, _ = dg.scan(lambda s: s * 0.5 + 2.0, init=x, n_steps=5)
+    assert a.owner.op != b.owner.op
+
+
+def _licm_graph(n_steps, guard):
+    """A loop whose body computes exp(c) from its constant c (dg.scan would already keep it outside)."""
+    from dimgraph.core.loop import scan_from_graph
+
+    c, s0 = dg.vector("c", size=3), dg.vector("s0", size=3)
+    n = dg.core.constant(np.int64(n_steps)) if n_steps is not None else dg.scalar("n", dtype="int64")
+    i, s, c_in = dg.scalar("i", dtype="int64"), dg.vector("s", size=3), dg.vector("c_in", size=3)
+    inv = dg.exp(c_in)  # cannot raise: always hoisted
+    if guard:
+        inv = dg.core.assert_op(inv, (c_in > 0).all(), msg="c must be positive")  # may raise
+    (final,), _ = scan_from_graph(i, [s], [c_in], [s + inv], n, [s0], [c])
+    inputs = [c, s0] + ([] if n_steps is not None else [n])
+    fg = FunctionGraph(inputs, [final])
+    rewrite_graph(fg, {"include": ["scan_to_loop", "loop_invariant_code_motion"]})
+    (loop,) = [nd for nd in fg.toposort() if isinstance(nd.op, Loop)]
+    return fg, loop, inputs
+
+
+def test_licm_hoists_what_cannot_raise_even_from_a_loop_that_may_not_run():
+    fg, loop, _ = _licm_graph(None, guard=False)
+    assert not any(getattr(getattr(n.op, "scalar_op", None), "name", None) == "exp" for n in loop.op.body.nodes())
+    assert len(loop.inputs) == 1 + 1 + 2  # n_steps, the state, c and the hoisted exp(c)
+
+
+def test_licm_keeps_a_check_inside_a_loop_that_may_run_zero_times():
+    fg, loop, inputs = _licm_graph(None, guard=True)
+    assert any(type(n.op).__name__ == "Assert" for n in loop.op.body.nodes())
+    f = dg.function(fg.inputs, fg.outputs[0], backend="python")
+    np.testing.assert_allclose(f(-np.ones(3), np.zeros(3), 0), np.zeros(3))  # no step: the check must not fire
+
+
+def test_licm_hoists_a_check_out_of_a_loop_that_surely_runs():
+    _, loop, _ = _licm_graph(4, guard=True)
+    assert not any(type(n.op).__name__ == "Assert" for n in loop.op.body.nodes())
+
+
+# -- labeled --------------------------------------------------------------------------------------
+
+
+def test_labeled_scan_returns_dataarrays_with_step_coords(backend):
+    import pandas as pd
+
+    time = dg.Dim("time", coords=pd.date_range("2024-01-01", periods=4))
+    region = dg.Dim("region", coords=["n", "s"])
+    shock = dg.labeled("shock", dims=(region, time))
+    rho = dg.labeled("rho", dims=(region,))
+    final, trace = dg.scan(lambda x, e: rho * x + e, init=dg.zeros_like(rho), sequences=shock, dim=time)
+    f = dg.function([shock, rho], [final, trace], backend=backend)
+    e = np.arange(8.0).reshape(2, 4)
+    r = np.array([0.5, -0.5])
+    fin, tr = f(e, r)
+    assert tr.dims == ("time", "region") and fin.dims == ("region",)
+    assert (tr.time.values == time.coords.values).all() and list(tr.region.values) == ["n", "s"]
+    x, want = np.zeros(2), []
+    for t in range(4):
+        x = r * x + e[:, t]
+        want.append(x)
+    np.testing.assert_allclose(tr.values, want)
+    np.testing.assert_allclose(fin.values, want[-1])
+
+
+def test_labeled_state_changing_dims_is_a_build_error_naming_it():
+    a, b = dg.Dim("a", size=2), dg.Dim("b", size=3)
+    x = dg.labeled("level", dims=(a,))
+    y = dg.labeled("y", dims=(b,))
+    with pytest.raises(dg.DimError, match=r"'level'.*\(a: 2\).*\(a: 2, b: 3\)"):
+        dg.scan(lambda s: s + y, init=x, n_steps=3, dim=dg.Dim("step", size=3))
+
+
+def test_labeled_state_changing_dtype_is_a_build_error_naming_it():
+    a = dg.Dim("a", size=2)
+    x = dg.labeled("count", dims=(a,), dtype="int64")
+    with pytest.raises(TypeError, match=r"'count'.*int64.*float64"):
+        dg.scan(lambda s: s / 2, init=x, n_steps=3, dim=dg.Dim("step", size=3))
+
+
+def test_labeled_ifelse_broadcasts_by_name(backend):
+    a, b = dg.Dim("a", size=2), dg.Dim("b", size=3)
+    x, y, c = dg.labeled("x", dims=(a,)), dg.labeled("y", dims=(b,)), dg.labeled("c", dims=())
+    z = dg.ifelse(c > 0, x, y)
+    f = dg.function([x, y, c], z, backend=backend)
+    got = f(np.array([1.0, 2.0]), np.array([3.0, 4.0, 5.0]), 1.0)
+    assert got.dims == ("a", "b")
+    np.testing.assert_allclose(got.values, np.broadcast_to([[1.0], [2.0]], (2, 3)))
+    np.testing.assert_allclose(f(np.array([1.0, 2.0]), np.array([3.0, 4.0, 5.0]), -1.0).values, np.broadcast_to([3.0, 4.0, 5.0], (2, 3)))
+
+
+# -- OpFromGraph ------------------------------------------------------------------------------------
+
+
+def _softplus_macro(**kw):
+    a = dg.vector("a")
+    return dg.op_from_graph([a], [dg.log1p(dg.exp(a))], **kw)
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_op_from_graph_values_and_derived_gradient(backend, inline):
+    op = _softplus_macro(inline=inline)
+    x = dg.vector("x")
+    y = op(x).sum()
+    f = dg.function([x], [y, dg.grad(y, x)], backend=backend)
+    kept = any(type(n.op).__name__ == "OpFromGraph" for n in f.fgraph.toposort())
+    assert kept == (not inline)
+    xv = np.array([-1.0, 0.5, 2.0])
+    val, g = f(xv)
+    np.testing.assert_allclose(val, np.log1p(np.exp(xv)).sum())
+    np.testing.assert_allclose(g, 1 / (1 + np.exp(-xv)))
+
+
+def test_op_from_graph_user_gradient_is_used():
+    op = _softplus_macro(grad=lambda ins, gs: [gs[0] * 2.0])
+    x = dg.vector("x")
+    g = dg.grad(op(x).sum(), x)
+    np.testing.assert_allclose(g.eval({x: np.zeros(3)}, backend="python"), [2.0, 2.0, 2.0])
+
+
+def test_op_from_graph_built_twice_is_one_op():
+    assert _softplus_macro() == _softplus_macro() and hash(_softplus_macro()) == hash(_softplus_macro())
+
+
+# -- states of any type, shared variables -----------------------------------------------------------
+
+
+def test_a_state_may_have_any_type():
+    """A non-tensor state (as an RNG state will be) is carried through; only tensor states have traces."""
+    from dataclasses import dataclass
+
+    from dimgraph.core.graph import Apply, Op, Variable
+    from dimgraph.core.type import Type
+
+    @dataclass(frozen=True)
+    class TokenType(Type):
+        def make_variable(self, name=None):
+            return Variable(self, name=name)
+
+    @dataclass(frozen=True)
+    class Next(Op):
+        """A token -> (the next token, a draw)."""
+
+        def make_node(self, token):
+            return Apply(self, [token], [TokenType(), dg.core.TensorType("float64", ())])
+
+        def perform(self, node, inputs):
+            return [inputs[0] + 1, np.asarray(float(inputs[0]))]
+
+    token = TokenType().make_variable("token")
+
+    def step(tok, total):
+        new_tok, draw = Next()(tok)
+        return new_tok, total + draw
+
+    (tok_f, total_f), (tok_t, total_t) = dg.scan(step, init=[token, dg.core.constant(0.0)], n_steps=4)
+    assert tok_t is None and tok_f.type == TokenType()
+    node = total_f.owner
+    out = node.op.perform(node, [np.int64(4), 10, np.asarray(0.0)])
+    assert out[0] == 14 and float(out[1]) == 10 + 11 + 12 + 13
+    np.testing.assert_allclose(out[2], [10, 21, 33, 46])
+
+
+def test_a_shared_variable_is_a_state_and_its_update_lands(backend):
+    w = dg.shared(np.zeros(2), name="w")
+    x = dg.vector("x", size=2)
+    final, _ = dg.scan(lambda s: s + x, init=w, n_steps=3)
+    ctx = dg.SharedContext()
+    f = dg.function([x], final, updates={w: final}, backend=backend)
+    np.testing.assert_allclose(f(np.ones(2), ctx=ctx), [3.0, 3.0])
+    np.testing.assert_allclose(f(np.ones(2), ctx=ctx), [6.0, 6.0])
+    np.testing.assert_allclose(w.get(ctx=ctx), [6.0, 6.0])
+
+
+def test_a_gradient_scan_does_not_store_traces_its_body_never_reads():
+    """AR(1)-style logp: the accumulator's gradient needs no forward value, so no trace is stored at all."""
+    y, rho = dg.vector("y"), dg.scalar("rho")
+    lp, _ = dg.scan(lambda acc, a, b: acc - 0.5 * (a - rho * b) ** 2, init=dg.core.constant(0.0), sequences=[y[1:], y[:-1]])
+    f = dg.function([y, rho], [lp, dg.grad(lp, rho)], backend="python")
+    loops = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
+    assert len(loops) == 2 and all(n.op.traced == () for n in loops)
+    yv = np.array([0.3, -1.0, 2.0, 0.5])
+    val, g = f(yv, 0.7)
+    np.testing.assert_allclose(val, -0.5 * np.sum((yv[1:] - 0.7 * yv[:-1]) ** 2))
+    np.testing.assert_allclose(g, np.sum((yv[1:] - 0.7 * yv[:-1]) * yv[:-1]))
+
+
+def test_an_rng_state_is_threaded_through_a_scan(backend):
+    """A random walk: the scan gives the draws of the same graph unrolled (each step its own stream)."""
+    from dimgraph.core.random import random_draw, rng_state, seed_state
+
+    s, x0 = rng_state("s"), dg.scalar("x0")
+
+    def step(state, x):
+        new_state, z = random_draw("normal", state)
+        return new_state, x + z
+
+    (s_last, x_last), (_, walk) = dg.scan(step, init=[s, x0], n_steps=4)
+    state, x, unrolled = s, x0, []
+    for _ in range(4):
+        state, x = step(state, x)
+        unrolled.append(x)
+    f = dg.function([s, x0], [s_last, x_last, walk, state, *unrolled], backend=backend)
+    got_state, got_last, got_walk, want_state, *want = f(seed_state(1), 0.5)
+    np.testing.assert_array_equal(got_state, want_state)
+    np.testing.assert_allclose(got_walk, want, rtol=1e-12)
+    assert got_last == got_walk[-1] and len(set(np.diff(got_walk))) == 3
