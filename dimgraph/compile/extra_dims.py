@@ -4,7 +4,7 @@ A labeled function is written over the dims of its inputs; a posterior adds
 `chain` and `draw`. With `map_extra_dims=True` a call whose DataArrays carry
 dims the inputs do not have maps the function over them: the first call with
 a new set of extra dims (by input and name) builds the vectorized graph
-(`dg.vectorize_graph`, one graph for the whole batch) and compiles it once;
+(the lowered graph through `vectorize_graph`, one graph for the whole batch) and compiles it once;
 later calls with the same names reuse it, whatever their sizes. Outputs carry
 the extra dims first, in order of first appearance over the inputs, with the
 coords the DataArrays give them.
@@ -71,31 +71,48 @@ class MappedFunction:
         return found(*values, ctx=ctx, trust_input=trust_input)
 
     def _build(self, key, values):
+        """The base graph, lowered, vectorized positionally with every extra dim first, read back with dims.
+
+        Vectorizing the lowered graph (not the labeled one) keeps the batch axes
+        leading through every op, so gathers and reductions of one draw stay
+        contiguous runs (`dimgraph.core.vectorize`).
+        """
+        from dimgraph.compile.function import function
+        from dimgraph.core.shape import ShapeI
+        from dimgraph.core.shape_ops import broadcast_to
+        from dimgraph.core.shape import static_or_symbolic
+        from dimgraph.core.vectorize import vectorize_graph
+        from dimgraph.labeled.basic import from_positional
         from dimgraph.labeled.dims import Dim
+        from dimgraph.labeled.ops import ToPositional
         from dimgraph.labeled.type import LabeledType
-        from dimgraph.labeled.vectorize import vectorize_graph
+        from dimgraph.labeled.vectorize import _to_batched_positional
+        from dimgraph.lower import lower, positional_twin
 
         base = self._base
         batch = {}
-        replace, new_inputs = {}, list(base.inputs)
+        new_inputs = list(base.inputs)
         for k, extra in key:
             var = base.inputs[k]
-            dims = []
-            for name in extra:
-                dims.append(batch.setdefault(name, Dim(name)))  # no size: one compile serves every size
-            new = LabeledType(var.type.dtype, tuple(dims) + tuple(var.type.dims)).make_variable(name=var.name)
-            replace[var] = new
-            new_inputs[k] = new
-        outs = vectorize_graph(list(base.outputs), replace)
-        order = list(batch)
-        final = []
-        for o in outs:
-            first = [n for n in order if n in {d.name for d in o.type.dims}]
-            rest = [d.name for d in o.type.dims if d.name not in batch]
-            final.append(o.transpose(*first, *rest) if [d.name for d in o.type.dims] != first + rest else o)
-        from dimgraph.compile.function import function
-
-        return function(new_inputs, final if not base._single else final[0], **self._options)
+            dims = tuple(batch.setdefault(name, Dim(name)) for name in extra)  # no size: one compile serves every size
+            new_inputs[k] = LabeledType(var.type.dtype, dims + tuple(var.type.dims)).make_variable(name=var.name)
+        order = tuple(batch.values())
+        sizes, replace = {}, {}
+        for k, extra in key:
+            var, new = base.inputs[k], new_inputs[k]
+            present = tuple(d for d in order if d in new.type.dims)
+            for ax, d in enumerate(present):
+                sizes.setdefault(d, ShapeI(ax)(ToPositional(present + tuple(var.type.dims))(new)))
+            replace[positional_twin(var)] = _to_batched_positional(new, var.type.dims, order)
+        lowered = lower(list(base.outputs))
+        outputs = []
+        for out, low in zip(base.outputs, vectorize_graph(lowered, replace)):
+            nb = low.type.ndim - out.type.ndim
+            if nb:  # every extra dim leads; one the output did not depend on is broadcast along
+                shape = static_or_symbolic(low)
+                low = broadcast_to(low, tuple(sizes[d] if low.type.shape[a] == 1 else shape[a] for a, d in enumerate(order)) + shape[nb:])
+            outputs.append(from_positional(low, order[:nb] + tuple(out.type.dims)))
+        return function(new_inputs, outputs[0] if base._single else outputs, **self._options)
 
     def __reduce__(self):
         """Pickles as the base function and its options; vectorized versions compile again when called."""

@@ -21,12 +21,11 @@ from __future__ import annotations
 import string
 from functools import singledispatch
 
-import numpy as np
 
 from dimgraph.core.basic import as_tensor
 from dimgraph.core.blockwise import Blockwise, signature_of
 from dimgraph.core.elemwise import DimShuffle, Elemwise
-from dimgraph.core.graph import Constant, Variable, rebuild_node, toposort
+from dimgraph.core.graph import Variable, rebuild_node, toposort
 from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.shape import static_or_symbolic as shape_of  # never walks into (labeled) owners
 from dimgraph.errors import ShapeError
@@ -250,8 +249,13 @@ def _register_lazily():
     def _matmul(op, node, inputs, batched, nb):
         from dimgraph.core.shape_ops import expand_dims, squeeze
 
-        a, b = _pad_all(inputs, batched, nb)
         a_vec, b_vec = node.inputs[0].type.ndim == 1, node.inputs[1].type.ndim == 1
+        # a stack of vectors times one matrix is one matrix product: (B.., k) @ (k, n), A @ v_b -> v_b @ A.T
+        if batched == [True, False] and a_vec and node.inputs[1].type.ndim == 2:
+            return linalg.MatMul()(inputs[0], inputs[1])
+        if batched == [False, True] and b_vec and node.inputs[0].type.ndim == 2:
+            return linalg.MatMul()(inputs[1], DimShuffle(2, (1, 0))(inputs[0]))
+        a, b = _pad_all(inputs, batched, nb)
         a2 = expand_dims(a, a.type.ndim - 1) if a_vec else a
         b2 = expand_dims(b, b.type.ndim) if b_vec else b
         out = linalg.MatMul()(a2, b2)
