@@ -491,3 +491,38 @@ def test_an_rng_state_is_threaded_through_a_scan(backend):
     np.testing.assert_array_equal(got_state, want_state)
     np.testing.assert_allclose(got_walk, want, rtol=1e-12)
     assert got_last == got_walk[-1] and len(set(np.diff(got_walk))) == 3
+
+
+def test_labeled_while_loop(backend):
+    a = dg.Dim("a", coords=["x", "y"])
+    v = dg.labeled("v", dims=(a,))
+    out = dg.while_loop(lambda s: s.sum() < 100.0, lambda s: s * 3.0, init=v, max_steps=50)
+    f = dg.function([v], out, backend=backend)
+    got = f(np.array([1.0, 2.0]))
+    assert got.dims == ("a",) and got.a.values.tolist() == ["x", "y"]
+    np.testing.assert_allclose(got.values, [81.0, 162.0])  # sums 3, 9, 27, 81 go on; 243 stops
+
+
+def test_build_errors_name_what_is_wrong():
+    x = dg.vector("x", size=3)
+    with pytest.raises(TypeError, match="state 0.*float64.*int64"):
+        dg.scan(lambda s: (s > 0).astype("int64"), init=x, n_steps=2)
+    with pytest.raises(ValueError, match="returns 2 values for 1 states"):
+        dg.scan(lambda s: (s, s), init=x, n_steps=2)
+    with pytest.raises(TypeError, match="n_steps"):
+        dg.scan(lambda s: s, init=x)
+    with pytest.raises(ValueError, match="n_steps must be >= 0"):
+        dg.scan(lambda s: s, init=x, n_steps=-1)
+    with pytest.raises(ValueError, match="0-d"):
+        dg.ifelse(x > 0, x, x)
+    with pytest.raises(TypeError, match="dim="):
+        dg.scan(lambda s: s, init=dg.labeled("s", dims=(dg.Dim("a", size=2),)), n_steps=2)
+
+
+def test_a_negative_step_count_fails_at_run_time(backend):
+    x, n = dg.scalar("x"), dg.scalar("n", dtype="int64")
+    final, _ = dg.scan(lambda s: s + 1.0, init=x, n_steps=n)
+    f = dg.function([x, n], final, backend=backend)
+    assert float(f(0.0, 2)) == 2.0
+    with pytest.raises(AssertionError, match="n_steps must be >= 0"):
+        f(0.0, -1)
