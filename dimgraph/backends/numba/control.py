@@ -44,7 +44,7 @@ INNER_HEADER = (
 
 def print_inner(graph, fname):
     """Source of a jitted `fname(*inputs) -> tuple of outputs` running `graph`'s kernels in order."""
-    from dimgraph.backends.numba import KERNEL_FOOTER, KERNEL_HEADER, _merge_guards
+    from dimgraph.backends.numba import KERNEL_FOOTER, KERNEL_HEADER
 
     names = {id(v): f"a{k}" for k, v in enumerate(graph.inputs)}
     header, body, kernels, printed = [], [], {}, {}
@@ -63,7 +63,7 @@ def print_inner(graph, fname):
     for node in graph.nodes():
         key = (node.op, tuple(i.type for i in node.inputs), tuple(o.type for o in node.outputs))
         if key not in printed:
-            text = KERNEL_HEADER + _merge_guards(numba_kernel(node.op, node)) + KERNEL_FOOTER
+            text = KERNEL_HEADER + numba_kernel(node.op, node) + KERNEL_FOOTER
             printed[key] = (cache.load_module("k", text).digest, text)
         digest, text = printed[key]
         if digest not in kernels:
