@@ -526,3 +526,11 @@ def test_a_negative_step_count_fails_at_run_time(backend):
     assert float(f(0.0, 2)) == 2.0
     with pytest.raises(AssertionError, match="n_steps must be >= 0"):
         f(0.0, -1)
+
+
+def test_ifelse_promotes_as_numpy_with_weak_python_numbers():
+    x = dg.scalar("x", dtype="float32")
+    assert dg.ifelse(x > 0, dg.sqrt(x), 0.0).type.dtype == "float32"
+    assert dg.ifelse(x > 0, x, dg.scalar("y")).type.dtype == "float64"
+    i = dg.scalar("i", dtype="int64")
+    assert float(dg.ifelse(i > 0, i, 0.5).eval({i: 0}, backend="python")) == 0.5
