@@ -534,3 +534,15 @@ def test_ifelse_promotes_as_numpy_with_weak_python_numbers():
     assert dg.ifelse(x > 0, x, dg.scalar("y")).type.dtype == "float64"
     i = dg.scalar("i", dtype="int64")
     assert float(dg.ifelse(i > 0, i, 0.5).eval({i: 0}, backend="python")) == 0.5
+
+
+def test_a_compiled_loop_and_branch_pickle(backend):
+    import pickle
+
+    x, s0 = dg.vector("x"), dg.scalar("s0")
+    final, trace = dg.scan(lambda s, e: 0.5 * s + e, init=s0, sequences=x)
+    f = dg.function([x, s0], [dg.ifelse(s0 > 0, final, -final), trace], backend=backend)
+    g = pickle.loads(pickle.dumps(f))
+    for got, want in zip(g(np.arange(3.0), 1.0), f(np.arange(3.0), 1.0)):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(g(np.arange(3.0), -1.0)[0], -(0.125 * -1.0 + 0.25 * 0 + 0.5 * 1 + 2))
