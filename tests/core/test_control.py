@@ -546,3 +546,26 @@ def test_a_compiled_loop_and_branch_pickle(backend):
     for got, want in zip(g(np.arange(3.0), 1.0), f(np.arange(3.0), 1.0)):
         np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(g(np.arange(3.0), -1.0)[0], -(0.125 * -1.0 + 0.25 * 0 + 0.5 * 1 + 2))
+
+
+def test_loop_constant_states_turns_an_unchanged_state_into_a_constant():
+    x0, c = dg.scalar("x0"), dg.scalar("c")
+    (a, b), _ = dg.scan(lambda a, b: (a + b * 2.0, b), init=[x0, c], n_steps=3)
+    f = dg.function([x0, c], [a, b], backend="python", rewrites={"trace": True})
+    (loop,) = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
+    assert loop.op.n_states == 1 and f.rewrite_trace.counts["loop_constant_states"] == 1
+    assert f.fgraph.outputs[1] is f.fgraph.inputs[1]  # b's last value is its initial value
+    assert [float(v) for v in f(1.0, 0.5)] == [4.0, 0.5]
+
+
+def test_inner_graph_rewrite_fuses_a_loop_body():
+    x0 = dg.vector("x0", size=3)
+    final, _ = dg.scan(lambda s: dg.exp(s * 0.5) - s * s + 1.0, init=x0, n_steps=2)
+    f = dg.function([x0], final, backend="python", rewrites={"trace": True})
+    (loop,) = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
+    assert f.rewrite_trace.counts["inner_graph_rewrite"] == 1
+    assert len(loop.op.body.nodes()) == 1 and type(loop.op.body.nodes()[0].op.scalar_op).__name__ == "Composite"
+    s = np.array([0.1, -0.2, 0.3])
+    for _ in range(2):
+        s = np.exp(s * 0.5) - s * s + 1.0
+    np.testing.assert_allclose(f(np.array([0.1, -0.2, 0.3])), s)
