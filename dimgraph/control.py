@@ -12,6 +12,8 @@ from outside (closures) become explicit constants of the loop.
 
 from __future__ import annotations
 
+import numpy as np
+
 from dimgraph.core.basic import as_tensor, tensor
 from dimgraph.core.extra import assert_op
 from dimgraph.core.graph import Constant, Variable
@@ -25,6 +27,7 @@ from dimgraph.core.type import TensorType
 from dimgraph.errors import DimError
 from dimgraph.labeled.basic import constant as labeled_constant
 from dimgraph.labeled.basic import from_positional
+from dimgraph.labeled.math import astype
 from dimgraph.labeled.dims import Dim, fmt_dims, resolve_dims
 from dimgraph.labeled.ops import is_labeled
 from dimgraph.labeled.shape import broadcast
@@ -277,6 +280,11 @@ def _user_after(body, k, new):
     return user
 
 
+def _positional(v, dtype):
+    v = v if isinstance(v, Variable) else as_tensor(v, dtype=dtype)
+    return v if v.type.dtype == dtype else v.astype(dtype)
+
+
 def ifelse(cond, then, otherwise):
     """`then` where the 0-d `cond` is true, else `otherwise`; only the taken branch runs (on every backend).
 
@@ -295,9 +303,7 @@ def ifelse(cond, then, otherwise):
     if len(a) != len(b):
         raise ValueError(f"ifelse: the then branch has {len(a)} values but the else branch {len(b)}")
     everything = a + b + [cond]
-    if not any(isinstance(v, Variable) and is_labeled(v) for v in everything):
-        outs = core_ifelse(cond, [as_tensor(v) for v in a], [as_tensor(v) for v in b])
-        return outs[0] if single else outs
+    labeled = any(isinstance(v, Variable) and is_labeled(v) for v in everything)
     low = Lowering()
     if isinstance(cond, Variable) and is_labeled(cond):
         if cond.type.ndim != 0:
@@ -305,21 +311,23 @@ def ifelse(cond, then, otherwise):
         (cond,) = low.run([cond])
     pos_a, pos_b, dims = [], [], []
     for x, y in zip(a, b):
-        x = x if isinstance(x, Variable) and is_labeled(x) else labeled_constant(x) if not isinstance(x, Variable) else x
-        y = y if isinstance(y, Variable) and is_labeled(y) else labeled_constant(y) if not isinstance(y, Variable) else y
+        # NumPy 2 promotion, Python numbers weak (NEP 50): a float32 branch and 0.0 stay float32
+        common = np.result_type(*(v.type.dtype if isinstance(v, Variable) else v for v in (x, y))).name
+        if not labeled:
+            pos_a.append(_positional(x, common))
+            pos_b.append(_positional(y, common))
+            continue
+        x, y = (v if isinstance(v, Variable) else labeled_constant(v, dtype=common) for v in (x, y))
         if not (is_labeled(x) and is_labeled(y)):
             raise TypeError("ifelse: a labeled branch value is paired with a positional one; convert with dg.from_positional")
         x, y = broadcast(x, y)
-        if x.type.dtype != y.type.dtype:
-            from dimgraph.labeled.math import astype
-            import numpy as np
-
-            common = np.result_type(x.type.dtype, y.type.dtype).name
-            x, y = astype(x, common), astype(y, common)
+        x, y = (v if v.type.dtype == common else astype(v, common) for v in (x, y))
         lx, ly = low.run([x, y])
         pos_a.append(lx)
         pos_b.append(ly)
         dims.append(x.type.dims)
     outs = core_ifelse(cond, pos_a, pos_b)
+    if not labeled:
+        return outs[0] if single else outs
     outs = [from_positional(o, d) for o, d in zip(outs, dims)]
     return outs[0] if single else outs

@@ -491,3 +491,81 @@ def test_an_rng_state_is_threaded_through_a_scan(backend):
     np.testing.assert_array_equal(got_state, want_state)
     np.testing.assert_allclose(got_walk, want, rtol=1e-12)
     assert got_last == got_walk[-1] and len(set(np.diff(got_walk))) == 3
+
+
+def test_labeled_while_loop(backend):
+    a = dg.Dim("a", coords=["x", "y"])
+    v = dg.labeled("v", dims=(a,))
+    out = dg.while_loop(lambda s: s.sum() < 100.0, lambda s: s * 3.0, init=v, max_steps=50)
+    f = dg.function([v], out, backend=backend)
+    got = f(np.array([1.0, 2.0]))
+    assert got.dims == ("a",) and got.a.values.tolist() == ["x", "y"]
+    np.testing.assert_allclose(got.values, [81.0, 162.0])  # sums 3, 9, 27, 81 go on; 243 stops
+
+
+def test_build_errors_name_what_is_wrong():
+    x = dg.vector("x", size=3)
+    with pytest.raises(TypeError, match="state 0.*float64.*int64"):
+        dg.scan(lambda s: (s > 0).astype("int64"), init=x, n_steps=2)
+    with pytest.raises(ValueError, match="returns 2 values for 1 states"):
+        dg.scan(lambda s: (s, s), init=x, n_steps=2)
+    with pytest.raises(TypeError, match="n_steps"):
+        dg.scan(lambda s: s, init=x)
+    with pytest.raises(ValueError, match="n_steps must be >= 0"):
+        dg.scan(lambda s: s, init=x, n_steps=-1)
+    with pytest.raises(ValueError, match="0-d"):
+        dg.ifelse(x > 0, x, x)
+    with pytest.raises(TypeError, match="dim="):
+        dg.scan(lambda s: s, init=dg.labeled("s", dims=(dg.Dim("a", size=2),)), n_steps=2)
+
+
+def test_a_negative_step_count_fails_at_run_time(backend):
+    x, n = dg.scalar("x"), dg.scalar("n", dtype="int64")
+    final, _ = dg.scan(lambda s: s + 1.0, init=x, n_steps=n)
+    f = dg.function([x, n], final, backend=backend)
+    assert float(f(0.0, 2)) == 2.0
+    with pytest.raises(AssertionError, match="n_steps must be >= 0"):
+        f(0.0, -1)
+
+
+def test_ifelse_promotes_as_numpy_with_weak_python_numbers():
+    x = dg.scalar("x", dtype="float32")
+    assert dg.ifelse(x > 0, dg.sqrt(x), 0.0).type.dtype == "float32"
+    assert dg.ifelse(x > 0, x, dg.scalar("y")).type.dtype == "float64"
+    i = dg.scalar("i", dtype="int64")
+    assert float(dg.ifelse(i > 0, i, 0.5).eval({i: 0}, backend="python")) == 0.5
+
+
+def test_a_compiled_loop_and_branch_pickle(backend):
+    import pickle
+
+    x, s0 = dg.vector("x"), dg.scalar("s0")
+    final, trace = dg.scan(lambda s, e: 0.5 * s + e, init=s0, sequences=x)
+    f = dg.function([x, s0], [dg.ifelse(s0 > 0, final, -final), trace], backend=backend)
+    g = pickle.loads(pickle.dumps(f))
+    for got, want in zip(g(np.arange(3.0), 1.0), f(np.arange(3.0), 1.0)):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(g(np.arange(3.0), -1.0)[0], -(0.125 * -1.0 + 0.25 * 0 + 0.5 * 1 + 2))
+
+
+def test_loop_constant_states_turns_an_unchanged_state_into_a_constant():
+    x0, c = dg.scalar("x0"), dg.scalar("c")
+    (a, b), _ = dg.scan(lambda a, b: (a + b * 2.0, b), init=[x0, c], n_steps=3)
+    f = dg.function([x0, c], [a, b], backend="python", rewrites={"trace": True})
+    (loop,) = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
+    assert loop.op.n_states == 1 and f.rewrite_trace.counts["loop_constant_states"] == 1
+    assert f.fgraph.outputs[1] is f.fgraph.inputs[1]  # b's last value is its initial value
+    assert [float(v) for v in f(1.0, 0.5)] == [4.0, 0.5]
+
+
+def test_inner_graph_rewrite_fuses_a_loop_body():
+    x0 = dg.vector("x0", size=3)
+    final, _ = dg.scan(lambda s: dg.exp(s * 0.5) - s * s + 1.0, init=x0, n_steps=2)
+    f = dg.function([x0], final, backend="python", rewrites={"trace": True})
+    (loop,) = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
+    assert f.rewrite_trace.counts["inner_graph_rewrite"] == 1
+    assert len(loop.op.body.nodes()) == 1 and type(loop.op.body.nodes()[0].op.scalar_op).__name__ == "Composite"
+    s = np.array([0.1, -0.2, 0.3])
+    for _ in range(2):
+        s = np.exp(s * 0.5) - s * s + 1.0
+    np.testing.assert_allclose(f(np.array([0.1, -0.2, 0.3])), s)

@@ -14,7 +14,9 @@ A loop whose states are all 0-d and whose body is scalar arithmetic over them,
 over 0-d constants and over positions read from 1-d constants (`c[i]`: the
 sequences, and the stored traces in a backward pass) is printed as one flat
 loop instead (`scalar_loop`): states are local scalars, the body's fused
-expression is inlined, nothing is allocated per step. That is the shape of a
+expression is inlined, nothing is allocated per step, and a division by a
+value fixed for the loop is a product with its reciprocal, taken once (as the
+fused reductions do; the result may differ from the division in the last bit). That is the shape of a
 time-series log density and of its gradient.
 """
 
@@ -27,13 +29,17 @@ from dimgraph.backends.numba.ops import numba_kernel
 from dimgraph.backends.numba.scalar import flatten, np_type, render_step
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.graph import Constant
+from dimgraph.core.scalar import ScalarOp
 from dimgraph.core.subtensor import Subtensor
 from dimgraph.core.type import TensorType
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import LoopOp
 from dimgraph.core.opfromgraph import OpFromGraph
 
-INNER_HEADER = "from dimgraph.backends.numba.cache import constant as _constant\nfrom dimgraph.backends.numba.cache import kernel as _kernel\n\n"
+INNER_HEADER = (
+    "from dimgraph.backends.numba.cache import constant as _constant\n"
+    "from dimgraph.backends.numba.cache import load_module as _load_module\n\n"
+)
 
 
 def print_inner(graph, fname):
@@ -57,12 +63,13 @@ def print_inner(graph, fname):
     for node in graph.nodes():
         key = (node.op, tuple(i.type for i in node.inputs), tuple(o.type for o in node.outputs))
         if key not in printed:
-            src = numba_kernel(node.op, node)
-            printed[key] = cache.load_module("k", KERNEL_HEADER + src + KERNEL_FOOTER).digest
-        digest = printed[key]
+            text = KERNEL_HEADER + numba_kernel(node.op, node) + KERNEL_FOOTER
+            printed[key] = (cache.load_module("k", text).digest, text)
+        digest, text = printed[key]
         if digest not in kernels:
             kernels[digest] = f"{fname}_k{len(kernels)}"
-            header.append(f'{kernels[digest]} = _kernel("{digest}")')
+            # the kernel's own text, so this module loads it (and keeps it alive) whatever else is loaded
+            header.append(f'{kernels[digest]} = _load_module("k", {text!r}).kernel')
         outs = []
         for out in node.outputs:
             names[id(out)] = f"v{counter}"
@@ -84,6 +91,9 @@ def _ret(items):
     return items[0] if len(items) == 1 else "(" + "".join(f"{i}, " for i in items) + ")"
 
 
+_MUL = ScalarOp("mul")
+
+
 class _NotScalar(Exception):
     """The body has a node the scalar loop printer does not inline."""
 
@@ -96,7 +106,7 @@ def scalar_loop(op, node):
     env = {id(body.inputs[0]): "step"}
     for k, v in enumerate(body.inputs[1 : 1 + ns]):
         env[id(v)] = f"x{k}"
-    header, pre, lines, arrays = [], [], [], {}
+    header, pre, lines, arrays, reciprocal = [], [], [], {}, {}
     for j, v in enumerate(body.inputs[1 + ns :]):
         if isinstance(v.type, TensorType) and v.type.ndim == 0:
             env[id(v)] = f"q{j}"
@@ -113,9 +123,11 @@ def scalar_loop(op, node):
             name = env[id(v)] = f"e{len(header)}"
             header.append(f'{name}_array = _constant("{data.dtype.name}", (), "{data.tobytes().hex()}")')
             pre.append(f"    {name} = {name}_array[()]")
+            invariant.add(name)
             return name
         raise _NotScalar
 
+    invariant = {name for name in env.values() if name.startswith("q")}
     count = 0
     try:
         for inner in body.nodes():
@@ -124,7 +136,14 @@ def scalar_loop(op, node):
                 names = [val(i) for i in inner.inputs]
                 dtypes = [i.type.dtype for i in inner.inputs]
                 for step_op, refs in steps:
-                    expr, dtype = render_step(step_op, [names[r] for r in refs], [dtypes[r] for r in refs])
+                    args, arg_dtypes = [names[r] for r in refs], [dtypes[r] for r in refs]
+                    if step_op.name == "true_div" and arg_dtypes == ["float64", "float64"] and args[1] in invariant:
+                        # x / c with c fixed for the loop -> x * (1 / c), the reciprocal taken once
+                        if args[1] not in reciprocal:
+                            reciprocal[args[1]] = f"inv_{args[1]}"
+                            pre.append(f"    inv_{args[1]} = 1.0 / {args[1]}")
+                        args, step_op = [args[0], reciprocal[args[1]]], _MUL
+                    expr, dtype = render_step(step_op, args, arg_dtypes)
                     lines.append(f"w{count} = {expr}")
                     names.append(f"w{count}")
                     dtypes.append(dtype)

@@ -7,6 +7,8 @@
   failure).
 - `loop_dead_inputs` (canonicalize): constants a body never reads and states
   nobody reads are dropped (before `scan_to_loop` decides which traces to keep).
+- `loop_constant_states` (canonicalize): a state the body returns unchanged
+  becomes a constant (its last value is its initial value).
 - `loop_invariant_code_motion` (canonicalize): body nodes that read only the
   loop's constants move out of the loop and become constants. The rule (seed
   001): a node that may raise (an Assert, indexing, reshapes, linear algebra:
@@ -142,6 +144,35 @@ def loop_dead_inputs(fgraph, node):
     return repl
 
 
+@node_rewriter([Loop], tags=("canonicalize", "control"))
+def loop_constant_states(fgraph, node):
+    """A state the body returns unchanged -> a constant of the loop; its last value is its initial value.
+
+    (The gradient of an accumulator is one: LICM can then hoist what it multiplies.)"""
+    op, body, ns = node.op, node.op.body, node.op.n_states
+    fixed = [k for k in range(ns) if body.outputs[k] is body.inputs[1 + k] and k not in op.traced and k != op.until]
+    if not fixed or len(fixed) == ns:
+        return None
+    keep = [k for k in range(ns) if k not in fixed]
+    ins = body.inputs
+    new_body = InnerGraph(
+        [ins[0]] + [ins[1 + k] for k in keep] + list(ins[1 + ns :]) + [ins[1 + k] for k in fixed],
+        [body.outputs[k] for k in keep],
+    )
+    new_op = dataclasses.replace(
+        op,
+        body=new_body,
+        n_states=len(keep),
+        traced=tuple(keep.index(k) for k in op.traced),
+        until=None if op.until is None else keep.index(op.until),
+    )
+    new = new_op.make_node(node.inputs[0], *[node.inputs[1 + k] for k in keep], *node.inputs[1 + ns :], *[node.inputs[1 + k] for k in fixed]).outputs
+    repl = {node.outputs[k]: new[pos] for pos, k in enumerate(keep)}
+    repl.update({node.outputs[k]: node.inputs[1 + k] for k in fixed})
+    repl.update({node.outputs[ns + m]: new[len(keep) + m] for m in range(len(op.traced))})
+    return repl
+
+
 def cannot_raise(node) -> bool:
     """Ops that never raise at run time, whatever their inputs: the ones LICM may hoist out of any loop."""
     op = node.op
@@ -231,5 +262,5 @@ def rewrite_inner_graphs(fgraph, ctx, rewriter):
         ctx.replace(rewriter, node, list(zip(node.outputs, new_node.outputs)))
 
 
-CONTROL_CANONICALIZE = [loop_dead_inputs, scan_to_loop, loop_invariant_code_motion, inline_op_from_graph]
+CONTROL_CANONICALIZE = [loop_dead_inputs, scan_to_loop, loop_constant_states, loop_invariant_code_motion, inline_op_from_graph]
 INNER = GraphRewriter("inner_graph_rewrite", rewrite_inner_graphs, tags=("inner", "control"))
