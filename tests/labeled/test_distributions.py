@@ -376,8 +376,6 @@ def test_softmax_and_log_softmax_match_scipy(backend):
 
 
 def test_random_walk_in_scan_threads_the_state(backend):
-    if backend == "c":
-        pytest.skip("the c backend has no Loop emitter yet (control flow runs on python, numba and jax)")
     t, chain = dg.Dim("t", size=4), dg.Dim("chain", size=500)
     s = dg.rng_state("s")
 
