@@ -138,7 +138,15 @@ class Distribution:
 
     # --- draws
     def draw(self, state, extra_dims=()):
-        """`(next state, draws)` from RNG `state`, on `extra_dims` then the parameters' dims."""
+        """`(next state, draws)` from RNG `state`, on `extra_dims` then the parameters' dims.
+
+        >>> import dimgraph as dg
+        >>> s = dg.rng_state("s")
+        >>> nxt, k = dg.dist.poisson(4.0).draw(s, extra_dims=(dg.Dim("obs", size=3),))
+        >>> following, counts = dg.function([s], [nxt, k], backend="python")(dg.seed_state(0))
+        >>> counts.dims, int(following[2])
+        (('obs',), 1)
+        """
         dims = draw_dims(list(self.params.values()), extra_dims, f"{type(self).__name__.lower()} draw")
         state, value = self.sample(state, dims, **self.params)
         return state, value.transpose(*self.out_dims(dims))

@@ -436,3 +436,13 @@ def test_multivariate_normal_logp_and_draws(backend, request):
     np.testing.assert_allclose(same.values, want, rtol=1e-10)
     bad = dg.function([mu, cov, x], mvn.logp(x), backend=backend)(mu_v, -COV, x_v)
     assert np.isnan(bad.values).all()
+
+
+def test_a_bad_state_is_an_input_error():
+    s = dg.rng_state("s")
+    _, z = dg.dist.normal().draw(s, extra_dims=(dg.Dim("obs", size=2),))
+    f = dg.function([s], z, backend="python")
+    with pytest.raises(dg.InputError, match="'s'"):
+        f(np.zeros(2, dtype=np.uint64))
+    with pytest.raises(TypeError, match="RNG state"):
+        dg.core.random_draw("normal", dg.tensor("t", shape=(3,), dtype="uint64"), size=(2,))
