@@ -40,10 +40,10 @@ def _arange(op, node):
 @numba_kernel.register(extra.Assert)
 def _assert(op, node):
     conds = [f"c{k}" for k in range(len(node.inputs) - 1)]
-    message = op.message.encode().hex()
+    message = op.message.encode("utf-8", "surrogatepass").hex()  # any str, lone surrogates included
     test = " and ".join(f"c{k}.item()" for k in range(len(conds))) or "True"
     return (
-        f'_MESSAGE = bytes.fromhex("{message}").decode()\n\n\n'
+        f'_MESSAGE = bytes.fromhex("{message}").decode("utf-8", "surrogatepass")\n\n\n'
         f"def kernel(x{''.join(', ' + c for c in conds)}):\n"
         f"    if not ({test}):\n"
         "        raise AssertionError(_MESSAGE)\n"
