@@ -446,3 +446,11 @@ def test_a_bad_state_is_an_input_error():
         f(np.zeros(2, dtype=np.uint64))
     with pytest.raises(TypeError, match="RNG state"):
         dg.core.random_draw("normal", dg.tensor("t", shape=(3,), dtype="uint64"), size=(2,))
+
+
+def test_a_pickled_function_draws_the_same_numbers(backend):
+    import pickle
+
+    f = dg.function([], dg.rng(1).gamma(2.0, 1.0, extra_dims=(dg.Dim("obs", size=5),)), backend=backend)
+    g = pickle.loads(pickle.dumps(f))
+    np.testing.assert_array_equal(f(ctx=dg.SharedContext(seed=2)), g(ctx=dg.SharedContext(seed=2)))
