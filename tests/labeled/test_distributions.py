@@ -454,3 +454,14 @@ def test_a_pickled_function_draws_the_same_numbers(backend):
     f = dg.function([], dg.rng(1).gamma(2.0, 1.0, extra_dims=(dg.Dim("obs", size=5),)), backend=backend)
     g = pickle.loads(pickle.dumps(f))
     np.testing.assert_array_equal(f(ctx=dg.SharedContext(seed=2)), g(ctx=dg.SharedContext(seed=2)))
+
+
+def test_extra_dims_sized_by_an_input(backend):
+    """API.md's `rng.normal(mu, sigma, extra_dims=(obs,))` with `obs = dg.Dim("obs")`: the size comes with y."""
+    obs = dg.Dim("obs")
+    y = dg.labeled("y", dims=(obs,))
+    rng = dg.rng(0)
+    f = dg.function([y], y + rng.normal(0.0, 1.0, extra_dims=(obs,)), backend=backend)
+    first, second = f(np.zeros(4)), f(np.full(2, 10.0))
+    assert first.sizes["obs"] == 4 and second.sizes["obs"] == 2 and (second > 5).all()
+    assert int(rng.states[0].get()[2]) == 2
