@@ -24,6 +24,7 @@ from dimgraph.core.shared import DEFAULT_CONTEXT, SharedMixin
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.graph import Constant, Variable, ancestors, graph_inputs
 from dimgraph.core.rewriting import rewrite_graph
+from dimgraph.core.random import is_rng_state
 from dimgraph.core.type import TensorType
 from dimgraph.errors import InputError
 
@@ -341,11 +342,15 @@ def function(
             raise TypeError(f"updates: only shared variables can be updated, got {target!r}")
 
     t_lower = time.perf_counter()
-    pos_inputs, pos_outputs, in_specs, out_specs, checks = _lower_io(inputs, outputs)
+    # RNG states after labeled draws are lowered with the outputs: their draws' sizes may come from the inputs
+    states = [t for t, v in updates.items() if isinstance(v, Variable) and is_rng_state(t) and _from_labeled(v)]
+    pos_inputs, pos_outputs, in_specs, out_specs, checks = _lower_io(inputs, outputs + [updates[t] for t in states])
+    lowered_states = dict(zip(states, pos_outputs[len(outputs) :]))
+    pos_outputs, out_specs = pos_outputs[: len(outputs)], out_specs[: len(outputs)]
     if return_numpy:
         out_specs = [TensorOutput() for _ in out_specs]
     update_targets = list(updates)
-    pos_updates = _lower_updates(updates)
+    pos_updates = _lower_updates({t: lowered_states.get(t, v) for t, v in updates.items()})
     given = set(inputs)
     shared = [
         v for v in graph_inputs(pos_outputs + pos_updates) if isinstance(v, SharedMixin) and v not in given

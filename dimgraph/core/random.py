@@ -210,8 +210,8 @@ def random_draw(kind, state, *params, size=()):
     >>> k.type
     TensorType(dtype='int64', shape=(3,))
     """
+    from dimgraph.core.elemwise import DimShuffle
     from dimgraph.core.math import as_float
-    from dimgraph.core.shape_ops import broadcast_to
 
     size = tuple(size)
     prepared = []
@@ -219,10 +219,9 @@ def random_draw(kind, state, *params, size=()):
         p = as_tensor(p)
         if p.type.ndim > len(size):
             raise ValueError(f"random_draw {kind}: parameter {p!r} has more axes than size {size}")
-        if p.type.ndim < len(size):
-            from dimgraph.core.shape_ops import reshape
-
-            p = reshape(p, (1,) * (len(size) - p.type.ndim) + tuple(p.type.shape)) if None not in p.type.shape else broadcast_to(p, size)
+        new_axes = len(size) - p.type.ndim  # NumPy broadcasting: length-1 axes in front
+        if new_axes:
+            p = DimShuffle(p.type.ndim, ("x",) * new_axes + tuple(range(p.type.ndim)))(p)
         prepared.append(p)
     if kind in ("gamma", "poisson"):
         prepared = [as_float(p) for p in prepared]

@@ -31,19 +31,9 @@ from dimgraph.labeled.random import draw_dims, labeled_params, primitive_draw
 _LOG_2PI = math.log(2 * math.pi)
 
 
-def xlogy(x, y):
-    """x * log(y), 0 where x == 0 (also at y == 0)."""
-    return lmath.where(x == 0, 0.0, x * lmath.log(lmath.where(x == 0, 1.0, y)))
-
-
 def xlog1py(x, y):
     """x * log1p(y), 0 where x == 0 (also at y == -1)."""
     return lmath.where(x == 0, 0.0, x * lmath.log1p(lmath.where(x == 0, 0.0, y)))
-
-
-def betaln(a, b):
-    """log B(a, b) = gammaln(a) + gammaln(b) - gammaln(a + b)."""
-    return lmath.gammaln(a) + lmath.gammaln(b) - lmath.gammaln(a + b)
 
 
 def softmax(x, dim):
@@ -148,7 +138,15 @@ class Distribution:
 
     # --- draws
     def draw(self, state, extra_dims=()):
-        """`(next state, draws)` from RNG `state`, on `extra_dims` then the parameters' dims."""
+        """`(next state, draws)` from RNG `state`, on `extra_dims` then the parameters' dims.
+
+        >>> import dimgraph as dg
+        >>> s = dg.rng_state("s")
+        >>> nxt, k = dg.dist.poisson(4.0).draw(s, extra_dims=(dg.Dim("obs", size=3),))
+        >>> following, counts = dg.function([s], [nxt, k], backend="python")(dg.seed_state(0))
+        >>> counts.dims, int(following[2])
+        (('obs',), 1)
+        """
         dims = draw_dims(list(self.params.values()), extra_dims, f"{type(self).__name__.lower()} draw")
         state, value = self.sample(state, dims, **self.params)
         return state, value.transpose(*self.out_dims(dims))
@@ -317,7 +315,7 @@ class Gamma(Distribution):
         return (x >= 0) & lmath.isfinite(x)
 
     def log_density(self, x, alpha, beta):
-        return alpha * lmath.log(beta) - lmath.gammaln(alpha) + xlogy(alpha - 1, x) - beta * x
+        return alpha * lmath.log(beta) - lmath.gammaln(alpha) + lmath.xlogy(alpha - 1, x) - beta * x
 
     def sample(self, state, dims, alpha, beta):
         state, g = primitive_draw("gamma", state, alpha, dims=dims)
@@ -354,7 +352,7 @@ class Beta(Distribution):
         return (x >= 0) & (x <= 1)
 
     def log_density(self, x, alpha, beta):
-        return xlogy(alpha - 1, x) + xlog1py(beta - 1, -x) - betaln(alpha, beta)
+        return lmath.xlogy(alpha - 1, x) + xlog1py(beta - 1, -x) - lmath.betaln(alpha, beta)
 
     def sample(self, state, dims, alpha, beta):
         # X / (X + Y) = sigmoid(log X - log Y), from log-gammas: no 0/0 for tiny shapes
@@ -374,7 +372,7 @@ class Bernoulli(Distribution):
         return (x == 0) | (x == 1)
 
     def log_density(self, x, p):
-        return xlogy(x, p) + xlog1py(1 - x, -p)
+        return lmath.xlogy(x, p) + xlog1py(1 - x, -p)
 
     def sample(self, state, dims, p):
         state, u = primitive_draw("uniform", state, dims=dims)
@@ -398,7 +396,7 @@ class Binomial(Distribution):
     def log_density(self, x, n, p):
         x, n = _as_float(x), _as_float(n)
         # log C(n, x) = -log(n + 1) - betaln(n - x + 1, x + 1)
-        return -lmath.log1p(n) - betaln(n - x + 1, x + 1) + xlogy(x, p) + xlog1py(n - x, -p)
+        return -lmath.log1p(n) - lmath.betaln(n - x + 1, x + 1) + lmath.xlogy(x, p) + xlog1py(n - x, -p)
 
     def sample(self, state, dims, n, p):
         return primitive_draw("binomial", state, n, p, dims=dims)
@@ -416,7 +414,7 @@ class Poisson(Distribution):
 
     def log_density(self, x, mu):
         x = _as_float(x)
-        return xlogy(x, mu) - mu - lmath.gammaln(x + 1)
+        return lmath.xlogy(x, mu) - mu - lmath.gammaln(x + 1)
 
     def sample(self, state, dims, mu):
         return primitive_draw("poisson", state, mu, dims=dims)
@@ -437,7 +435,7 @@ class NegativeBinomial(Distribution):
     def log_density(self, x, n, p):
         x = _as_float(x)
         # log C(x + n - 1, x) = -log(x + n) - betaln(n, x + 1)
-        return -lmath.log(x + n) - betaln(n, x + 1) + n * lmath.log(p) + xlog1py(x, -p)
+        return -lmath.log(x + n) - lmath.betaln(n, x + 1) + n * lmath.log(p) + xlog1py(x, -p)
 
     def sample(self, state, dims, n, p):
         state, g = primitive_draw("gamma", state, n, dims=dims)  # Poisson-gamma mixture
@@ -502,7 +500,7 @@ class Dirichlet(_CoreDim):
         inside = self.support(x, a)
         safe = lmath.where(inside, x, 1.0 / (self.dim.size or 2))
         norm = lmath.gammaln(a.sum(self.dim)) - lmath.gammaln(a).sum(self.dim)
-        density = lmath.where(inside, norm + xlogy(a - 1, safe).sum(self.dim), -np.inf)
+        density = lmath.where(inside, norm + lmath.xlogy(a - 1, safe).sum(self.dim), -np.inf)
         if check == "raise":
             return _checked(density, self.valid(a), "dirichlet logp: invalid parameters")
         return density + _nan_unless(self.valid(a))

@@ -376,8 +376,6 @@ def test_softmax_and_log_softmax_match_scipy(backend):
 
 
 def test_random_walk_in_scan_threads_the_state(backend):
-    if backend == "c":
-        pytest.skip("the c backend has no Loop emitter yet (control flow runs on python, numba and jax)")
     t, chain = dg.Dim("t", size=4), dg.Dim("chain", size=500)
     s = dg.rng_state("s")
 
@@ -438,3 +436,32 @@ def test_multivariate_normal_logp_and_draws(backend, request):
     np.testing.assert_allclose(same.values, want, rtol=1e-10)
     bad = dg.function([mu, cov, x], mvn.logp(x), backend=backend)(mu_v, -COV, x_v)
     assert np.isnan(bad.values).all()
+
+
+def test_a_bad_state_is_an_input_error():
+    s = dg.rng_state("s")
+    _, z = dg.dist.normal().draw(s, extra_dims=(dg.Dim("obs", size=2),))
+    f = dg.function([s], z, backend="python")
+    with pytest.raises(dg.InputError, match="'s'"):
+        f(np.zeros(2, dtype=np.uint64))
+    with pytest.raises(TypeError, match="RNG state"):
+        dg.core.random_draw("normal", dg.tensor("t", shape=(3,), dtype="uint64"), size=(2,))
+
+
+def test_a_pickled_function_draws_the_same_numbers(backend):
+    import pickle
+
+    f = dg.function([], dg.rng(1).gamma(2.0, 1.0, extra_dims=(dg.Dim("obs", size=5),)), backend=backend)
+    g = pickle.loads(pickle.dumps(f))
+    np.testing.assert_array_equal(f(ctx=dg.SharedContext(seed=2)), g(ctx=dg.SharedContext(seed=2)))
+
+
+def test_extra_dims_sized_by_an_input(backend):
+    """API.md's `rng.normal(mu, sigma, extra_dims=(obs,))` with `obs = dg.Dim("obs")`: the size comes with y."""
+    obs = dg.Dim("obs")
+    y = dg.labeled("y", dims=(obs,))
+    rng = dg.rng(0)
+    f = dg.function([y], y + rng.normal(0.0, 1.0, extra_dims=(obs,)), backend=backend)
+    first, second = f(np.zeros(4)), f(np.full(2, 10.0))
+    assert first.sizes["obs"] == 4 and second.sizes["obs"] == 2 and (second > 5).all()
+    assert int(rng.states[0].get()[2]) == 2
