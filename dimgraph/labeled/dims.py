@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
+from dimgraph.lazy import pandas as pd
 
 from dimgraph.errors import DimError
 

@@ -36,6 +36,7 @@ def positional_twin(var):
             twin = positional_constant(var.data)
         else:
             twin = TensorType(var.type.dtype, var.type.shape).make_variable(name=var.name)
+        twin.tag.setdefault("dims", tuple(d.name for d in var.type.dims))  # printing names its axes
         var.tag["positional"] = twin
     return twin
 

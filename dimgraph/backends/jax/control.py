@@ -21,7 +21,7 @@ from dimgraph.backends.jax.checks import collect, runtime_check
 from dimgraph.backends.jax.dispatch import is_static, jax_impl, static_int
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
-from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.loop import LoopOp
 from dimgraph.core.opfromgraph import OpFromGraph
 
 
@@ -57,8 +57,7 @@ def _discover(fn, *args):
     return found
 
 
-@jax_impl.register(Scan)
-@jax_impl.register(Loop)
+@jax_impl.register(LoopOp)  # Loop and Scan
 def _loop(op, node):
     body = _inner_function(op.body)
     ns, traced, until = op.n_states, op._traced(), getattr(op, "until", None)

@@ -82,6 +82,12 @@ def test_masked_switch_runs_on_backends(backend_name, tmp_path, monkeypatch):
     assert any(isinstance(op, AdvancedIncSubtensor) for op in ops_of(f))
     xv, yv = np.linspace(-3, 3, 41), np.linspace(2, -2, 41)
     np.testing.assert_allclose(f(xv, yv), np.where(xv > 1, np.sin(xv) * np.log1p(yv * yv), yv), rtol=1e-12)
+    m = dg.tensor("m", shape=(None, 3))  # a mask over two axes, one of them static
+    g = dg.function([m], dg.where(m > 2, dg.exp(m) * dg.sin(m), m), rewrites={"egraph": {"mask_fraction": 0.01}},
+                    backend=backend_name)
+    assert any(isinstance(op, AdvancedIncSubtensor) for op in ops_of(g))
+    mv = np.linspace(-4, 4, 12).reshape(4, 3)
+    np.testing.assert_allclose(g(mv), np.where(mv > 2, np.exp(mv) * np.sin(mv), mv), rtol=1e-12)
 
 
 def test_index_lifting_through_elemwise_only_when_it_pays():
@@ -150,6 +156,10 @@ def test_bad_egraph_options_are_clear_errors():
         dg.function([x], x + 1, rewrites={"egraph": {"node_limt": 5}}, backend="python")
     with pytest.raises(ValueError, match="egraph"):
         dg.function([x], x + 1, rewrites={"egraph": "yes"}, backend="python")
+    with pytest.raises(ValueError, match="mask_fraction must be in"):
+        dg.function([x], x + 1, rewrites={"egraph": {"mask_fraction": 2.0}}, backend="python")
+    with pytest.raises(ValueError, match="time_limit must be a non-negative number, got -1"):
+        dg.function([x], x + 1, rewrites={"egraph": {"time_limit": -1}}, backend="python")
 
 
 def test_cost_model_counts_fusion_kernels_and_transcendentals():
@@ -182,3 +192,32 @@ def test_scan_graphs_keep_their_control_flow_rewrites():
     for v in e:
         want = 0.5 * want + np.log1p(v * v)
     np.testing.assert_allclose(f(e).values, want)
+
+
+def test_run_time_checks_survive_extraction():
+    """An assert whose condition is only known at run time, and a reshape that may fail, stay in the graph."""
+    x = dg.tensor("x", shape=(None,))
+    checked = dg.core.assert_op(dg.log(1 + x), (x >= 0).all(), msg="x must be non-negative")
+    out = dg.core.reshape(checked * 1, (2, -1)).sum()
+    f = dg.function([x], out, rewrites=EGRAPH, backend="python")
+    assert "log1p" in scalar_names(f)
+    np.testing.assert_allclose(f(np.arange(4.0)), np.log1p(np.arange(4.0)).sum())
+    with pytest.raises(AssertionError, match="non-negative"):
+        f(np.array([1.0, -0.5]))
+    with pytest.raises(ValueError):
+        f(np.arange(3.0))  # 3 elements cannot be reshaped to (2, -1)
+    proved = dg.function([x], dg.core.assert_op(x, dg.core.constant(True)) + 0.0, rewrites=EGRAPH, backend="python")
+    assert not any(type(op).__name__ == "Assert" for op in ops_of(proved))  # a constant true condition is dropped
+
+
+def test_stabilized_forms_are_kept_even_when_dearer():
+    """logsumexp's max shift costs a pass, but the unshifted form overflows: extraction may not choose it."""
+    from dimgraph.core.reduce import CAReduce
+
+    x = dg.tensor("x", shape=(1, None), dtype="float32")
+    lse = dg.log(dg.exp(x).sum())
+    f = dg.function([x], [lse, lse - lse], rewrites=EGRAPH, backend="python")
+    assert any(isinstance(op, CAReduce) and op.scalar_op == "maximum" for op in ops_of(f))
+    value, zero = f(np.array([[100.0, 0.0]], dtype="float32"))  # exp(100) overflows float32
+    np.testing.assert_allclose(value, 100.0, rtol=1e-6)
+    assert zero == 0.0  # the written graph gives inf - inf = NaN, the default rewrites 0

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from dimgraph.core.rewriting.egraph.cost import MASK_FRACTION, estimate_size
 from dimgraph.core.rewriting.egraph.egraph import LEAF, EGraph
 from dimgraph.core.rewriting.egraph.extract import ExtractionError, build, choose
-from dimgraph.core.rewriting.egraph.rules import EGRAPH_RULES
+from dimgraph.core.rewriting.egraph.rules import EGRAPH_RULES, ERule
 from dimgraph.core.rewriting.egraph.translate import NodeRewrite, PatRewrite
 from dimgraph.core.rewriting.engine import LocalPhase
 from dimgraph.core.rewriting.pattern import Rule
@@ -74,6 +74,11 @@ class EGraphPhase:
         if unknown:
             raise ValueError(f"rewrites['egraph']: unknown options {sorted(unknown)}; expected {sorted(DEFAULTS)}")
         self.options = {**DEFAULTS, **(options or {})}
+        for key, value in self.options.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"rewrites['egraph']: {key} must be a non-negative number, got {value!r}")
+        if not 0 < self.options["mask_fraction"] <= 1:
+            raise ValueError(f"rewrites['egraph']: mask_fraction must be in (0, 1], got {self.options['mask_fraction']!r}")
         rewriters = [rw for phase in self.phases for rw in phase.rewriters]
         # Control-flow rewrites read the graph's clients (which traces are read), a fact of one graph
         # and not of an e-graph: they run on the extracted graph, as a canonicalize phase of their own.
@@ -88,8 +93,7 @@ class EGraphPhase:
             rules.append(PatRewrite(rw) if isinstance(rw, Rule) else NodeRewrite(rw))
         for rule in EGRAPH_RULES:
             if spec.enabled(_Tagged(rule.name)):
-                rule.done = set()
-                rules.append(rule)
+                rules.append(ERule(rule.name, rule.fn, rule.tracks))  # a fresh memory of what it tried
         return rules
 
     def run(self, fgraph, ctx):

@@ -29,7 +29,7 @@ from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.scalar import Cast, ScalarOp
 from dimgraph.core.shape import ShapeI, to_static
-from dimgraph.core.shape_ops import Alloc
+from dimgraph.core.shape_ops import Alloc, zeros
 from dimgraph.core.subtensor import (
     ARRAY,
     FULL_SLICE,
@@ -149,7 +149,7 @@ def switch_as_masked_sets(eg, cid, enode):
     not_c = dgm.invert(c)
     take, put = AdvancedSubtensor(mask), AdvancedIncSubtensor(mask, "set")
     shape = [s if s is not None else ShapeI(k)(c) for k, s in enumerate(out_type.shape)]
-    empty = Alloc()(constant(0, dtype=out_type.dtype), *shape)
+    empty = zeros(shape, dtype=out_type.dtype)
     return [
         put(b, take(a, c), c),  # b everywhere, a where c
         put(a, take(b, not_c), not_c),  # a everywhere, b where not c
