@@ -135,7 +135,7 @@ def lower(outputs):
 def lower_io(inputs, outputs):
     """Positional inputs/outputs for `dg.function`, with input converters, output wrappers and checks."""
     from dimgraph.compile.io import TensorInput, TensorOutput
-    from dimgraph.lower.io import LabeledInput, LabeledOutput, label_checks, shared_size_checks, size_checks
+    from dimgraph.lower.io import LabeledInput, LabeledOutput, indexer_checks, label_checks, shared_size_checks, size_checks
 
     low = Lowering()
     pos_inputs = [low.get(v) for v in inputs]
@@ -146,6 +146,7 @@ def lower_io(inputs, outputs):
     ]
     out_specs = [LabeledOutput(o, inputs) if is_labeled(o) else TensorOutput() for o in outputs]
     checks = size_checks(inputs, labels, low) + label_checks(inputs, outputs, labels) + shared_size_checks(inputs, outputs, labels)
+    checks += indexer_checks(inputs, outputs, labels)
     return pos_inputs, pos_outputs, in_specs, out_specs, checks
 
 
