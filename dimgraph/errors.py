@@ -33,3 +33,7 @@ class IndexOutOfBounds(IndexError):
             return super().__str__()
         index, size, axis = self.args
         return f"index {index} is out of bounds for axis {axis} with size {size}"
+
+
+class CacheWarning(RuntimeWarning):
+    """A cache directory or file that dimgraph refused or discarded (it recompiles instead)."""

@@ -27,16 +27,22 @@ import threading
 import warnings
 from pathlib import Path
 
+from dimgraph.errors import CacheWarning
+
 _resolved: dict = {}  # (root, parts) -> the directory this process uses
 _lock = threading.Lock()
 
 
-class CacheWarning(RuntimeWarning):
-    """A cache directory or file that dimgraph refused or discarded (it recompiles instead)."""
-
-
 def cache_root() -> Path:
-    """`$DIMGRAPH_CACHE_DIR`, or the per-user default when it is unset or empty."""
+    """`$DIMGRAPH_CACHE_DIR`, or the per-user default when it is unset or empty.
+
+    >>> import os
+    >>> from dimgraph.backends.diskcache import cache_root
+    >>> os.environ["DIMGRAPH_CACHE_DIR"], saved = "", os.environ.get("DIMGRAPH_CACHE_DIR")
+    >>> cache_root().name
+    'dimgraph'
+    >>> os.environ.pop("DIMGRAPH_CACHE_DIR") if saved is None else os.environ.update(DIMGRAPH_CACHE_DIR=saved)
+    """
     root = os.environ.get("DIMGRAPH_CACHE_DIR")
     if not root:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -45,13 +51,7 @@ def cache_root() -> Path:
 
 
 def private_dir(*parts: str) -> Path:
-    """`cache_root()/parts...`, created private (0700), or a private fallback when refused.
-
-    >>> from dimgraph.backends.diskcache import private_dir
-    >>> import stat
-    >>> stat.S_IMODE(private_dir("doc-example").stat().st_mode) & 0o022
-    0
-    """
+    """`cache_root()/parts...`, created private (0700), or a private fallback when refused (memoized)."""
     root = cache_root()
     key = (str(root), parts)
     found = _resolved.get(key)

@@ -136,7 +136,7 @@ def lower_io(inputs, outputs):
     """Positional inputs/outputs for `dg.function`, with input converters, output wrappers and checks."""
     from dimgraph.core.io import TensorInput, TensorOutput
     from dimgraph.labeled.io import LabeledInput
-    from dimgraph.lower.io import LabeledOutput, label_checks, shared_size_checks, size_checks
+    from dimgraph.lower.io import LabeledOutput, indexer_checks, label_checks, shared_size_checks, size_checks
 
     low = Lowering()
     pos_inputs = [low.get(v) for v in inputs]
@@ -147,6 +147,7 @@ def lower_io(inputs, outputs):
     ]
     out_specs = [LabeledOutput(o, inputs) if is_labeled(o) else TensorOutput() for o in outputs]
     checks = size_checks(inputs, labels, low) + label_checks(inputs, outputs, labels) + shared_size_checks(inputs, outputs, labels)
+    checks += indexer_checks(inputs, outputs, labels)
     return pos_inputs, pos_outputs, in_specs, out_specs, checks
 
 

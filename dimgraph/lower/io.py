@@ -14,7 +14,7 @@ import numpy as np
 from dimgraph.lazy import pandas as pd
 
 from dimgraph.core.graph import ancestors
-from dimgraph.errors import InputError
+from dimgraph.errors import IndexOutOfBounds, InputError
 from dimgraph.labeled.basic import is_dataarray
 from dimgraph.labeled.dims import ProductDim, derivation_of
 from dimgraph.labeled.io import first_difference
@@ -217,6 +217,57 @@ def label_checks(inputs, outputs, labels):
         if ks:
             checks.append(_PositionalLabelsCheck(d.name, ks, labels))
     return checks
+
+
+def indexer_checks(inputs, outputs, labels):
+    """Checks that each labeled integer input indexing a dim (`isel`'s pointwise indexers) stays within it.
+
+    Run before any work, they name the input and the dim, where a kernel could only
+    name an axis of its positional graph.
+    """
+    from dimgraph.labeled.indexing import Isel, IselUpdate, n_inputs
+
+    position = {id(v): k for k, v in enumerate(inputs)}
+    carriers = {}
+    for k, v in enumerate(inputs):
+        if is_labeled(v):
+            for axis, d in enumerate(v.type.dims):
+                carriers.setdefault(d, (k, axis))
+    checks, seen = [], set()
+    for v in ancestors(list(outputs)):
+        node = v.owner
+        if node is None or not isinstance(node.op, (Isel, IselUpdate)) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        x = node.inputs[0]
+        indexers = iter(node.inputs[1 if isinstance(node.op, Isel) else 2 :])
+        for d, entry in zip(x.type.dims, node.op.entries):
+            read = [next(indexers, None) for _ in range(n_inputs(entry))]
+            if entry[0] != "index":
+                continue
+            (indexer,) = read
+            k = position.get(id(indexer))
+            if k is not None and (d.size is not None or d in carriers):
+                checks.append(_IndexerCheck(k, d.name, d.size, carriers.get(d), labels, x.name))
+    return checks
+
+
+class _IndexerCheck:
+    __slots__ = ("k", "name", "size", "carrier", "labels", "of")
+
+    def __init__(self, k, name, size, carrier, labels, of):
+        self.k, self.name, self.size, self.carrier, self.labels, self.of = k, name, size, carrier, labels, of
+
+    def __call__(self, arrays, raw, ctx=None):
+        n = self.size if self.size is not None else arrays[self.carrier[0]].shape[self.carrier[1]]
+        positions = arrays[self.k]
+        bad = (positions < -n) | (positions >= n)
+        if bad.any():
+            of = f" of {self.of!r}" if self.of else ""
+            raise IndexOutOfBounds(
+                f"input {self.labels[self.k]!r}: index {int(np.asarray(positions)[bad].flat[0])} is out of bounds "
+                f"for dim {self.name!r}{of} with size {n}"
+            )
 
 
 def shared_size_checks(inputs, outputs, labels):

@@ -19,7 +19,7 @@ import pytest
 
 import dimgraph as dg
 from dimgraph.backends import diskcache
-from dimgraph.backends.diskcache import CacheWarning
+from dimgraph.errors import CacheWarning
 
 ROOT = str(Path(__file__).resolve().parents[2])
 

@@ -151,3 +151,13 @@ def test_out_of_range_gather_names_the_index_and_the_axis_size(backend):
     assert f(np.arange(85.0), np.array([84, -85])).tolist() == [168.0, 0.0]
     with pytest.raises(IndexError, match="index 85 is out of bounds for axis 0 with size 85"):
         f(np.arange(85.0), np.array([3, 85]))
+
+
+def test_out_of_range_labeled_indexer_names_the_input_and_the_dim(backend):
+    group = dg.Dim("group", size=4)
+    mu = dg.labeled("mu", dims=(group,))
+    group_idx = dg.labeled("group_idx", dims=(OBS,), dtype="int64")
+    f = dg.function([mu, group_idx], mu.isel(group=group_idx), backend=backend)
+    assert f(np.arange(4.0), np.array([3, 0, -1])).values.tolist() == [3.0, 0.0, 3.0]
+    with pytest.raises(IndexError, match="input 'group_idx': index 4 is out of bounds for dim 'group' of 'mu' with size 4"):
+        f(np.arange(4.0), np.array([1, 4]))

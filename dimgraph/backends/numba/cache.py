@@ -42,6 +42,7 @@ from pathlib import Path
 import numba
 import numpy as np
 from numba.core import caching
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.dispatcher import Dispatcher
 
 from dimgraph.backends import diskcache
@@ -136,7 +137,9 @@ def verified(dispatcher: Dispatcher) -> Dispatcher:
 
 
 def _compile_importable(compile, py_func, sig):
-    with _importable(py_func):
+    # NOTE: under Numba's own (reentrant) compiler lock, so no other thread's compile sees the
+    # modules come and go.
+    with global_compiler_lock, _importable(py_func):
         return compile(sig)
 
 
@@ -257,7 +260,6 @@ def _importable(py_func):
     they enter it only while one of their functions compiles.
     """
     # NOTE: every loaded module, since a graph's machine code refers to its kernels' modules too.
-    # Numba compiles under its global compiler lock, so no other compile races on these names.
     added = [m for m in list(_LOADED.values()) if m.__name__ not in sys.modules]
     sys.modules.update((m.__name__, m) for m in added)
     try:
