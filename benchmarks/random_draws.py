@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import time
 import os
 import sys
 
@@ -25,7 +26,29 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import dimgraph as dg  # noqa: E402
-from benchmarks.run import _jax, median_time  # noqa: E402
+from benchmarks.run import _jax  # noqa: E402
+
+
+def interleaved_medians(fns, repeats, clock=None):
+    """Median seconds per call of each function, timed in turns (one call each per round) so that load
+    changes hit all alike. `clock=time.process_time` (single-threaded code only: it adds up threads) moves
+    less than wall time on a loaded machine."""
+    import gc
+    import statistics
+    import time
+
+    clock = clock or time.perf_counter
+    for fn in fns.values():
+        fn()  # warm-up
+    times = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            gc.disable()
+            t0 = clock()
+            fn()
+            times[name].append(clock() - t0)
+            gc.enable()
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def table(title, rows):
@@ -43,13 +66,14 @@ def draws(quick):
     group, obs = dg.Dim("group", size=n_group), dg.Dim("obs", size=n_obs)
     mu_v = np.linspace(-1, 1, n_group)
     repeats = 5 if quick else 15
-    rows = []
     generator = np.random.default_rng(0)
-    rows.append(("numpy Generator", median_time(lambda: generator.normal(mu_v[:, None], 0.5, size=(n_group, n_obs)), repeats), "PCG64, ziggurat"))
+    fns = {"numpy Generator": lambda: generator.normal(mu_v[:, None], 0.5, size=(n_group, n_obs))}
+    notes = {"numpy Generator": "PCG64, ziggurat"}
     mu = dg.labeled("mu", dims=(group,))
     for backend in ("numba", "c", "jax", "python"):
         f = dg.function([mu], dg.rng(0).normal(mu, 0.5, extra_dims=(obs,)), backend=backend)
-        rows.append((f"dimgraph {backend}", median_time(lambda f=f: f(mu_v), repeats), "DataArray out, state advanced"))
+        fns[f"dimgraph {backend}"] = lambda f=f: f(mu_v)
+        notes[f"dimgraph {backend}"] = "DataArray out, state advanced"
     jax = _jax()
     if jax is not None:
         import jax.numpy as jnp
@@ -66,7 +90,10 @@ def draws(quick):
             state[0], out = normal(state[0], mu_j)
             out.block_until_ready()
 
-        rows.append(("hand jax", median_time(run_jax, repeats), "jax.random.normal, jit"))
+        fns["hand jax"] = run_jax
+        notes["hand jax"] = "jax.random.normal, jit"
+    medians = interleaved_medians(fns, repeats)
+    rows = [(name, medians[name], notes[name]) for name in fns]
     table(f"1. normal draws, group={n_group} x obs={n_obs}, per call", rows)
 
 
@@ -91,11 +118,13 @@ def hierarchical(quick):
         value, grads = dg.value_and_grad(logp, [mu, beta, log_sigma])
         return dg.function([mu, beta, log_sigma, x, y, g], [value, *grads])
 
-    repeats = 5 if quick else 11
-    rows = []
-    for library in (False, True):
-        f = model(library)
-        rows.append(("dg.dist.normal(...).logp" if library else "hand-written formula", median_time(lambda f=f: f(*args), repeats), "numba"))
+    repeats = 5 if quick else 21
+    fns = {
+        "hand-written formula": lambda f=model(False): f(*args),
+        "dg.dist.normal(...).logp": lambda f=model(True): f(*args),
+    }
+    medians = interleaved_medians(fns, repeats, clock=time.process_time)  # numba: one thread
+    rows = [(name, medians[name], "numba, CPU time") for name in fns]
     table(f"2. hierarchical logp + gradient (obs={n_obs}, group={n_group}), per call", rows)
 
 

@@ -9,6 +9,7 @@ updates only after all outputs exist, and wraps outputs (DataArrays for labeled)
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
@@ -25,9 +26,16 @@ from dimgraph.core.rewriting import rewrite_graph
 from dimgraph.core.type import TensorType
 from dimgraph.errors import InputError
 
+_log = logging.getLogger("dimgraph")
+
 
 class Function:
-    """A compiled graph. Call with arrays positionally or by input name."""
+    """A compiled graph. Call with arrays positionally or by input name.
+
+    `timings` gives seconds per compile phase: "lower", "rewrite", "codegen", "first call"
+    (once a call has run: numba compiles its kernels then) and "kernels" ({kernel: seconds}
+    on the numba backend). Compiles that run long log their progress (`logging`, "dimgraph").
+    """
 
     __name__ = "dimgraph_function"  # what tools that name callables show (dask task keys, profilers)
 
@@ -48,20 +56,34 @@ class Function:
         self.source = getattr(run, "source", None)
         # What the rewrites did (dimgraph.core.rewriting.RewriteTrace): counts, and events when traced.
         self.rewrite_trace = getattr(fgraph, "rewrite_trace", None)
-        # The common call (every input positional, plain tensors, no shared variables, no updates)
-        # skips binding, contexts and wrapping: `run.fast(*arrays)` is the backend's own entry
-        # (numba: the dispatcher), returning a bare array for one output, a tuple for several.
+        # The common call (every input positional, arrays or labeled arrays, no shared variables,
+        # no updates, no label checks) skips binding and contexts: `run.fast(*arrays)` is the
+        # backend's own entry (numba: the driver), returning a bare array for one output, a
+        # tuple for several; labeled outputs are wrapped by their specs.
         fast = getattr(run, "fast", None)
-        plain = not checks and not shared and not n_updates and all(type(s) is TensorOutput for s in out_specs)
-        plain = plain and all(type(s) is TensorInput for s in in_specs)
-        self._fast = fast if plain else None
-        self._fast_wrap = None if len(outputs) != 1 else (_bare if single else _listed)
+        specs = [_fast_spec(s) for s in in_specs]
+        plain = not checks and not shared and not n_updates and None not in specs
+        # The first call takes the general path and is timed (it compiles the numba kernels); the
+        # fast path is switched on after it succeeds.
+        self._fast_after_first = fast if plain else None
+        self._fast = None
+        self._first_call = True
+        # Seconds per phase: lower, rewrite, codegen (set by `function`), "first call", and the
+        # backend's own ({kernel: seconds}, filled by the first call).
+        self.timings = {"kernels": getattr(run, "timings", {})}
         self._n_inputs = len(inputs)
+        self._labeled_in = any(type(s) is not TensorInput for s in in_specs)
+        if all(type(s) is TensorOutput for s in out_specs):
+            self._fast_wrap = _listed_all if len(outputs) != 1 else (_bare if single else _listed)
+        else:
+            self._fast_wrap = self._wrap_outputs
         # Per input: (dtype, ndim, ((axis, static size), ...)); data that matches exactly needs no conversion.
-        self._fast_specs = tuple(
-            (np.dtype(s.type.dtype), s.type.ndim, tuple((a, n) for a, n in enumerate(s.type.shape) if n is not None))
-            for s in in_specs
-        ) if plain else ()
+        self._fast_specs = tuple(specs) if plain else ()
+
+    def _wrap_outputs(self, out, raw):
+        results = [out] if len(self.fgraph.outputs) == 1 else out
+        outs = [spec.wrap(r, raw) for spec, r in zip(self._out_specs, results)]
+        return outs[0] if self._single else outs
 
     def _bind(self, args, kwargs):
         if args and is_dataset(args[0]):
@@ -121,12 +143,14 @@ class Function:
         fast = self._fast
         if fast is not None and not kwargs and ctx is None and len(args) == self._n_inputs:
             if not trust_input:
-                args = self._fast_convert(args)
-            elif any(type(a) in PYTHON_SCALARS for a in args):
-                args = [spec.trusted(a) for spec, a in zip(self._in_specs, args)]
-            out = fast(*args)
-            wrap = self._fast_wrap
-            return list(out) if wrap is None else wrap(out)
+                arrays = self._fast_convert(args)
+            elif self._labeled_in or any(type(a) in PYTHON_SCALARS for a in args):
+                arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, args)]
+            else:
+                arrays = args
+            return self._fast_wrap(fast(*arrays), args)
+        if self._first_call:
+            return self._timed_first_call(args, ctx, trust_input, kwargs)
         raw = self._bind(args, kwargs)
         if trust_input:
             arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, raw)]
@@ -148,6 +172,21 @@ class Function:
         if self._dataset_names is not None:
             return to_dataset(self._dataset_names, outs)
         return outs[0] if self._single else outs
+
+    def _timed_first_call(self, args, ctx, trust_input, kwargs):
+        self._first_call = False
+        t0 = time.perf_counter()
+        try:
+            out = self(*args, ctx=ctx, trust_input=trust_input, **kwargs)
+        except BaseException:
+            self._first_call = True  # bad input, say: the next call is the first that runs
+            raise
+        seconds = time.perf_counter() - t0
+        self.timings["first call"] = seconds
+        self._fast = self._fast_after_first
+        if seconds > 2.0:
+            _log.info("dimgraph: first call took %.2f s (kernel compiles: %s)", seconds, self.timings["kernels"])
+        return out
 
     def __reduce__(self):
         # By value: the recipe (graph, backend, options) travels; unpickling compiles again or loads from the cache.
@@ -194,19 +233,36 @@ def _overlap(a, b) -> bool:
     return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
 
 
-def _bare(out):
+def _bare(out, raw):
     return out
 
 
-def _listed(out):
+def _listed(out, raw):
     return [out]
+
+
+def _listed_all(out, raw):
+    return list(out)
+
+
+def _fast_spec(spec):
+    """(dtype, ndim, ((axis, static size), ...)) of a positional or labeled input spec, else None."""
+    if type(spec) is TensorInput:
+        shape = spec.type.shape
+    elif hasattr(spec.type, "dims") and hasattr(spec, "trusted"):  # a labeled input: NumPy data in dims order
+        shape = tuple(d.size for d in spec.type.dims)
+    else:
+        return None
+    return np.dtype(spec.type.dtype), len(shape), tuple((a, n) for a, n in enumerate(shape) if n is not None)
 
 
 def _as_list(x):
     return (list(x), False) if isinstance(x, (list, tuple)) else ([x], True)
 
 
-def function(inputs, outputs, backend=None, updates=None, rewrites="default", map_extra_dims=False, **options):
+def function(
+    inputs, outputs, backend=None, updates=None, rewrites="default", map_extra_dims=False, return_numpy=False, **options
+):
     """Compile `outputs` as a function of `inputs`.
 
     Parameters
@@ -225,6 +281,9 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
         "trace": bool} (see `f.rewrite_trace`).
     map_extra_dims : map over dims that DataArray inputs carry beyond the inputs' own (one
         compile per set of extra dims; outputs get them first); see `dimgraph.compile.extra_dims`.
+    return_numpy : labeled outputs come back as NumPy arrays in the output's dim order
+        instead of DataArrays (for samplers and optimizers: a call then costs what a
+        positional one does).
     **options :
         output="dataset" -- any backend: the outputs come back as one `xarray.Dataset`,
             each under its variable's name.
@@ -246,6 +305,10 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
     >>> f = dg.function([x], (x * 2).sum())
     >>> float(f(np.arange(4.0)))
     12.0
+    >>> t = dg.Dim("t", size=3)
+    >>> y = dg.labeled("y", dims=(t,))
+    >>> dg.function([y], y + 1, return_numpy=True)(np.zeros(3))
+    array([1., 1., 1.])
     """
     if map_extra_dims:
         from dimgraph.compile.extra_dims import MappedFunction
@@ -271,7 +334,10 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
         if not isinstance(target, SharedMixin):
             raise TypeError(f"updates: only shared variables can be updated, got {target!r}")
 
+    t_lower = time.perf_counter()
     pos_inputs, pos_outputs, in_specs, out_specs, checks = _lower_io(inputs, outputs)
+    if return_numpy:
+        out_specs = [TensorOutput() for _ in out_specs]
     update_targets = list(updates)
     pos_updates = _lower_updates(updates)
     given = set(inputs)
@@ -287,17 +353,24 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
     started = time.perf_counter()
     fgraph = FunctionGraph(pos_inputs + shared, pos_outputs + pos_updates)
     backend_module = get_backend(backend)
+    t_rewrite = time.perf_counter()
     rewrite_graph(fgraph, rewrites, backend=backend_module)
     fgraph.user_inputs = list(inputs)  # the variables behind fgraph.inputs[:len(inputs)] (jax shard= maps them)
+    t_codegen = time.perf_counter()
     run = backend_module.compile(fgraph, **options)
+    t_done = time.perf_counter()
     f = Function(
         inputs, outputs, single, fgraph, backend_module.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
     )
     f._update_targets = [t.storage_key for t in update_targets]
     f.compile_time = time.perf_counter() - started  # rewrites and code generation, in seconds
+    f.timings.update(lower=t_rewrite - t_lower, rewrite=t_codegen - t_rewrite, codegen=t_done - t_codegen)
+    _log.debug("dimgraph: lower %.3f s, rewrite %.3f s, codegen %.3f s", *(f.timings[k] for k in ("lower", "rewrite", "codegen")))
     if dataset is not None:
-        f._dataset_names, f._fast = dataset, None
+        f._dataset_names, f._fast, f._fast_after_first = dataset, None, None
         options = {**options, "output": "dataset"}
+    if return_numpy:
+        options = {**options, "return_numpy": True}
     f._recipe = Recipe(inputs, outputs[0] if single else outputs, backend_module.name, updates, rewrites, options)
     for attr, make in getattr(run, "exports", {}).items():  # backend extras built on the Function (jax: f.jax_fn)
         setattr(f, attr, make(f))

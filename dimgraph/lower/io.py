@@ -14,7 +14,7 @@ carry along dims that reach the output untouched (xarray arithmetic's rule).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+from dimgraph.lazy import pandas as pd
 
 from dimgraph.compile.io import PYTHON_SCALARS, as_array, cast_exact, is_weak
 from dimgraph.core.graph import ancestors

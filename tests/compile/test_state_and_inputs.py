@@ -121,3 +121,33 @@ def test_trusted_python_scalar_for_a_0d_input(backend):
     lx = dg.labeled("lx", dims=())
     g = dg.function([lx], lx * 2, backend=backend)
     assert float(g(2.5, trust_input=True)) == 5.0
+
+
+# ---------------------------------------------------------------- text that is not valid unicode
+
+
+def test_lone_surrogate_in_an_assert_message_compiles_and_is_raised(backend):
+    message = "bad \udc80 value"
+    x = dg.tensor("x", shape=())
+    f = dg.function([x], dg.core.assert_op(x, x > 0, msg=message), backend=backend)
+    assert float(f(1.0)) == 1.0
+    with pytest.raises(AssertionError) as info:
+        f(-1.0)
+    assert message in str(info.value.args[0])
+
+
+def test_lone_surrogate_in_a_coord_label_is_a_dim_error():
+    with pytest.raises(dg.DimError, match="Dim 'a'.*not valid text"):
+        dg.Dim("a", coords=["x\udc80", "y"])
+
+
+# ---------------------------------------------------------------- errors that name the numbers
+
+
+def test_out_of_range_gather_names_the_index_and_the_axis_size(backend):
+    table = dg.tensor("table", shape=(None,))
+    at = dg.tensor("at", shape=(None,), dtype="int64")
+    f = dg.function([table, at], table[at] * 2.0, backend=backend)
+    assert f(np.arange(85.0), np.array([84, -85])).tolist() == [168.0, 0.0]
+    with pytest.raises(IndexError, match="index 85 is out of bounds for axis 0 with size 85"):
+        f(np.arange(85.0), np.array([3, 85]))

@@ -469,3 +469,25 @@ def test_a_gradient_scan_does_not_store_traces_its_body_never_reads():
     val, g = f(yv, 0.7)
     np.testing.assert_allclose(val, -0.5 * np.sum((yv[1:] - 0.7 * yv[:-1]) ** 2))
     np.testing.assert_allclose(g, np.sum((yv[1:] - 0.7 * yv[:-1]) * yv[:-1]))
+
+
+def test_an_rng_state_is_threaded_through_a_scan(backend):
+    """A random walk: the scan gives the draws of the same graph unrolled (each step its own stream)."""
+    from dimgraph.core.random import random_draw, rng_state, seed_state
+
+    s, x0 = rng_state("s"), dg.scalar("x0")
+
+    def step(state, x):
+        new_state, z = random_draw("normal", state)
+        return new_state, x + z
+
+    (s_last, x_last), (_, walk) = dg.scan(step, init=[s, x0], n_steps=4)
+    state, x, unrolled = s, x0, []
+    for _ in range(4):
+        state, x = step(state, x)
+        unrolled.append(x)
+    f = dg.function([s, x0], [s_last, x_last, walk, state, *unrolled], backend=backend)
+    got_state, got_last, got_walk, want_state, *want = f(seed_state(1), 0.5)
+    np.testing.assert_array_equal(got_state, want_state)
+    np.testing.assert_allclose(got_walk, want, rtol=1e-12)
+    assert got_last == got_walk[-1] and len(set(np.diff(got_walk))) == 3

@@ -37,8 +37,8 @@ def _inner_function(graph):
                 outs = fn(*args)
             except NeedsStatic as need:  # positions of the inner graph mean nothing outside it
                 raise need.error from None
-        return tuple(jnp.asarray(o) for o in outs), [jnp.asarray(ok, dtype=bool).reshape(()) for ok, _, _ in found.checks], [
-            (e, m) for _, e, m in found.checks
+        return tuple(jnp.asarray(o) for o in outs), [jnp.asarray(ok, dtype=bool).reshape(()) for ok, _, _, _ in found.checks], [
+            (e, m if d is None else m.format("an index")) for _, e, m, d in found.checks  # inner checks keep no detail
         ]
 
     return run

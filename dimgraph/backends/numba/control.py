@@ -38,7 +38,7 @@ INNER_HEADER = "from dimgraph.backends.numba.cache import constant as _constant\
 
 def print_inner(graph, fname):
     """Source of a jitted `fname(*inputs) -> tuple of outputs` running `graph`'s kernels in order."""
-    from dimgraph.backends.numba import KERNEL_FOOTER, KERNEL_HEADER, _merge_guards
+    from dimgraph.backends.numba import KERNEL_FOOTER, KERNEL_HEADER
 
     names = {id(v): f"a{k}" for k, v in enumerate(graph.inputs)}
     header, body, kernels, printed = [], [], {}, {}
@@ -57,7 +57,7 @@ def print_inner(graph, fname):
     for node in graph.nodes():
         key = (node.op, tuple(i.type for i in node.inputs), tuple(o.type for o in node.outputs))
         if key not in printed:
-            src = _merge_guards(numba_kernel(node.op, node))
+            src = numba_kernel(node.op, node)
             printed[key] = cache.load_module("k", KERNEL_HEADER + src + KERNEL_FOOTER).digest
         digest = printed[key]
         if digest not in kernels:

@@ -208,3 +208,16 @@ def test_run_time_checks_survive_extraction():
         f(np.arange(3.0))  # 3 elements cannot be reshaped to (2, -1)
     proved = dg.function([x], dg.core.assert_op(x, dg.core.constant(True)) + 0.0, rewrites=EGRAPH, backend="python")
     assert not any(type(op).__name__ == "Assert" for op in ops_of(proved))  # a constant true condition is dropped
+
+
+def test_stabilized_forms_are_kept_even_when_dearer():
+    """logsumexp's max shift costs a pass, but the unshifted form overflows: extraction may not choose it."""
+    from dimgraph.core.reduce import CAReduce
+
+    x = dg.tensor("x", shape=(1, None), dtype="float32")
+    lse = dg.log(dg.exp(x).sum())
+    f = dg.function([x], [lse, lse - lse], rewrites=EGRAPH, backend="python")
+    assert any(isinstance(op, CAReduce) and op.scalar_op == "maximum" for op in ops_of(f))
+    value, zero = f(np.array([[100.0, 0.0]], dtype="float32"))  # exp(100) overflows float32
+    np.testing.assert_allclose(value, 100.0, rtol=1e-6)
+    assert zero == 0.0  # the written graph gives inf - inf = NaN, the default rewrites 0

@@ -106,6 +106,7 @@ class EGraph:
         self.size_of = size_of  # (enode, egraph, out type) -> estimated elements
         self.pending = []  # classes whose parents must be re-canonicalized
         self.n_nodes = 0
+        self.banned = set()  # e-nodes extraction must not choose (forms a stabilize rule replaced)
         self.applies = {}  # (e-node, input variable ids) -> an Apply of it on those inputs (node rewriters share it)
 
     # -- union-find --------------------------------------------------------

@@ -1,7 +1,7 @@
 """Extraction: the cheapest term of each output's class under the cost model, built back into a graph.
 
 Greedy bottom-up (egg's default extractor): each class's cost is the least, over
-its e-nodes, of the e-node's local cost (`cost.node_cost`, which knows whether
+its e-nodes (less those a stabilize rule banned), of the e-node's local cost (`cost.node_cost`, which knows whether
 the chosen child fuses into it) plus its children's costs, iterated to a fixed
 point. Costs are never negative, so the choice has no cycle. A shared child is
 counted once per consumer (a tree cost): the whole result is priced again as a
@@ -28,10 +28,13 @@ class ExtractionError(RuntimeError):
 def choose(eg, mask_fraction):
     """{class id: (cost, e-node, kind)} for every class with a finite-cost term."""
     best = {}
+    banned = {eg.canonical(e) for e in eg.banned}
     for _ in range(len(eg.classes) + 2):
         changed = False
         for cid, cls in eg.classes.items():
             for enode in cls.nodes:
+                if enode in banned:
+                    continue
                 children = list(dict.fromkeys(eg.find(c) for c in enode.children))
                 if any(c not in best for c in children):
                     continue

@@ -7,6 +7,9 @@ Two mechanical translations:
   term equal to the log's input is an `add` of 1, not only the one written. The
   replacement function gets each bound class's representative variable (its
   `rep`), builds its graph as in the phase order, and the result joins the class.
+  A stabilize rule is not a mere equality: the e-node it matched (the form that
+  overflows or cancels) is banned from extraction, as the phase order never keeps
+  it, even where it would be cheaper (logsumexp without its max shift).
 - `NodeRewrite`: a plain node rewriter (`constant_fold`, `dimshuffle_chain`, ...).
   It is offered each e-node rebuilt on members of its children's classes (the
   representative and the term behind each other e-node, at most
@@ -21,6 +24,8 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.graph import Apply
 from dimgraph.core.rewriting.egraph.egraph import LEAF, TypeClash, merged_type
@@ -28,8 +33,6 @@ from dimgraph.core.rewriting.engine import _pairs
 from dimgraph.core.rewriting.pattern import COMMUTATIVE, Rule
 from dimgraph.core.scalar import ScalarOp
 from dimgraph.core.type import TensorType
-
-import numpy as np
 
 
 def ematch(eg, pat, cid, bound):
@@ -53,23 +56,28 @@ def ematch(eg, pat, cid, bound):
             yield bound
         return
     for enode in list(eg[cid].nodes):
-        op = enode.op
-        if op == LEAF:
-            continue
-        if pat.kind == "elem":
-            if not (isinstance(op, Elemwise) and type(op.scalar_op) is ScalarOp and op.scalar_op.name == pat.name):
-                continue
-            orders = [enode.children]
-            if pat.name in COMMUTATIVE and len(enode.children) == 2:
-                orders.append(enode.children[::-1])
-            b0 = bound
-        else:
-            if not isinstance(op, pat.value) or (pat.where is not None and not pat.where(op)):
-                continue
-            orders = [enode.children[: len(pat.args)]]
-            b0 = bound if pat.name is None else {**bound, pat.name: op}
-        for children in orders:
-            yield from _match_args(eg, pat.args, children, b0)
+        yield from ematch_enode(eg, pat, enode, bound)
+
+
+def ematch_enode(eg, pat, enode, bound):
+    """The extensions of `bound` under which the e-node `enode` matches `pat` (an `elem` or `node` pattern)."""
+    op = enode.op
+    if op == LEAF:
+        return
+    if pat.kind == "elem":
+        if not (isinstance(op, Elemwise) and type(op.scalar_op) is ScalarOp and op.scalar_op.name == pat.name):
+            return
+        orders = [enode.children]
+        if pat.name in COMMUTATIVE and len(enode.children) == 2:
+            orders.append(enode.children[::-1])
+        b0 = bound
+    else:
+        if not isinstance(op, pat.value) or (pat.where is not None and not pat.where(op)):
+            return
+        orders = [enode.children[: len(pat.args)]]
+        b0 = bound if pat.name is None else {**bound, pat.name: op}
+    for children in orders:
+        yield from _match_args(eg, pat.args, children, b0)
 
 
 def _match_args(eg, pats, children, bound):
@@ -112,16 +120,18 @@ class PatRewrite:
     def __init__(self, rule: Rule):
         self.rule = rule
         self.name = rule.name
+        self.stabilizes = "stabilize" in rule.tags
         self.done = set()
 
     def run(self, eg, stats):
         changed = False
         rule = self.rule
         matches = []
-        for cid in list(eg.classes):
-            for bound in ematch(eg, rule.pattern, cid, {}):
-                matches.append((cid, bound))
-        for cid, bound in matches:
+        for cid, cls in list(eg.classes.items()):
+            for enode in list(cls.nodes):
+                for bound in ematch_enode(eg, rule.pattern, enode, {}):
+                    matches.append((cid, enode, bound))
+        for cid, enode, bound in matches:
             cid = eg.find(cid)
             key = (cid, tuple(sorted((k, eg.find(v) if isinstance(v, int) else v) for k, v in bound.items())))
             if key in self.done:
@@ -135,6 +145,9 @@ class PatRewrite:
             except (TypeError, ValueError):
                 continue  # the function could not build its graph on these terms
             changed |= join(eg, cid, new, self.name, stats)
+            if self.stabilizes and new is not None and eg.var_class.get(new) is not None:
+                if eg.find(eg.var_class[new]) == eg.find(cid):
+                    eg.banned.add(enode)  # the unstable form must not come back, however cheap
         return changed
 
 
