@@ -1,13 +1,16 @@
-"""The main benchmark suite (issue 7): five workloads, dimgraph next to hand-written references.
+"""The main benchmark suite (issue 18): labeled workloads as the README teaches, next to hand-written code.
 
-    .venv/bin/python benchmarks/run.py            # full sizes (several minutes)
-    .venv/bin/python benchmarks/run.py --quick    # small sizes, a smoke run
-    .venv/bin/python benchmarks/run.py --only 2 3 # some workloads
+    .venv/bin/python benchmarks/run.py                 # every workload (a few minutes)
+    .venv/bin/python benchmarks/run.py --quick         # small sizes, few repeats
+    .venv/bin/python benchmarks/run.py --only hier sel # some workloads
+    .venv/bin/python benchmarks/run.py --backends numba c jax
 
-Prints, per workload, the median time of each implementation and its ratio to
-the fastest reference (hand-written numba.njit loop, hand-written jax.jit,
-PyTensor when installed). Compile-time workloads run in fresh processes with
-an empty (cold) and then a filled (warm) `DIMGRAPH_CACHE_DIR`.
+Per call: the median of repeated calls after a warm-up call; "vs hand" is the
+ratio to the hand-written `numba.njit` loop of the same run. Compile: a fresh
+process builds the model and calls it once, with an empty `DIMGRAPH_CACHE_DIR`
+(cold) and then with the filled one (warm); the figure is build + first call
+less one steady call (import excluded), in wall seconds and in the process's
+CPU seconds (steadier on a shared machine).
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -27,15 +29,98 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
 
-import dimgraph as dg  # noqa: E402
+# Each model is source text, run in this process for per-call times and in fresh processes
+# for compile times. It defines `f` (from `BACKEND`) and `args` (NumPy arrays in declared dim order).
+MODELS = {
+    "hier": """
+import math
+obs, group = dg.Dim("obs", size=N_OBS), dg.Dim("group", size=100)
+mu = dg.labeled("mu", dims=(group,)); beta = dg.labeled("beta", dims=()); log_sigma = dg.labeled("log_sigma", dims=())
+x, y = dg.labeled("x", dims=(obs,)), dg.labeled("y", dims=(obs,)); g = dg.labeled("g", dims=(obs,), dtype="int64")
+z = (y - (mu.isel(group=g) + beta * x)) / dg.exp(log_sigma)
+logp = (-0.5 * math.log(2 * math.pi) - log_sigma - 0.5 * z * z).sum()
+value, grads = dg.value_and_grad(logp, [mu, beta, log_sigma])
+f = dg.function([mu, beta, log_sigma, x, y, g], [value, *grads], backend=BACKEND)
+rng = np.random.default_rng(0)
+args = [rng.normal(size=100), np.array(0.3), np.array(-0.2), rng.normal(size=N_OBS), rng.normal(size=N_OBS),
+        rng.integers(0, 100, N_OBS)]
+""",
+    "softmax": """
+obs, feature, category = dg.Dim("obs", size=N_OBS), dg.Dim("feature", size=20), dg.Dim("category", size=5)
+X = dg.labeled("X", dims=(obs, feature)); y = dg.labeled("y", dims=(obs, category))
+W = dg.labeled("W", dims=(feature, category)); b = dg.labeled("b", dims=(category,))
+logits = dg.dot(X, W, dim="feature") + b
+logp = (y * (logits - dg.logsumexp(logits, "category"))).sum()
+value, grads = dg.value_and_grad(logp, [W, b])
+f = dg.function([W, b, X, y], [value, *grads], backend=BACKEND)
+rng = np.random.default_rng(0)
+args = [rng.normal(size=(20, 5)), rng.normal(size=5), rng.normal(size=(N_OBS, 20)), np.eye(5)[rng.integers(0, 5, N_OBS)]]
+""",
+    "tanh": """
+row, col = dg.Dim("row", size=64), dg.Dim("col", size=32)
+x = dg.labeled("x", dims=(row, col))
+ws = [dg.labeled(f"w{i}", dims=(col,)) for i in range(BLOCKS)]
+bs = [dg.labeled(f"b{i}", dims=(col,)) for i in range(BLOCKS)]
+h = x
+for w, b in zip(ws, bs):
+    h = dg.tanh(h * w + b)
+cost = h.sum()
+f = dg.function([x, *ws, *bs], [cost, *dg.grad(cost, ws + bs)], backend=BACKEND)
+rng = np.random.default_rng(0)
+args = [rng.normal(size=(64, 32))] + [rng.normal(size=32) * 0.1 for _ in range(2 * BLOCKS)]
+""",
+    "scalar": """
+x = dg.labeled("x", dims=())
+f = dg.function([x], x + 1, backend=BACKEND)
+args = [np.array(1.5)]
+""",
+    "sel": """
+import pandas as pd
+country = dg.Dim("country", coords=pd.Index([f"c{i:03d}" for i in range(200)]))
+time_ = dg.Dim("time", size=N_TIME)
+data = dg.labeled("data", dims=(country, time_))
+picked = [f"c{i:03d}" for i in range(0, 200, 4)]
+f = dg.function([data], data.sel(country=picked).sum("time"), backend=BACKEND)
+args = [np.random.default_rng(0).normal(size=(200, N_TIME))]
+""",
+    "bcast": """
+xd, yd = dg.Dim("x", size=N_XY), dg.Dim("y", size=N_XY)
+a, b = dg.labeled("a", dims=(xd,)), dg.labeled("b", dims=(yd,))
+f = dg.function([a, b], (dg.exp(a + b) * dg.log1p(b * b)).sum("y"), backend=BACKEND)
+rng = np.random.default_rng(1)
+args = [rng.normal(size=N_XY) * 0.1, rng.normal(size=N_XY) * 0.1]
+""",
+}
 
-REFERENCES = ("hand numba", "hand jax", "pytensor")
+TITLES = {
+    "hier": "hierarchical logp + gradient (obs {N_OBS}, group 100; `isel` gather, `dg.value_and_grad`)",
+    "softmax": "softmax regression logp + gradient (obs {N_OBS}, feature 20, category 5; `dg.dot`, `logsumexp`)",
+    "tanh": "{BLOCKS} tanh blocks over (row 64, col 32) + `dg.grad` of every weight",
+    "scalar": "`x + 1` on a 0-d labeled input (the call path of a small model)",
+    "sel": "`data.sel(country=50 labels).sum(\"time\")`, data (country 200, time {N_TIME})",
+    "bcast": "`(exp(a + b) * log1p(b * b)).sum(\"y\")` over (x {N_XY}, y {N_XY}), no x*y temporary",
+}
+
+
+def sizes(quick):
+    if quick:
+        return dict(N_OBS=10_000, BLOCKS=5, N_TIME=1_000, N_XY=300)
+    return dict(N_OBS=1_000_000, BLOCKS=20, N_TIME=10_000, N_XY=2000)
+
+
+def build(name, backend, size):
+    import dimgraph as dg
+
+    scope = dict(size, dg=dg, np=np, BACKEND=backend)
+    exec(textwrap.dedent(MODELS[name]), scope)  # noqa: S102 - the models above
+    return scope["f"], scope["args"]
 
 
 def median_time(fn, repeats, number=1):
-    fn()  # warm-up (compiles lazily jitted code)
+    fn()  # warm-up
     times = []
     for _ in range(repeats):
         gc.disable()
@@ -47,377 +132,294 @@ def median_time(fn, repeats, number=1):
     return statistics.median(times)
 
 
-def table(title, rows, unit="ms"):
-    """rows: list of (name, seconds or None, note)."""
-    scale = {"ms": 1e3, "us": 1e6, "s": 1.0}[unit]
-    refs = [t for name, t, _ in rows if name in REFERENCES and t is not None]
-    best = min(refs) if refs else None
-    print(f"\n### {title}\n")
-    print(f"| implementation | median {unit} | ratio to fastest reference | note |")
-    print("|---|---:|---:|---|")
-    for name, t, note in rows:
-        value = "n/a" if t is None else f"{t * scale:.3g}"
-        ratio = "" if (t is None or best is None) else f"{t / best:.2f}"
-        print(f"| {name} | {value} | {ratio} | {note} |")
+# -- hand-written references ------------------------------------------------------------------
+
+
+def hand_numba(name, args):
+    """A `numba.njit` loop computing the same outputs (the call on `args`), or None."""
+    import math
+
+    import numba
+
+    if name == "hier":
+
+        @numba.njit(cache=True)
+        def hier(mu, beta, ls, x, y, g):
+            inv = 1.0 / math.exp(ls)
+            lp, dmu, db, dls = 0.0, np.zeros(mu.shape[0]), 0.0, 0.0
+            for i in range(x.shape[0]):
+                z = (y[i] - (mu[g[i]] + beta * x[i])) * inv
+                lp += z * z
+                dmu[g[i]] += z * inv
+                db += z * inv * x[i]
+            n = x.shape[0]
+            return -0.5 * lp - n * (ls + 0.9189385332046727), dmu, db, lp - n
+
+        return lambda: hier(args[0], float(args[1]), float(args[2]), *args[3:])
+    if name == "tanh":
+
+        @numba.njit(cache=True)
+        def tanh_blocks(x, ws, bs):
+            n = len(ws)
+            hs = np.empty((n + 1,) + x.shape)
+            hs[0] = x
+            for i in range(n):
+                hs[i + 1] = np.tanh(hs[i] * ws[i] + bs[i])
+            g = np.ones(x.shape)
+            dws, dbs = np.empty((n, x.shape[1])), np.empty((n, x.shape[1]))
+            for i in range(n - 1, -1, -1):
+                d = g * (1.0 - hs[i + 1] * hs[i + 1])
+                dws[i] = (d * hs[i]).sum(axis=0)
+                dbs[i] = d.sum(axis=0)
+                g = d * ws[i]
+            return hs[n].sum(), dws, dbs
+
+        half = (len(args) - 1) // 2
+        ws, bs = np.array(args[1 : 1 + half]), np.array(args[1 + half :])
+        return lambda: tanh_blocks(args[0], ws, bs)
+    if name == "scalar":
+
+        @numba.njit(cache=True)
+        def plus_one(x):
+            return x + 1
+
+        return lambda: plus_one(args[0])
+    if name == "sel":
+
+        @numba.njit(cache=True)
+        def sel_sum(data, rows):
+            out = np.empty(rows.shape[0])
+            for k in range(rows.shape[0]):
+                acc = 0.0
+                for t in range(data.shape[1]):
+                    acc += data[rows[k], t]
+                out[k] = acc
+            return out
+
+        rows = np.arange(0, 200, 4)
+        return lambda: sel_sum(args[0], rows)
+    if name == "bcast":
+
+        @numba.njit(cache=True)
+        def bcast(a, b):
+            lb = np.empty(b.shape[0])
+            for j in range(b.shape[0]):
+                lb[j] = math.log1p(b[j] * b[j])
+            out = np.empty(a.shape[0])
+            for i in range(a.shape[0]):
+                acc = 0.0
+                for j in range(b.shape[0]):
+                    acc += math.exp(a[i] + b[j]) * lb[j]
+                out[i] = acc
+            return out
+
+        return lambda: bcast(*args)
+    return None
+
+
+def eager_numpy(name, args):
+    """NumPy written the obvious way, or None."""
+    if name == "hier":
+        mu, beta, ls, x, y, g = args
+        s = np.exp(ls)
+
+        def run():
+            z = (y - (mu[g] + beta * x)) / s
+            w = z / s
+            return (-0.5 * z * z).sum(), np.bincount(g, w, minlength=mu.shape[0]), (w * x).sum(), (z * z).sum()
+
+        return run
+    if name == "softmax":
+        W, b, X, Y = args
+
+        def run():
+            logits = X @ W + b
+            m = logits.max(1, keepdims=True)
+            lse = m + np.log(np.exp(logits - m).sum(1, keepdims=True))
+            d = Y - np.exp(logits - lse) * Y.sum(1, keepdims=True)
+            return (Y * (logits - lse)).sum(), X.T @ d, d.sum(0)
+
+        return run
+    if name == "scalar":
+        return lambda: args[0] + 1
+    if name == "sel":
+        return lambda: args[0][::4].sum(1)
+    if name == "bcast":
+        a, b = args
+        return lambda: (np.exp(a[:, None] + b[None, :]) * np.log1p(b * b)).sum(1)
+    return None
+
+
+def eager_xarray(name, args):
+    import xarray as xr
+
+    if name == "sel":
+        data = xr.DataArray(args[0], dims=("country", "time"), coords={"country": [f"c{i:03d}" for i in range(200)]})
+        picked = [f"c{i:03d}" for i in range(0, 200, 4)]
+        return lambda: data.sel(country=picked).sum("time")
+    if name == "bcast":
+        a, b = xr.DataArray(args[0], dims="x"), xr.DataArray(args[1], dims="y")
+        return lambda: (np.exp(a + b) * np.log1p(b * b)).sum("y")
+    if name == "scalar":
+        x = xr.DataArray(args[0])
+        return lambda: x + 1
+    return None
+
+
+def hand_jax(name, args):
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        jax.config.update("jax_enable_x64", True)
+    except Exception:  # noqa: BLE001 - jax is optional
+        return None
+    if name == "hier":
+        import math
+
+        def logp(params, x, y, g):
+            mu, beta, ls = params
+            z = (y - (mu[g] + beta * x)) / jnp.exp(ls)
+            return (-0.5 * math.log(2 * math.pi) - ls - 0.5 * z * z).sum()
+
+        vg = jax.jit(jax.value_and_grad(logp))
+        params = tuple(jnp.asarray(a) for a in args[:3])
+        rest = [jnp.asarray(a) for a in args[3:]]
+        return lambda: jax.block_until_ready(vg(params, *rest))
+    if name == "bcast":
+        fj = jax.jit(lambda a, b: (jnp.exp(a[:, None] + b[None, :]) * jnp.log1p(b * b)[None, :]).sum(1))
+        a, b = (jnp.asarray(v) for v in args)
+        return lambda: jax.block_until_ready(fj(a, b))
+    if name == "sel":
+        rows = jnp.arange(0, 200, 4)
+        fj = jax.jit(lambda d: d[rows].sum(1))
+        d = jnp.asarray(args[0])
+        return lambda: jax.block_until_ready(fj(d))
+    return None
+
+
+# -- per call ---------------------------------------------------------------------------------
+
+
+def per_call(name, size, backends, quick):
+    repeats = 3 if quick else 7
+    number = {"scalar": 2000 if quick else 20000}.get(name, 1)
+    rows = []
+    args = None
+    for backend in backends:
+        if backend == "python" and name in ("tanh",) and not quick:
+            continue
+        f, args = build(name, backend, size)
+        rows.append((f"dimgraph {backend}", median_time(lambda: f(*args), repeats, number)))
+        if backend == "numba":
+            rows.append(("dimgraph numba, trust_input", median_time(lambda: f(*args, trust_input=True), repeats, number)))
+            if name == "scalar":
+                import xarray as xr
+
+                xa = [xr.DataArray(a) for a in args]
+                rows.append(("dimgraph numba, DataArray in", median_time(lambda: f(*xa), repeats, number)))
+    refs = [("hand numba", hand_numba(name, args)), ("numpy", eager_numpy(name, args)),
+            ("xarray", eager_xarray(name, args)), ("hand jax", hand_jax(name, args))]
+    for label, fn in refs:
+        if fn is not None:
+            rows.append((label, median_time(fn, repeats, number)))
+    return rows
+
+
+def print_table(title, rows, unit):
+    scale = {"ms": 1e3, "us": 1e6}[unit]
+    hand = dict(rows).get("hand numba")
+    print(f"\n### {title}, per call\n")
+    print(f"| implementation | median {unit} | vs hand numba |")
+    print("|---|---:|---:|")
+    for label, t in rows:
+        ratio = f"{t / hand:.2f}x" if hand else ""
+        print(f"| {label} | {t * scale:.3g} | {ratio} |")
     sys.stdout.flush()
 
 
-def _jax():
-    try:
-        import jax
+# -- compile, fresh processes ---------------------------------------------------------------------
 
-        jax.config.update("jax_enable_x64", True)
-        return jax
-    except Exception:  # noqa: BLE001 - jax is optional
-        return None
-
-
-def _pytensor_note():
-    try:
-        import pytensor  # noqa: F401
-
-        return "installed (not wired in this suite yet)"
-    except ImportError:
-        return "not installed"
-
-
-# --------------------------------------------------------------------------------------------
-# workload 1: hierarchical logp + gradient
-
-
-def workload1(quick):
-    import numba
-    import xarray as xr
-
-    n_obs, n_group = (10_000, 10) if quick else (1_000_000, 100)
-    rng = np.random.default_rng(0)
-    group_idx = rng.integers(0, n_group, n_obs)
-    xv = rng.normal(size=n_obs)
-    yv = rng.normal(size=n_obs)
-    mu_v, beta_v, ls_v = rng.normal(size=n_group), 0.3, -0.2
-    half_log_2pi = 0.5 * math.log(2 * math.pi)
-
-    mu = dg.tensor("mu", shape=(n_group,))
-    beta = dg.scalar("beta")
-    log_sigma = dg.scalar("log_sigma")
-    x = dg.tensor("x", shape=(None,))
-    y = dg.tensor("y", shape=(None,))
-    g = dg.tensor("g", shape=(None,), dtype="int64")
-    sigma = dg.exp(log_sigma)
-    pred = mu[g] + beta * x
-    r = (y - pred) / sigma
-    n = dg.core.cast(dg.core.shape_of(x)[0], "float64")
-    logp, grads = dg.value_and_grad((-0.5 * r * r).sum() - n * (log_sigma + half_log_2pi), [mu, beta, log_sigma])
-    how = "dg.value_and_grad"
-    args = (mu_v, np.asarray(beta_v), np.asarray(ls_v), xv, yv, group_idx)
-    rows = []
-    compile_times = {}
-    for backend in ("numba", "python"):
-        t0 = time.perf_counter()
-        f = dg.function([mu, beta, log_sigma, x, y, g], [logp, *grads], backend=backend)
-        f(*args)
-        compile_times[backend] = time.perf_counter() - t0
-        rows.append((f"dimgraph {backend}", median_time(lambda f=f: f(*args), 3 if quick else 7), how))
-        if backend == "numba":
-            rows.append(("dimgraph numba, trusted", median_time(lambda f=f: f(*args, trust_input=True), 7), ""))
-
-    def numpy_eager():
-        s = math.exp(ls_v)
-        rr = (yv - (mu_v[group_idx] + beta_v * xv)) / s
-        w = rr / s
-        return (
-            (-0.5 * rr * rr).sum() - n_obs * (ls_v + half_log_2pi),
-            np.bincount(group_idx, w, minlength=n_group),
-            (w * xv).sum(),
-            (rr * rr).sum() - n_obs,
-        )
-
-    rows.append(("numpy eager", median_time(numpy_eager, 7), ""))
-    mu_x = xr.DataArray(mu_v, dims="group")
-    x_x, y_x = xr.DataArray(xv, dims="obs"), xr.DataArray(yv, dims="obs")
-    g_x = xr.DataArray(group_idx, dims="obs")
-
-    def xarray_eager():
-        s = math.exp(ls_v)
-        rr = (y_x - (mu_x.isel(group=g_x) + beta_v * x_x)) / s
-        w = rr / s
-        return (
-            float((-0.5 * rr * rr).sum()) - n_obs * (ls_v + half_log_2pi),
-            w.groupby(g_x).sum(),
-            (w * x_x).sum(),
-            (rr * rr).sum() - n_obs,
-        )
-
-    rows.append(("xarray eager", median_time(xarray_eager, 3), ""))
-
-    @numba.njit(cache=True, fastmath=False)
-    def hand(mu, beta, ls, x, y, g):
-        s = math.exp(ls)
-        inv = 1.0 / s
-        lp = 0.0
-        dmu = np.zeros(mu.shape[0])
-        db = 0.0
-        ss = 0.0
-        for i in range(x.shape[0]):
-            rr = (y[i] - (mu[g[i]] + beta * x[i])) * inv
-            w = rr * inv
-            lp += rr * rr
-            ss += rr * rr
-            dmu[g[i]] += w
-            db += w * x[i]
-        n = x.shape[0]
-        return -0.5 * lp - n * (ls + 0.9189385332046727), dmu, db, ss - n
-
-    rows.append(("hand numba", median_time(lambda: hand(mu_v, beta_v, ls_v, xv, yv, group_idx), 7), "one fused loop"))
-    jax = _jax()
-    if jax is not None:
-        import jax.numpy as jnp
-
-        def logp_j(params, x, y, g):
-            mu, beta, ls = params
-            rr = (y - (mu[g] + beta * x)) / jnp.exp(ls)
-            return (-0.5 * rr * rr).sum() - x.shape[0] * (ls + half_log_2pi)
-
-        vg = jax.jit(jax.value_and_grad(logp_j))
-        params = (jnp.asarray(mu_v), jnp.asarray(beta_v), jnp.asarray(ls_v))
-        xj, yj, gj = jnp.asarray(xv), jnp.asarray(yv), jnp.asarray(group_idx)
-
-        def run_jax():
-            v, gr = vg(params, xj, yj, gj)
-            return jax.block_until_ready(gr)
-
-        rows.append(("hand jax", median_time(run_jax, 7), "jax.jit(value_and_grad)"))
-    rows.append(("pytensor", None, _pytensor_note()))
-    table(f"1. hierarchical logp + gradient (obs={n_obs}, group={n_group}), per call", rows)
-    print(f"\nfirst-call (rewrite + codegen + compile, this process) numba: {compile_times['numba']:.2f} s")
-    return rows
-
-
-# --------------------------------------------------------------------------------------------
-# workload 2: fused broadcast + reduce
-
-
-def workload2(quick):
-    import numba
-    import xarray as xr
-
-    nx = ny = 400 if quick else 2000
-    rng = np.random.default_rng(1)
-    av, bv = rng.normal(size=nx) * 0.1, rng.normal(size=ny) * 0.1
-    a = dg.tensor("a", shape=(None,))
-    b = dg.tensor("b", shape=(None,))
-    out = (dg.exp(a[:, None] + b[None, :]) * dg.log1p(b * b)[None, :]).sum(axis=1)
-    rows = []
-    for backend in ("numba", "python"):
-        f = dg.function([a, b], out, backend=backend)
-        rows.append((f"dimgraph {backend}", median_time(lambda f=f: f(av, bv), 5 if quick else 9), ""))
-        if backend == "numba":
-            numba_fn = f
-    rows.append(("numpy eager", median_time(lambda: (np.exp(av[:, None] + bv[None, :]) * np.log1p(bv * bv)).sum(1), 9), ""))
-    ax, bx = xr.DataArray(av, dims="x"), xr.DataArray(bv, dims="y")
-    rows.append(("xarray eager", median_time(lambda: (np.exp(ax + bx) * np.log1p(bx * bx)).sum("y"), 5), ""))
-
-    @numba.njit(cache=True)
-    def hand(a, b):
-        out = np.empty(a.shape[0])
-        for i in range(a.shape[0]):
-            acc = 0.0
-            for j in range(b.shape[0]):
-                acc += math.exp(a[i] + b[j]) * math.log1p(b[j] * b[j])
-            out[i] = acc
-        return out
-
-    rows.append(("hand numba", median_time(lambda: hand(av, bv), 5), "naive fused loop"))
-
-    @numba.njit(cache=True)
-    def hand_hoisted(a, b):
-        lb = np.empty(b.shape[0])
-        for j in range(b.shape[0]):
-            lb[j] = math.log1p(b[j] * b[j])
-        out = np.empty(a.shape[0])
-        for i in range(a.shape[0]):
-            acc = 0.0
-            for j in range(b.shape[0]):
-                acc += math.exp(a[i] + b[j]) * lb[j]
-            out[i] = acc
-        return out
-
-    rows.append(("hand numba", median_time(lambda: hand_hoisted(av, bv), 9), "log1p hoisted"))
-    jax = _jax()
-    if jax is not None:
-        import jax.numpy as jnp
-
-        fj = jax.jit(lambda a, b: (jnp.exp(a[:, None] + b[None, :]) * jnp.log1p(b * b)[None, :]).sum(1))
-        aj, bj = jnp.asarray(av), jnp.asarray(bv)
-        rows.append(("hand jax", median_time(lambda: jax.block_until_ready(fj(aj, bj)), 9), "jax.jit"))
-    rows.append(("pytensor", None, _pytensor_note()))
-    table(f"2. fused broadcast + reduce (x={nx}, y={ny}), per call", rows)
-    ours, eager = _peak_extra_memory(nx, ny)
-    print(f"\npeak RSS growth during one call (fresh process, /proc VmHWM): dimgraph numba {ours / 1e6:.2f} MB, "
-          f"numpy eager {eager / 1e6:.1f} MB (one x*y float64 temporary is {nx * ny * 8 / 1e6:.1f} MB)")
-    del numba_fn
-    return rows
-
-
-def _peak_extra_memory(nx, ny):
-    """Peak RSS growth during one call, in a fresh process (Linux /proc; 0 elsewhere)."""
-    code = textwrap.dedent(
-        f"""
-        import numpy as np, dimgraph as dg, json
-        a = dg.tensor("a", shape=(None,)); b = dg.tensor("b", shape=(None,))
-        f = dg.function([a, b], (dg.exp(a[:, None] + b[None, :]) * dg.log1p(b * b)[None, :]).sum(axis=1))
-        av, bv = np.zeros({nx}), np.zeros({ny})
-        f(av, bv)
-        def status(key):
-            for line in open("/proc/self/status"):
-                if line.startswith(key):
-                    return int(line.split()[1]) * 1024
-        def peak(fn):
-            open("/proc/self/clear_refs", "w").write("5")
-            base = status("VmRSS")
-            fn()
-            return status("VmHWM") - base
-        ours = peak(lambda: f(av, bv))
-        eager = peak(lambda: (np.exp(av[:, None] + bv[None, :]) * np.log1p(bv * bv)[None, :]).sum(1))
-        print(json.dumps([ours, eager]))
-        """
-    )
-    try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
-        return json.loads(out.stdout.strip().splitlines()[-1])
-    except Exception:  # noqa: BLE001 - best effort, Linux only
-        return 0, 0
-
-
-# --------------------------------------------------------------------------------------------
-# workload 3: call overhead
-
-
-def workload3(quick):
-    import numba
-
-    x = dg.tensor("x", shape=(1,))
-    data = np.ones(1)
-    rows = []
-    number = 2000 if quick else 20000
-    for backend in ("numba", "python"):
-        f = dg.function([x], x + 1, backend=backend)
-        rows.append((f"dimgraph {backend}", median_time(lambda f=f: f(data), 7, number), ""))
-        rows.append((f"dimgraph {backend}, trusted", median_time(lambda f=f: f(data, trust_input=True), 7, number), ""))
-    rows.append(("numpy eager", median_time(lambda: data + 1, 7, number), ""))
-
-    @numba.njit(cache=True)
-    def hand(x):
-        return x + 1
-
-    rows.append(("hand numba", median_time(lambda: hand(data), 7, number), ""))
-    jax = _jax()
-    if jax is not None:
-        fj = jax.jit(lambda x: x + 1)
-        xj = jax.numpy.asarray(data)
-        rows.append(("hand jax", median_time(lambda: jax.block_until_ready(fj(xj)), 7, number // 4), ""))
-    rows.append(("pytensor", None, _pytensor_note()))
-    table("3. call overhead: x + 1 on a length-1 input", rows, unit="us")
-    return rows
-
-
-# --------------------------------------------------------------------------------------------
-# workload 4: compile time (cold and warm, fresh processes)
-
-_MODEL_SRC = """
-import time, json
-t0 = time.perf_counter()
+_FRESH = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+w0, c0 = time.perf_counter(), time.process_time()
 import numpy as np
 import dimgraph as dg
-t1 = time.perf_counter()
-x = dg.tensor("x", shape=(64, 32))
-h = x
-ws, bs = [], []
-for i in range({blocks}):
-    w = dg.tensor(f"w{{i}}", shape=(32,))
-    b = dg.tensor(f"b{{i}}", shape=(32,))
-    ws.append(w); bs.append(b)
-    h = dg.tanh(h * w + b)
-cost = h.sum()
-outs = [cost] + (dg.grad(cost, ws + bs) if hasattr(dg, "grad") else [])
-f = dg.function([x] + ws + bs, outs, backend="numba")
-t2 = time.perf_counter()
-rng = np.random.default_rng(0)
-args = [rng.normal(size=(64, 32))] + [rng.normal(size=32) * 0.1 for _ in range(2 * {blocks})]
+w1, c1 = time.perf_counter(), time.process_time()
+scope = dict({size!r}, dg=dg, np=np, BACKEND={backend!r})
+exec({model!r}, scope)
+f, args = scope["f"], scope["args"]
 f(*args)
-t3 = time.perf_counter()
-print(json.dumps({{"import": t1 - t0, "build+rewrite+codegen": t2 - t1, "first call": t3 - t2,
-                  "compile": t3 - t1, "kernels": len(f._run.kernel_digests) if hasattr(f._run, "kernel_digests") else 0,
-                  "nodes": len(f.fgraph.nodes), "jitted driver": bool(getattr(f._run, "jitted", False))}}))
+w2, c2 = time.perf_counter(), time.process_time()
+f(*args)
+w3, c3 = time.perf_counter(), time.process_time()
+print(json.dumps(dict(import_wall=w1 - w0, wall=(w2 - w1) - (w3 - w2), cpu=(c2 - c1) - (c3 - c2),
+                      kernels=len(getattr(f._run, "kernel_digests", ())), timings=getattr(f, "timings", {{}}))))
 """
 
 
-def _fresh(code, env):
+def fresh(name, backend, size, env):
+    code = _FRESH.format(root=ROOT, size=size, backend=backend, model=textwrap.dedent(MODELS[name]))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=1200)
     if out.returncode != 0:
-        raise RuntimeError(out.stderr[-2000:])
+        raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def workload4(quick):
-    blocks = 10 if quick else 50
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, DIMGRAPH_CACHE_DIR=tmp)
-        cold = _fresh(_MODEL_SRC.format(blocks=blocks), env)
-        warm = _fresh(_MODEL_SRC.format(blocks=blocks), env)
-    how = "with dg.grad" if hasattr(dg, "grad") else "forward only (dg.grad not available yet)"
-    rows = [
-        ("dimgraph numba, cold", cold["compile"], f"{cold['nodes']} nodes after rewrites, {cold['kernels']} kernels, "
-         f"driver {'jitted' if cold['jitted driver'] else 'run from Python'}; {how}"),
-        ("dimgraph numba, warm", warm["compile"], f"build+rewrite+codegen {warm['build+rewrite+codegen']:.2f} s (Numba "
-         f"import included), first call {warm['first call']:.2f} s (Numba start-up, cache loads)"),
-        ("pytensor", None, _pytensor_note()),
-    ]
-    table(f"4. compile time of {blocks} tanh blocks over (64, 32), fresh processes (import excluded)", rows, unit="s")
-    return rows
+def compile_times(name, size, backends):
+    print(f"\n### {TITLES[name].format(**size)}, compile (fresh processes, import excluded)\n")
+    print("| backend | cold wall s | cold CPU s | warm wall s | warm CPU s | numba kernels |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for backend in backends:
+        if backend == "python":
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, DIMGRAPH_CACHE_DIR=tmp)
+            cold = fresh(name, backend, size, env)
+            warm = fresh(name, backend, size, env)
+        kernels = cold["kernels"] if backend == "numba" else ""
+        print(f"| {backend} | {cold['wall']:.2f} | {cold['cpu']:.2f} | {warm['wall']:.2f} | {warm['cpu']:.2f} | {kernels} |")
+        sys.stdout.flush()
 
 
-# --------------------------------------------------------------------------------------------
-# workload 5: rewrite + compile scaling
+def import_time(repeats=5):
+    code = "import time; t = time.perf_counter(); import dimgraph; print(time.perf_counter() - t)"
+    times = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+        times.append(float(out.stdout.strip()))
+    check = "import sys, dimgraph; print(sorted(m for m in ('numba', 'jax', 'scipy', 'llvmlite') if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=ROOT, check=True)
+    print(f"\n### import dimgraph (fresh processes)\n\nmedian {statistics.median(times):.2f} s over {repeats}; "
+          f"heavy modules imported: {loaded.stdout.strip()}")
 
 
-def workload5(quick):
-    sizes = (100, 300, 1000) if quick else (100, 1000, 5000)
-    code = """
-import time, json, sys
-import numpy as np, dimgraph as dg
-n = {n}
-x = dg.tensor("x", shape=(None,))
-h = x
-for i in range(n):
-    h = dg.sin(h) if i % 2 else h * 1.0001 + 0.5
-t0 = time.perf_counter()
-f = dg.function([x], h, backend="numba")
-f(np.ones(4))
-print(json.dumps(time.perf_counter() - t0))
-"""
-    rows, times = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, DIMGRAPH_CACHE_DIR=tmp)
-        for n in sizes:
-            t = _fresh(code.format(n=n), env)
-            times.append(t)
-            rows.append((f"dimgraph numba, {n} ops", t, "rewrite + codegen + compile + first call, cold cache"))
-    slope = np.polyfit(np.log(sizes), np.log(times), 1)[0]
-    table("5. rewrite + compile scaling of an elementwise chain", rows, unit="s")
-    print(f"\ngrowth exponent (log-log fit over {sizes}): {slope:.2f}")
-    return rows, slope
+COMPILED = ("hier", "softmax", "tanh")
+UNITS = {"scalar": "us", "sel": "ms"}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    parser.add_argument("--only", nargs="*", type=int, default=[1, 2, 3, 4, 5])
+    parser.add_argument("--only", nargs="*", default=list(MODELS) + ["import"])
+    parser.add_argument("--backends", nargs="*", default=["numba", "c", "jax"])
+    parser.add_argument("--no-compile", action="store_true", help="skip the fresh-process compile timings")
     args = parser.parse_args()
-    print(f"dimgraph {dg.__version__}, numpy {np.__version__}, {os.cpu_count()} cores; default backend "
-          f"{dg.backends.DEFAULT_BACKEND}")
-    for k in args.only:
-        {1: workload1, 2: workload2, 3: workload3, 4: workload4, 5: workload5}[k](args.quick)
+    import dimgraph as dg
+
+    backends = [b for b in args.backends if b in dg.backends.available_backends()]
+    size = sizes(args.quick)
+    print(f"dimgraph {dg.__version__}, numpy {np.__version__}, {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f}; backends {backends}")
+    for name in args.only:
+        if name == "import":
+            import_time()
+            continue
+        rows = per_call(name, size, backends, args.quick)
+        print_table(TITLES[name].format(**size), rows, UNITS.get(name, "ms"))
+        if name in COMPILED and not args.no_compile:
+            compile_times(name, size, backends)
 
 
 if __name__ == "__main__":

@@ -33,49 +33,16 @@ from dimgraph.labeled import (  # noqa: F401  (the labeled layer: the main path)
     where,
     zeros_like,
 )
-from dimgraph.labeled.math import (  # noqa: F401  (dispatch: labeled by dim name, positional as NumPy)
-    arccos,
-    arcsin,
-    arctan,
-    arctan2,
-    ceil,
-    cos,
-    cosh,
-    digamma,
-    erf,
-    erfc,
-    exp,
-    exp2,
-    expm1,
-    floor,
-    gammaln,
-    isfinite,
-    isinf,
-    isnan,
-    log,
-    log1p,
-    log2,
-    log10,
-    logaddexp,
-    maximum,
-    minimum,
-    sigmoid,
-    sign,
-    sin,
-    sinh,
-    softplus,
-    sqrt,
-    square,
-    tan,
-    tanh,
-    trigamma,
-    trunc,
-)
+from dimgraph.labeled.math import TOP_LEVEL as _SCALAR_FUNCTIONS
 from dimgraph.lower import lower
 from dimgraph.labeled import linalg  # noqa: F401  (dg.linalg: labeled linear algebra)
 from dimgraph.labeled.vectorize import vectorize, vectorize_graph  # noqa: F401
 from dimgraph.errors import BackendUnavailable, DimError, InputError, NonDifferentiable, ShapeError
 from dimgraph.printing import dprint
+from dimgraph.dotgraph import to_dot
+
+# dg.exp, dg.logit, dg.gammainc, ...: every scalar op whose row says top_level (labeled by dim name, positional as NumPy)
+globals().update(_SCALAR_FUNCTIONS)
 
 __version__ = "0.1.0"
 

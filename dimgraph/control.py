@@ -148,7 +148,7 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     >>> eps = dg.labeled("eps", dims=(t,))
     >>> final, trace = dg.scan(lambda x, e: 0.5 * x + e, init=dg.constant(0.0, dims=()), sequences=eps, dim=t)
     >>> out = dg.function([eps], trace)(np.array([1.0, 2.0, 3.0]))
-    >>> out.dims, out.values.tolist(), list(out.t.values)
+    >>> out.dims, out.values.tolist(), out.t.values.tolist()
     (('t',), [1.0, 2.5, 4.25], ['a', 'b', 'c'])
     """
     init, single = _as_list(init)

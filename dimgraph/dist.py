@@ -18,6 +18,7 @@ from dimgraph.labeled.distributions import (  # noqa: F401
     HalfNormal,
     InverseGamma,
     LogNormal,
+    MultivariateNormal,
     NegativeBinomial,
     Normal,
     Poisson,
@@ -29,3 +30,4 @@ normal, halfnormal, lognormal, student_t, cauchy = Normal, HalfNormal, LogNormal
 uniform, exponential, gamma, invgamma, beta = Uniform, Exponential, Gamma, InverseGamma, Beta
 bernoulli, binomial, poisson, negative_binomial = Bernoulli, Binomial, Poisson, NegativeBinomial
 categorical, dirichlet = Categorical, Dirichlet
+multivariate_normal = MultivariateNormal

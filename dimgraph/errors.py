@@ -19,3 +19,17 @@ class ShapeError(ValueError):
 
 class NonDifferentiable(TypeError):
     """A gradient asked for through an op (or an op's input) that has none; the message names both."""
+
+
+class IndexOutOfBounds(IndexError):
+    """A position outside an axis, raised by compiled kernels with NumPy's message.
+
+    Kernels raise it with the numbers only (`IndexOutOfBounds(index, size, axis)`):
+    Numba compiles that cheaply, where formatting the text in the kernel would not.
+    """
+
+    def __str__(self):
+        if len(self.args) != 3:
+            return super().__str__()
+        index, size, axis = self.args
+        return f"index {index} is out of bounds for axis {axis} with size {size}"

@@ -18,13 +18,15 @@ from dimgraph.errors import InputError
 class MappedFunction:
     """A compiled labeled `Function` that maps itself over extra dims of its DataArray inputs."""
 
-    def __init__(self, base, compile_again):
+    def __init__(self, base, options):
         self._base = base
-        self._compile = compile_again  # (inputs, outputs) -> Function, with the base's options
+        self._options = options  # dg.function's keyword arguments, for the vectorized compiles
         self._mapped = {}  # ((input position, extra dim names), ...) -> (Function, batch dim names)
         self._core = {d.name for v in base.inputs + base.outputs if hasattr(v.type, "dims") for d in v.type.dims}
 
     def __getattr__(self, name):
+        if name.startswith("__") or name in ("_base", "_options", "_mapped", "_core"):
+            raise AttributeError(name)
         return getattr(self._base, name)
 
     @property
@@ -91,5 +93,10 @@ class MappedFunction:
             first = [n for n in order if n in {d.name for d in o.type.dims}]
             rest = [d.name for d in o.type.dims if d.name not in batch]
             final.append(o.transpose(*first, *rest) if [d.name for d in o.type.dims] != first + rest else o)
-        f = self._compile(new_inputs, final if not base._single else final[0])
-        return f
+        from dimgraph.compile.function import function
+
+        return function(new_inputs, final if not base._single else final[0], **self._options)
+
+    def __reduce__(self):
+        """Pickles as the base function and its options; vectorized versions compile again when called."""
+        return (MappedFunction, (self._base, self._options))

@@ -60,11 +60,35 @@ class FlatParams:
             theta[where] = self._in_dims_order(p, name, shape, values[name]).ravel()
         return theta
 
-    def unravel(self, theta) -> dict:
-        """`{name: value}` from a flat vector: DataArrays for labeled parameters, arrays for positional ones."""
+    def unravel(self, theta, batch_dims=()) -> dict:
+        """`{name: value}` from a flat vector: DataArrays for labeled parameters, arrays for positional ones.
+
+        With `batch_dims` (e.g. `("chain", "draw")`), `theta` has those leading axes (a
+        stack of vectors, such as posterior draws) and every value is a DataArray with
+        them first: the form `dg.function(..., map_extra_dims=True)` maps over.
+        """
+        theta = np.asarray(theta, dtype=np.float64)
+        if batch_dims:
+            return self._unravel_batch(theta, tuple(batch_dims))
         theta = self.check(theta)
         return {name: self._wrap(p, theta[where].reshape(shape)) for p, name, shape, where in zip(
             self.params, self.names, self.shapes, self.slices)}  # fmt: skip
+
+    def _unravel_batch(self, theta, batch_dims):
+        import xarray as xr
+
+        lead = theta.shape[: len(batch_dims)]
+        if theta.ndim != len(batch_dims) + 1 or theta.shape[-1] != self.size:
+            raise InputError(
+                f"theta: expected shape (*{batch_dims}, {self.size}) for batch dims {batch_dims}, got {theta.shape}"
+            )
+        out = {}
+        for p, name, shape, where in zip(self.params, self.names, self.shapes, self.slices):
+            one = self._wrap(p, np.zeros(shape))  # the parameter's dims and coords
+            dims = one.dims if hasattr(one, "dims") else tuple(f"{name}_dim_{a}" for a in range(len(shape)))
+            coords = dict(one.coords) if hasattr(one, "coords") else {}
+            out[name] = xr.DataArray(theta[..., where].reshape(lead + shape), dims=batch_dims + tuple(dims), coords=coords)
+        return out
 
     def arrays(self, theta) -> list:
         """The parameters' arrays (dims order) as views into `theta`."""
@@ -114,8 +138,8 @@ class FlatFunction:
     def ravel(self, values) -> np.ndarray:
         return self.layout.ravel(values)
 
-    def unravel(self, theta) -> dict:
-        return self.layout.unravel(theta)
+    def unravel(self, theta, batch_dims=()) -> dict:
+        return self.layout.unravel(theta, batch_dims)
 
     @property
     def size(self) -> int:

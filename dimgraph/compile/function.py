@@ -9,22 +9,35 @@ updates only after all outputs exist, and wraps outputs (DataArrays for labeled)
 
 from __future__ import annotations
 
+import logging
+import time
+
 import numpy as np
 
 from dimgraph.backends import get_backend
 from dimgraph.compile.datasets import bind_dataset, dataset_names, is_dataset, to_dataset
-from dimgraph.compile.io import TensorInput, TensorOutput
+from dimgraph.compile.io import PYTHON_SCALARS, TensorInput, TensorOutput
 from dimgraph.compile.pickling import Recipe, rebuild
 from dimgraph.compile.shared import DEFAULT_CONTEXT, SharedMixin
+from dimgraph.compile.summary import function_html, function_repr
 from dimgraph.core.fgraph import FunctionGraph
-from dimgraph.core.graph import Constant, Variable, graph_inputs
+from dimgraph.core.graph import Constant, Variable, ancestors, graph_inputs
 from dimgraph.core.rewriting import rewrite_graph
 from dimgraph.core.type import TensorType
 from dimgraph.errors import InputError
 
+_log = logging.getLogger("dimgraph")
+
 
 class Function:
-    """A compiled graph. Call with arrays positionally or by input name."""
+    """A compiled graph. Call with arrays positionally or by input name.
+
+    `timings` gives seconds per compile phase: "lower", "rewrite", "codegen", "first call"
+    (once a call has run: numba compiles its kernels then) and "kernels" ({kernel: seconds}
+    on the numba backend). Compiles that run long log their progress (`logging`, "dimgraph").
+    """
+
+    __name__ = "dimgraph_function"  # what tools that name callables show (dask task keys, profilers)
 
     def __init__(self, inputs, outputs, single, fgraph, backend, run, in_specs, out_specs, checks, shared, n_updates):
         self.inputs = inputs
@@ -43,20 +56,34 @@ class Function:
         self.source = getattr(run, "source", None)
         # What the rewrites did (dimgraph.core.rewriting.RewriteTrace): counts, and events when traced.
         self.rewrite_trace = getattr(fgraph, "rewrite_trace", None)
-        # The common call (every input positional, plain tensors, no shared variables, no updates)
-        # skips binding, contexts and wrapping: `run.fast(*arrays)` is the backend's own entry
-        # (numba: the dispatcher), returning a bare array for one output, a tuple for several.
+        # The common call (every input positional, arrays or labeled arrays, no shared variables,
+        # no updates, no label checks) skips binding and contexts: `run.fast(*arrays)` is the
+        # backend's own entry (numba: the driver), returning a bare array for one output, a
+        # tuple for several; labeled outputs are wrapped by their specs.
         fast = getattr(run, "fast", None)
-        plain = not checks and not shared and not n_updates and all(type(s) is TensorOutput for s in out_specs)
-        plain = plain and all(type(s) is TensorInput for s in in_specs)
-        self._fast = fast if plain else None
-        self._fast_wrap = None if len(outputs) != 1 else (_bare if single else _listed)
+        specs = [_fast_spec(s) for s in in_specs]
+        plain = not checks and not shared and not n_updates and None not in specs
+        # The first call takes the general path and is timed (it compiles the numba kernels); the
+        # fast path is switched on after it succeeds.
+        self._fast_after_first = fast if plain else None
+        self._fast = None
+        self._first_call = True
+        # Seconds per phase: lower, rewrite, codegen (set by `function`), "first call", and the
+        # backend's own ({kernel: seconds}, filled by the first call).
+        self.timings = {"kernels": getattr(run, "timings", {})}
         self._n_inputs = len(inputs)
+        self._labeled_in = any(type(s) is not TensorInput for s in in_specs)
+        if all(type(s) is TensorOutput for s in out_specs):
+            self._fast_wrap = _listed_all if len(outputs) != 1 else (_bare if single else _listed)
+        else:
+            self._fast_wrap = self._wrap_outputs
         # Per input: (dtype, ndim, ((axis, static size), ...)); data that matches exactly needs no conversion.
-        self._fast_specs = tuple(
-            (np.dtype(s.type.dtype), s.type.ndim, tuple((a, n) for a, n in enumerate(s.type.shape) if n is not None))
-            for s in in_specs
-        ) if plain else ()
+        self._fast_specs = tuple(specs) if plain else ()
+
+    def _wrap_outputs(self, out, raw):
+        results = [out] if len(self.fgraph.outputs) == 1 else out
+        outs = [spec.wrap(r, raw) for spec, r in zip(self._out_specs, results)]
+        return outs[0] if self._single else outs
 
     def _bind(self, args, kwargs):
         if args and is_dataset(args[0]):
@@ -99,7 +126,7 @@ class Function:
     def _input_names(self):
         return [self._input_label(k) for k in range(len(self.inputs))]
 
-    def __call__(self, *args, ctx=None, trust_input=False, **kwargs):
+    def __call__(self, /, *args, ctx=None, trust_input=False, **kwargs):
         """Run the function on data given positionally or by input name.
 
         `trust_input=True` skips every check and conversion (for a hot loop): arrays
@@ -116,21 +143,28 @@ class Function:
         fast = self._fast
         if fast is not None and not kwargs and ctx is None and len(args) == self._n_inputs:
             if not trust_input:
-                args = self._fast_convert(args)
-            out = fast(*args)
-            wrap = self._fast_wrap
-            return list(out) if wrap is None else wrap(out)
+                arrays = self._fast_convert(args)
+            elif self._labeled_in or any(type(a) in PYTHON_SCALARS for a in args):
+                arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, args)]
+            else:
+                arrays = args
+            return self._fast_wrap(fast(*arrays), args)
+        if self._first_call:
+            return self._timed_first_call(args, ctx, trust_input, kwargs)
         raw = self._bind(args, kwargs)
         if trust_input:
             arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, raw)]
         else:
             arrays = [spec.convert(v) for spec, v in zip(self._in_specs, raw)]
-            for check in self._checks:
-                check(arrays, raw)
         ctx = ctx or DEFAULT_CONTEXT
+        if not trust_input:
+            for check in self._checks:
+                check(arrays, raw, ctx)
         arrays += [ctx.get(s) for s in self._shared]
         results = self._run(arrays)
         n_out = len(results) - self._n_updates
+        if self._shared or self._n_updates:
+            results = _unaliased(results, n_out, arrays, len(self.inputs))
         outs = [spec.wrap(r, raw) for spec, r in zip(self._out_specs, results[:n_out])]
         if self._n_updates:
             for var, value in zip(self._update_targets, results[n_out:]):
@@ -139,44 +173,130 @@ class Function:
             return to_dataset(self._dataset_names, outs)
         return outs[0] if self._single else outs
 
+    def _timed_first_call(self, args, ctx, trust_input, kwargs):
+        self._first_call = False
+        t0 = time.perf_counter()
+        try:
+            out = self(*args, ctx=ctx, trust_input=trust_input, **kwargs)
+        except BaseException:
+            self._first_call = True  # bad input, say: the next call is the first that runs
+            raise
+        seconds = time.perf_counter() - t0
+        self.timings["first call"] = seconds
+        self._fast = self._fast_after_first
+        if seconds > 2.0:
+            _log.info("dimgraph: first call took %.2f s (kernel compiles: %s)", seconds, self.timings["kernels"])
+        return out
+
     def __reduce__(self):
         # By value: the recipe (graph, backend, options) travels; unpickling compiles again or loads from the cache.
         return rebuild, (self._recipe,)
 
-    def dprint(self, file=None):
-        """Print the rewritten graph with types and static shapes."""
+    def dprint(self, file=None, width=120):
+        """Print the rewritten graph with types and static shapes (lines cut at `width`)."""
         from dimgraph.printing import dprint
 
-        return dprint(self.fgraph, file=file)
+        return dprint(self.fgraph, file=file, width=width)
+
+    def __repr__(self):
+        return function_repr(self)
+
+    def _repr_html_(self):
+        return function_html(self)
 
 
 _MISSING = object()
 
 
-def _bare(out):
+def _unaliased(results, n_out, arrays, n_inputs):
+    """`results` with copies where shared state would alias memory the caller holds.
+
+    A backend may return an input as it came (`updates={w: x}`), a shared value as
+    it is stored (`function([], w)`), or one array as both an output and an update.
+    State changes only through calls and `set`, so: an update that shares memory
+    with an input or an output is copied before it is stored, and an output that
+    shares memory with a stored shared value is copied before it is returned.
+    """
+    results = list(results)
+    stored = arrays[n_inputs:]
+    for k in range(n_out):
+        if any(_overlap(results[k], s) for s in stored):
+            results[k] = np.array(results[k])
+    held = arrays[:n_inputs] + results[:n_out]
+    for k in range(n_out, len(results)):
+        if any(_overlap(results[k], h) for h in held) or any(_overlap(results[k], u) for u in results[n_out:k]):
+            results[k] = np.array(results[k])
+    return results
+
+
+def _overlap(a, b) -> bool:
+    return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
+
+
+def _bare(out, raw):
     return out
 
 
-def _listed(out):
+def _listed(out, raw):
     return [out]
+
+
+def _listed_all(out, raw):
+    return list(out)
+
+
+def _fast_spec(spec):
+    """(dtype, ndim, ((axis, static size), ...)) of a positional or labeled input spec, else None."""
+    if type(spec) is TensorInput:
+        shape = spec.type.shape
+    elif hasattr(spec.type, "dims") and hasattr(spec, "trusted"):  # a labeled input: NumPy data in dims order
+        shape = tuple(d.size for d in spec.type.dims)
+    else:
+        return None
+    return np.dtype(spec.type.dtype), len(shape), tuple((a, n) for a, n in enumerate(shape) if n is not None)
 
 
 def _as_list(x):
     return (list(x), False) if isinstance(x, (list, tuple)) else ([x], True)
 
 
-def function(inputs, outputs, backend=None, updates=None, rewrites="default", map_extra_dims=False, **options):
+def function(
+    inputs, outputs, backend=None, updates=None, rewrites="default", map_extra_dims=False, return_numpy=False, **options
+):
     """Compile `outputs` as a function of `inputs`.
 
     Parameters
     ----------
-    inputs : list of variables (positional or labeled), each given data at call time.
+    inputs : list of variables (positional or labeled), each given data at call time
+        (positionally, by input name, or, for labeled inputs, from an `xarray.Dataset`
+        passed first: `f(ds, other=...)` takes each from the data variable of its name).
     outputs : a variable (returned bare) or a list of variables (returned as a list).
-    backend : "python" (NumPy reference) or another registered backend name.
+    backend : where the code runs; `dimgraph.backends.available_backends()` lists them here:
+        "numba" (the default: one jitted function per graph, disk-cached),
+        "jax" (one `jax.jit` function; optional, `pip install dimgraph[jax]`),
+        "c" (generated C built with the system compiler, disk-cached),
+        "python" (NumPy reference: each op's `perform`).
     updates : {shared variable: new value expression}, applied after each successful call.
-    rewrites : "default", "none", or a spec understood by `dimgraph.core.rewriting`.
+    rewrites : "default", "none", or {"include"/"exclude": [rewrite names, tags or phases],
+        "trace": bool} (see `f.rewrite_trace`).
     map_extra_dims : map over dims that DataArray inputs carry beyond the inputs' own (one
         compile per set of extra dims; outputs get them first); see `dimgraph.compile.extra_dims`.
+    return_numpy : labeled outputs come back as NumPy arrays in the output's dim order
+        instead of DataArrays (for samplers and optimizers: a call then costs what a
+        positional one does).
+    **options :
+        output="dataset" -- any backend: the outputs come back as one `xarray.Dataset`,
+            each under its variable's name.
+        output="jax" -- jax: JAX device arrays instead of NumPy arrays (default "numpy").
+        shard={dim or input: mesh axis}, mesh=jax.sharding.Mesh -- jax: place inputs over
+            devices with `NamedSharding`.
+        jit_graph=True/False -- numba: jit the whole graph function (default: only when it
+            calls between a few and a few hundred kernels).
+        The c and python backends take no backend options (c and jax refuse unknown ones).
+
+    The result is a `Function`: `f(...)` runs it, `f.dprint()` prints the rewritten graph,
+    `dg.to_dot(f)` draws it, `f.jax_fn` (jax) is the pure JAX function, and it pickles
+    (by its graph and options) for worker processes.
 
     Examples
     --------
@@ -185,14 +305,18 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
     >>> f = dg.function([x], (x * 2).sum())
     >>> float(f(np.arange(4.0)))
     12.0
+    >>> t = dg.Dim("t", size=3)
+    >>> y = dg.labeled("y", dims=(t,))
+    >>> dg.function([y], y + 1, return_numpy=True)(np.zeros(3))
+    array([1., 1., 1.])
     """
     if map_extra_dims:
         from dimgraph.compile.extra_dims import MappedFunction
 
         if updates:
-            raise ValueError("function: map_extra_dims cannot be combined with updates (one update per batch element?)")
-        base = function(inputs, outputs, backend=backend, rewrites=rewrites, **options)
-        return MappedFunction(base, lambda ins, outs: function(ins, outs, backend=backend, rewrites=rewrites, **options))
+            raise ValueError("function: map_extra_dims cannot be combined with updates (a shared variable has no batch dims)")
+        options = dict(options, backend=backend, rewrites=rewrites)
+        return MappedFunction(function(inputs, outputs, **options), options)
     inputs, _ = _as_list(inputs)
     outputs, single = _as_list(outputs)
     # output="dataset" is not a backend option: the outputs come back as one Dataset, by name
@@ -205,11 +329,15 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
             raise TypeError(f"function inputs must be graph inputs (no owner, not constants); got {v!r}")
     if len(set(inputs)) != len(inputs):
         raise ValueError(f"an input is listed twice in {inputs}")
+    _check_input_names_and_dtypes(inputs)
     for target in updates:
         if not isinstance(target, SharedMixin):
             raise TypeError(f"updates: only shared variables can be updated, got {target!r}")
 
+    t_lower = time.perf_counter()
     pos_inputs, pos_outputs, in_specs, out_specs, checks = _lower_io(inputs, outputs)
+    if return_numpy:
+        out_specs = [TensorOutput() for _ in out_specs]
     update_targets = list(updates)
     pos_updates = _lower_updates(updates)
     given = set(inputs)
@@ -222,22 +350,57 @@ def function(inputs, outputs, backend=None, updates=None, rewrites="default", ma
                 f"the outputs depend on input {v.name or v!r}, which is not among the function inputs "
                 f"{[i.name for i in inputs]}"
             )
+    started = time.perf_counter()
     fgraph = FunctionGraph(pos_inputs + shared, pos_outputs + pos_updates)
     backend_module = get_backend(backend)
+    t_rewrite = time.perf_counter()
     rewrite_graph(fgraph, rewrites, backend=backend_module)
     fgraph.user_inputs = list(inputs)  # the variables behind fgraph.inputs[:len(inputs)] (jax shard= maps them)
+    t_codegen = time.perf_counter()
     run = backend_module.compile(fgraph, **options)
+    t_done = time.perf_counter()
     f = Function(
         inputs, outputs, single, fgraph, backend_module.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
     )
     f._update_targets = [t.storage_key for t in update_targets]
+    f.compile_time = time.perf_counter() - started  # rewrites and code generation, in seconds
+    f.timings.update(lower=t_rewrite - t_lower, rewrite=t_codegen - t_rewrite, codegen=t_done - t_codegen)
+    _log.debug("dimgraph: lower %.3f s, rewrite %.3f s, codegen %.3f s", *(f.timings[k] for k in ("lower", "rewrite", "codegen")))
     if dataset is not None:
-        f._dataset_names, f._fast = dataset, None
+        f._dataset_names, f._fast, f._fast_after_first = dataset, None, None
         options = {**options, "output": "dataset"}
+    if return_numpy:
+        options = {**options, "return_numpy": True}
     f._recipe = Recipe(inputs, outputs[0] if single else outputs, backend_module.name, updates, rewrites, options)
     for attr, make in getattr(run, "exports", {}).items():  # backend extras built on the Function (jax: f.jax_fn)
         setattr(f, attr, make(f))
     return f
+
+
+def _check_input_names_and_dtypes(inputs):
+    """Input names are keywords of the call, so they must differ; data must be numeric."""
+    where = {}
+    for k, v in enumerate(inputs):
+        if v.name:
+            where.setdefault(v.name, []).append(k)
+    twice = {name: ks for name, ks in where.items() if len(ks) > 1}
+    if twice:
+        name, ks = next(iter(twice.items()))
+        raise ValueError(
+            f"inputs {ks} are all named {name!r}: a call could not tell them apart by keyword; give them different names"
+        )
+    for k, v in enumerate(inputs):
+        dtype = np.dtype(v.type.dtype)
+        if dtype.kind not in "biufc":
+            raise TypeError(
+                f"input {v.name or k!r} has dtype {dtype}: compiled functions take numeric data "
+                f"(bool, int, uint, float, complex)"
+            )
+
+
+def _has_labeled(variables) -> bool:
+    """Whether any of `variables` or what they are computed from is labeled (and needs lowering)."""
+    return any(not isinstance(v.type, TensorType) for v in ancestors(list(variables)))
 
 
 def _rng_updates(outputs, explicit):
@@ -249,7 +412,8 @@ def _rng_updates(outputs, explicit):
 
 def _lower_io(inputs, outputs):
     """Positional stand-ins for labeled inputs/outputs, with their converters and wrappers."""
-    if all(isinstance(v.type, TensorType) for v in inputs + outputs):
+    # positional outputs computed by labeled ops (`x.to_positional()`, an RNG state after labeled draws) are lowered too
+    if all(isinstance(v.type, TensorType) for v in inputs + outputs) and not any(map(_from_labeled, outputs)):
         in_specs = [TensorInput(v.name or f"input {k}", v.type) for k, v in enumerate(inputs)]
         return inputs, outputs, in_specs, [TensorOutput() for _ in outputs], []
     from dimgraph.lower import lower_io
@@ -272,7 +436,7 @@ def _lower_updates(updates):
             from dimgraph.core.basic import constant
 
             value = constant(value)
-        if not isinstance(value.type, TensorType) or _from_labeled(value):
+        if _has_labeled([value]) or _from_labeled(value):  # a positional value may be computed from labeled ones
             from dimgraph.lower import lower_update
 
             value = lower_update(target, value)

@@ -22,6 +22,9 @@ import numpy as np
 from dimgraph.errors import InputError
 
 
+PYTHON_SCALARS = (bool, int, float, complex)
+
+
 def as_array(name, value) -> np.ndarray:
     """`value` as a numeric NumPy array, or an InputError naming the input (ragged lists, text, objects)."""
     if hasattr(value, "data_vars") and hasattr(value, "dims"):
@@ -128,7 +131,10 @@ class TensorInput:
         return cast_exact(self.name, arr, self.type.dtype, weak=is_weak(value))
 
     def trusted(self, value):
-        """`value` for a call with `trust_input=True`: a DataArray's data, anything else as given."""
+        """`value` for a call with `trust_input=True`: a DataArray's data, a Python scalar as a 0-d array
+        of the input's dtype (a compiled kernel has no signature for a Python float), anything else as given."""
+        if type(value) in PYTHON_SCALARS:
+            return np.asarray(value, dtype=self.type.dtype)
         if hasattr(value, "dims") and hasattr(value, "values") and not isinstance(value, np.ndarray):
             return value.values
         return value

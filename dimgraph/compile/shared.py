@@ -62,8 +62,8 @@ class SharedContext:
 
 
 _UNSET = object()
-DEFAULT_CONTEXT = SharedContext()
-DEFAULT_CONTEXT.seed_sequence = None  # RNG streams start from their own seeds here
+DEFAULT_CONTEXT = SharedContext.__new__(SharedContext)  # no SeedSequence: RNG streams start from their own seeds
+DEFAULT_CONTEXT._values, DEFAULT_CONTEXT.seed_sequence = {}, None
 
 
 class SharedMixin:

@@ -15,6 +15,7 @@ import numpy as np
 
 from dimgraph.core.basic import as_tensor, constant
 from dimgraph.core.graph import Variable, toposort
+from dimgraph.core.scalar import NoDerivative
 from dimgraph.errors import NonDifferentiable
 
 
@@ -75,6 +76,9 @@ def vjp(outputs, output_grads, wrt, disconnected="raise"):
         for i, g in zip(node.inputs, in_grads):
             if g is None or id(i) not in reaches or not _is_float(i):
                 continue
+            if isinstance(g, NoDerivative):  # only an error when the gradient must flow through this input
+                path = ", ".join(_label(w) for w in wrt)
+                raise NonDifferentiable(f"{node.op}: {g.reason} (on the path from the cost to {path})")
             parts.setdefault(id(i), []).append(as_tensor(g))
 
     grads = []

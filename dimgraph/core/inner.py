@@ -132,20 +132,25 @@ def free_inputs(outputs, placeholders):
 
     Nodes that do not depend on a placeholder stay outside (computed once by the
     outer graph); what they produce, and every outer graph input read, is free.
+    Nodes over constants only stay inside, where the body's rewrites fold them.
     Returned in first-use order.
     """
     inner = {id(p) for p in placeholders}
+    constant = set()  # values computed from constants only: they stay inside, where they fold
     free, seen = [], set()
 
     def visit(v):
-        if id(v) not in inner and not isinstance(v, Constant) and id(v) not in seen:
+        if id(v) not in inner and id(v) not in constant and not isinstance(v, Constant) and id(v) not in seen:
             seen.add(id(v))
             free.append(v)
 
-    for node in toposort(outputs, blockers=placeholders):
+    nodes = toposort(outputs, blockers=placeholders)
+    for node in nodes:
         if any(id(i) in inner for i in node.inputs):
             inner.update(id(o) for o in node.outputs)
-    for node in toposort(outputs, blockers=placeholders):
+        elif node.inputs and all(isinstance(i, Constant) or id(i) in constant for i in node.inputs):
+            constant.update(id(o) for o in node.outputs)
+    for node in nodes:
         if any(id(o) in inner for o in node.outputs):
             for i in node.inputs:
                 visit(i)

@@ -38,7 +38,9 @@ def _is_float_tensor(var) -> bool:
 
 
 @dataclass(frozen=True)
-class _LoopOp(Op):
+class LoopOp(Op):
+    """What Loop and Scan share: the body, the states, stepping (`perform`), shapes; backends register this class."""
+
     body: InnerGraph
     n_states: int
     name: str = field(default="loop", compare=False)
@@ -119,7 +121,7 @@ def check_state_shape(name, k, old, new):
 
 
 @dataclass(frozen=True)
-class Scan(_LoopOp):
+class Scan(LoopOp):
     """Outputs: every state's last value, then every tensor state's trace (values after each step, stacked first)."""
 
     name: str = field(default="scan", compare=False)
@@ -248,7 +250,7 @@ def _is_zeros(g) -> bool:
 
 
 @dataclass(frozen=True)
-class Loop(_LoopOp):
+class Loop(LoopOp):
     """Outputs: every state's last value, then the traces of the states in `traced`.
 
     `until=k`: state k is a boolean checked before each step; the loop stops when it is False.

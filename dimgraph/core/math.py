@@ -7,12 +7,14 @@ Inputs of lower ndim get leading length-1 axes (NumPy's rule) through DimShuffle
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from dimgraph.core.basic import as_tensor, constant, is_python_scalar
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.graph import Variable
-from dimgraph.core.scalar import Cast, ScalarOp
+from dimgraph.core.scalar import PUBLIC_NAMES, Cast, ScalarOp
 
 
 def _as_operands(args):
@@ -48,43 +50,25 @@ def elemwise(name, *args):
     return Elemwise(ScalarOp(name))(*[pad_ndim(x, ndim) for x in xs])
 
 
-def _unary(name):
-    def fn(x):
-        return elemwise(name, x)
+def _builder(spec, public):
+    """The positional function `dg.core.<public>` of a scalar-op row, with the row's argument names."""
+    params = [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in spec.arg_names]
+    signature = inspect.Signature(params)
 
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise `{name}` (NumPy semantics and dtype rules)."
+    def fn(*args, **kwargs):
+        return elemwise(spec.name, *signature.bind(*args, **kwargs).args)
+
+    fn.__name__ = fn.__qualname__ = public
+    fn.__module__ = __name__
+    fn.__signature__ = signature
+    what = f"`{spec.name}`" + (f": {spec.doc}" if spec.doc else "")
+    fn.__doc__ = f"Elementwise {what} (NumPy broadcasting and dtype rules)."
     return fn
 
 
-def _binary(name):
-    def fn(x, y):
-        return elemwise(name, x, y)
-
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise `{name}` with NumPy broadcasting and dtype promotion."
-    return fn
-
-
-exp, exp2, log, log2, log10, log1p, expm1, sqrt, square = map(
-    _unary, ["exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "square"]
-)
-sin, cos, tan, arcsin, arccos, arctan, sinh, cosh, tanh = map(
-    _unary, ["sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh"]
-)
-sigmoid, softplus, erf, erfc, gammaln, digamma, trigamma = map(
-    _unary, ["sigmoid", "softplus", "erf", "erfc", "gammaln", "digamma", "trigamma"]
-)
-isnan, isfinite, isinf, floor, ceil, trunc, sign, neg, invert, reciprocal = map(
-    _unary, ["isnan", "isfinite", "isinf", "floor", "ceil", "trunc", "sign", "neg", "invert", "reciprocal"]
-)
-abs = _unary("abs")
-add, sub, mul, true_div, floor_div, mod, pow = map(
-    _binary, ["add", "sub", "mul", "true_div", "floor_div", "mod", "pow"]
-)
-eq, neq, lt, le, gt, ge = map(_binary, ["eq", "neq", "lt", "le", "gt", "ge"])
-bitwise_and, bitwise_or, bitwise_xor = map(_binary, ["and", "or", "xor"])
-maximum, minimum, logaddexp, arctan2 = map(_binary, ["maximum", "minimum", "logaddexp", "arctan2"])
+# `dg.core.exp`, `dg.core.bitwise_and`, ...: one function per public name (and alias) of a row.
+FUNCTIONS = {public: _builder(spec, public) for public, spec in PUBLIC_NAMES.items()}
+globals().update(FUNCTIONS)
 
 
 def round(x, decimals=0):
@@ -103,9 +87,9 @@ def where(cond, a, b):
 def clip(x, lower=None, upper=None):
     """`x` limited to [lower, upper]; None leaves that side open (as np.clip)."""
     if lower is not None:
-        x = maximum(x, lower)
+        x = elemwise("maximum", x, lower)
     if upper is not None:
-        x = minimum(x, upper)
+        x = elemwise("minimum", x, upper)
     return x
 
 
@@ -121,3 +105,6 @@ def as_float(x):
     """`x` if floating, else cast to float64 (the dtype NumPy gives mean/var of ints)."""
     x = as_tensor(x)
     return x if np.dtype(x.type.dtype).kind in "fc" else cast(x, "float64")
+
+
+__all__ = sorted([*FUNCTIONS, "elemwise", "pad_ndim", "round", "where", "clip", "cast", "as_float"])

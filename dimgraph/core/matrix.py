@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from dimgraph.core.basic import as_tensor
 from dimgraph.core.blockwise import blockwise
 from dimgraph.core.graph import Apply, Op
 from dimgraph.core.type import TensorType
+from dimgraph.lazy import scipy_linalg
 from dimgraph.errors import ShapeError
 
 
@@ -168,7 +168,7 @@ class SolveTriangular(Op):
     def perform_batched(self, node, inputs):
         a, b = inputs
         _check_square("solve_triangular", a)
-        solve = lambda m, rhs: scipy.linalg.solve_triangular(  # noqa: E731
+        solve = lambda m, rhs: scipy_linalg.solve_triangular(  # noqa: E731
             m, rhs, lower=self.lower, trans=int(self.trans), unit_diagonal=self.unit_diagonal, check_finite=False
         )
         x = _nan_on_failure(solve, a, b[..., None] if self.b_ndim == 1 else b)

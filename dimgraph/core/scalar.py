@@ -1,12 +1,21 @@
-"""Scalar operations: the vocabulary of Elemwise kernels.
+"""Scalar operations: the vocabulary of Elemwise kernels, one row of facts per op.
 
-A `ScalarOp` is named; its meaning lives in one table (`SCALAR_SPECS`): arity,
-NumPy reference implementation, and the dtype rule. Output dtypes follow NumPy 2
-exactly: ops that have a NumPy ufunc ask that ufunc; special functions without a
-ufunc resolve like `np.exp` (float in, same float out; ints to a float).
+Every fact about a scalar op lives in its `ScalarSpec` row (`SCALAR_SPECS`):
+arity, NumPy reference implementation, dtype rule, derivative, whether it is
+commutative or cheap, the dtype special functions compute in, its public name
+and whether `dg.<name>` exposes it. The positional and labeled functions, the
+top-level exports, the rewrites' commutativity and the backends' loop dtypes
+are all read from the rows; a backend adds one entry per row to its own table.
+
+Output dtypes follow NumPy 2 exactly: ops that have a NumPy ufunc ask that
+ufunc; special functions without a ufunc resolve like `np.exp` (unary) or
+`np.true_divide` (binary): float in, same float out; ints to a float.
 
 `Composite` is a scalar op made of a small DAG of scalar ops; fusion builds it,
 and code generators print its body as one expression per step.
+
+>>> SCALAR_SPECS["logit"].nin, ScalarOp("logit").output_dtypes(["float32"])
+(1, ('float32',))
 """
 
 from __future__ import annotations
@@ -14,162 +23,251 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
+
+from dimgraph.core import special
+
+
+@dataclass(frozen=True)
+class NoDerivative:
+    """The derivative of a scalar op (or of one of its inputs) does not exist or is not implemented.
+
+    Taking a gradient through that input raises `NonDifferentiable` with `reason`;
+    a gradient that does not need it (the input is a constant) is unaffected.
+    """
+
+    reason: str
+
+
+FLAT = "flat"  # a `grad` entry: piecewise constant, the derivative is 0 wherever it exists
 
 
 @dataclass(frozen=True)
 class ScalarSpec:
+    """One scalar op's facts.
+
+    `grad(m, inputs, output, gz)` gives, per input, the gradient flowing to it at
+    full (broadcast) shape, written with `m = dimgraph.core.math`; an entry may be
+    None (the input carries no gradient: the condition of `where`) or a
+    `NoDerivative`. `grad` may also be `FLAT` or a `NoDerivative` for all inputs.
+    `public` names the function in `dg.core` (None: operators or a hand-written
+    function only); `top_level` exports it as `dg.<public>` (and `aliases`), which
+    takes labeled and positional operands alike.
+    """
+
+    name: str
     nin: int
-    impl: object  # NumPy-vectorized implementation
+    impl: Callable  # NumPy-vectorized reference implementation
     ufunc: object = None  # NumPy ufunc whose dtype rule we follow
-    rule: str = "ufunc"  # "ufunc" | "float" (like np.exp) | "bool" | "where" | "cast"
+    rule: str = "ufunc"  # "ufunc" | "float" (float in, same float out) | "where" | "round" | "same"
+    grad: object = None
+    commutative: bool = False
+    cheap: bool = False  # a handful of instructions: not worth hoisting out of loops
+    compute: str | None = None  # the dtype backends compute in when it is not the loop's (special functions)
+    public: str | None = ""  # "" means the op's own name
+    top_level: bool = False
+    aliases: tuple = ()
+    params: tuple = ()  # argument names of the public function (default x, or x, y)
+    doc: str = ""
+
+    @property
+    def public_name(self) -> str | None:
+        return self.name if self.public == "" else self.public
+
+    @property
+    def arg_names(self) -> tuple:
+        return self.params or (("x",), ("x", "y"), ("cond", "a", "b"))[self.nin - 1]
 
 
-def _digamma_scalar(x: float) -> float:
-    """digamma by recurrence to x >= 12 and the asymptotic series (about 1e-14 absolute for x > 0)."""
-    if not math.isfinite(x):
-        return x if x > 0 else math.nan  # psi(inf) = inf; -inf and nan give nan (scipy)
-    if x == 0.0:
-        return -math.copysign(math.inf, x)  # the pole's one-sided limit, as scipy.special.digamma
-    if x < 0.0 and x == math.floor(x):
-        return math.nan
-    result = 0.0
-    if x < 0.0:  # reflection: psi(1 - x) - psi(x) = pi / tan(pi x)
-        result -= math.pi / math.tan(math.pi * x)
-        x = 1.0 - x
-    while x < 12.0:
-        result -= 1.0 / x
-        x += 1.0
-    inv = 1.0 / x
-    inv2 = inv * inv
-    series = inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240 - inv2 * (1.0 / 132)))))
-    return result + math.log(x) - 0.5 * inv - series
+def _float_dtype(*xs):
+    """The float dtype special functions give these operands (np.exp's for one, np.true_divide's for two)."""
+    dts = tuple(np.asarray(x).dtype for x in xs)
+    ufunc = np.exp if len(dts) == 1 else np.true_divide
+    return ufunc.resolve_dtypes(dts + (None,))[-1]
 
 
-def _trigamma_scalar(x: float) -> float:
-    """trigamma by recurrence to x >= 12 and the asymptotic series."""
-    if not math.isfinite(x):
-        return 0.0 if x > 0 else (math.inf if x < 0 else math.nan)  # as scipy.special.polygamma(1, x)
-    if x <= 0.0 and x == math.floor(x):
-        return math.inf
-    result = 0.0
-    if x < 0.0:  # reflection: psi1(1 - x) + psi1(x) = pi^2 / sin^2(pi x)
-        s = math.sin(math.pi * x)
-        return -_trigamma_scalar(1.0 - x) + (math.pi / s) * (math.pi / s)
-    while x < 12.0:
-        result += 1.0 / x / x  # x * x underflows to 0 for tiny x
-        x += 1.0
-    inv = 1.0 / x
-    inv2 = inv * inv
-    series = inv + 0.5 * inv2 + inv * inv2 * (1.0 / 6 - inv2 * (1.0 / 30 - inv2 * (1.0 / 42 - inv2 * (1.0 / 30))))
-    return result + series
+def _in_float(fn):
+    """`fn` over its operands cast to the float dtype of the result (ints cannot be negated safely)."""
 
-
-def _lgamma_scalar(x: float) -> float:
-    """log|Gamma(x)|, +inf at the poles (math.lgamma raises there)."""
-    if math.isfinite(x) and x <= 0.0 and x == math.floor(x):
-        return math.inf
-    return math.lgamma(x)
-
-
-def _vectorize(fn):
-    vec = np.vectorize(fn, otypes=[np.float64])
-
-    def impl(x):
-        x = np.asarray(x)
-        out_dtype = np.exp.resolve_dtypes((x.dtype, None))[-1]
-        return vec(x.astype(np.float64)).astype(out_dtype, copy=False)
+    def impl(*xs):
+        dtype = _float_dtype(*xs)
+        return fn(*[np.asarray(x).astype(dtype, copy=False) for x in xs])
 
     return impl
 
 
-def _as_float(x):
-    """`x` in the float dtype np.exp gives it (bool and ints cannot be negated safely)."""
-    x = np.asarray(x)
-    return x if x.dtype.kind in "fc" else x.astype(np.exp.resolve_dtypes((x.dtype, None))[-1])
+def _vectorize(fn):
+    """A scalar function of `dimgraph.core.special`, computed in float64, rounded once to the result dtype."""
+    vec = np.vectorize(fn, otypes=[np.float64])
+
+    def impl(*xs):
+        return vec(*[np.asarray(x).astype(np.float64) for x in xs]).astype(_float_dtype(*xs), copy=False)
+
+    return impl
 
 
+@_in_float
 def _sigmoid(x):
-    x = _as_float(x)
     with np.errstate(over="ignore"):
         e = np.exp(-np.abs(x))
         return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
+@_in_float
 def _softplus(x):
-    x = _as_float(x)
     return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)
 
 
-def _where(c, a, b):
-    return np.where(c, a, b)
+@_in_float
+def _logit(p):
+    return np.log(p / (1 - p))
 
 
-SCALAR_SPECS: dict[str, ScalarSpec] = {
+@_in_float
+def _log1mexp(x):
+    return np.where(x < -special.LN2, np.log1p(-np.exp(x)), np.log(-np.expm1(x)))
+
+
+@_in_float
+def _xlogy(x, y):
+    return np.where((x == 0) & ~np.isnan(y), np.zeros((), x.dtype), x * np.log(y))
+
+
+def _pow_grad(m, i, z, gz):
+    x, y = i
+    dx = gz * y * m.elemwise("pow", x, y - 1)
+    # d/dy x**y = log(x) x**y; at x == 0 the limit of that product is 0 (for y > 0)
+    safe = m.where(x > 0, x, 1)
+    return [dx, gz * m.where(x > 0, m.log(safe) * z, 0)]
+
+
+def _extremum_grad(first_wins):
+    """maximum/minimum: the gradient goes to the first argument where both are equal (a valid subgradient)."""
+
+    def grad(m, i, z, gz):
+        first = first_wins(i[0], i[1])
+        return [m.where(first, gz, 0), m.where(first, 0, gz)]
+
+    return grad
+
+
+def _gamma_inc_grad(sign):
+    """d/dx P(a, x) = x^(a-1) e^-x / Gamma(a) (Q: its negative); in the shape `a` there is none here."""
+
+    def grad(m, i, z, gz):
+        a, x = i
+        density = m.exp(m.xlogy(a - 1, x) - x - m.gammaln(a))
+        return [NoDerivative("the derivative in the shape a is not implemented"), sign * gz * density]
+
+    return grad
+
+
+LN2, LN10 = math.log(2.0), math.log(10.0)
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _rows(*specs) -> dict:
+    return {s.name: s for s in specs}
+
+
+S = ScalarSpec
+SCALAR_SPECS: dict[str, ScalarSpec] = _rows(
     # arithmetic
-    "add": ScalarSpec(2, np.add, np.add),
-    "sub": ScalarSpec(2, np.subtract, np.subtract),
-    "mul": ScalarSpec(2, np.multiply, np.multiply),
-    "true_div": ScalarSpec(2, np.true_divide, np.true_divide),
-    "floor_div": ScalarSpec(2, np.floor_divide, np.floor_divide),
-    "mod": ScalarSpec(2, np.remainder, np.remainder),
-    "pow": ScalarSpec(2, np.power, np.power),
-    "neg": ScalarSpec(1, np.negative, np.negative),
-    "abs": ScalarSpec(1, np.absolute, np.absolute),
-    "sign": ScalarSpec(1, np.sign, np.sign),
-    "reciprocal": ScalarSpec(1, lambda x: 1 / x, np.true_divide, "float"),
-    "maximum": ScalarSpec(2, np.maximum, np.maximum),
-    "minimum": ScalarSpec(2, np.minimum, np.minimum),
-    # comparison and logic
-    "eq": ScalarSpec(2, np.equal, np.equal),
-    "neq": ScalarSpec(2, np.not_equal, np.not_equal),
-    "lt": ScalarSpec(2, np.less, np.less),
-    "le": ScalarSpec(2, np.less_equal, np.less_equal),
-    "gt": ScalarSpec(2, np.greater, np.greater),
-    "ge": ScalarSpec(2, np.greater_equal, np.greater_equal),
-    "and": ScalarSpec(2, np.bitwise_and, np.bitwise_and),
-    "or": ScalarSpec(2, np.bitwise_or, np.bitwise_or),
-    "xor": ScalarSpec(2, np.bitwise_xor, np.bitwise_xor),
-    "invert": ScalarSpec(1, np.invert, np.invert),
-    "isnan": ScalarSpec(1, np.isnan, np.isnan),
-    "isfinite": ScalarSpec(1, np.isfinite, np.isfinite),
-    "isinf": ScalarSpec(1, np.isinf, np.isinf),
+    S("add", 2, np.add, np.add, grad=lambda m, i, z, gz: [gz, gz], commutative=True, cheap=True),
+    S("sub", 2, np.subtract, np.subtract, grad=lambda m, i, z, gz: [gz, -gz], cheap=True),
+    S("mul", 2, np.multiply, np.multiply, grad=lambda m, i, z, gz: [gz * i[1], gz * i[0]], commutative=True, cheap=True),
+    S("true_div", 2, np.true_divide, np.true_divide, grad=lambda m, i, z, gz: [gz / i[1], -gz * i[0] / m.square(i[1])]),
+    S("floor_div", 2, np.floor_divide, np.floor_divide, grad=FLAT),
+    S("mod", 2, np.remainder, np.remainder, grad=lambda m, i, z, gz: [gz, -gz * m.floor(m.elemwise("true_div", i[0], i[1]))]),
+    S("pow", 2, np.power, np.power, grad=_pow_grad),
+    S("neg", 1, np.negative, np.negative, grad=lambda m, i, z, gz: [-gz], cheap=True),
+    S("abs", 1, np.absolute, np.absolute, grad=lambda m, i, z, gz: [gz * m.sign(i[0])], cheap=True),
+    S("sign", 1, np.sign, np.sign, grad=FLAT, cheap=True, top_level=True),
+    S("reciprocal", 1, lambda x: 1 / x, np.true_divide, "float", grad=lambda m, i, z, gz: [-gz * m.square(z)]),
+    S("maximum", 2, np.maximum, np.maximum, grad=_extremum_grad(lambda x, y: x >= y), commutative=True, cheap=True, top_level=True),
+    S("minimum", 2, np.minimum, np.minimum, grad=_extremum_grad(lambda x, y: x <= y), commutative=True, cheap=True, top_level=True),
+    # comparison and logic (no float outputs: no gradient flows through them)
+    S("eq", 2, np.equal, np.equal, commutative=True, cheap=True),
+    S("neq", 2, np.not_equal, np.not_equal, commutative=True, cheap=True),
+    S("lt", 2, np.less, np.less, cheap=True),
+    S("le", 2, np.less_equal, np.less_equal, cheap=True),
+    S("gt", 2, np.greater, np.greater, cheap=True),
+    S("ge", 2, np.greater_equal, np.greater_equal, cheap=True),
+    S("and", 2, np.bitwise_and, np.bitwise_and, commutative=True, cheap=True, public="bitwise_and"),
+    S("or", 2, np.bitwise_or, np.bitwise_or, commutative=True, cheap=True, public="bitwise_or"),
+    S("xor", 2, np.bitwise_xor, np.bitwise_xor, commutative=True, cheap=True, public="bitwise_xor"),
+    S("invert", 1, np.invert, np.invert, cheap=True),
+    S("isnan", 1, np.isnan, np.isnan, cheap=True, top_level=True),
+    S("isfinite", 1, np.isfinite, np.isfinite, cheap=True, top_level=True),
+    S("isinf", 1, np.isinf, np.isinf, cheap=True, top_level=True),
     # math
-    "exp": ScalarSpec(1, np.exp, np.exp),
-    "exp2": ScalarSpec(1, np.exp2, np.exp2),
-    "log": ScalarSpec(1, np.log, np.log),
-    "log2": ScalarSpec(1, np.log2, np.log2),
-    "log10": ScalarSpec(1, np.log10, np.log10),
-    "log1p": ScalarSpec(1, np.log1p, np.log1p),
-    "expm1": ScalarSpec(1, np.expm1, np.expm1),
-    "sqrt": ScalarSpec(1, np.sqrt, np.sqrt),
-    "square": ScalarSpec(1, np.square, np.square),
-    "sin": ScalarSpec(1, np.sin, np.sin),
-    "cos": ScalarSpec(1, np.cos, np.cos),
-    "tan": ScalarSpec(1, np.tan, np.tan),
-    "arcsin": ScalarSpec(1, np.arcsin, np.arcsin),
-    "arccos": ScalarSpec(1, np.arccos, np.arccos),
-    "arctan": ScalarSpec(1, np.arctan, np.arctan),
-    "sinh": ScalarSpec(1, np.sinh, np.sinh),
-    "cosh": ScalarSpec(1, np.cosh, np.cosh),
-    "tanh": ScalarSpec(1, np.tanh, np.tanh),
-    "arctan2": ScalarSpec(2, np.arctan2, np.arctan2),
-    "sigmoid": ScalarSpec(1, _sigmoid, np.exp, "float"),
-    "softplus": ScalarSpec(1, _softplus, np.exp, "float"),
-    "erf": ScalarSpec(1, _vectorize(math.erf), np.exp, "float"),
-    "erfc": ScalarSpec(1, _vectorize(math.erfc), np.exp, "float"),
-    "gammaln": ScalarSpec(1, _vectorize(_lgamma_scalar), np.exp, "float"),
-    "digamma": ScalarSpec(1, _vectorize(_digamma_scalar), np.exp, "float"),
-    "trigamma": ScalarSpec(1, _vectorize(_trigamma_scalar), np.exp, "float"),
-    "logaddexp": ScalarSpec(2, np.logaddexp, np.logaddexp),
-    "round": ScalarSpec(1, np.round, None, "round"),  # half to even, ints unchanged (np.round)
-    "floor": ScalarSpec(1, np.floor, np.floor),
-    "ceil": ScalarSpec(1, np.ceil, np.ceil),
-    "trunc": ScalarSpec(1, np.trunc, np.trunc),
+    S("exp", 1, np.exp, np.exp, grad=lambda m, i, z, gz: [gz * z], top_level=True),
+    S("exp2", 1, np.exp2, np.exp2, grad=lambda m, i, z, gz: [gz * z * LN2], top_level=True),
+    S("log", 1, np.log, np.log, grad=lambda m, i, z, gz: [gz / i[0]], top_level=True),
+    S("log2", 1, np.log2, np.log2, grad=lambda m, i, z, gz: [gz / (i[0] * LN2)], top_level=True),
+    S("log10", 1, np.log10, np.log10, grad=lambda m, i, z, gz: [gz / (i[0] * LN10)], top_level=True),
+    S("log1p", 1, np.log1p, np.log1p, grad=lambda m, i, z, gz: [gz / (1 + i[0])], top_level=True),
+    S("expm1", 1, np.expm1, np.expm1, grad=lambda m, i, z, gz: [gz * (z + 1)], top_level=True),
+    S("sqrt", 1, np.sqrt, np.sqrt, grad=lambda m, i, z, gz: [gz * 0.5 / z], top_level=True),
+    S("square", 1, np.square, np.square, grad=lambda m, i, z, gz: [gz * 2 * i[0]], cheap=True, top_level=True),
+    S("sin", 1, np.sin, np.sin, grad=lambda m, i, z, gz: [gz * m.cos(i[0])], top_level=True),
+    S("cos", 1, np.cos, np.cos, grad=lambda m, i, z, gz: [-gz * m.sin(i[0])], top_level=True),
+    S("tan", 1, np.tan, np.tan, grad=lambda m, i, z, gz: [gz * (1 + m.square(z))], top_level=True),
+    S("arcsin", 1, np.arcsin, np.arcsin, grad=lambda m, i, z, gz: [gz / m.sqrt(1 - m.square(i[0]))], top_level=True),
+    S("arccos", 1, np.arccos, np.arccos, grad=lambda m, i, z, gz: [-gz / m.sqrt(1 - m.square(i[0]))], top_level=True),
+    S("arctan", 1, np.arctan, np.arctan, grad=lambda m, i, z, gz: [gz / (1 + m.square(i[0]))], top_level=True),
+    S("sinh", 1, np.sinh, np.sinh, grad=lambda m, i, z, gz: [gz * m.cosh(i[0])], top_level=True),
+    S("cosh", 1, np.cosh, np.cosh, grad=lambda m, i, z, gz: [gz * m.sinh(i[0])], top_level=True),
+    S("tanh", 1, np.tanh, np.tanh, grad=lambda m, i, z, gz: [gz * (1 - m.square(z))], top_level=True),
+    S("arctan2", 2, np.arctan2, np.arctan2, top_level=True, params=("y", "x"), grad=lambda m, i, z, gz: [
+        gz * i[1] / (m.square(i[0]) + m.square(i[1])), -gz * i[0] / (m.square(i[0]) + m.square(i[1]))]),
+    S("logaddexp", 2, np.logaddexp, np.logaddexp, top_level=True,
+      grad=lambda m, i, z, gz: [gz * m.exp(i[0] - z), gz * m.exp(i[1] - z)]),
+    # special functions
+    S("sigmoid", 1, _sigmoid, np.exp, "float", grad=lambda m, i, z, gz: [gz * z * (1 - z)], top_level=True,
+      aliases=("expit",), doc="the logistic function 1 / (1 + exp(-x)) (scipy's expit)"),
+    S("softplus", 1, _softplus, np.exp, "float", grad=lambda m, i, z, gz: [gz * m.sigmoid(i[0])], top_level=True,
+      doc="log(1 + exp(x)), without overflow"),
+    S("logit", 1, _logit, np.exp, "float", grad=lambda m, i, z, gz: [gz / (i[0] * (1 - i[0]))], top_level=True,
+      params=("p",), doc="log(p / (1 - p)), the inverse of sigmoid/expit"),
+    S("log1mexp", 1, _log1mexp, np.exp, "float", grad=lambda m, i, z, gz: [-gz / m.expm1(-i[0])], top_level=True,
+      doc="log(1 - exp(x)) for x <= 0, accurate near 0 and for very negative x"),
+    S("xlogy", 2, _xlogy, np.true_divide, "float", top_level=True, doc="x * log(y), 0 where x == 0 (scipy's xlogy)",
+      grad=lambda m, i, z, gz: [gz * m.log(i[1]), gz * i[0] / i[1]]),
+    S("erf", 1, _vectorize(math.erf), np.exp, "float", compute="float64", top_level=True,
+      grad=lambda m, i, z, gz: [gz * TWO_OVER_SQRT_PI * m.exp(-m.square(i[0]))]),
+    S("erfc", 1, _vectorize(math.erfc), np.exp, "float", compute="float64", top_level=True,
+      grad=lambda m, i, z, gz: [-gz * TWO_OVER_SQRT_PI * m.exp(-m.square(i[0]))]),
+    S("gammaln", 1, _vectorize(special.lgamma), np.exp, "float", compute="float64", top_level=True,
+      grad=lambda m, i, z, gz: [gz * m.digamma(i[0])], doc="log|Gamma(x)|"),
+    S("digamma", 1, _vectorize(special.digamma), np.exp, "float", compute="float64", top_level=True,
+      grad=lambda m, i, z, gz: [gz * m.trigamma(i[0])], doc="the derivative of gammaln"),
+    S("trigamma", 1, _vectorize(special.trigamma), np.exp, "float", compute="float64", top_level=True,
+      grad=NoDerivative("its derivative (tetragamma) is not implemented"), doc="the derivative of digamma"),
+    S("betaln", 2, _vectorize(special.betaln), np.true_divide, "float", compute="float64", top_level=True,
+      params=("a", "b"), doc="log|B(a, b)|, the log of the beta function", grad=lambda m, i, z, gz: [
+        gz * (m.digamma(i[0]) - m.digamma(i[0] + i[1])), gz * (m.digamma(i[1]) - m.digamma(i[0] + i[1]))]),
+    S("gammainc", 2, _vectorize(special.gammainc), np.true_divide, "float", compute="float64", top_level=True,
+      params=("a", "x"), grad=_gamma_inc_grad(1), doc="the regularized lower incomplete gamma function P(a, x)"),
+    S("gammaincc", 2, _vectorize(special.gammaincc), np.true_divide, "float", compute="float64", top_level=True,
+      params=("a", "x"), grad=_gamma_inc_grad(-1), doc="the regularized upper incomplete gamma function Q(a, x)"),
+    # rounding: half to even, ints unchanged (np.round)
+    S("round", 1, np.round, None, "round", grad=FLAT, cheap=True, public=None),
+    S("floor", 1, np.floor, np.floor, grad=FLAT, cheap=True, top_level=True),
+    S("ceil", 1, np.ceil, np.ceil, grad=FLAT, cheap=True, top_level=True),
+    S("trunc", 1, np.trunc, np.trunc, grad=FLAT, cheap=True, top_level=True),
     # structure
-    "where": ScalarSpec(3, _where, None, "where"),
-    "identity": ScalarSpec(1, lambda x: x, None, "same"),
+    S("where", 3, np.where, None, "where", cheap=True, public=None,
+      grad=lambda m, i, z, gz: [None, m.where(i[0], gz, 0), m.where(i[0], 0, gz)]),
+    S("identity", 1, lambda x: x, None, "same", grad=lambda m, i, z, gz: [gz], cheap=True, public=None),
+)  # fmt: skip
+del S
+
+# Public function name (and alias) -> row: what `dg.core` and `dg` export for the scalar ops.
+PUBLIC_NAMES: dict[str, ScalarSpec] = {
+    public: spec for spec in SCALAR_SPECS.values() if spec.public_name for public in (spec.public_name, *spec.aliases)
 }
 
 
@@ -182,6 +280,10 @@ class ScalarOp:
     def __post_init__(self):
         if self.name not in SCALAR_SPECS:
             raise ValueError(f"unknown scalar op {self.name!r}; known: {sorted(SCALAR_SPECS)}")
+
+    @property
+    def spec(self) -> ScalarSpec:
+        return SCALAR_SPECS[self.name]
 
     @property
     def nin(self) -> int:
@@ -243,6 +345,43 @@ def _resolve(name: str, in_dtypes: tuple) -> str:
         return spec.ufunc.resolve_dtypes(dts + (None,))[-1].name
     except TypeError as err:
         raise TypeError(f"{name} is not defined for dtypes {[d.name for d in dts]} (as in NumPy: {err})") from None
+
+
+def loop_dtypes(op, in_dtypes) -> tuple:
+    """(operand dtypes, output dtype) of NumPy's loop for `op`: the dtypes operands are cast to before it computes.
+
+    >>> loop_dtypes(ScalarOp("add"), ["int8", "float32"])
+    ((dtype('float32'), dtype('float32')), dtype('float32'))
+    """
+    in_dtypes = tuple(np.dtype(d) for d in in_dtypes)
+    out = np.dtype(op.output_dtypes(in_dtypes)[0])
+    if isinstance(op, Cast):
+        return in_dtypes, out
+    spec = SCALAR_SPECS[op.name]
+    if spec.rule == "where":
+        return (np.dtype(bool), out, out), out
+    if spec.rule == "same":
+        return in_dtypes, out
+    if spec.rule in ("round", "float"):
+        return (out,) * len(in_dtypes), out
+    return tuple(spec.ufunc.resolve_dtypes(in_dtypes + (None,))[:-1]), out
+
+
+def compute_dtypes(op, in_dtypes) -> tuple:
+    """`loop_dtypes`, except that special functions compute in their row's `compute` dtype (float64).
+
+    The compiled backends evaluate them there, as the python backend does, and round once.
+    """
+    loops, out = loop_dtypes(op, in_dtypes)
+    compute = None if isinstance(op, (Cast, Composite)) else SCALAR_SPECS[op.name].compute
+    return ((np.dtype(compute),) * len(loops) if compute else loops), out
+
+
+def is_cheap(op) -> bool:
+    """Whether `op` costs a handful of instructions (casts do): code generators need not hoist it out of loops."""
+    if isinstance(op, Cast):
+        return True
+    return not isinstance(op, Composite) and SCALAR_SPECS[op.name].cheap
 
 
 @dataclass(frozen=True)

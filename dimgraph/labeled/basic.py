@@ -8,7 +8,7 @@ silent broadcast dim.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+from dimgraph.lazy import pandas as pd
 
 from dimgraph.core.graph import Variable
 from dimgraph.errors import DimError

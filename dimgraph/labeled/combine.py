@@ -19,7 +19,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+from dimgraph.lazy import pandas as pd
 
 from dimgraph.core.graph import Apply
 from dimgraph.errors import DimError
@@ -242,8 +242,8 @@ def dot(*arrays, dim=None):
 # align
 
 _JOINS = {
-    "outer": functools.partial(functools.reduce, pd.Index.union),
-    "inner": functools.partial(functools.reduce, pd.Index.intersection),
+    "outer": lambda indexes: functools.reduce(lambda a, b: a.union(b), indexes),
+    "inner": lambda indexes: functools.reduce(lambda a, b: a.intersection(b), indexes),
     "left": lambda indexes: indexes[0],
     "right": lambda indexes: indexes[-1],
 }

@@ -16,9 +16,17 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
+from dimgraph.lazy import pandas as pd
 
 from dimgraph.errors import DimError
+
+
+def _is_text(label: str) -> bool:
+    try:
+        label.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _coords_digest(coords) -> bytes:
@@ -74,7 +82,14 @@ class Dim:
             if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) or self.size < 0:
                 raise DimError(f"Dim {self.name!r}: size must be a non-negative int or None, got {self.size!r}")
             object.__setattr__(self, "size", int(self.size))
-        object.__setattr__(self, "_digest", _coords_digest(self.coords))
+        try:
+            object.__setattr__(self, "_digest", _coords_digest(self.coords))
+        except UnicodeEncodeError:
+            bad = next(c for c in self.coords if isinstance(c, str) and not _is_text(c))
+            raise DimError(
+                f"Dim {self.name!r}: the coord label {bad!r} is not valid text (it holds a lone surrogate, "
+                "which no encoding can write); decode the labels from bytes with errors='replace', or use other labels"
+            ) from None
 
     def rename(self, new_name: str) -> "Dim":
         """The same size and coords under another name."""

@@ -17,7 +17,7 @@ an index: negative labels count from the end, a slice excludes its stop.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+from dimgraph.lazy import pandas as pd
 
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import Dim

@@ -12,7 +12,8 @@ dims first and the core dims last (as API.md fixes). Core dims of results:
   vector of eigenvalue k); `diagonal`: `row`; `det`, `slogdet`, `trace`: none.
 
 Positional variables (no dims) go to the positional functions of
-`dg.core.linalg`, with the matrix in the last two axes. Float32 stays
+`dg.core.linalg`, with the matrix in the last two axes (`b_ndim` says whether
+a positional `b` is a stack of vectors or of matrices; labeled ones need not). Float32 stays
 float32; integers compute in float64. Failures follow `dg.core.matrix`:
 NaNs for a matrix that is not positive definite, never an exception mid-batch.
 """
@@ -130,7 +131,7 @@ def _solve_like(what, op_of, a, b, dims, trans=False):
     return apply_blockwise(op, op.signature, [a, b], [(row, col), (b_dim,)], [(x_dim,)], name=what)
 
 
-def solve(a, b, dims=None):
+def solve(a, b, dims=None, b_ndim=None):
     """`x` with `a @ x = b` over the matrix dims of `a`: `b` on `row`, `x` on `col`; other dims of `b` are batch dims.
 
     >>> import dimgraph as dg, numpy as np
@@ -140,21 +141,21 @@ def solve(a, b, dims=None):
     array([0.5 , 0.25])
     """
     res = _solve_like("solve", core.Solve, a, b, dims)
-    return core.solve(a, b) if res is None else res
+    return core.solve(a, b, b_ndim) if res is None else res
 
 
-def solve_triangular(a, b, dims=None, lower=True, trans=False, unit_diagonal=False):
+def solve_triangular(a, b, dims=None, lower=True, trans=False, unit_diagonal=False, b_ndim=None):
     """`x` with `a @ x = b` (`trans=True`: `a.T @ x = b`) for a triangular matrix `a` (reads its `lower` triangle)."""
     make = lambda nd: core.SolveTriangular(bool(lower), bool(trans), bool(unit_diagonal), nd)  # noqa: E731
     res = _solve_like("solve_triangular", make, a, b, dims, trans=bool(trans))
-    return core.solve_triangular(a, b, lower, trans, unit_diagonal) if res is None else res
+    return core.solve_triangular(a, b, lower, trans, unit_diagonal, b_ndim) if res is None else res
 
 
-def cho_solve(c_and_lower, b, dims=None):
+def cho_solve(c_and_lower, b, dims=None, b_ndim=None):
     """`x` with `(c @ c.T) @ x = b` from a Cholesky factor `c` (scipy's `(c, lower)` pair): `b` on `row`, `x` on `col`."""
     c, lower = c_and_lower
     if not is_labeled(c):
-        return core.cho_solve((c, lower), b)
+        return core.cho_solve((c, lower), b, b_ndim)
     row, col = _core_dims("cho_solve", c, dims)
     y = solve_triangular(c, b, dims=(row, col), lower=lower)
     # the second solve reads c transposed: y on col, and x (c.T^-1 y) is indexed like the columns of c @ c.T

@@ -9,6 +9,7 @@ the dtype the other operands promote to. The top-level `dg.exp`, `dg.where`, ...
 from __future__ import annotations
 
 import sys
+import inspect
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from dimgraph.core import math as core_math
 from dimgraph.core import reduce as core_reduce
 from dimgraph.core.basic import is_python_scalar
 from dimgraph.core.graph import Variable
-from dimgraph.core.scalar import Cast, ScalarOp
+from dimgraph.core.scalar import PUBLIC_NAMES, Cast, ScalarOp
 from dimgraph.labeled.basic import as_labeled, constant, from_positional, is_dataarray
 from dimgraph.labeled.dims import resolve_dims
 from dimgraph.labeled.ops import LabeledCumulative, LabeledDiff, LabeledElemwise, LabeledReduce, is_labeled
@@ -86,44 +87,33 @@ def elemwise(name, *args):
     return LabeledElemwise(op)(*operands(args, str(op)))
 
 
-UNARY = [
-    "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "square",
-    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
-    "sigmoid", "softplus", "erf", "erfc", "gammaln", "digamma", "trigamma",
-    "isnan", "isfinite", "isinf", "floor", "ceil", "trunc", "sign", "neg", "invert", "reciprocal", "abs",
-]  # fmt: skip
-BINARY = ["add", "sub", "mul", "true_div", "floor_div", "mod", "pow", "eq", "neq", "lt", "le", "gt", "ge",
-          "maximum", "minimum", "logaddexp", "arctan2"]  # fmt: skip
-BITWISE = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor"}
-
-
 def any_labeled(args) -> bool:
     return any(is_labeled(a) or is_dataarray(a) for a in args)
 
 
-def _dispatching(name, scalar_name):
-    core_fn = getattr(core_math, name)
+def _dispatching(spec, public):
+    """`dg.<public>`: the row's op on labeled operands by dim name, else the positional function."""
+    core_fn = core_math.FUNCTIONS[public]
+    signature = inspect.signature(core_fn)
 
-    def fn(*args):
+    def fn(*args, **kwargs):
+        args = signature.bind(*args, **kwargs).args
         if any_labeled(args):
-            return elemwise(scalar_name, *args)
+            return elemwise(spec.name, *args)
         return core_fn(*args)
 
-    fn.__name__ = name
-    fn.__doc__ = (
-        f"Elementwise `{scalar_name}`: on labeled variables broadcast by dim name (xarray), "
-        "on positional ones by NumPy's rules."
-    )
+    fn.__name__ = fn.__qualname__ = public
+    fn.__module__ = __name__
+    fn.__signature__ = signature
+    what = f"`{spec.name}`" + (f" ({spec.doc})" if spec.doc else "")
+    fn.__doc__ = f"Elementwise {what}: on labeled variables broadcast by dim name (xarray), on positional ones by NumPy's rules."
     return fn
 
 
-DISPATCHING = {name: _dispatching(name, name) for name in UNARY + BINARY}
-DISPATCHING.update({name: _dispatching(name, s) for name, s in BITWISE.items()})
-exp, exp2, log, log2, log10, log1p, expm1, sqrt, square = (DISPATCHING[n] for n in UNARY[:9])
-sin, cos, tan, arcsin, arccos, arctan, sinh, cosh, tanh = (DISPATCHING[n] for n in UNARY[9:18])
-sigmoid, softplus, erf, erfc, gammaln, digamma, trigamma = (DISPATCHING[n] for n in UNARY[18:25])
-isnan, isfinite, isinf, floor, ceil, trunc, sign = (DISPATCHING[n] for n in UNARY[25:32])
-maximum, minimum, logaddexp, arctan2 = (DISPATCHING[n] for n in BINARY[-4:])
+# Every public scalar op as a function of labeled or positional operands; `TOP_LEVEL` is what `dg` exports.
+DISPATCHING = {public: _dispatching(spec, public) for public, spec in PUBLIC_NAMES.items()}
+TOP_LEVEL = {public: DISPATCHING[public] for public, spec in PUBLIC_NAMES.items() if spec.top_level}
+globals().update(TOP_LEVEL)
 
 
 def where(cond, a, b):

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+from dimgraph.lazy import pandas as pd
 
 from dimgraph.core.graph import Apply
 from dimgraph.errors import DimError

@@ -36,6 +36,7 @@ def positional_twin(var):
             twin = positional_constant(var.data)
         else:
             twin = TensorType(var.type.dtype, var.type.shape).make_variable(name=var.name)
+        twin.tag.setdefault("dims", tuple(d.name for d in var.type.dims))  # printing names its axes
         var.tag["positional"] = twin
     return twin
 
@@ -134,7 +135,7 @@ def lower(outputs):
 def lower_io(inputs, outputs):
     """Positional inputs/outputs for `dg.function`, with input converters, output wrappers and checks."""
     from dimgraph.compile.io import TensorInput, TensorOutput
-    from dimgraph.lower.io import LabeledInput, LabeledOutput, label_checks, size_checks
+    from dimgraph.lower.io import LabeledInput, LabeledOutput, label_checks, shared_size_checks, size_checks
 
     low = Lowering()
     pos_inputs = [low.get(v) for v in inputs]
@@ -144,7 +145,7 @@ def lower_io(inputs, outputs):
         LabeledInput(label, v.type) if is_labeled(v) else TensorInput(label, v.type) for label, v in zip(labels, inputs)
     ]
     out_specs = [LabeledOutput(o, inputs) if is_labeled(o) else TensorOutput() for o in outputs]
-    checks = size_checks(inputs, labels, low) + label_checks(inputs, outputs, labels)
+    checks = size_checks(inputs, labels, low) + label_checks(inputs, outputs, labels) + shared_size_checks(inputs, outputs, labels)
     return pos_inputs, pos_outputs, in_specs, out_specs, checks
 
 
@@ -154,6 +155,6 @@ def lower_update(target, value):
 
     if is_labeled(target):
         value = broadcast_to_dims(value, target.type.dims)
-    elif value.type.ndim != target.type.ndim:
+    elif is_labeled(value) and value.type.ndim != target.type.ndim:
         raise DimError(f"updates: {target.name!r} is positional with {target.type.ndim} axes; the new value has dims {fmt_dims(value.type.dims)}")
     return Lowering().run([value])[0]

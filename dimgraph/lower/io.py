@@ -14,9 +14,9 @@ carry along dims that reach the output untouched (xarray arithmetic's rule).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+from dimgraph.lazy import pandas as pd
 
-from dimgraph.compile.io import as_array, cast_exact, is_weak
+from dimgraph.compile.io import PYTHON_SCALARS, as_array, cast_exact, is_weak
 from dimgraph.core.graph import ancestors
 from dimgraph.errors import InputError
 from dimgraph.labeled.basic import is_dataarray
@@ -92,7 +92,10 @@ class LabeledInput:
         return cast_exact(self.name, arr, self.type.dtype, weak=is_weak(value))
 
     def trusted(self, value):
-        """`value` for a call with `trust_input=True`: a DataArray put in dims order, unchecked."""
+        """`value` for a call with `trust_input=True`: a DataArray put in dims order, unchecked
+        (a Python scalar becomes a 0-d array of the input's dtype)."""
+        if type(value) in PYTHON_SCALARS:
+            return np.asarray(value, dtype=self.type.dtype)
         if not is_dataarray(value):
             return value
         names = [d.name for d in self.type.dims]
@@ -297,13 +300,55 @@ def label_checks(inputs, outputs, labels):
     return checks
 
 
+def shared_size_checks(inputs, outputs, labels):
+    """Checks that an input and a labeled shared variable the outputs read agree on a dim of unknown size.
+
+    The shared value's size is known only when the call reads it from its context,
+    so the check runs then, before any work (else the kernel would fail with a ShapeError).
+    """
+    carriers = {}
+    for k, v in enumerate(inputs):
+        if is_labeled(v):
+            for axis, d in enumerate(v.type.dims):
+                if d.size is None:
+                    carriers.setdefault(d, (k, axis))
+    checks = []
+    given = {id(v) for v in inputs}
+    for v in ancestors(list(outputs)):
+        twin = getattr(v, "shared_twin", None)
+        if twin is None or id(v) in given:
+            continue
+        for axis, d in enumerate(v.type.dims):
+            if d in carriers:
+                checks.append(_SharedSizeCheck(d.name, carriers[d], labels, v.name or "a shared variable", twin, axis))
+    return checks
+
+
+class _SharedSizeCheck:
+    __slots__ = ("name", "where", "labels", "shared_name", "twin", "axis")
+
+    def __init__(self, name, where, labels, shared_name, twin, axis):
+        self.name, self.where, self.labels = name, where, labels
+        self.shared_name, self.twin, self.axis = shared_name, twin, axis
+
+    def __call__(self, arrays, raw, ctx=None):
+        k, a = self.where
+        n = arrays[k].shape[a]
+        m = np.shape(ctx.get(self.twin))[self.axis]
+        if n != m:
+            raise InputError(
+                f"input {self.labels[k]!r}: dim {self.name!r} has size {n}, but the shared variable "
+                f"{self.shared_name!r} has size {m} along it"
+            )
+
+
 class _PositionalLabelsCheck:
     __slots__ = ("name", "ks", "labels")
 
     def __init__(self, name, ks, labels):
         self.name, self.ks, self.labels = name, ks, labels
 
-    def __call__(self, arrays, raw):
+    def __call__(self, arrays, raw, ctx=None):
         import pandas as pd
 
         for k in self.ks:
@@ -323,7 +368,7 @@ class _SizeCheck:
     def __init__(self, name, where, labels, fixed):
         self.name, self.where, self.labels, self.fixed = name, where, labels, fixed
 
-    def __call__(self, arrays, raw):
+    def __call__(self, arrays, raw, ctx=None):
         (k0, a0), *rest = self.where
         n0 = arrays[k0].shape[a0]
         if self.fixed is not None and n0 != self.fixed:
@@ -347,7 +392,7 @@ class _CoordsCheck:
     def __init__(self, name, ks, labels):
         self.name, self.ks, self.labels = name, ks, labels
 
-    def __call__(self, arrays, raw):
+    def __call__(self, arrays, raw, ctx=None):
         first = None
         for k in self.ks:
             index = raw[k].indexes.get(self.name) if is_dataarray(raw[k]) else None

@@ -301,3 +301,31 @@ def test_kernels_that_print_alike_are_one_function():
     assert f.source.count("static int dg_kernel") < 10
     a = np.random.default_rng(0).random((5, 4))
     np.testing.assert_allclose(f(a), dg.function([x], y.max(), backend="python")(a), rtol=1e-12)
+
+
+def test_gather_and_scatter_cost_the_elements_moved_not_the_table():
+    """A gather of 10 elements from 4e6 allocates nothing the size of the table (it built a 32 MB grid)."""
+    import tracemalloc
+
+    t = dg.tensor("t", shape=(None,))
+    i = dg.tensor("i", shape=(None,), dtype="int64")
+    m = dg.tensor("m", shape=(None, None))
+    gather = dg.function([t, i], t[i], backend="c")
+    scatter = dg.function([m, i], dg.core.inc_subtensor(m[i, 1:3], 1.0), backend="c")
+    table, idx = np.arange(4e6), np.array([5, -1, 7, 5])
+    matrix = np.zeros((2000, 2000))
+    gather(table, idx), scatter(matrix, idx)
+    tracemalloc.start()
+    out = gather(table, idx)
+    peak_gather = tracemalloc.get_traced_memory()[1]
+    tracemalloc.reset_peak()
+    scattered = scatter(matrix, idx)
+    peak_scatter = tracemalloc.get_traced_memory()[1] - matrix.nbytes  # the output itself is a new matrix
+    tracemalloc.stop()
+    assert out.tolist() == [5.0, 3999999.0, 7.0, 5.0]
+    expected = matrix.copy()
+    np.add.at(expected, (idx[:, None], np.arange(1, 3)[None, :]), 1.0)
+    np.testing.assert_array_equal(scattered, expected)
+    assert peak_gather < 100_000 and peak_scatter < 100_000, (peak_gather, peak_scatter)
+    with pytest.raises(IndexError, match="index 4000000 is out of bounds for axis 0 with size 4000000"):
+        gather(table, np.array([4_000_000]))

@@ -7,8 +7,10 @@ tests/compile, tests/labeled, ...); sharding runs in its own process
 new graph or input shape is one XLA compile.
 """
 
+import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -338,3 +340,51 @@ def test_float_to_int_casts_of_special_values_match_numpy():
     for t, got, w in zip(targets, dg.function([x], outs, backend="jax")(v), want):
         assert got.dtype == w.dtype, t
         np.testing.assert_array_equal(got, w, err_msg=t)
+
+
+def test_jax_fn_checks_shapes_at_its_boundary_naming_the_input():
+    x = dg.tensor("x", shape=(None, 3))
+    w = dg.tensor("w", shape=(3,))
+    f = dg.function([x, w], (x * w).sum(), backend="jax")
+    assert float(f.jax_fn(np.ones((2, 3)), np.arange(3.0))) == 6.0
+    with pytest.raises(dg.InputError, match="input 'w': expected shape \\(3,\\), got shape \\(4,\\)"):
+        f.jax_fn(np.ones((2, 3)), np.arange(4.0))
+    with pytest.raises(dg.InputError, match="input 'x': expected shape \\(\\?, 3\\), got shape \\(3,\\)"):
+        f.jax_fn(np.ones(3), np.arange(3.0))
+    with pytest.raises(dg.InputError, match="takes 2 arguments"):
+        f.jax_fn(np.ones((2, 3)))
+    batched = jax.vmap(f.jax_fn, in_axes=(0, None))(np.ones((5, 2, 3)), np.arange(3.0))
+    assert np.asarray(batched).tolist() == [6.0] * 5
+
+
+def test_a_child_forked_after_jax_started_refuses_instead_of_hanging(tmp_path):
+    """JAX is not fork-safe: a first call in a forked child used to hang; it raises BackendUnavailable."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import os, warnings, numpy as np
+        warnings.simplefilter("ignore")
+        import dimgraph as dg
+        x = dg.tensor("x", shape=(None,))
+        f = dg.function([x], (x * x).sum(), backend="jax")
+        g = dg.function([x], x.sum() * 2.0, backend="jax")
+        print("parent", float(f(np.arange(3.0))), flush=True)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                g(np.arange(3.0))
+                print("child ran", flush=True)
+            except dg.BackendUnavailable as e:
+                print("child refused:", "forked" in str(e) and "spawn" in str(e), flush=True)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        """
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=root, DIMGRAPH_CACHE_DIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["parent 5.0", "child refused: True"]

@@ -24,9 +24,10 @@ def test_numba_and_c_draw_one_stream():
     obs = dg.Dim("obs", size=257)
     s = dg.rng_state("s")
     s1, u = dg.dist.uniform().draw(s, extra_dims=(obs,))
-    _, k = dg.dist.poisson(3.0).draw(s1, extra_dims=(obs,))
+    s2, k = dg.dist.poisson(3.0).draw(s1, extra_dims=(obs,))
+    _, z = dg.dist.normal().draw(s2, extra_dims=(dg.Dim("big", size=20001),))  # some draws need the slow path
     start = dg.seed_state(5)
-    numba_u, numba_k = dg.function([s], [u, k], backend="numba")(start)
-    c_u, c_k = dg.function([s], [u, k], backend="c")(start)
-    np.testing.assert_array_equal(numba_u, c_u)
-    np.testing.assert_array_equal(numba_k, c_k)
+    numba_values = dg.function([s], [u, k, z], backend="numba")(start)
+    c_values = dg.function([s], [u, k, z], backend="c")(start)
+    for a, b in zip(numba_values, c_values):
+        np.testing.assert_allclose(a, b, rtol=1e-15, atol=0)

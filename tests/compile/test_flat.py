@@ -78,3 +78,17 @@ def test_flat_errors():
         LAYOUT.ravel({"mu": np.zeros((3, 2)), "log_sigma": np.zeros(2)})
     with pytest.raises(dg.InputError, match="input 'mu'"):
         LAYOUT.ravel({"mu": xr.DataArray(np.zeros((3, 2)), dims=("group", "j")), "log_sigma": 0.0})
+
+
+def test_unravel_batches_of_vectors_into_dataarrays_with_batch_dims():
+    thetas = np.arange(2 * 5 * 7.0).reshape(2, 5, 7)
+    draws = LAYOUT.unravel(thetas, batch_dims=("chain", "draw"))
+    assert draws["mu"].dims == ("chain", "draw", "group", "k") and draws["log_sigma"].dims == ("chain", "draw")
+    assert draws["mu"].group.values.tolist() == ["north", "south", "east"]
+    for c in range(2):
+        for d in range(5):
+            one = LAYOUT.unravel(thetas[c, d])
+            xr.testing.assert_equal(draws["mu"].isel(chain=c, draw=d, drop=True), one["mu"])
+            assert float(draws["log_sigma"][c, d]) == float(one["log_sigma"])
+    with pytest.raises(dg.InputError, match=r"expected shape \(\*\('chain', 'draw'\), 7\)"):
+        LAYOUT.unravel(np.zeros((2, 7)), batch_dims=("chain", "draw"))

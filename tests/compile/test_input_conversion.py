@@ -142,7 +142,7 @@ def _inputs(draw):
         values = values[::-1]
     elif layout == "strided" and values.ndim:
         values = np.repeat(values, 2, axis=0)[::2]
-    form = draw(st.sampled_from(["array", "list", "dataarray", "transposed", "misnamed", "wrong coords"]))
+    form = draw(st.sampled_from(["array", "list", "dataarray", "transposed", "misnamed", "wrong coords", "reordered coords"]))
     return values, form
 
 
@@ -160,12 +160,15 @@ def test_fuzz_inputs_are_computed_right_or_refused_naming_them(backend, which, c
     if form == "list":
         given_value = values.tolist()
         ok = ok and np.asarray(given_value).shape == values.shape  # [] loses the shape (0, 2)
-    elif form in ("dataarray", "transposed", "misnamed", "wrong coords") and values.ndim == 2:
+    elif form in ("dataarray", "transposed", "misnamed", "wrong coords", "reordered coords") and values.ndim == 2:
         names = ["row", "col"] if form != "misnamed" else ["row", "column"]
         coords = {}
-        if which == "labeled" and values.shape[1] == 3:
-            coords = {"col": ["p", "q", "r"] if form != "wrong coords" else ["p", "r", "q"]} if form != "misnamed" else {}
+        if which == "labeled" and values.shape[1] == 3 and form != "misnamed":
+            labels = {"wrong coords": ["p", "q", "z"], "reordered coords": ["r", "p", "q"]}.get(form, ["p", "q", "r"])
+            coords = {"col": labels}
         given_value = xr.DataArray(values, dims=names, coords=coords)
+        if coords and form == "reordered coords":  # taken in the Dim's order, as xarray aligns by label
+            values = values[:, [1, 2, 0]]
         if form == "transposed":
             given_value = given_value.T
         if which == "labeled":

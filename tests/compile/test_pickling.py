@@ -89,3 +89,12 @@ def test_apply_ufunc_dask_parallelized_on_processes():
     with dask.config.set(scheduler="processes", num_workers=2):
         out = lazy.compute()
     np.testing.assert_allclose(out.values, np.log1p(data.values**2))
+
+
+def test_function_mapped_over_extra_dims_pickles():
+    mu = dg.labeled("mu", dims=(country,))
+    f = dg.function([mu], (mu * 2).sum(), backend="numba", map_extra_dims=True)
+    draws = xr.DataArray(np.arange(6.0).reshape(2, 3), dims=("draw", "country"), coords={"country": country.coords})
+    g = pickle.loads(pickle.dumps(f))
+    xr.testing.assert_identical(g(draws), f(draws))
+    np.testing.assert_allclose(g(draws).values, [6.0, 24.0])

@@ -456,3 +456,38 @@ def test_a_shared_variable_is_a_state_and_its_update_lands(backend):
     np.testing.assert_allclose(f(np.ones(2), ctx=ctx), [3.0, 3.0])
     np.testing.assert_allclose(f(np.ones(2), ctx=ctx), [6.0, 6.0])
     np.testing.assert_allclose(w.get(ctx=ctx), [6.0, 6.0])
+
+
+def test_a_gradient_scan_does_not_store_traces_its_body_never_reads():
+    """AR(1)-style logp: the accumulator's gradient needs no forward value, so no trace is stored at all."""
+    y, rho = dg.vector("y"), dg.scalar("rho")
+    lp, _ = dg.scan(lambda acc, a, b: acc - 0.5 * (a - rho * b) ** 2, init=dg.core.constant(0.0), sequences=[y[1:], y[:-1]])
+    f = dg.function([y, rho], [lp, dg.grad(lp, rho)], backend="python")
+    loops = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
+    assert len(loops) == 2 and all(n.op.traced == () for n in loops)
+    yv = np.array([0.3, -1.0, 2.0, 0.5])
+    val, g = f(yv, 0.7)
+    np.testing.assert_allclose(val, -0.5 * np.sum((yv[1:] - 0.7 * yv[:-1]) ** 2))
+    np.testing.assert_allclose(g, np.sum((yv[1:] - 0.7 * yv[:-1]) * yv[:-1]))
+
+
+def test_an_rng_state_is_threaded_through_a_scan(backend):
+    """A random walk: the scan gives the draws of the same graph unrolled (each step its own stream)."""
+    from dimgraph.core.random import random_draw, rng_state, seed_state
+
+    s, x0 = rng_state("s"), dg.scalar("x0")
+
+    def step(state, x):
+        new_state, z = random_draw("normal", state)
+        return new_state, x + z
+
+    (s_last, x_last), (_, walk) = dg.scan(step, init=[s, x0], n_steps=4)
+    state, x, unrolled = s, x0, []
+    for _ in range(4):
+        state, x = step(state, x)
+        unrolled.append(x)
+    f = dg.function([s, x0], [s_last, x_last, walk, state, *unrolled], backend=backend)
+    got_state, got_last, got_walk, want_state, *want = f(seed_state(1), 0.5)
+    np.testing.assert_array_equal(got_state, want_state)
+    np.testing.assert_allclose(got_walk, want, rtol=1e-12)
+    assert got_last == got_walk[-1] and len(set(np.diff(got_walk))) == 3

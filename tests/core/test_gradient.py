@@ -16,8 +16,7 @@ import dimgraph as dg
 from dimgraph.testing import numeric_grad
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.reduce import CAReduce
-from dimgraph.core.scalar import Cast, Composite, ScalarOp
-from dimgraph.core.scalar_grad import SCALAR_GRADS
+from dimgraph.core.scalar import SCALAR_SPECS, Cast, Composite, NoDerivative, ScalarOp
 from dimgraph.core.shape_ops import broadcast_to, reshape
 
 F64 = "float64"
@@ -28,9 +27,13 @@ DOMAIN = {
     "log": (0.5, 3), "log2": (0.5, 3), "log10": (0.5, 3), "sqrt": (0.5, 3), "gammaln": (0.5, 4),
     "digamma": (0.5, 4), "log1p": (-0.4, 3), "arcsin": (-0.8, 0.8), "arccos": (-0.8, 0.8),
     "tan": (-1.0, 1.0), "reciprocal": (0.5, 3), "pow": (0.5, 2), "true_div": (0.5, 3), "mod": (0.5, 3),
+    "logit": (0.1, 0.9), "log1mexp": (-3, -0.1), "xlogy": (0.5, 3), "betaln": (0.5, 4),
 }
-UNDIFFERENTIABLE = {"trigamma"}
-SMOOTH = sorted(n for n in SCALAR_GRADS if n not in UNDIFFERENTIABLE | {"where"})
+# Ops with a float derivative (a derivative of 0 included) in every input; where's condition has none.
+SMOOTH = sorted(
+    n for n, s in SCALAR_SPECS.items()
+    if s.grad is not None and not isinstance(s.grad, NoDerivative) and n not in {"where", "gammainc", "gammaincc"}
+)  # fmt: skip
 
 
 def draw(seed, shape, name):
@@ -59,6 +62,31 @@ def test_where_and_cast(backend, n, seed):
     cast = NodeVJP("cast32", backend, lambda x: Elemwise(Cast(dtype="float32"))(x), [("x", (None,), F64)])
     (g,) = cast.f(rng.normal(size=n), np.ones(n, np.float32))[1:]
     assert g.dtype == np.float64 and np.array_equal(g, np.ones(n))
+
+
+@pytest.mark.parametrize("name", ["gammainc", "gammaincc"])
+@given(n=st.integers(0, 3), seed=seeds)
+def test_incomplete_gamma_in_x(backend, name, n, seed):
+    """P(a, x) and Q(a, x) differentiate in x (the shape a a constant here; its derivative is not implemented)."""
+    a = np.array([[0.7, 1.9, 3.5]])
+    case = NodeVJP(("elemwise", name), backend, lambda x: Elemwise(ScalarOp(name))(dg.core.constant(a), x),
+                   [("x", (None, 3), F64)])  # fmt: skip
+    case.check([np.random.default_rng(seed + 1).uniform(0.2, 5, size=(n, 3))], seed)
+
+
+def test_incomplete_gamma_in_a_is_not_differentiable():
+    """The row says: no derivative in a. Asking for it names the op and the reason; x alone is fine."""
+    a, x = dg.scalar("a"), dg.scalar("x")
+    with pytest.raises(dg.NonDifferentiable, match="gammainc.*shape a.*'a'"):
+        dg.grad(dg.gammainc(a, x), a)
+    g = dg.grad(dg.gammaincc(2.5, x), x)
+    np.testing.assert_allclose(dg.function([x], g, backend="python")(1.5), -stats_gamma_pdf(2.5, 1.5), rtol=1e-12)
+
+
+def stats_gamma_pdf(a, x):
+    from scipy.stats import gamma
+
+    return gamma.pdf(x, a)
 
 
 def test_composite(backend):

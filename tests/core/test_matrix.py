@@ -218,3 +218,20 @@ def test_blockwise_of_an_op_without_batched_code_loops(backend):
     y = Blockwise(Einsum("ab->ba"), "(m,n)->(n,m)")(x)
     data = np.arange(18.0).reshape(2, 3, 3)
     np.testing.assert_allclose(dg.function([x], y, backend=backend)(data), np.swapaxes(data, 1, 2))
+
+
+def test_blockwise_without_batch_becomes_its_core_op():
+    x = dg.tensor("x", shape=(3, 3))
+    f = dg.function([x], Blockwise(Inv(), "(m,m)->(m,m)")(x), backend="python")
+    assert f.rewrite_trace.counts["blockwise_without_batch"] == 1
+    assert isinstance(f.fgraph.outputs[0].owner.op, Inv)
+    np.testing.assert_allclose(f(np.eye(3) * 2), np.eye(3) / 2)
+
+
+def test_c_unrolls_a_blockwise_it_has_no_code_for():
+    from dimgraph.core.linalg import Einsum
+
+    x = dg.tensor("x", shape=(2, 3, 3))
+    f = dg.function([x], Blockwise(Einsum("ab->ba"), "(m,n)->(n,m)")(x), backend="c")
+    ops = {type(n.op).__name__ for n in f.fgraph.toposort()}
+    assert "Blockwise" not in ops and f.rewrite_trace.counts["unroll_blockwise"] == 1

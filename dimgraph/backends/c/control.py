@@ -28,7 +28,7 @@ import numpy as np
 from dimgraph.backends.c.emit import CImpl, c_impl
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
-from dimgraph.core.loop import Loop, Scan, check_state_shape
+from dimgraph.core.loop import LoopOp, check_state_shape
 from dimgraph.core.opfromgraph import OpFromGraph
 
 _JOBS = {}  # key -> the host step waiting for the C call in progress to reach it
@@ -85,8 +85,7 @@ def _compiled(graph):
     return c_compile(FunctionGraph(graph.inputs, graph.outputs, clone=True))
 
 
-@c_impl.register(Scan)
-@c_impl.register(Loop)
+@c_impl.register(LoopOp)  # Loop and Scan
 def _loop(op, node):
     body = _compiled(op.body)
     ns, traced, until = op.n_states, op._traced(), getattr(op, "until", None)

@@ -88,15 +88,73 @@ def _inc_subtensor(op, node):
 
 
 def _offsets(op, ctx, a, index_vars):
-    """Element offsets (from a's first element) of the selection `a[index]`, by NumPy's own indexing."""
+    """Element offsets (from a's first element) of the selection `a[index]`, by NumPy's own indexing.
+
+    The offset is linear in the position, so it is the sum over axes of each selected
+    coordinate times the axis stride. NumPy indexes a small stand-in for `a`: each axis
+    shrunk to the coordinates the index touches (a slice's range, an index array's
+    values), so the cost is that of the elements moved, never of the table (a
+    grid the size of `a` cost 15.7 ms per gather of 10 elements from 4e6).
+    """
     key = _advanced_key(op.index, [ctx.host_value(v) for v in index_vars])
     _check_index_broadcast(op, op.index, _key_inputs(op.index, index_vars), key)
+    axes = list(zip(a.shape, elem_strides(a)))
+    if any(isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim == 0 for k in key):
+        return _offsets_by_grid(a, axes, key)  # a 0-d mask adds an axis: rare, left to NumPy whole
+    small_key, weights = [], []
+    for k in _masks_as_positions(key):
+        if k is None:
+            small_key.append(None)
+            continue
+        ax = len(weights)
+        n, stride = axes[ax]
+        if isinstance(k, slice):
+            coords, k = np.arange(*k.indices(n), dtype=np.int64), slice(None)
+        else:
+            coords, k = _distinct_positions(k, ax, n)
+        small_key.append(k)
+        weights.append(coords * stride)
+    for n, stride in axes[len(weights):]:  # axes the index leaves whole
+        weights.append(np.arange(n, dtype=np.int64) * stride)
+    if len(small_key) == 1 and isinstance(small_key[0], np.ndarray):  # the common gather t[i]: no stand-in
+        return np.asarray(weights[0][small_key[0]], order="C")
+    small_shape = tuple(len(w) for w in weights)
+    offsets = np.zeros((), np.int64)
+    for ax, w in enumerate(weights):
+        shape = [1] * len(weights)
+        shape[ax] = len(w)
+        offsets = offsets + np.broadcast_to(w.reshape(shape), small_shape)[tuple(small_key)]
+    return np.asarray(offsets, order="C")  # keeps 0-d (ascontiguousarray makes it 1-d)
+
+
+def _offsets_by_grid(a, axes, key):
     grid = np.zeros(a.shape, np.int64)
-    for ax, (n, s) in enumerate(zip(a.shape, elem_strides(a))):
+    for ax, (n, stride) in enumerate(axes):
         shape = [1] * a.ndim
         shape[ax] = n
-        grid += (np.arange(n, dtype=np.int64) * s).reshape(shape)
-    return np.asarray(grid[key], order="C")  # keeps 0-d (ascontiguousarray makes it 1-d)
+        grid += (np.arange(n, dtype=np.int64) * stride).reshape(shape)
+    return np.asarray(grid[key], order="C")
+
+
+def _masks_as_positions(key):
+    """`key` with each boolean mask replaced by its positions (one int array per axis it covers), as NumPy reads it."""
+    out = []
+    for k in key:
+        if isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim > 0:
+            out.extend(np.nonzero(k))
+        else:
+            out.append(k)
+    return out
+
+
+def _distinct_positions(idx, axis, n):
+    """(the positions `idx` selects on an axis of length `n`, where each entry of `idx` is among them)."""
+    idx = np.asarray(idx).astype(np.int64, copy=False)
+    bad = (idx < -n) | (idx >= n)
+    if bad.any():
+        raise IndexError(f"index {int(idx[bad].flat[0])} is out of bounds for axis {axis} with size {n}")
+    coords = np.where(idx < 0, idx + n, idx).ravel()  # repeats are fine: the axis is as long as idx
+    return coords, np.arange(coords.size, dtype=np.int64).reshape(idx.shape)
 
 
 @c_impl.register(AdvancedSubtensor)

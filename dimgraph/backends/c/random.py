@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dimgraph.backends import ziggurat
 from dimgraph.backends.c.emit import CImpl, c_impl, loop
 from dimgraph.core.random import RandomDraw
 
@@ -41,10 +42,36 @@ static uint64_t dg_next_u64(dg_stream *st) {
 
 static double dg_uniform(dg_stream *st) { return (double)(dg_next_u64(st) >> 11) * 0x1.0p-53; }
 
-static double dg_normal(dg_stream *st) {
+static double dg_normal_from(uint64_t r, dg_stream *st) {  /* the 256-layer ziggurat (backends/ziggurat.py) */
   for (;;) {
-    const double u = 2.0 * dg_uniform(st) - 1.0, v = 2.0 * dg_uniform(st) - 1.0, s = u * u + v * v;
-    if (s > 0.0 && s < 1.0) return u * sqrt(-2.0 * log(s) / s);
+    const uint64_t idx = r & 0xFF, rabs = (r >> 9) & 0x000FFFFFFFFFFFFFull, negative = (r >> 8) & 1;
+    double x = (double)rabs * dg_zig_wi[idx];
+    if (negative) x = -x;
+    if (rabs < dg_zig_ki[idx]) return x;
+    if (idx == 0) {  /* the tail beyond R */
+      for (;;) {
+        const double xx = -DG_ZIG_INV_R * log1p(-dg_uniform(st)), yy = -log1p(-dg_uniform(st));
+        if (yy + yy > xx * xx) return negative ? -(DG_ZIG_R + xx) : DG_ZIG_R + xx;
+      }
+    }
+    if ((dg_zig_fi[idx - 1] - dg_zig_fi[idx]) * dg_uniform(st) + dg_zig_fi[idx] < exp(-0.5 * x * x)) return x;
+    r = dg_next_u64(st);
+  }
+}
+
+static double dg_normal(dg_stream *st) { return dg_normal_from(dg_next_u64(st), st); }
+
+/* Normals in C order: word k of the stream starts draw k; the rare draws that need more words take them
+   from the stream's upper half (as the numba backend). */
+static void dg_fill_normal(uint64_t s0, uint64_t s1, uint64_t s2, double *out, int64_t n) {
+  dg_stream st;
+  dg_stream_init(&st, s0, s1, s2);
+  st.block = (uint64_t)1 << 63;
+  for (int64_t b = 0; 2 * b < n; b++) {
+    uint32_t c[4] = {(uint32_t)b, (uint32_t)((uint64_t)b >> 32), (uint32_t)s2, (uint32_t)(s2 >> 32)};
+    dg_philox(c, (uint32_t)st.key, (uint32_t)(st.key >> 32));
+    out[2 * b] = dg_normal_from(((uint64_t)c[0] << 32) | c[1], &st);
+    if (2 * b + 1 < n) out[2 * b + 1] = dg_normal_from(((uint64_t)c[2] << 32) | c[3], &st);
   }
 }
 
@@ -108,6 +135,21 @@ static int64_t dg_binomial(dg_stream *st, int64_t n, double p) {
 }
 """
 
+def _tables():
+    """The ziggurat tables as C arrays (doubles printed exactly, as hex floats)."""
+    ki = ", ".join(f"{int(v)}ull" for v in ziggurat.KI)
+    wi = ", ".join(float(v).hex() for v in ziggurat.WI)
+    fi = ", ".join(float(v).hex() for v in ziggurat.FI)
+    return (
+        f"#define DG_ZIG_R {ziggurat.R.hex()}\n#define DG_ZIG_INV_R {(1.0 / ziggurat.R).hex()}\n"
+        f"static const uint64_t dg_zig_ki[256] = {{{ki}}};\n"
+        f"static const double dg_zig_wi[256] = {{{wi}}};\n"
+        f"static const double dg_zig_fi[256] = {{{fi}}};\n"
+    )
+
+
+PRELUDE = _tables() + RANDOM_PRELUDE
+
 _CALLS = {
     "uniform": "dg_uniform(&st)",
     "normal": "dg_normal(&st)",
@@ -140,9 +182,12 @@ def _random_draw(op, node):
             params = {f"p{k}": f"{o.ptr(1 + k)}[{q[1 + k]}]" for k in range(nparams)}
             return [f"{o.ptr(j_out)}[{q[j_out]}] = {_CALLS[op.kind].format(**params)};"]
 
-        lines += loop(o, list(range(1, j_out + 1)), body, shape_of=j_out)
+        if op.kind == "normal":  # the draws are a fresh C-contiguous array
+            lines += [f"dg_fill_normal({s[0]}, {s[1]}, {s[2]}, {o.ptr(j_out)}, {o.size(j_out)});"]
+        else:
+            lines += loop(o, list(range(1, j_out + 1)), body, shape_of=j_out)
         lines += [f"{o.ptr(j_next)}[{k}] = {s[k]};" for k in range(2)] + [f"{o.ptr(j_next)}[2] = {s[2]} + 1;"]
         return "\n".join(lines)
 
     assert state.type.ndim == 1
-    return CImpl(types, code, plan, prelude=RANDOM_PRELUDE)
+    return CImpl(types, code, plan, prelude=PRELUDE)

@@ -10,14 +10,14 @@ A template is a string, or a dict keyed by the loop dtype's kind ("b", "i", "u",
 "f") with "*" as the default. `{0}`, `{1}`, ... are the operands (plain variables,
 so a template may repeat them); `{f}` is the C math suffix (`f` for float32 and
 float16, which compute in `float`), `{t}` the type suffix of the `dg_` helpers in
-`PRELUDE`. Special functions compute in double, as the reference does.
+`PRELUDE`. Special functions compute in double (their rows' `compute`), as the reference does.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.core.scalar import SCALAR_SPECS, Cast, Composite
+from dimgraph.core.scalar import Cast, Composite, compute_dtypes
 
 CTYPES = {
     "bool": "_Bool",
@@ -57,10 +57,6 @@ def compute_ctype(dtype) -> str:
     """The C type arithmetic runs in: float16 computes in float and is rounded once when stored."""
     name = np.dtype(dtype).name
     return "float" if name == "float16" else ctype(name)
-
-
-def _special(fn):
-    return f"{fn}((double){{0}})"
 
 
 TEMPLATES = {
@@ -111,12 +107,18 @@ TEMPLATES = {
     "arctan2": "atan2{f}({0}, {1})",
     "sigmoid": "dg_sigmoid_{t}({0})",
     "softplus": "dg_softplus_{t}({0})",
-    "erf": _special("erf"),
-    "erfc": _special("erfc"),
-    "gammaln": _special("lgamma"),
-    "digamma": _special("dg_digamma"),
-    "trigamma": _special("dg_trigamma"),
+    "erf": "erf({0})",
+    "erfc": "erfc({0})",
+    "gammaln": "lgamma({0})",
+    "digamma": "dg_digamma({0})",
+    "trigamma": "dg_trigamma({0})",
     "logaddexp": "dg_logaddexp_{t}({0}, {1})",
+    "logit": "dg_logit_{t}({0})",
+    "log1mexp": "dg_log1mexp_{t}({0})",
+    "xlogy": "dg_xlogy_{t}({0}, {1})",
+    "betaln": "dg_betaln({0}, {1})",
+    "gammainc": "dg_gamma_inc({0}, {1}, 0)",
+    "gammaincc": "dg_gamma_inc({0}, {1}, 1)",
     "round": {"f": "nearbyint{f}({0})", "*": "{0}"},
     "floor": {"f": "floor{f}({0})", "*": "{0}"},
     "ceil": {"f": "ceil{f}({0})", "*": "{0}"},
@@ -125,22 +127,6 @@ TEMPLATES = {
     "identity": "{0}",
     "cast": "{0}",
 }
-
-
-def loop_dtypes(op, in_dtypes) -> tuple:
-    """The dtypes the operands are cast to before `op` computes (NumPy's ufunc loop), and the output dtype."""
-    in_dtypes = [np.dtype(d) for d in in_dtypes]
-    (out,) = op.output_dtypes(in_dtypes)
-    out = np.dtype(out)
-    if isinstance(op, Cast):
-        return [in_dtypes[0]], out
-    spec = SCALAR_SPECS[op.name]
-    if spec.rule == "where":
-        return [np.dtype("bool"), out, out], out
-    if spec.rule in ("same", "round", "float"):
-        return [out] * len(in_dtypes) if spec.rule != "same" else in_dtypes, out
-    loop = spec.ufunc.resolve_dtypes(tuple(in_dtypes) + (None,))
-    return list(loop[: len(in_dtypes)]), out
 
 
 def expression(op, loop_dtype, operands) -> str:
@@ -172,7 +158,7 @@ def print_composite(comp: Composite, inputs, prefix="s") -> tuple:
     names = list(inputs)
     lines = []
     for k, (op, refs) in enumerate(comp.steps):
-        loops, out = loop_dtypes(op, [dtypes[r] for r in refs])
+        loops, out = compute_dtypes(op, [dtypes[r] for r in refs])
         args = [f"(({compute_ctype(lt)}){names[r]})" for r, lt in zip(refs, loops)]
         var = f"{prefix}{k}"
         expr = expression(op, out if _is_where(op) else loops[0], args)
@@ -186,7 +172,7 @@ def raises(comp: Composite) -> bool:
     dtypes = comp.step_dtypes
     for op, refs in comp.steps:
         if not isinstance(op, Cast) and op.name == "pow":
-            loops, _ = loop_dtypes(op, [dtypes[r] for r in refs])
+            loops, _ = compute_dtypes(op, [dtypes[r] for r in refs])
             if loops[0].kind == "i":
                 return True
     return False
@@ -275,6 +261,17 @@ DG_UNSIGNED_DIV(uint64_t, u64)
     T m = (isnan(x) || x >= 0) ? x : (T)0;                                       \
     return log1p##F(exp##F(-fabs##F(x))) + m;                                    \
   }                                                                              \
+  static inline T dg_logit_##S(T p) { return log##F(p / ((T)1 - p)); }            \
+  static inline T dg_log1mexp_##S(T x) {                                         \
+    if (x > 0 || isnan(x)) return (T)NAN;                                        \
+    if (x < (T)-0.693147180559945309417232121458176568)                          \
+      return log1p##F(-exp##F(x));                                               \
+    return x == 0 ? (T)-INFINITY : log##F(-expm1##F(x));                         \
+  }                                                                              \
+  static inline T dg_xlogy_##S(T x, T y) {                                       \
+    if (x == 0 && !isnan(y)) return (T)0;                                        \
+    return x * log##F(y);                                                        \
+  }                                                                              \
   static inline T dg_logaddexp_##S(T x, T y) {                                   \
     if (x == y) return x + (T)0.693147180559945309417232121458176568;            \
     T d = x - y;                                                                 \
@@ -309,6 +306,62 @@ static double dg_trigamma(double x) {
   double inv = 1.0 / x, inv2 = inv * inv;
   double series = inv + 0.5 * inv2 + inv * inv2 * (1.0 / 6 - inv2 * (1.0 / 30 - inv2 * (1.0 / 42 - inv2 * (1.0 / 30))));
   return result + series;
+}
+
+/* As dimgraph.core.special.betaln: Stirling's series for lgamma(b) - lgamma(a + b) once b >= 20. */
+static double dg_betaln(double a, double b) {
+  int b_pole = b <= 0.0 && b == floor(b);  /* floor(-inf) == -inf: -inf counts as a pole, as in scipy */
+  if (b_pole && !(a <= 0.0 && a == floor(a))) { double t = a; a = b; b = t; }
+  if (a <= 0.0 && a == floor(a)) {
+    if (isinf(a) || !(isfinite(b) && b == floor(b) && a + b <= 0.0)) return INFINITY;
+    a = 1.0 - a - b;  /* the pole's finite limit |B(a, b)| = |B(1 - a - b, b)| (scipy) */
+    if (b <= 0.0) return INFINITY;
+  }
+  if (isnan(a) || isnan(b) || (a == INFINITY && b == INFINITY)) return NAN;
+  if (a > b) { double t = a; a = b; b = t; }
+  if (b == INFINITY) return a > 0.0 ? -INFINITY : INFINITY;
+  double s = a + b;
+  if (s <= 0.0 && s == floor(s)) return -INFINITY;
+  if (a > 0.0 && b >= 20.0) {
+    double ib = 1.0 / b, is = 1.0 / s, ib2 = ib * ib, is2 = is * is;
+    double tail_b = ib * (1.0 / 12 - ib2 * (1.0 / 360 - ib2 * (1.0 / 1260 - ib2 * (1.0 / 1680))));
+    double tail_s = is * (1.0 / 12 - is2 * (1.0 / 360 - is2 * (1.0 / 1260 - is2 * (1.0 / 1680))));
+    return lgamma(a) + (-(b - 0.5) * log1p(a / b) - a * log(s) + a + (tail_b - tail_s));
+  }
+  return lgamma(a) + lgamma(b) - lgamma(s);
+}
+
+/* As dimgraph.core.special.gamma_inc: the series of P for x < a + 1, Legendre's continued fraction of Q elsewhere. */
+static double dg_gamma_inc(double a, double x, int upper) {
+  if (isnan(a) || isnan(x) || a < 0.0 || x < 0.0 || (isinf(a) && isinf(x))) return NAN;
+  if (a == 0.0) return x > 0.0 ? (upper ? 0.0 : 1.0) : NAN;
+  if (x == 0.0) return upper ? 1.0 : 0.0;
+  if (isinf(a)) return upper ? 1.0 : 0.0;
+  if (isinf(x)) return upper ? 0.0 : 1.0;
+  double log_front = a * log(x) - x - lgamma(a);
+  if (x < a + 1.0) {
+    double term = 1.0 / a, total = term, n = a;
+    for (int i = 0; i < 100000; i++) {
+      n += 1.0; term *= x / n; total += term;
+      if (fabs(term) < fabs(total) * 1e-16) break;
+    }
+    double p = total * exp(log_front);
+    return upper ? 1.0 - p : p;
+  }
+  const double tiny = 1e-300;
+  double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, h = d;
+  for (int i = 1; i < 100000; i++) {
+    double an = -i * (i - a);
+    b += 2.0;
+    d = an * d + b; if (fabs(d) < tiny) d = tiny;
+    c = b + an / c; if (fabs(c) < tiny) c = tiny;
+    d = 1.0 / d;
+    double delta = d * c;
+    h *= delta;
+    if (fabs(delta - 1.0) < 1e-16) break;
+  }
+  double q = h * exp(log_front);
+  return upper ? q : 1.0 - q;
 }
 
 /* NumPy's pairwise summation (8 accumulators, blocks of 128), so float sums round as NumPy's do. */

@@ -23,37 +23,43 @@ import numpy as np
 _ACTIVE = contextvars.ContextVar("dimgraph_jax_checks", default=None)
 
 
-def runtime_check(ok, error, message):
-    """Require the 0-d boolean `ok`; when it is false the call raises `error(message)`."""
+def runtime_check(ok, error, message, detail=None):
+    """Require the 0-d boolean `ok`; when it is false the call raises `error(message)`.
+
+    `detail`, a 0-d integer computed with the check (the offending index), fills the
+    `{}` in `message` when the check fails.
+    """
     if not isinstance(ok, jax.core.Tracer):
         if not bool(np.asarray(ok)):
-            raise error(message)
+            raise error(message.format(*([] if detail is None else [int(np.asarray(detail))])))
         return
     collector = _ACTIVE.get()
     if collector is not None:
-        collector.append((ok, error, message))
+        collector.append((ok, error, message, detail))
 
 
 @jax.tree_util.register_pytree_node_class
 class Flags:
     """The outcome of each run-time check (a bool vector) with its error class and message (static)."""
 
-    def __init__(self, values, errors):
+    def __init__(self, values, errors, details=None):
         self.values = values
         self.errors = errors
+        self.details = details  # the checks' integer details (0 where none), or None
 
     def tree_flatten(self):
-        return (self.values,), self.errors
+        return (self.values, self.details), self.errors
 
     @classmethod
     def tree_unflatten(cls, errors, children):
-        return cls(children[0], errors)
+        return cls(children[0], errors, children[1])
 
     def raise_failed(self):
         values = np.asarray(self.values)
-        for ok, (error, message) in zip(values, self.errors):
+        details = None if self.details is None else np.asarray(self.details)
+        for k, (ok, (error, message)) in enumerate(zip(values, self.errors)):
             if not ok:
-                raise error(message)
+                raise error(message if details is None else message.format(int(details[k])))
 
 
 class collect:
@@ -70,5 +76,10 @@ class collect:
     def flags(self):
         if not self.checks:
             return None
-        values = jnp.stack([jnp.asarray(ok, dtype=bool).reshape(()) for ok, _, _ in self.checks])
-        return Flags(values, tuple((error, message) for _, error, message in self.checks))
+        values = jnp.stack([jnp.asarray(ok, dtype=bool).reshape(()) for ok, _, _, _ in self.checks])
+        if all(d is None for *_, d in self.checks):
+            return Flags(values, tuple((error, message) for _, error, message, _ in self.checks))
+        # NOTE: with details, every message is a template (the others' braces escaped)
+        details = jnp.stack([jnp.zeros((), int) if d is None else jnp.asarray(d).reshape(()).astype(int) for *_, d in self.checks])
+        errors = tuple((e, m if d is not None else m.replace("{", "{{").replace("}", "}}")) for _, e, m, d in self.checks)
+        return Flags(values, errors, details)

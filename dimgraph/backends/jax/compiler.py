@@ -27,6 +27,7 @@ and converts outputs to writable NumPy arrays unless `output="jax"`.
 from __future__ import annotations
 
 import contextlib
+import os
 
 import jax
 import numpy as np
@@ -45,6 +46,7 @@ from dimgraph.backends.jax.sharding import Placement
 from dimgraph.backends.python import python_impl
 from dimgraph.core.graph import Constant
 from dimgraph.core.shape import Shape, ShapeI
+from dimgraph.errors import BackendUnavailable, InputError
 
 OPTIONS = ("output", "shard", "mesh")
 # Inputs of at most this many elements whose values set a shape are compiled in as constants.
@@ -184,8 +186,39 @@ def _conform(node, var, value):
     return value
 
 
+def _backends_started() -> bool:
+    try:
+        from jax._src import xla_bridge
+    except ImportError:  # pragma: no cover  (a JAX without the module: assume started)
+        return True
+    started = getattr(xla_bridge, "backends_are_initialized", None)
+    return True if started is None else bool(started())
+
+
+_forked_after_start = False
+
+
+def _note_fork():
+    global _forked_after_start
+    _forked_after_start = _forked_after_start or _backends_started()
+
+
+os.register_at_fork(after_in_child=_note_fork)
+
+
+def check_not_forked():
+    """Refuse to run in a child forked after JAX started its threads: XLA would hang there, not fail."""
+    if _forked_after_start:
+        raise BackendUnavailable(
+            f"the jax backend cannot run in this process (pid {os.getpid()}): it was forked from a process in "
+            "which JAX had already started, and JAX is not fork-safe (the call would hang); start workers with "
+            "multiprocessing's 'spawn' or 'forkserver' method, or use another backend in forked workers"
+        )
+
+
 def compile_graph(fgraph, output="numpy", shard=None, mesh=None, **options):
     """The callable for `fgraph` (see `dimgraph.backends.jax` for the options)."""
+    check_not_forked()
     if options:
         raise TypeError(f"the jax backend got unknown options {sorted(options)}; it takes {list(OPTIONS)}")
     if output not in ("numpy", "jax"):
@@ -205,6 +238,8 @@ def compile_graph(fgraph, output="numpy", shard=None, mesh=None, **options):
 
     def run(arrays):
         nonlocal static
+        if _forked_after_start:
+            check_not_forked()
         with x64_context(x64):
             if placement is not None:
                 arrays = placement.place(arrays)
@@ -269,10 +304,29 @@ def _user_jax_fn(jax_fn, function):
     single = function._single
     has_updates = bool(function._n_updates)
 
+    names = [function._input_label(k) for k in range(len(function.inputs))]
+    names += [s.name or f"shared variable {k}" for k, s in enumerate(function._shared)]
+    types = [v.type for v in function.fgraph.inputs]
+
     def user_fn(*args):
+        _check_arguments(args, names, types)
         res = jax_fn(*args)
         outs = res[0] if single else list(res[:n_out])
         return (outs, list(res[n_out:])) if has_updates else outs
 
     user_fn.__doc__ = _user_jax_fn.__doc__
     return user_fn
+
+
+def _check_arguments(args, names, types):
+    """Arguments of `f.jax_fn` against the inputs' axes and static sizes: an InputError naming the input.
+
+    Under `jax.vmap` the shapes seen here are those of one batch element, as the graph expects.
+    """
+    if len(args) != len(types):
+        raise InputError(f"jax_fn takes {len(types)} arguments {names}, got {len(args)}")
+    for name, arg, t in zip(names, args, types):
+        shape = tuple(np.shape(arg))
+        if len(shape) != t.ndim or any(s is not None and s != n for s, n in zip(t.shape, shape)):
+            expected = "(" + ", ".join("?" if s is None else str(s) for s in t.shape) + ("," if t.ndim == 1 else "") + ")"
+            raise InputError(f"jax_fn: input {name!r}: expected shape {expected}, got shape {shape}")

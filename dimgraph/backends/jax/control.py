@@ -21,7 +21,7 @@ from dimgraph.backends.jax.checks import collect, runtime_check
 from dimgraph.backends.jax.dispatch import is_static, jax_impl, static_int
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
-from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.loop import LoopOp
 from dimgraph.core.opfromgraph import OpFromGraph
 
 
@@ -37,8 +37,8 @@ def _inner_function(graph):
                 outs = fn(*args)
             except NeedsStatic as need:  # positions of the inner graph mean nothing outside it
                 raise need.error from None
-        return tuple(jnp.asarray(o) for o in outs), [jnp.asarray(ok, dtype=bool).reshape(()) for ok, _, _ in found.checks], [
-            (e, m) for _, e, m in found.checks
+        return tuple(jnp.asarray(o) for o in outs), [jnp.asarray(ok, dtype=bool).reshape(()) for ok, _, _, _ in found.checks], [
+            (e, m if d is None else m.format("an index")) for _, e, m, d in found.checks  # inner checks keep no detail
         ]
 
     return run
@@ -57,8 +57,7 @@ def _discover(fn, *args):
     return found
 
 
-@jax_impl.register(Scan)
-@jax_impl.register(Loop)
+@jax_impl.register(LoopOp)  # Loop and Scan
 def _loop(op, node):
     body = _inner_function(op.body)
     ns, traced, until = op.n_states, op._traced(), getattr(op, "until", None)

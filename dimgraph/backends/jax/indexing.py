@@ -34,6 +34,11 @@ def _out_of_bounds(k, axis, n):
     return f"index {k} is out of bounds for axis {axis} with size {n}"
 
 
+def _escaped(op) -> str:
+    """`str(op)` for a message whose `{}` the failed check's index fills."""
+    return str(op).replace("{", "{{").replace("}", "}}")
+
+
 def _position(op, value, axis, n):
     """A scalar position on an axis of size `n`: a Python int (checked now) or a traced one (checked at run time)."""
     if is_static(value):
@@ -41,7 +46,7 @@ def _position(op, value, axis, n):
         if not -n <= k < n:
             raise IndexError(f"{op}: {_out_of_bounds(k, axis, n)}")
         return k
-    runtime_check((value >= -n) & (value < n), IndexError, f"{op}: a position is out of bounds for axis {axis} with size {n}")
+    runtime_check((value >= -n) & (value < n), IndexError, _escaped(op) + f": {_out_of_bounds('{}', axis, n)}", value)
     return jnp.asarray(value)
 
 
@@ -176,7 +181,9 @@ def _advanced_key(op, node, x_shape, idx_values, idx_vars):
                 raise IndexError(f"{op}: {_out_of_bounds(int(bad.flat[0]), axis, n)}")
         else:
             a = jnp.asarray(a)
-            runtime_check(jnp.all((a >= -n) & (a < n)), IndexError, f"{op}: an index is out of bounds for axis {axis} with size {n}")
+            inside = ((a >= -n) & (a < n)).ravel()
+            first_bad = a.ravel()[jnp.argmin(inside)] if a.size else None
+            runtime_check(jnp.all(inside), IndexError, _escaped(op) + f": {_out_of_bounds('{}', axis, n)}", first_bad)
         key.append(a)
         arrays.append((tuple(a.shape), var.type.shape))
         axis += 1

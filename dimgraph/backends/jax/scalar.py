@@ -20,7 +20,7 @@ import jax.scipy.special as jsp
 import numpy as np
 
 from dimgraph.backends.jax.checks import runtime_check
-from dimgraph.core.scalar import SCALAR_SPECS, Cast, Composite, ScalarOp
+from dimgraph.core.scalar import Cast, Composite, ScalarOp, loop_dtypes
 
 
 def cast(x, dtype):
@@ -103,7 +103,7 @@ def _pi_frac(x):
 
 
 def _digamma(x):
-    # as dimgraph.core.scalar._digamma_scalar: reflection for x < 0, recurrence to x >= 12, asymptotic series
+    # as dimgraph.core.special.digamma: reflection for x < 0, recurrence to x >= 12, asymptotic series
     neg = x < 0
     y = jnp.where(neg, 1 - x, x)
     acc, y = _recur(y, lambda t: -1 / t)
@@ -119,7 +119,7 @@ def _digamma(x):
 
 
 def _trigamma(x):
-    # as dimgraph.core.scalar._trigamma_scalar: psi1(x) = -psi1(1 - x) + pi^2 / sin^2(pi x) for x < 0
+    # as dimgraph.core.special.trigamma: psi1(x) = -psi1(1 - x) + pi^2 / sin^2(pi x) for x < 0
     neg = x < 0
     y = jnp.where(neg, 1 - x, x)
     acc, y = _recur(y, lambda t: 1 / t / t)
@@ -136,6 +136,58 @@ def _trigamma(x):
 def _gammaln(x):
     out = jsp.gammaln(x)
     return jnp.where(jnp.isinf(x) | ((x <= 0) & (x == jnp.floor(x))), jnp.inf, out)
+
+
+def _log1mexp(x):
+    # as dimgraph.core.special.log1mexp: log1p(-exp(x)) below -log 2, log(-expm1(x)) above
+    far = x < -np.log(2.0)
+    return jnp.where(far, jnp.log1p(-jnp.exp(jnp.where(far, x, -1.0))), jnp.log(-jnp.expm1(jnp.where(far, -1.0, x))))
+
+
+def _stirling_tail(x):
+    inv = 1 / x
+    inv2 = inv * inv
+    return inv * (1.0 / 12 - inv2 * (1.0 / 360 - inv2 * (1.0 / 1260 - inv2 * (1.0 / 1680))))
+
+
+def _betaln(a, b):
+    # as dimgraph.core.special.betaln (poles, then Stirling's series for lgamma(b) - lgamma(a + b) once the larger
+    # b >= 20, where jax.scipy.special.betaln loses 8 digits)
+    def pole(v):
+        return (v <= 0) & (v == jnp.floor(v))
+
+    swap = pole(b) & ~pole(a)
+    a, b = jnp.where(swap, b, a), jnp.where(swap, a, b)
+    # a pole of Gamma(a) with b an integer and a + b <= 0: the finite limit |B(a, b)| = |B(1 - a - b, b)| (scipy)
+    limit = pole(a) & jnp.isfinite(a) & jnp.isfinite(b) & (b == jnp.floor(b)) & (a + b <= 0)
+    infinite = (pole(a) & ~limit) | (limit & (b <= 0))
+    a = jnp.where(limit, 1 - a - b, a)
+    nan = jnp.isnan(a) | jnp.isnan(b) | ((a == jnp.inf) & (b == jnp.inf))
+    a, b = jnp.minimum(a, b), jnp.maximum(a, b)
+    s = a + b
+    far = (a > 0) & (b >= 20) & jnp.isfinite(b)
+    bf = jnp.where(far, b, 20.0)
+    sf = jnp.where(far, s, 21.0)
+    diff = -(bf - 0.5) * jnp.log1p(a / bf) - a * jnp.log(sf) + a + (_stirling_tail(bf) - _stirling_tail(sf))
+    out = jnp.where(far, jsp.gammaln(a) + diff, _gammaln(a) + _gammaln(b) - _gammaln(s))
+    out = jnp.where(pole(s), -jnp.inf, out)
+    out = jnp.where(b == jnp.inf, jnp.where(a > 0, -jnp.inf, jnp.inf), out)
+    out = jnp.where(nan, jnp.nan, out)
+    return jnp.where(infinite, jnp.inf, out)
+
+
+def _gamma_inc(upper):
+    """jax's regularized incomplete gamma with scipy's limits: P(0, x > 0) = 1, P(inf, finite x) = 0."""
+    fn = jsp.gammaincc if upper else jsp.gammainc
+
+    def gamma_inc(a, x):
+        one, zero = (0.0, 1.0) if upper else (1.0, 0.0)  # the values P takes as 1 and 0 (Q: swapped)
+        out = fn(a, x)
+        out = jnp.where((a == 0) & (x > 0), one, out)
+        out = jnp.where((a == jnp.inf) & (x >= 0) & (x < jnp.inf), zero, out)
+        return jnp.where((a == jnp.inf) & (x == jnp.inf), jnp.nan, out).astype(out.dtype)
+
+    return gamma_inc
 
 
 def _softplus(x):
@@ -197,6 +249,12 @@ JAX_SCALAR = {
     "digamma": _digamma,
     "trigamma": _trigamma,
     "logaddexp": jnp.logaddexp,
+    "logit": jsp.logit,
+    "log1mexp": _log1mexp,
+    "xlogy": jsp.xlogy,
+    "betaln": _betaln,
+    "gammainc": _gamma_inc(upper=False),
+    "gammaincc": _gamma_inc(upper=True),
     "round": _round,
     "floor": _int_identity(jnp.floor),
     "ceil": _int_identity(jnp.ceil),
@@ -204,21 +262,6 @@ JAX_SCALAR = {
     "where": _where,
     "identity": lambda x: x,
 }
-
-
-def loop_dtypes(name, in_dtypes):
-    """The dtypes NumPy computes `name` in, one per input (float16 widened to float32)."""
-    spec = SCALAR_SPECS[name]
-    out = np.dtype(ScalarOp(name).output_dtypes(in_dtypes)[0])
-    if spec.rule == "ufunc":
-        loops = spec.ufunc.resolve_dtypes(tuple(np.dtype(d) for d in in_dtypes) + (None,))[:-1]
-    elif spec.rule == "float":  # special functions: computed in the float dtype np.exp gives
-        loops = (out,) * len(in_dtypes)
-    elif spec.rule == "where":
-        loops = (np.dtype(bool), out, out)
-    else:  # "same", "round": the input's own dtype
-        loops = tuple(np.dtype(d) for d in in_dtypes)
-    return tuple(np.dtype("float32") if d == np.float16 else d for d in loops)
 
 
 def _one(op, in_dtypes):
@@ -231,7 +274,8 @@ def _one(op, in_dtypes):
             return lambda x: _float_to_int(x, out)
         return lambda x: cast(x, out)
     fn = JAX_SCALAR[op.name]
-    loops = loop_dtypes(op.name, in_dtypes)
+    # NumPy's loop dtypes; float16 computes in float32 (as NumPy's loops do) and rounds once at the end
+    loops = tuple(np.dtype("float32") if d == np.float16 else d for d in loop_dtypes(op, in_dtypes)[0])
 
     def apply(*xs):
         res = fn(*[cast(x, d) for x, d in zip(xs, loops)])

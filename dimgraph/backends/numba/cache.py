@@ -47,6 +47,7 @@ from numba.core.dispatcher import Dispatcher
 import dimgraph
 from dimgraph.backends import diskcache
 from dimgraph.backends.numba import fallback, runtime, views
+from dimgraph.backends.numba import random as random_helpers  # the samplers RandomDraw kernels call
 
 _LOADED = weakref.WeakValueDictionary()  # digest -> module, while something in this process uses it
 RECENT = 64
@@ -60,10 +61,11 @@ def version_tag() -> str:
     Numba's cache does not notice a change in a function that a cached function
     calls, so the helper modules' text is part of every key.
     """
+    from dimgraph.backends import ziggurat
     from dimgraph.core import scalar
 
     helpers = hashlib.blake2b(digest_size=6)
-    for mod in (runtime, views, fallback, scalar):
+    for mod in (runtime, views, fallback, scalar, random_helpers, ziggurat):
         helpers.update(Path(mod.__file__).read_bytes())
     return (
         f"numba{numba.__version__}-dimgraph{dimgraph.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
@@ -268,7 +270,7 @@ def _importable(py_func):
 
 def _verify_helpers():
     """Give dimgraph's own jitted helpers the verified cache in the private directory (not the package's)."""
-    for module in (runtime, views, fallback):
+    for module in (runtime, views, fallback, random_helpers):
         for value in vars(module).values():
             if isinstance(value, Dispatcher):
                 verified(value)

@@ -9,6 +9,13 @@ returning a state unchanged, or swapping two states, never reads what it just
 overwrote); traces are preallocated as `(n, *state shape)` arrays. A state
 whose shape changes across a step raises ValueError naming it, as on every
 backend.
+
+A loop whose states are all 0-d and whose body is scalar arithmetic over them,
+over 0-d constants and over positions read from 1-d constants (`c[i]`: the
+sequences, and the stored traces in a backward pass) is printed as one flat
+loop instead (`scalar_loop`): states are local scalars, the body's fused
+expression is inlined, nothing is allocated per step. That is the shape of a
+time-series log density and of its gradient.
 """
 
 from __future__ import annotations
@@ -17,9 +24,13 @@ import numpy as np
 
 from dimgraph.backends.numba import cache
 from dimgraph.backends.numba.ops import numba_kernel
+from dimgraph.backends.numba.scalar import flatten, np_type, render_step
+from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.graph import Constant
+from dimgraph.core.subtensor import Subtensor
+from dimgraph.core.type import TensorType
 from dimgraph.core.ifelse import IfElse
-from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.loop import LoopOp
 from dimgraph.core.opfromgraph import OpFromGraph
 
 INNER_HEADER = "from dimgraph.backends.numba.cache import constant as _constant\nfrom dimgraph.backends.numba.cache import kernel as _kernel\n\n"
@@ -27,7 +38,7 @@ INNER_HEADER = "from dimgraph.backends.numba.cache import constant as _constant\
 
 def print_inner(graph, fname):
     """Source of a jitted `fname(*inputs) -> tuple of outputs` running `graph`'s kernels in order."""
-    from dimgraph.backends.numba import KERNEL_FOOTER, KERNEL_HEADER, _merge_guards
+    from dimgraph.backends.numba import KERNEL_FOOTER, KERNEL_HEADER
 
     names = {id(v): f"a{k}" for k, v in enumerate(graph.inputs)}
     header, body, kernels, printed = [], [], {}, {}
@@ -46,7 +57,7 @@ def print_inner(graph, fname):
     for node in graph.nodes():
         key = (node.op, tuple(i.type for i in node.inputs), tuple(o.type for o in node.outputs))
         if key not in printed:
-            src = _merge_guards(numba_kernel(node.op, node))
+            src = numba_kernel(node.op, node)
             printed[key] = cache.load_module("k", KERNEL_HEADER + src + KERNEL_FOOTER).digest
         digest = printed[key]
         if digest not in kernels:
@@ -73,9 +84,91 @@ def _ret(items):
     return items[0] if len(items) == 1 else "(" + "".join(f"{i}, " for i in items) + ")"
 
 
-@numba_kernel.register(Scan)
-@numba_kernel.register(Loop)
+class _NotScalar(Exception):
+    """The body has a node the scalar loop printer does not inline."""
+
+
+def scalar_loop(op, node):
+    """Source of a loop kernel keeping 0-d states in local scalars, or None when the body is not all scalar."""
+    body, ns = op.body, op.n_states
+    if any(not (isinstance(t, TensorType) and t.ndim == 0) for t in body.input_types[1 : 1 + ns]):
+        return None
+    env = {id(body.inputs[0]): "step"}
+    for k, v in enumerate(body.inputs[1 : 1 + ns]):
+        env[id(v)] = f"x{k}"
+    header, pre, lines, arrays = [], [], [], {}
+    for j, v in enumerate(body.inputs[1 + ns :]):
+        if isinstance(v.type, TensorType) and v.type.ndim == 0:
+            env[id(v)] = f"q{j}"
+            pre.append(f"    q{j} = c{j}[()]")
+        else:
+            arrays[id(v)] = f"c{j}"
+
+    def val(v):
+        found = env.get(id(v))
+        if found is not None:
+            return found
+        if isinstance(v, Constant) and np.ndim(v.data) == 0:
+            data = np.asarray(v.data)
+            name = env[id(v)] = f"e{len(header)}"
+            header.append(f'{name}_array = _constant("{data.dtype.name}", (), "{data.tobytes().hex()}")')
+            pre.append(f"    {name} = {name}_array[()]")
+            return name
+        raise _NotScalar
+
+    count = 0
+    try:
+        for inner in body.nodes():
+            if isinstance(inner.op, Elemwise) and all(v.type.ndim == 0 for v in inner.inputs + inner.outputs):
+                steps, outs = flatten(inner.op.scalar_op, len(inner.inputs))
+                names = [val(i) for i in inner.inputs]
+                dtypes = [i.type.dtype for i in inner.inputs]
+                for step_op, refs in steps:
+                    expr, dtype = render_step(step_op, [names[r] for r in refs], [dtypes[r] for r in refs])
+                    lines.append(f"w{count} = {expr}")
+                    names.append(f"w{count}")
+                    dtypes.append(dtype)
+                    count += 1
+                for o, r in zip(inner.outputs, outs):
+                    env[id(o)] = names[r]
+            elif (
+                isinstance(inner.op, Subtensor)
+                and inner.op.index == ("?",)
+                and id(inner.inputs[0]) in arrays
+                and inner.inputs[0].type.ndim == 1
+            ):
+                arr = arrays[id(inner.inputs[0])]
+                lines.append(f"w{count} = {arr}[rt_views.check_index({val(inner.inputs[1])}, {arr}.shape[0], 0)]")
+                env[id(inner.outputs[0])] = f"w{count}"
+                count += 1
+            else:
+                return None
+        results = [val(o) for o in body.outputs]
+    except _NotScalar:
+        return None
+    traced, until = op._traced(), getattr(op, "until", None)
+    consts = "".join(f"c{j}, " for j in range(op.n_consts))
+    src = [f"def kernel(n, {''.join(f's{k}, ' for k in range(ns))}{consts}):", "    steps = n[()]"]
+    src += [f"    x{k} = s{k}[()]" for k in range(ns)] + pre
+    for m, k in enumerate(traced):
+        src.append(f"    tr{m} = np.empty((steps,), dtype={np_type(node.outputs[ns + m].type.dtype)})")
+    src.append("    for step in range(steps):")
+    if until is not None:
+        src += [f"        if not x{until}:", "            break"]
+    src += ["        " + line for line in lines]
+    src.append(f"        {''.join(f'x{k}, ' for k in range(ns))}= {''.join(r + ', ' for r in results)}")
+    src += [f"        tr{m}[step] = x{k}" for m, k in enumerate(traced)]
+    for k in range(ns):
+        src += [f"    o{k} = np.empty((), dtype={np_type(body.input_types[1 + k].dtype)})", f"    o{k}[()] = x{k}"]
+    src.append(f"    return {_ret([f'o{k}' for k in range(ns)] + [f'tr{m}' for m in range(len(traced))])}")
+    return INNER_HEADER + "\n".join(header) + "\n\n\n" + "\n".join(src) + "\n"
+
+
+@numba_kernel.register(LoopOp)  # Loop and Scan
 def _loop(op, node):
+    flat = scalar_loop(op, node)
+    if flat is not None:
+        return flat
     ns = op.n_states
     traced = op._traced()
     until = getattr(op, "until", None)

@@ -1,22 +1,32 @@
 """Helpers for kernels that leave nopython mode or need NumPy's length rules.
 
-`perform_caller` rebuilds an op from the bytes printed into a kernel module and
-returns a function running its NumPy `perform` (the python backend's code), for
-the ops whose numba entry is `objmode`.
+`perform_caller` returns a function running an op's NumPy `perform` (the python
+backend's code), for the ops whose numba entry is `objmode`. Generated source
+names the op by a key (`register_perform`): no pickled bytes in the text.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import pickle
 
 import numba
 import numpy as np
 
+_PERFORMS: dict = {}  # key -> (op, input types), registered by the printer before a module loads
 
-def perform_caller(payload: str):
-    """`fn(*arrays) -> output or tuple of outputs` running `op.perform` on a node of the printed input types."""
-    op, in_types = pickle.loads(bytes.fromhex(payload))
+
+def register_perform(op, in_types) -> str:
+    """The key under which a kernel module finds `op` on inputs of `in_types` (stable across processes)."""
+    key = hashlib.blake2b(pickle.dumps((op, tuple(in_types)), protocol=4), digest_size=12).hexdigest()
+    _PERFORMS.setdefault(key, (op, tuple(in_types)))
+    return key
+
+
+def perform_caller(key: str):
+    """`fn(*arrays) -> output or tuple of outputs` running the registered op's `perform` on its input types."""
+    op, in_types = _PERFORMS[key]
     node = op.make_node(*[t.make_variable() for t in in_types])
     n_out = len(node.outputs)
 

@@ -6,15 +6,15 @@ the kernel (the NaN failure rule of `core.matrix` needs no exception), the
 others call Numba's `np.linalg` (LAPACK) on a contiguous copy of each matrix,
 with a failed factorisation turned into NaNs. The helpers are printed into the
 kernel's text, so the text stays the whole cache key. A Blockwise of any other
-core op runs its NumPy `perform` in object mode (`ops_more._objmode_kernel`).
+core op runs its NumPy `perform` in object mode (`ops.objmode_kernel`).
 """
 
 from __future__ import annotations
 
-from dimgraph.backends.numba.ops import numba_kernel
-from dimgraph.backends.numba.ops_more import _objmode_kernel
+from dimgraph.backends.numba.ops import numba_kernel, objmode_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.blockwise import Blockwise
+from dimgraph.core.linalg import Einsum, MatMul
 from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
 
 HELPERS = '''
@@ -175,4 +175,10 @@ for _type in MATRIX_OPS:
 def _blockwise(op, node):
     if isinstance(op.core_op, MATRIX_OPS):
         return _matrix_kernel(op.core_op, node, op.batch_ndim(node))
-    return _objmode_kernel(op, node)
+    return objmode_kernel(op, node)
+
+
+# Matrix products and einsums call BLAS through NumPy: the driver runs them by `host.py`
+# (no compile, faster than a printed triple loop); inside jitted code, in object mode.
+numba_kernel.register(MatMul)(objmode_kernel)
+numba_kernel.register(Einsum)(objmode_kernel)

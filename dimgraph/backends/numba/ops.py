@@ -1,4 +1,4 @@
-"""Per-op kernels of the numba backend: a registry keyed by Op type.
+"""Per-op kernels of the numba backend: the registry keyed by Op type, and the elementwise, reduce and shape entries.
 
 `numba_kernel(op, node)` returns the source of one function `def kernel(...)`
 taking the node's inputs (arrays; 0-d arrays for scalars) and returning its
@@ -6,8 +6,10 @@ output (a tuple for several). Entries read the op's static parameters while
 printing, so the text is the whole truth about the kernel: kernels with equal
 text are compiled once per process and cached on disk by Numba (see `cache.py`).
 Elemwise-like ops go through the loop printer (`loops.py`); the rest are short
-templates over Numba's NumPy support. An op with no entry fails when the graph
-is compiled, naming the op and the backend.
+templates over Numba's NumPy support. The other op families register theirs in
+modules mirroring `dimgraph.core` (`fused`, `subtensor`, `join`, `extra`,
+`linalg`, `control`, `random`). An op with no entry fails when the graph is
+compiled, naming the op and the backend.
 """
 
 from __future__ import annotations
@@ -16,12 +18,46 @@ from functools import singledispatch
 
 import numpy as np
 
+from dimgraph.backends.numba.fallback import register_perform
 from dimgraph.backends.numba.loops import loop_kernel
 from dimgraph.backends.numba.scalar import flatten, np_type
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.reduce import Argmax, CAReduce
 from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.shape_ops import Alloc, Reshape
+
+
+class ObjmodeKernel(str):
+    """The source of a kernel that only calls the op's NumPy `perform` (through `numba.objmode`).
+
+    The top-level driver runs such a node by `perform` directly instead of compiling it.
+    """
+
+
+def objmode_kernel(op, node) -> str:
+    """A kernel that calls `op.perform` in object mode; output types are declared from the node.
+
+    The driver runs such a node by `perform` directly (`ObjmodeKernel`); the text serves
+    kernels that call it from jitted code (loop bodies). It names the op by a key
+    (`fallback.register_perform`), never by pickled bytes.
+    """
+    key = register_perform(op, [i.type for i in node.inputs])
+    args = [f"x{k}" for k in range(len(node.inputs))]
+    outs = [f"o{k}" for k in range(len(node.outputs))]
+    types = [
+        f"_t{k} = numba.types.Array(numba.from_dtype(np.dtype('{o.type.dtype}')), {o.type.ndim}, 'A')"
+        for k, o in enumerate(node.outputs)
+    ]
+    decl = ", ".join(f"o{k}=_t{k}" for k in range(len(outs)))
+    return ObjmodeKernel(
+        "from dimgraph.backends.numba.fallback import perform_caller\n\n"
+        f'_perform = perform_caller("{key}")\n'
+        + "\n".join(types)
+        + f"\n\n\ndef kernel({', '.join(args)}):\n"
+        f"    with numba.objmode({decl}):\n"
+        f"        {', '.join(outs)} = _perform({', '.join(args)})\n"
+        f"    return {', '.join(outs)}\n"
+    )
 
 
 @singledispatch

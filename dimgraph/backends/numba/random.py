@@ -5,7 +5,7 @@ the stream is Philox4x32-10 of the counter (b, counter) under the key, two
 uint64 per block, consumed in order over the draws in C order. Nothing is
 mutated that the graph can see: the kernel returns the next state (the
 counter plus one), so a state used twice gives the same numbers twice.
-The samplers: uniform (53 random bits), normal (Marsaglia's polar method),
+The samplers: uniform (53 random bits), normal (a 256-layer ziggurat),
 gamma (Marsaglia-Tsang, boosted by U^(1/a) below shape 1), Poisson
 (multiplication below rate 10, Hormann's PTRS above), binomial (inversion
 when n min(p, 1-p) < 10, else Devroye's recursion on beta order statistics).
@@ -19,6 +19,7 @@ import math
 import numba
 import numpy as np
 
+from dimgraph.backends import ziggurat
 from dimgraph.backends.numba.ops import numba_kernel
 from dimgraph.core.random import RandomDraw
 
@@ -77,15 +78,56 @@ def uniform(st):
     return float(next_u64(st) >> _S11) * _TWO_M53
 
 
+_KI, _WI, _FI = ziggurat.KI.astype(np.int64), ziggurat.WI, ziggurat.FI
+_R, _INV_R = ziggurat.R, 1.0 / ziggurat.R
+_MANTISSA = np.uint64(0x000FFFFFFFFFFFFF)
+
+
+@_jit
+def normal_from(r, st):
+    """A standard normal from the 64-bit word `r`; the 1% of words that miss the ziggurat's rectangles go on
+    with words from `st`."""
+    while True:
+        idx = np.int64(r & np.uint64(0xFF))
+        rabs = np.int64((r >> np.uint64(9)) & _MANTISSA)
+        negative = (r >> np.uint64(8)) & _ONE
+        x = rabs * _WI[idx]
+        if negative:
+            x = -x
+        if rabs < _KI[idx]:
+            return x
+        if idx == 0:  # the tail beyond R (Marsaglia 1964)
+            while True:
+                xx = -_INV_R * math.log1p(-uniform(st))
+                yy = -math.log1p(-uniform(st))
+                if yy + yy > xx * xx:
+                    return -(_R + xx) if negative else _R + xx
+        if (_FI[idx - 1] - _FI[idx]) * uniform(st) + _FI[idx] < math.exp(-0.5 * x * x):
+            return x
+        r = next_u64(st)
+
+
 @_jit
 def normal(st):
-    """Standard normal (Marsaglia's polar method, one of the pair)."""
-    while True:
-        u = 2.0 * uniform(st) - 1.0
-        v = 2.0 * uniform(st) - 1.0
-        s = u * u + v * v
-        if 0.0 < s < 1.0:
-            return u * math.sqrt(-2.0 * math.log(s) / s)
+    """Standard normal: the 256-layer ziggurat (`backends/ziggurat.py`), one 64-bit word for 99% of draws."""
+    return normal_from(next_u64(st), st)
+
+
+@_jit
+def fill_normal(state, flat):
+    """`flat` filled with standard normals: word k of the stream starts draw k (Philox blocks computed in
+    the loop, in registers); the rare draws that need more words take them from the stream's upper half."""
+    st = stream(state)
+    st[_BLOCK] = np.uint64(1) << np.uint64(63)
+    key, ctr = st[_KEY], st[_CTR]
+    k0, k1, c2, c3 = key & _MASK, key >> _S32, ctr & _MASK, ctr >> _S32
+    n = flat.size
+    for b in range((n + 1) // 2):
+        block = np.uint64(b)
+        w0, w1, w2, w3 = philox(block & _MASK, block >> _S32, c2, c3, k0, k1)
+        flat[2 * b] = normal_from((w0 << _S32) | w1, st)
+        if 2 * b + 1 < n:
+            flat[2 * b + 1] = normal_from((w2 << _S32) | w3, st)
 
 
 @_jit
@@ -202,7 +244,7 @@ def _random_draw(op, node):
     shape = "(" + "".join(f"{s}.item(), " for s in sizes) + ")"
     dtype = "np.float64" if op.dtype == "float64" else "np.int64"
     lines = [
-        "from dimgraph.backends.numba.random import binomial, gamma, normal, poisson, stream, uniform",
+        "from dimgraph.backends.numba.random import binomial, fill_normal, gamma, poisson, stream, uniform",
         "",
         "",
         f"def kernel(state, {''.join(p + ', ' for p in params)}{', '.join(sizes)}):",
@@ -210,11 +252,16 @@ def _random_draw(op, node):
     ]
     # parameters broadcast to the draws' shape (stride 0 where their size is 1), then read flat
     lines += [f"    {p} = np.ascontiguousarray(np.broadcast_to({p}, out.shape)).reshape(-1)" for p in params]
+    if op.kind == "normal":
+        lines += ["    fill_normal(state, out.reshape(-1))"]
+    else:
+        lines += [
+            "    st = stream(state)",
+            "    flat = out.reshape(-1)",
+            "    for i in range(flat.size):",
+            f"        flat[i] = {_SAMPLER_CALLS[op.kind]}",
+        ]
     lines += [
-        "    st = stream(state)",
-        "    flat = out.reshape(-1)",
-        "    for i in range(flat.size):",
-        f"        flat[i] = {_SAMPLER_CALLS[op.kind]}",
         "    following = state.copy()",
         "    following[2] += np.uint64(1)",
         "    return following, out",

@@ -19,7 +19,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from dimgraph.core import scalar as _scalar
+from dimgraph.core import special
 
 _jit = numba.njit(cache=True, error_model="numpy")
 _jit_call = numba.njit(cache=True, error_model="numpy")
@@ -163,33 +163,14 @@ def float_to_uint64(x):
 
 
 # The special functions compile the python backend's own scalar code, so both agree to the last bit.
-lgamma = _jit(_scalar._lgamma_scalar)
-digamma = _jit_call(_scalar._digamma_scalar)
-
-
-@_jit_call
-def _trigamma_positive(x):
-    result = 0.0
-    while x < 12.0:
-        result += 1.0 / (x * x)
-        x += 1.0
-    inv = 1.0 / x
-    inv2 = inv * inv
-    series = inv + 0.5 * inv2 + inv * inv2 * (1.0 / 6 - inv2 * (1.0 / 30 - inv2 * (1.0 / 42 - inv2 * (1.0 / 30))))
-    return result + series
-
-
-@_jit_call
-def trigamma(x):
-    """trigamma: `dimgraph.core.scalar._trigamma_scalar` line by line (its reflection calls itself)."""
-    if not math.isfinite(x):
-        return 0.0 if x > 0 else (math.inf if x < 0 else math.nan)
-    if x <= 0.0 and x == math.floor(x):
-        return math.inf
-    if x < 0.0:
-        s = math.sin(math.pi * x)
-        return -_trigamma_positive(1.0 - x) + math.pi * math.pi / (s * s)
-    return _trigamma_positive(x)
+lgamma = _jit(special.lgamma)
+digamma = _jit_call(special.digamma)
+trigamma = _jit_call(special.trigamma)
+logit = _jit(special.logit)
+log1mexp = _jit(special.log1mexp)
+xlogy = _jit(special.xlogy)
+betaln = _jit_call(special.betaln)
+gamma_inc = _jit_call(special.gamma_inc)
 
 
 @intrinsic

@@ -13,6 +13,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from dimgraph.errors import IndexOutOfBounds
+
 
 def expand_view(x, shape, strides):
     """`x` viewed with `shape`/`strides` where only length-1 axes are added or dropped."""
@@ -53,5 +55,5 @@ def check_index(i, n, axis):
     """A position normalized against length `n` (negatives count from the end); IndexError when out of range."""
     k = i + n if i < 0 else i
     if k < 0 or k >= n:
-        raise IndexError("index out of bounds")
+        raise IndexOutOfBounds(i, n, axis)
     return k

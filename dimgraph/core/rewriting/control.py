@@ -5,6 +5,8 @@
   (guarded by a run-time check that a step ran, unless n_steps is a constant >= 1:
   on an empty trace `trace[-1]` is an IndexError, and a rewrite never removes a
   failure).
+- `loop_dead_inputs` (canonicalize): constants a body never reads and states
+  nobody reads are dropped (before `scan_to_loop` decides which traces to keep).
 - `loop_invariant_code_motion` (canonicalize): body nodes that read only the
   loop's constants move out of the loop and become constants. The rule (seed
   001): a node that may raise (an Assert, indexing, reshapes, linear algebra:
@@ -80,6 +82,66 @@ def scan_to_loop(fgraph, node):
     return repl
 
 
+def _reads(graph, var_ids_of_outputs):
+    """ids of the inner inputs that the given body outputs depend on."""
+    from dimgraph.core.graph import ancestors
+
+    inputs = {id(v) for v in graph.inputs}
+    outs = [graph.outputs[k] for k in var_ids_of_outputs]
+    return {id(v) for v in ancestors(outs, blockers=graph.inputs) if id(v) in inputs}
+
+
+@node_rewriter([Scan, Loop], tags=("canonicalize", "control"))
+def loop_dead_inputs(fgraph, node):
+    """Drop loop constants the body never reads, states nobody reads (last value and trace unused, no
+    other state reading them) and a Loop's unread traces: a backward scan then stops carrying (and its
+    forward scan stops storing) the traces its body does not need."""
+    op, body, ns = node.op, node.op.body, node.op.n_states
+    traced = op._traced()
+    trace_of = {k: node.outputs[ns + m] for m, k in enumerate(traced)}
+    until = getattr(op, "until", None)
+
+    def used(v):
+        return bool(fgraph.clients.get(v))
+
+    keep = set(range(ns))
+    while True:
+        read = _reads(body, sorted(keep))
+        dead = {
+            k
+            for k in keep
+            if k != until
+            and not used(node.outputs[k])
+            and not (k in trace_of and used(trace_of[k]))
+            and not any(id(body.inputs[1 + k]) in _reads(body, [j]) for j in keep if j != k)
+        }
+        if not dead:
+            break
+        keep -= dead
+    keep = sorted(keep)
+    read = _reads(body, keep)
+    consts = [j for j, v in enumerate(body.inputs[1 + ns :]) if id(v) in read]
+    unread_traces = isinstance(op, Loop) and any(not used(trace_of[k]) for k in op.traced)
+    if (len(keep) == ns and len(consts) == op.n_consts and not unread_traces) or not keep:
+        return None
+    new_body = InnerGraph(
+        [body.inputs[0]] + [body.inputs[1 + k] for k in keep] + [body.inputs[1 + ns + j] for j in consts],
+        [body.outputs[k] for k in keep],
+    )
+    changes = dict(body=new_body, n_states=len(keep))
+    if isinstance(op, Loop):
+        changes["traced"] = tuple(keep.index(k) for k in op.traced if k in keep and used(trace_of[k]))
+        changes["until"] = None if until is None else keep.index(until)
+    new_op = dataclasses.replace(op, **changes)
+    new = new_op.make_node(node.inputs[0], *[node.inputs[1 + k] for k in keep], *[node.inputs[1 + ns + j] for j in consts]).outputs
+    repl = {node.outputs[k]: new[pos] for pos, k in enumerate(keep)}
+    new_trace = {k: new[len(keep) + m] for m, k in enumerate(keep[p] for p in new_op._traced())}
+    for k, tr in trace_of.items():
+        if k in new_trace:
+            repl[tr] = new_trace[k]
+    return repl
+
+
 def cannot_raise(node) -> bool:
     """Ops that never raise at run time, whatever their inputs: the ones LICM may hoist out of any loop."""
     op = node.op
@@ -97,7 +159,8 @@ def loop_invariant_code_motion(fgraph, node):
     hoisted = set()
     for inner in body.nodes():
         if all(isinstance(i, Constant) for i in inner.inputs):
-            continue  # constant folding's business
+            invariant.update(id(o) for o in inner.outputs)  # folded by the rewrites; copied out with what reads it
+            continue
         if all(id(i) in invariant or isinstance(i, Constant) for i in inner.inputs) and (runs or cannot_raise(inner)):
             hoisted.add(inner)
             invariant.update(id(o) for o in inner.outputs)
@@ -168,5 +231,5 @@ def rewrite_inner_graphs(fgraph, ctx, rewriter):
         ctx.replace(rewriter, node, list(zip(node.outputs, new_node.outputs)))
 
 
-CONTROL_CANONICALIZE = [scan_to_loop, loop_invariant_code_motion, inline_op_from_graph]
+CONTROL_CANONICALIZE = [loop_dead_inputs, scan_to_loop, loop_invariant_code_motion, inline_op_from_graph]
 INNER = GraphRewriter("inner_graph_rewrite", rewrite_inner_graphs, tags=("inner", "control"))

@@ -16,8 +16,6 @@ from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.graph import Constant
 from dimgraph.core.scalar import ScalarOp
 
-COMMUTATIVE = frozenset({"add", "mul", "maximum", "minimum", "eq", "neq", "and", "or", "xor"})
-
 
 def _const_key(c):
     arr = np.ascontiguousarray(c.data)
@@ -50,4 +48,4 @@ def merge_graph(fgraph, ctx, rewriter):
 
 def _commutative(node):
     op = node.op
-    return isinstance(op, Elemwise) and type(op.scalar_op) is ScalarOp and op.scalar_op.name in COMMUTATIVE
+    return isinstance(op, Elemwise) and type(op.scalar_op) is ScalarOp and op.scalar_op.spec.commutative

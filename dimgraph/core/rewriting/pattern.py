@@ -20,9 +20,7 @@ from dimgraph.core import math as dgm  # noqa: F401  (used by rule functions and
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.graph import Constant
 from dimgraph.core.rewriting.engine import NodeRewriter, accepts_kwargs, compatible
-from dimgraph.core.scalar import ScalarOp
-
-COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "neq", "and", "or", "xor"}
+from dimgraph.core.scalar import SCALAR_SPECS, ScalarOp
 
 
 def const_data(var):
@@ -125,7 +123,7 @@ class Pat:
             if not is_scalar_op(node, self.name):
                 return None
             orders = [node.inputs]
-            if self.name in COMMUTATIVE and len(node.inputs) == 2:
+            if self.name in SCALAR_SPECS and SCALAR_SPECS[self.name].commutative and len(node.inputs) == 2:
                 orders.append(node.inputs[::-1])
         else:
             if not isinstance(node.op, self.value) or (self.where is not None and not self.where(node.op)):

@@ -157,3 +157,13 @@ def test_labeled_vectorize_graph_errors():
         dg.vectorize_graph(logp, {mu: dg.tensor("t", shape=(2,))})
     with pytest.raises(DimError):
         dg.vectorize_graph(logp, {mu: dg.labeled("m", dims=(dg.Dim("k", size=5),))})
+
+
+def test_mapped_function_pickles():
+    import pickle
+
+    x, mu, sigma, logp = _model()
+    f = dg.function([x, mu, sigma], logp, backend="python", map_extra_dims=True)
+    X, MU, SIGMA = _posterior()
+    g = pickle.loads(pickle.dumps(f))
+    xr.testing.assert_allclose(g(X, MU, SIGMA), f(X, MU, SIGMA))

@@ -1,0 +1,37 @@
+"""numba kernels of the fused loops: a reduce-of-elemwise and an indexed loop (gather, math, reductions, scatter)."""
+
+from __future__ import annotations
+
+from dimgraph.backends.numba.ops import numba_kernel, print_loop
+from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
+
+
+@numba_kernel.register(CAReduceElemwise)
+def _careduce_elemwise(op, node):
+    sink, dtypes = (op.reducer, tuple(op.axis)), [i.type.dtype for i in node.inputs]
+    sinks = lambda outs: [(r, sink + (o.type.dtype,)) for r, o in zip(outs, node.outputs)]  # noqa: E731
+    return print_loop(op, node.inputs, dtypes, sinks, reciprocals=True)
+
+
+@numba_kernel.register(IndexedLoop)
+def _indexed_loop(op, node):
+    loop_inputs, tables, scatters = op.split_inputs(node.inputs)
+    table_of = dict(zip([v for v, g in enumerate(op.gathered) if g], tables))
+    sinks, scatter_at, scatter_of = [], {}, iter(scatters)
+    for k, ((out, kind, reducer), o) in enumerate(zip(op.results, node.outputs)):
+        dtype = o.type.dtype
+        sinks.append((out, None if kind == "full" else (reducer, (0,), dtype) if kind == "reduce" else ("scatter", dtype)))
+        if kind == "scatter":  # the same index array into a table of the same static length: one check
+            base, idx = next(scatter_of)
+            for v, table in table_of.items():
+                if loop_inputs[v] is idx and table.type.shape[0] is not None and table.type.shape == base.type.shape:
+                    scatter_at[k] = v
+    return print_loop(
+        op,
+        loop_inputs,
+        op.scalar_op.in_dtypes,
+        lambda outs: [(outs[out], sink) for out, sink in sinks],
+        gathered=op.gathered,
+        scatter_at=scatter_at,
+        reciprocals=True,
+    )

@@ -1,0 +1,110 @@
+"""What users read: dprint (wrapped lines, dims on labeled gradients), repr/_repr_html_ of compiled
+functions, and dg.to_dot's Graphviz text and picture."""
+
+import io
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import dimgraph as dg
+
+county = dg.Dim("county", coords=["A", "B", "C"])
+obs = dg.Dim("obs")
+
+
+@pytest.fixture(scope="module")
+def model():
+    mu = dg.labeled("mu", dims=(county,))
+    y = dg.labeled("y", dims=(obs, county))
+    cost = (-0.5 * (y - mu) ** 2).sum().rename("logp")
+    grad = dg.grad(cost, mu)
+    f = dg.function([mu, y], [cost, grad], backend="numba")
+    return mu, y, cost, grad, f
+
+
+def _printed(obj, **kw):
+    out = io.StringIO()
+    (obj.dprint if hasattr(obj, "dprint") else lambda **k: dg.dprint(obj, **k))(file=out, **kw)
+    return out.getvalue().splitlines()
+
+
+def test_labeled_gradient_prints_with_dims(model):
+    *_, grad, _ = model
+    lines = _printed(grad)
+    assert lines[0].startswith("from_positional{county}   float64(county: 3)")
+    assert any("mu   float64(county: 3)" in line for line in lines)
+    assert any("float64(obs: ?, county: 3)" in line and "sub" in line for line in lines)
+
+
+def test_dprint_wraps_long_lines(model):
+    *_, f = model
+    wide = _printed(f, width=1000)
+    narrow = _printed(f, width=50)
+    assert max(map(len, narrow)) <= 50 < max(map(len, wide))
+    assert len(narrow) > len(wide) and any(re.match(r"^[ |]*   \. ", line) for line in narrow)
+
+    def squash(lines):  # the text without layout: continuation marks, tree bars and spaces dropped
+        return re.sub(r"[\s|]", "", "".join(re.sub(r"^([ |]*)   \. ", r"\1", line) for line in lines))
+
+    assert squash(narrow) == squash(wide)
+
+
+def test_function_repr_and_html(model):
+    *_, f = model
+    text = repr(f)
+    assert text.startswith("<dimgraph.Function (mu: float64(county: 3), y: float64(obs: ?, county: 3)) -> (logp: float64(), ")
+    assert re.search(r"\| numba, \d+ nodes \(\d+ fused kernels\), compiled in \d+\.\d\d s>$", text)
+    assert f.compile_time > 0
+    page = f._repr_html_()
+    assert page.count("<tr>") == 1 + 4  # header, 2 inputs, 2 outputs
+    assert "<td>county: 3</td>" in page and "<td>obs: ?, county: 3</td>" in page and "<td>labeled</td>" in page
+
+
+def test_to_dot_text(model):
+    mu, y, cost, grad, f = model
+    text = dg.to_dot(f)
+    assert text.startswith("digraph dimgraph {") and text.rstrip().endswith("}")
+    assert '[label="mu\\nfloat64(county: 3)"' in text and '"y\\nfloat64(obs: ?, county: 3)"' in text
+    assert "subgraph cluster_" in text and "fused kernel: " in text
+    assert 'label="output 0: logp"' in text and 'label="output 1"' in text
+    assert re.search(r'-> n\d+ \[label="float64\(obs: \?, county: 3\)"\]', text)
+    # every edge joins declared nodes, and the braces balance
+    declared = set(re.findall(r"^\s*(n\d+) \[label=", text, re.M))
+    for a, b in re.findall(r"(n\d+) -> (n\d+)", text):
+        assert a in declared and b in declared
+    assert text.count("{") == text.count("}")
+    # variables (not compiled) draw their own graph; a labeled graph keeps its labeled ops
+    unrewritten = dg.to_dot([cost, grad])
+    assert "from_positional{county}" in unrewritten and "cluster" not in unrewritten
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="no Graphviz dot program")
+def test_to_dot_renders_svg(model):
+    pytest.importorskip("graphviz")
+    *_, f = model
+    picture = dg.to_dot(f)
+    svg = picture.svg()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "county: 3" in svg
+    assert picture._repr_svg_() == svg
+
+
+def test_function_results_unchanged_by_printing(model):
+    mu, y, cost, grad, f = model
+    data = np.arange(6.0).reshape(2, 3)
+    before = f(np.zeros(3), data)
+    dg.to_dot(f), repr(f), f._repr_html_(), _printed(f)
+    after = f(np.zeros(3), data)
+    np.testing.assert_array_equal(before[1].values, after[1].values)
+
+
+def test_help_of_function_lists_backends_default_and_options():
+    from dimgraph.backends import DEFAULT_BACKEND, available_backends
+
+    text = dg.function.__doc__
+    for name in available_backends():
+        assert f'"{name}"' in text, name
+    assert f'"{DEFAULT_BACKEND}" (the default' in text
+    for option in ('output="dataset"', 'output="jax"', "shard=", "mesh=", "jit_graph=", "updates :", "rewrites :"):
+        assert option in text, option
