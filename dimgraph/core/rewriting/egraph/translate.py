@@ -30,8 +30,8 @@ from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.graph import Apply
 from dimgraph.core.rewriting.egraph.egraph import LEAF, TypeClash, merged_type
 from dimgraph.core.rewriting.engine import _pairs
-from dimgraph.core.rewriting.pattern import COMMUTATIVE, Rule
-from dimgraph.core.scalar import ScalarOp
+from dimgraph.core.rewriting.pattern import Rule
+from dimgraph.core.scalar import SCALAR_SPECS, ScalarOp
 from dimgraph.core.type import TensorType
 
 
@@ -68,7 +68,7 @@ def ematch_enode(eg, pat, enode, bound):
         if not (isinstance(op, Elemwise) and type(op.scalar_op) is ScalarOp and op.scalar_op.name == pat.name):
             return
         orders = [enode.children]
-        if pat.name in COMMUTATIVE and len(enode.children) == 2:
+        if SCALAR_SPECS[pat.name].commutative and len(enode.children) == 2:
             orders.append(enode.children[::-1])
         b0 = bound
     else:
