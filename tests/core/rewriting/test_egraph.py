@@ -221,3 +221,22 @@ def test_stabilized_forms_are_kept_even_when_dearer():
     value, zero = f(np.array([[100.0, 0.0]], dtype="float32"))  # exp(100) overflows float32
     np.testing.assert_allclose(value, 100.0, rtol=1e-6)
     assert zero == 0.0  # the written graph gives inf - inf = NaN, the default rewrites 0
+
+
+def test_equal_cost_goes_to_the_rewritten_form():
+    """blockwise_without_batch saves nothing the model sees; the phase order applies it, so the e-graph does too."""
+    from dimgraph.core.blockwise import Blockwise
+    from dimgraph.core.matrix import Inv
+
+    x = dg.tensor("x", shape=(3, 3))
+    f = dg.function([x], Blockwise(Inv(), "(m,m)->(m,m)")(x), rewrites=EGRAPH, backend="python")
+    assert isinstance(f.fgraph.outputs[0].owner.op, Inv)
+    np.testing.assert_allclose(f(np.eye(3) * 2), np.eye(3) / 2)
+
+
+def test_stabilize_rules_do_not_restabilize_their_own_results():
+    """log(sum over no axes of exp(s)) is s, and logsumexp's shifted forms join that class: saturation must end."""
+    s = dg.scalar("s", dtype="float32")
+    f = dg.function([s], dg.log(dg.exp(s).sum()), rewrites=EGRAPH, backend="python")
+    assert f.rewrite_trace.egraph.status == "saturated"
+    np.testing.assert_allclose(f(np.float32(100.0)), 100.0)  # exp(100) overflows float32

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
 from dimgraph.core.reduce import CAReduce
-from dimgraph.core.scalar import Composite
+from dimgraph.core.scalar import Composite, is_cheap
 from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.shape_ops import Reshape
 from dimgraph.core.subtensor import AdvancedIncSubtensor, AdvancedSubtensor, IncSubtensor, Subtensor
@@ -46,11 +46,9 @@ TRANSCENDENTAL_COST = {"exp": 1.0, "logaddexp": 40.0}  # measured: numba's exp 0
 MASKED_READ = 25.0  # per element kept by x[mask] (1.4 ms for 1e5 at half density)
 MASKED_WRITE = 120.0  # per element written by set(x, mask, v) (6.5 ms for 1e5 at half density)
 
-# Scalar ops priced as arithmetic; every other scalar op is a transcendental call.
-CHEAP = frozenset(
-    "add sub mul true_div floor_div mod neg abs sign reciprocal maximum minimum eq neq lt le gt ge and or "
-    "xor invert isnan isfinite isinf sqrt square round floor ceil trunc where identity cast".split()
-)
+# Scalar ops that are not `cheap` in the scalar table (worth hoisting out of loops) but cost a few
+# instructions, not a library call: priced as arithmetic.
+ARITHMETIC = frozenset({"true_div", "reciprocal", "sqrt", "floor_div", "mod"})
 
 VIEWS = (DimShuffle, Subtensor, Reshape, ShapeI, Shape)
 
@@ -63,7 +61,7 @@ def scalar_work(scalar_op):
             t, a = scalar_work(op)
             trans, arith = trans + t, arith + a
         return trans, arith
-    if scalar_op.name in CHEAP:
+    if is_cheap(scalar_op) or scalar_op.name in ARITHMETIC:
         return 0.0, 1.0
     return TRANSCENDENTAL_COST.get(scalar_op.name, TRANSCENDENTAL), 0.0
 

@@ -106,6 +106,7 @@ class EGraph:
         self.size_of = size_of  # (enode, egraph, out type) -> estimated elements
         self.pending = []  # classes whose parents must be re-canonicalized
         self.n_nodes = 0
+        self.made_by = {}  # class id -> names of the stabilize rules whose results built it
         self.banned = set()  # e-nodes extraction must not choose (forms a stabilize rule replaced)
         self.applies = {}  # (e-node, input variable ids) -> an Apply of it on those inputs (node rewriters share it)
 
@@ -194,6 +195,8 @@ class EGraph:
         ca.parents.extend(cb.parents)
         ca.type = typ
         ca.size = min(ca.size, cb.size)
+        if b in self.made_by:
+            self.made_by.setdefault(a, set()).update(self.made_by.pop(b))
         if _constness(cb.rep) > _constness(ca.rep):  # rules look for constants: show one when there is one
             ca.rep = cb.rep
         del self.classes[b]

@@ -3,7 +3,9 @@
 Greedy bottom-up (egg's default extractor): each class's cost is the least, over
 its e-nodes (less those a stabilize rule banned), of the e-node's local cost (`cost.node_cost`, which knows whether
 the chosen child fuses into it) plus its children's costs, iterated to a fixed
-point. Costs are never negative, so the choice has no cycle. A shared child is
+point. Costs are never negative, so the choice has no cycle. At equal cost the
+younger term wins (a rewrite's result over what it replaced: the phase order would
+have applied the rewrite), except for free terms (views), where that could cycle. A shared child is
 counted once per consumer (a tree cost): the whole result is priced again as a
 DAG, after fusion, by `cost.graph_cost`.
 
@@ -49,9 +51,17 @@ def choose(eg, mask_fraction):
                 if cid not in best or total < best[cid][0] - 1e-9 * abs(total):
                     best[cid] = (total, enode, kind_of(enode.op))
                     changed = True
+                elif local > 0 and total <= best[cid][0] + 1e-9 * abs(total) and _age(eg, enode) > _age(eg, best[cid][1]):
+                    best[cid] = (best[cid][0], enode, kind_of(enode.op))  # a tie goes to the rewritten form
         if not changed:
             return best
     return best
+
+
+def _age(eg, enode):
+    """When the term behind `enode` was built (graph variables count up): rewrites' results are younger."""
+    origin = eg.origin.get(enode)
+    return -1 if origin is None else origin._uid
 
 
 def build(eg, best, roots):

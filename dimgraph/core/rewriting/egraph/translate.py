@@ -9,7 +9,10 @@ Two mechanical translations:
   `rep`), builds its graph as in the phase order, and the result joins the class.
   A stabilize rule is not a mere equality: the e-node it matched (the form that
   overflows or cancels) is banned from extraction, as the phase order never keeps
-  it, even where it would be cheaper (logsumexp without its max shift).
+  it, even where it would be cheaper (logsumexp without its max shift); and it
+  does not match terms it built itself (the phase order's guards look at one
+  term, `x.owner`; in an e-graph a shifted value may have an unshifted
+  representative, and logsumexp would shift it again without end).
 - `NodeRewrite`: a plain node rewriter (`constant_fold`, `dimshuffle_chain`, ...).
   It is offered each e-node rebuilt on members of its children's classes (the
   representative and the term behind each other e-node, at most
@@ -88,15 +91,22 @@ def _match_args(eg, pats, children, bound):
         yield from _match_args(eg, pats[1:], children[1:], b)
 
 
-def join(eg, cid, new, trace_name, stats):
-    """Add `new` (a graph variable) and record it equal to class `cid`; True when that changed the e-graph."""
+def join(eg, cid, new, trace_name, stats, mark=False):
+    """Add `new` (a graph variable) and record it equal to class `cid`; True when that changed the e-graph.
+
+    `mark`: record `trace_name` as the maker of the classes `new` adds (see `PatRewrite`).
+    """
     if new is None:
         return False
     cls = eg[cid]
     if new is cls.rep or not keeps_type(cls.type, new.type):
         return False
     before = (len(eg.classes), eg.n_nodes)
+    first_new = len(eg.parent)
     ncid = eg.add_var(new)
+    if mark:
+        for k in range(first_new, len(eg.parent)):
+            eg.made_by.setdefault(eg.find(k), set()).add(trace_name)
     if eg.find(ncid) == eg.find(cid):
         return (len(eg.classes), eg.n_nodes) != before
     try:
@@ -137,6 +147,10 @@ class PatRewrite:
             if key in self.done:
                 continue
             self.done.add(key)
+            if self.stabilizes and any(
+                isinstance(v, int) and self.name in eg.made_by.get(eg.find(v), ()) for v in bound.values()
+            ):
+                continue  # a form this rule built is stable already (the phase order's `_is_shifted` guards)
             kwargs = {k: (eg[v].rep if isinstance(v, int) else v) for k, v in bound.items() if k in rule.params}
             if "out" in rule.params:
                 kwargs["out"] = eg[cid].rep
@@ -144,7 +158,7 @@ class PatRewrite:
                 new = rule.fn(**kwargs)
             except (TypeError, ValueError):
                 continue  # the function could not build its graph on these terms
-            changed |= join(eg, cid, new, self.name, stats)
+            changed |= join(eg, cid, new, self.name, stats, mark=self.stabilizes)
             if self.stabilizes and new is not None and eg.var_class.get(new) is not None:
                 if eg.find(eg.var_class[new]) == eg.find(cid):
                     eg.banned.add(enode)  # the unstable form must not come back, however cheap
