@@ -181,7 +181,7 @@ def test_fuzz_inputs_are_computed_right_or_refused_naming_them(backend, which, c
     else:
         fits = all(_representable(v, dtype) for v in values.ravel())
     if form == "transposed" and which == "positional":
-        ok = ok and values.shape[0] == 2  # a positional input takes a DataArray's data in its own order
+        ok = values.ndim == 2 and values.shape[0] == 2  # a positional input takes a DataArray's data in its own order
         values = values.T
     if ok and fits:
         with np.errstate(all="ignore"):
