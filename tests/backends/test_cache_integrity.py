@@ -365,3 +365,23 @@ def test_numba_generated_modules_are_released_with_their_function(cache_root, nu
     gc.collect()
     assert all(ref() is None for ref in graphs)
     assert not [name for name in sys.modules if name.startswith("dimgraph_generated_")]
+
+
+_OBJMODE_LOOP = """
+import numpy as np, dimgraph as dg
+W = dg.tensor("W", shape=(3, 3)); x0 = dg.tensor("x0", shape=(3,))
+final, _ = dg.scan(lambda x: dg.tanh(dg.core.matmul(W, x)), init=x0, n_steps=4)   # matmul: object mode in the body
+print(dg.function([W, x0], final, backend="numba")(np.eye(3) * 0.5, np.ones(3)).tolist())
+"""
+
+
+def test_object_mode_code_in_a_loop_body_runs_from_a_warm_cache(tmp_path):
+    """Numba finds the globals of cached object-mode code by module name: the second process ran into a NameError."""
+    env = dict(os.environ, DIMGRAPH_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    x = np.ones(3)
+    for _ in range(4):
+        x = np.tanh(0.5 * x)
+    for run in ("cold", "warm"):
+        proc = subprocess.run([sys.executable, "-c", _OBJMODE_LOOP], env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, f"{run} process failed:\n{proc.stderr[-2000:]}"
+        np.testing.assert_allclose(eval(proc.stdout.strip().splitlines()[-1]), x)

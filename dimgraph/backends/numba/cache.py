@@ -118,6 +118,11 @@ def load_module(kind: str, text: str):
             if isinstance(value, Dispatcher):
                 verified(value)
         _LOADED[key] = mod
+        if "numba.objmode(" in text:
+            # NOTE: kept in `sys.modules` for the life of the process: Numba looks the globals of
+            # object-mode code up by module name when it runs (a warm process's cached code, or
+            # code compiled outside `_importable`); object-mode kernels are few (loop bodies only).
+            sys.modules[mod.__name__] = mod
     _recent.append(mod)
     return mod
 
