@@ -55,6 +55,7 @@ def numba_cache():
     pytest.importorskip("numba")
     from dimgraph.backends.numba import cache
 
+    _forget_numba(cache)  # modules other tests of this process hold would skip the files these tests look at
     yield cache
     cache._LOADED.clear()
     cache._recent.clear()
