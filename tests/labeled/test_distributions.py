@@ -407,9 +407,7 @@ def test_positional_outputs_of_labeled_draws_compile():
 COV = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, -0.3], [0.1, -0.3, 0.8]])
 
 
-def test_multivariate_normal_logp_and_draws(backend, request):
-    if backend == "numba":  # not random-specific: cholesky + solve_triangular alone fail the same way there
-        request.applymarker(pytest.mark.xfail(raises=NameError, reason="numba graphs with several objmode linalg kernels: '_perform' undefined"))
+def test_multivariate_normal_logp_and_draws(backend):
     row, col = K, K.rename("k2")
     batch = dg.Dim("batch", size=2)
     mu = dg.labeled("mu", dims=(batch, row))
