@@ -37,11 +37,11 @@ def cache_root() -> Path:
     """`$DIMGRAPH_CACHE_DIR`, or the per-user default when it is unset or empty.
 
     >>> import os
+    >>> from unittest import mock
     >>> from dimgraph.backends.diskcache import cache_root
-    >>> os.environ["DIMGRAPH_CACHE_DIR"], saved = "", os.environ.get("DIMGRAPH_CACHE_DIR")
-    >>> cache_root().name
+    >>> with mock.patch.dict(os.environ, {"DIMGRAPH_CACHE_DIR": ""}):
+    ...     cache_root().name
     'dimgraph'
-    >>> os.environ.pop("DIMGRAPH_CACHE_DIR") if saved is None else os.environ.update(DIMGRAPH_CACHE_DIR=saved)
     """
     root = os.environ.get("DIMGRAPH_CACHE_DIR")
     if not root:
