@@ -56,11 +56,11 @@ def _registry(backend):
         from dimgraph.backends.numba.ops import numba_kernel as registry
     elif backend == "c":
         from dimgraph.backends import c as module
-        from dimgraph.backends.c.emit import c_impl as registry
+        from dimgraph.backends.c.registry import c_impl as registry
     else:
         from dimgraph.backends import jax as module
         from dimgraph.backends.jax import compiler  # noqa: F401  (imports the op families, registering them)
-        from dimgraph.backends.jax.dispatch import jax_impl as registry
+        from dimgraph.backends.jax.registry import jax_impl as registry
     expanded = {t for rw in module.BACKEND.cleanups for t in rw.tracks}
     return registry, expanded
 

@@ -25,7 +25,7 @@ import threading
 
 import numpy as np
 
-from dimgraph.backends.c.emit import CImpl, c_impl
+from dimgraph.backends.c.registry import CImpl, c_impl
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import LoopOp, check_state_shape

@@ -32,16 +32,10 @@ import os
 import jax
 import numpy as np
 
-from dimgraph.backends.jax import control, indexing, linalg, ops_more, random  # noqa: F401  (they register their entries)
+# Entry families, mirroring dimgraph.core; each registers its ops with `registry.jax_impl`.
+from dimgraph.backends.jax import control, elemwise, extra, fused, join, linalg, random, reduce, shape, subtensor  # noqa: F401
 from dimgraph.backends.jax.checks import collect
-from dimgraph.backends.jax.dispatch import (
-    FOLD_LIMIT,
-    DataDependentShape,
-    is_static,
-    jax_impl,
-    missing_message,
-    missing_ops,
-)
+from dimgraph.backends.jax.registry import FOLD_LIMIT, DataDependentShape, is_static, jax_impl, missing_message, missing_ops
 from dimgraph.backends.jax.sharding import Placement
 from dimgraph.backends.python import python_impl
 from dimgraph.core.graph import Constant

@@ -1,4 +1,4 @@
-"""JAX entries for indexing: `Subtensor`, `AdvancedSubtensor` and their set/inc counterparts.
+"""JAX entries of indexing (`dimgraph.core.subtensor`): `Subtensor`, `AdvancedSubtensor` and their set/inc counterparts.
 
 The index is rebuilt while tracing from the op's static description
 (`dimgraph.core.subtensor`): ints and slice bounds known while tracing are
@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dimgraph.backends.jax.checks import runtime_check
-from dimgraph.backends.jax.dispatch import DataDependentShape, is_static, jax_impl, static_int
+from dimgraph.backends.jax.registry import DataDependentShape, is_static, jax_impl, static_int
 from dimgraph.core.graph import Constant
 from dimgraph.core.subtensor import (
     ARRAY,
