@@ -26,7 +26,9 @@ import ctypes
 
 import numpy as np
 
-from dimgraph.backends import Backend
+from dataclasses import dataclass
+
+from dimgraph.backends import Backend, Compiled
 # Emitter families, mirroring dimgraph.core; each registers its ops with `registry.c_impl`.
 from dimgraph.backends.c import control, elemwise, extra, fused, join, random, reduce, shape, subtensor  # noqa: F401
 from dimgraph.backends.c.build import CCompileError, load  # noqa: F401
@@ -95,7 +97,7 @@ def _comment(node):
 
 
 def compile(fgraph, **options):
-    """`run(arrays) -> arrays` for `fgraph`; the C library comes from the disk cache or is compiled now."""
+    """The `CCompiled` (`run(arrays) -> arrays`) of `fgraph`; the C library comes from the disk cache or is compiled now."""
     source, nodes, impls, bases, n_slots, n_meta, errors = generate(fgraph)
     lib, key = load(source)
     entry = lib.dg_run
@@ -151,9 +153,12 @@ def compile(fgraph, **options):
             results.append(a)
         return results
 
-    run.source = source
-    run.cache_key = key
-    return run
+    return CCompiled(run, source=source, cache_key=key)
+
+
+@dataclass(frozen=True)
+class CCompiled(Compiled):
+    cache_key: str = ""  # the digest naming the shared library in the disk cache
 
 
 def _usable(a):

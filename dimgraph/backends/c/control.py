@@ -82,7 +82,7 @@ def _impl(node, outputs_of, job_of):
 def _compiled(graph):
     from dimgraph.backends.c import compile as c_compile
 
-    return c_compile(FunctionGraph(graph.inputs, graph.outputs, clone=True))
+    return c_compile(FunctionGraph(graph.inputs, graph.outputs, clone=True)).run
 
 
 @c_impl.register(LoopOp)  # Loop and Scan

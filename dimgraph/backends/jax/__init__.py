@@ -49,7 +49,7 @@ BACKEND = Backend("jax", __name__, options=("output", "shard", "mesh"), rewrites
 
 
 def compile(fgraph, **options):
-    """The callable `fn(list of arrays) -> list of arrays` for `fgraph` (options in the module docstring)."""
+    """The `Compiled` (`run(list of arrays) -> list of arrays`) of `fgraph` (options in the module docstring)."""
     try:
         import jax  # noqa: F401
     except ImportError as err:
