@@ -7,7 +7,8 @@ import numpy as np
 from dimgraph.backends.c.loops import elem_strides, loop, strided
 from dimgraph.backends.c.registry import CImpl, c_impl
 from dimgraph.backends.c.scalar import NEGATIVE_POWER, as_composite, ctype, print_composite, raises
-from dimgraph.core.elemwise import DimShuffle, Elemwise, check_broadcast
+from dimgraph.core.broadcast import node_shape
+from dimgraph.core.elemwise import DimShuffle, Elemwise
 
 
 @c_impl.register(Elemwise)
@@ -31,7 +32,7 @@ def _elemwise(op, node):
 
     def plan(ctx, ins):
         if checked:
-            check_broadcast(node, ins)
+            node_shape(node, ins)
         shape = tuple(
             next((a.shape[ax] for j, a in enumerate(ins) if ax not in still[j]), 1) for ax in range(nd)
         )

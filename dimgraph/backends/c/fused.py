@@ -10,8 +10,8 @@ import numpy as np
 from dimgraph.backends.c.reduce import NOMEM, Values, check_nonempty, collapse_trailing, identity_of, reduce_code, reduced_view, trailing_reduced
 from dimgraph.backends.c.registry import CImpl, c_impl
 from dimgraph.backends.c.scalar import NEGATIVE_POWER, compute_ctype, raises
+from dimgraph.core.broadcast import node_shape
 from dimgraph.core.fused import CAReduceElemwise
-from dimgraph.core.fused import _check_broadcast as check_fused_broadcast
 
 
 @c_impl.register(CAReduceElemwise)
@@ -25,8 +25,7 @@ def _careduce_elemwise(op, node):
     r = trailing_reduced(op.axis, nd)
 
     def plan(ctx, ins):
-        check_fused_broadcast(op, node, ins)
-        shape = np.broadcast_shapes(*[a.shape for a in ins])
+        shape = node_shape(node, ins)
         check_nonempty(op, op.reducer, shape, op.axis)
         res = np.full([s for k, s in enumerate(shape) if k not in op.axis], ident, out.type.dtype)
         views = [np.broadcast_to(a, shape) for a in ins] + [reduced_view(res, shape, op.axis)]

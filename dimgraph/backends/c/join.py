@@ -6,7 +6,6 @@ import numpy as np
 
 from dimgraph.backends.c.loops import copy_code
 from dimgraph.backends.c.registry import CImpl, c_impl
-from dimgraph.errors import ShapeError
 from dimgraph.core.join import Join, Split
 
 
@@ -19,11 +18,7 @@ def _join(op, node):
         types += [(i.type.dtype, nd), (out.type.dtype, nd)]
 
     def plan(ctx, ins):
-        for ax in range(nd):
-            if ax != op.axis and len({a.shape[ax] for a in ins}) > 1:
-                raise ShapeError(
-                    f"{op}: inputs have sizes {[a.shape[ax] for a in ins]} on axis {ax}; only axis {op.axis} may differ"
-                )
+        op.check_shapes([a.shape for a in ins])
         shape = list(ins[0].shape)
         shape[op.axis] = sum(a.shape[op.axis] for a in ins)
         res = np.empty(shape, out.type.dtype)
@@ -50,8 +45,7 @@ def _split(op, node):
         x = ins[0]
         it = iter(int(ctx.host_value(v)) for v in node.inputs[1:])
         sizes = [s if s is not None else next(it) for s in op.sizes]
-        if any(s < 0 for s in sizes) or sum(sizes) != x.shape[op.axis]:
-            raise ShapeError(f"{op}: sizes {sizes} do not add up to the length {x.shape[op.axis]} of axis {op.axis}")
+        op.check_sizes(sizes, x.shape[op.axis])
         return np.split(x, np.cumsum(sizes)[:-1], axis=op.axis), [], False
 
     return CImpl([], None, plan)

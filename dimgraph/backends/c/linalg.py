@@ -31,8 +31,9 @@ from dimgraph.backends.c.loops import elem_strides, nest, strided
 from dimgraph.backends.c.reduce import NOMEM, collapse_trailing, reduce_code
 from dimgraph.backends.c.registry import CImpl, MissingEmitter, c_impl
 from dimgraph.backends.c.scalar import compute_ctype
-from dimgraph.core.blockwise import Blockwise
-from dimgraph.core.linalg import Einsum, MatMul, _check_runtime_broadcast
+from dimgraph.core.blockwise import Blockwise, runtime_batch
+from dimgraph.core.broadcast import letter_sizes
+from dimgraph.core.linalg import Einsum, MatMul, matmul_batch
 from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
 from dimgraph.errors import ShapeError
 
@@ -89,13 +90,7 @@ def _matrix_impl(op, node, nb):
             raise ShapeError(f"{name}: the matrix must be square, got shape {a.shape[-2:]}")
         if n_in == 2 and ins[1].shape[nb] != n:
             raise ShapeError(f"{name}: a is {n}x{n} but b has {ins[1].shape[nb]} rows")
-        batch = []
-        for ax in range(nb):
-            sizes = {x.shape[ax] for x, v in zip(ins, node.inputs) if v.type.shape[ax] != 1}
-            if len(sizes) > 1:
-                raise ShapeError(f"{op}: batch axis {ax} has sizes {sorted(sizes)} across inputs; only axes of static size 1 broadcast")
-            batch.append(sizes.pop() if sizes else 1)
-        batch = tuple(batch)
+        batch = runtime_batch(op, node, ins, nb)
         views = [np.broadcast_to(x, batch + x.shape[nb:]) for x in ins]
         nrhs = 1 if n_in == 1 or in_nd[1] == 1 else ins[1].shape[nb + 1]
         core_shapes = {Cholesky: [(n, n)], Inv: [(n, n)], Det: [()], SlogDet: [(), ()], Eigh: [(n,), (n, n)]}.get(
@@ -265,17 +260,9 @@ def _matmul(op, node):
 
     def plan(ctx, ins):
         a, b = ins
-        if a.shape[-1] != (b.shape[0] if b.ndim == 1 else b.shape[-2]):
-            raise ShapeError(f"matmul: the contracted axes differ: shapes {a.shape} and {b.shape}")
-        if a.ndim > 2 or b.ndim > 2:
-            _check_runtime_broadcast(
-                op,
-                [a_var.type.shape[:-2] if a.ndim > 1 else (), b_var.type.shape[:-2] if b.ndim > 1 else ()],
-                [a.shape[:-2] if a.ndim > 1 else (), b.shape[:-2] if b.ndim > 1 else ()],
-            )
+        batch = matmul_batch(op, a_var.type, b_var.type, a.shape, b.shape)
         a2 = a if a.ndim > 1 else a[None, :]
         b2 = b if b.ndim > 1 else b[:, None]
-        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
         m, k, n = a2.shape[-2], a2.shape[-1], b2.shape[-1]
         res = np.zeros(batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ()), out.type.dtype)
         full = batch + (m, k, n)
@@ -346,20 +333,10 @@ def _einsum(op, node):
     summed = tuple(range(len(output), L))  # the summed letters are the innermost loops
     out = node.outputs[0]
     types = [(i.type.dtype, L) for i in node.inputs] + [(out.type.dtype, L)]
+    statics = [i.type.shape for i in node.inputs]
 
     def plan(ctx, ins):
-        actual = {}
-        for term, x in zip(terms, ins):
-            for c, n in zip(term, x.shape):
-                actual.setdefault(c, set()).add(n)
-        target = {c: min(s - {1}, default=1) for c, s in actual.items()}  # NumPy: 1 stretches, also to 0
-        for term, x, var in zip(terms, ins, node.inputs):
-            for c, n, s in zip(term, x.shape, var.type.shape):
-                if n != target[c] and (s is None or n != 1):
-                    raise ShapeError(
-                        f"{op}: letter {c!r} has sizes {sorted(actual[c])} across the operands; "
-                        "only axes of static size 1 broadcast"
-                    )
+        target = letter_sizes(str(op), terms, statics, [x.shape for x in ins])
         full = [target[c] for c in letters]
         views = []
         for term, x in zip(terms, ins):

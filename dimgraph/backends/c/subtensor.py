@@ -20,7 +20,7 @@ from dimgraph.core.subtensor import (
     _advanced_key,
     _basic_key,
     _check_index_broadcast,
-    _check_value_runtime,
+    check_value_shape,
     _key_inputs,
 )
 
@@ -62,7 +62,7 @@ def _inc_subtensor(op, node):
         a, v = ins[0], ins[1]
         out = np.empty(a.shape, dt)
         sel = _basic_view(op, ctx, node, out, node.inputs[2:])
-        _check_value_runtime(op, node.inputs[1].type, v, sel)
+        check_value_shape(op, node.inputs[1].type, v.shape, sel.shape)
         return [out], [a, out, sel, np.broadcast_to(v, sel.shape)], True
 
     return CImpl(types, _update_code(op.mode), plan)
@@ -167,7 +167,7 @@ def _advanced_inc_subtensor(op, node):
         a, val = ins[0], ins[1]
         out = np.empty(a.shape, dt)
         positions = _offsets(op, ctx, out, node.inputs[2:])
-        _check_value_runtime(op, v.type, val, positions)
+        check_value_shape(op, v.type, val.shape, positions.shape)
         return [out], [a, out, positions, np.broadcast_to(val, positions.shape)], True
 
     def code(o):

@@ -6,18 +6,8 @@ import jax.numpy as jnp
 
 from dimgraph.backends.jax.registry import jax_impl
 from dimgraph.backends.jax.scalar import scalar_fn
-from dimgraph.core.elemwise import DimShuffle, Elemwise, check_broadcast
-
-
-def broadcast_shape(node, inputs):
-    """The output shape of an Elemwise-like node: its inputs' shapes broadcast (checked first)."""
-    check_broadcast(node, inputs)
-    ndim = node.inputs[0].type.ndim
-    return tuple(0 if any(x.shape[ax] == 0 for x in inputs) else max(x.shape[ax] for x in inputs) for ax in range(ndim))
-
-
-# ---------------------------------------------------------------------------
-# elementwise
+from dimgraph.core.broadcast import node_shape
+from dimgraph.core.elemwise import DimShuffle, Elemwise
 
 
 @jax_impl.register(Elemwise)
@@ -25,7 +15,7 @@ def _elemwise(op, node):
     fn = scalar_fn(op.scalar_op, [i.type.dtype for i in node.inputs])
 
     def elemwise(inputs):
-        shape = broadcast_shape(node, inputs)
+        shape = node_shape(node, inputs)
         # a Composite may ignore an input: its result still has the broadcast shape
         return [o if o.shape == shape else jnp.broadcast_to(o, shape) for o in fn(*inputs)]
 

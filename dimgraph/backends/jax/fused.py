@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from dimgraph.backends.jax.elemwise import broadcast_shape
 from dimgraph.backends.jax.reduce import reduce_fn
 from dimgraph.backends.jax.registry import jax_impl
 from dimgraph.backends.jax.scalar import scalar_fn
+from dimgraph.core.broadcast import node_shape
 from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
 from dimgraph.core.graph import toposort
 
@@ -18,7 +18,7 @@ def _careduce_elemwise(op, node):
     reducers = [reduce_fn(op.reducer, op.axis, out.type.dtype) for out in node.outputs]
 
     def careduce_elemwise(inputs):
-        shape = broadcast_shape(node, inputs)
+        shape = node_shape(node, inputs)
         return [
             reduce(full if full.shape == shape else jnp.broadcast_to(full, shape))
             for reduce, full in zip(reducers, fn(*inputs))

@@ -20,7 +20,8 @@ import numpy as np
 from dimgraph.backends.jax.registry import jax_impl
 from dimgraph.backends.jax.scalar import cast
 from dimgraph.core.blockwise import Blockwise
-from dimgraph.core.linalg import Einsum, MatMul, _check_runtime_broadcast
+from dimgraph.core.broadcast import letter_sizes
+from dimgraph.core.linalg import Einsum, MatMul, matmul_batch
 from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
 from dimgraph.errors import ShapeError
 
@@ -145,14 +146,7 @@ def _matmul(op, node):
 
     def matmul(inputs):
         a, b = inputs
-        if a.shape[-1] != (b.shape[0] if b.ndim == 1 else b.shape[-2]):
-            raise ShapeError(f"matmul: the contracted axes differ: shapes {tuple(a.shape)} and {tuple(b.shape)}")
-        if a.ndim > 2 or b.ndim > 2:
-            _check_runtime_broadcast(
-                op,
-                [ta.shape[:-2] if a.ndim > 1 else (), tb.shape[:-2] if b.ndim > 1 else ()],
-                [tuple(a.shape[:-2]) if a.ndim > 1 else (), tuple(b.shape[:-2]) if b.ndim > 1 else ()],
-            )
+        matmul_batch(op, ta, tb, a.shape, b.shape)
         res = jnp.matmul(cast(a, compute), cast(b, compute), precision=HIGHEST)
         return [res != 0 if out == np.bool_ else cast(res, out)]
 
@@ -164,21 +158,12 @@ def _einsum(op, node):
     out = np.dtype(node.outputs[0].type.dtype)
     compute = _contract_dtype(out)
     terms = op.terms
+    statics = [i.type.shape for i in node.inputs]
 
     def einsum(inputs):
-        actual = {}
-        for term, x in zip(terms, inputs):
-            for c, n in zip(term, x.shape):
-                actual.setdefault(c, set()).add(n)
-        target = {c: min(s - {1}, default=1) for c, s in actual.items()}  # NumPy: 1 stretches, also to 0
+        target = letter_sizes(str(op), terms, statics, [x.shape for x in inputs])
         args = []
-        for term, x, var in zip(terms, inputs, node.inputs):
-            for c, n, s in zip(term, x.shape, var.type.shape):
-                if n != target[c] and (s is None or n != 1):
-                    raise ShapeError(
-                        f"{op}: letter {c!r} has sizes {sorted(actual[c])} across the operands; "
-                        "only axes of static size 1 broadcast"
-                    )
+        for term, x in zip(terms, inputs):
             x = cast(x, compute)
             full = tuple(target[c] for c in term)
             args.append(x if x.shape == full else jnp.broadcast_to(x, full))
