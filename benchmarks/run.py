@@ -355,7 +355,7 @@ w2, c2 = time.perf_counter(), time.process_time()
 f(*args)
 w3, c3 = time.perf_counter(), time.process_time()
 print(json.dumps(dict(import_wall=w1 - w0, wall=(w2 - w1) - (w3 - w2), cpu=(c2 - c1) - (c3 - c2),
-                      kernels=len(getattr(f._run, "kernel_digests", ())), timings=getattr(f, "timings", {{}}))))
+                      kernels=len(getattr(f._compiled, "kernel_digests", ())), timings=getattr(f, "timings", {{}}))))
 """
 
 

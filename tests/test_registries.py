@@ -13,6 +13,7 @@ The checker is tested too: an injected op, labeled op or scalar row is reported.
 
 import importlib
 import pkgutil
+import sys
 
 import pytest
 from scalar_oracles import ORACLES
@@ -56,11 +57,11 @@ def _registry(backend):
         from dimgraph.backends.numba.ops import numba_kernel as registry
     elif backend == "c":
         from dimgraph.backends import c as module
-        from dimgraph.backends.c.emit import c_impl as registry
+        from dimgraph.backends.c.registry import c_impl as registry
     else:
         from dimgraph.backends import jax as module
         from dimgraph.backends.jax import compiler  # noqa: F401  (imports the op families, registering them)
-        from dimgraph.backends.jax.dispatch import jax_impl as registry
+        from dimgraph.backends.jax.registry import jax_impl as registry
     expanded = {t for rw in module.BACKEND.cleanups for t in rw.tracks}
     return registry, expanded
 
@@ -178,3 +179,36 @@ def test_an_unknown_option_is_an_error_naming_the_accepted_ones(backend):
     accepted = ", ".join(contract.options) or "none"
     with pytest.raises(TypeError, match=rf"{backend} backend: unknown options \['jitgraph'\]; accepted: {accepted}"):
         dimgraph.function([x], x + 1, backend=backend, jitgraph=True)
+
+
+@pytest.mark.parametrize("backend", ["python", "numba", "c", "jax"])
+def test_every_backend_compiles_to_a_compiled(backend):
+    """`compile` returns the typed `Compiled`; its `run` computes the graph and `Function` shows its source."""
+    import numpy as np
+
+    from dimgraph.backends import Compiled, get_backend
+    from dimgraph.core.fgraph import FunctionGraph
+
+    x = dimgraph.tensor("x", shape=(None,))
+    compiled = get_backend(backend).compile(FunctionGraph([x], [x * 2.0]))
+    assert isinstance(compiled, Compiled)
+    (out,) = compiled.run([np.arange(3.0)])
+    np.testing.assert_array_equal(out, [0.0, 2.0, 4.0])
+    f = dimgraph.function([x], x * 2.0, backend=backend)
+    assert f.source == f._compiled.source
+    assert (f.source is None) == (backend in ("python", "jax"))
+
+
+def test_a_backend_returning_a_bare_callable_is_an_error(monkeypatch):
+    import types
+
+    from dimgraph.backends import _LOADERS, Backend
+
+    module = types.ModuleType("bare_backend")
+    module.compile = lambda fgraph, **options: (lambda arrays: arrays)
+    module.BACKEND = Backend("bare", "bare_backend")
+    monkeypatch.setitem(sys.modules, "bare_backend", module)
+    monkeypatch.setitem(_LOADERS, "bare", "bare_backend")  # as `register_backend` does, undone after the test
+    x = dimgraph.tensor("x", shape=(2,))
+    with pytest.raises(TypeError, match="bare backend: compile returned function, not a dimgraph.backends.Compiled"):
+        dimgraph.function([x], x + 1, backend="bare")

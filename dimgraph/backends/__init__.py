@@ -3,11 +3,12 @@
 Every backend module declares its contract as `BACKEND`, a `Backend`: its
 name, the compile options it accepts, the fused ops it can run (rewrites that
 produce them are opt-in), rewrites it cannot run and clean-up rewrites run
-last. `BACKEND.compile(fgraph, **options)` returns `fn(list_of_arrays) ->
-list_of_arrays`, the arrays in `fgraph.inputs` / `fgraph.outputs` order (input
-checks happen before); an option it does not accept is a TypeError naming the
-ones it does, on every backend. Modules load only when asked for, so optional
-dependencies (jax) cost nothing until used.
+last. `BACKEND.compile(fgraph, **options)` returns a `Compiled`, whose
+`run(list_of_arrays) -> list_of_arrays` takes and gives the arrays in
+`fgraph.inputs` / `fgraph.outputs` order (input checks happen before); an
+option it does not accept is a TypeError naming the ones it does, on every
+backend. Modules load only when asked for, so optional dependencies (jax) cost
+nothing until used.
 
 >>> get_backend("c").options, get_backend("python").name
 ((), 'python')
@@ -16,7 +17,8 @@ dependencies (jax) cost nothing until used.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 _LOADERS = {
     "python": "dimgraph.backends.python",
@@ -28,11 +30,26 @@ DEFAULT_BACKEND = "numba"
 
 
 @dataclass(frozen=True)
+class Compiled:
+    """What a backend's compile returns: the callable, and what `Function` reads beside it.
+
+    A backend with more to show (kernel digests, jit caches) returns a subclass
+    with those fields; `Function` keeps it as `f._compiled`.
+    """
+
+    run: Callable  # run(list of arrays) -> list of arrays
+    source: str | None = None  # the generated source, shown by `Function.source` (None: nothing is printed)
+    fast: Callable | None = None  # fast(*arrays) -> bare array, or tuple for several outputs: the entry `Function` calls directly
+    timings: dict = field(default_factory=dict)  # {kernel: seconds}, filled by the first call (numba)
+    exports: dict = field(default_factory=dict)  # {attribute: make(function)}: extras set on the `Function` (jax: jax_fn)
+
+
+@dataclass(frozen=True)
 class Backend:
     """What a backend module declares (as `BACKEND`) and what `dg.function` and `rewrite_graph` read."""
 
     name: str
-    module: str  # the module whose `compile(fgraph, **options)` builds the callable
+    module: str  # the module whose `compile(fgraph, **options)` returns the `Compiled`
     options: tuple = ()  # the compile options it accepts
     rewrites_opt_in: tuple = ()  # the opt-in rewrites (`dimgraph.core.rewriting.OPT_IN`) whose fused ops it runs
     rewrites_exclude: tuple = ()  # rewrite names or tags it cannot run
@@ -45,14 +62,17 @@ class Backend:
             accepted = ", ".join(self.options) if self.options else "none"
             raise TypeError(f"{self.name} backend: unknown options {unknown}; accepted: {accepted}")
 
-    def compile(self, fgraph, **options):
-        """`fn(list of arrays) -> list of arrays` running `fgraph`."""
+    def compile(self, fgraph, **options) -> Compiled:
+        """The `Compiled` running `fgraph`."""
         self.check_options(options)
-        return importlib.import_module(self.module).compile(fgraph, **options)
+        compiled = importlib.import_module(self.module).compile(fgraph, **options)
+        if not isinstance(compiled, Compiled):
+            raise TypeError(f"{self.name} backend: compile returned {type(compiled).__name__}, not a dimgraph.backends.Compiled")
+        return compiled
 
 
 def register_backend(name: str, module: str):
-    """Register a backend module (it must define `BACKEND`, a `Backend`, and `compile(fgraph, **options)`)."""
+    """Register a backend module (it must define `BACKEND`, a `Backend`, and `compile(fgraph, **options) -> Compiled`)."""
     _LOADERS[name] = module
 
 

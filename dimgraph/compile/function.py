@@ -41,12 +41,13 @@ class Function:
 
     __name__ = "dimgraph_function"  # what tools that name callables show (dask task keys, profilers)
 
-    def __init__(self, inputs, outputs, single, fgraph, backend, run, in_specs, out_specs, checks, shared, n_updates):
+    def __init__(self, inputs, outputs, single, fgraph, backend, compiled, in_specs, out_specs, checks, shared, n_updates):
         self.inputs = inputs
         self.outputs = outputs
         self.fgraph = fgraph
         self.backend = backend
-        self._run = run
+        self._compiled = compiled
+        self._run = compiled.run
         self._in_specs = in_specs
         self._out_specs = out_specs
         self._checks = checks
@@ -55,14 +56,14 @@ class Function:
         self._single = single
         self._dataset_names = None  # output="dataset": the outputs' names
         self._names = {v.name: k for k, v in enumerate(inputs) if v.name}
-        self.source = getattr(run, "source", None)
+        self.source = compiled.source
         # What the rewrites did (dimgraph.core.rewriting.RewriteTrace): counts, and events when traced.
         self.rewrite_trace = getattr(fgraph, "rewrite_trace", None)
         # The common call (every input positional, arrays or labeled arrays, no shared variables,
-        # no updates, no label checks) skips binding and contexts: `run.fast(*arrays)` is the
+        # no updates, no label checks) skips binding and contexts: `compiled.fast(*arrays)` is the
         # backend's own entry (numba: the driver), returning a bare array for one output, a
         # tuple for several; labeled outputs are wrapped by their specs.
-        fast = getattr(run, "fast", None)
+        fast = compiled.fast
         specs = [_fast_spec(s) for s in in_specs]
         plain = not checks and not shared and not n_updates and None not in specs
         # The first call takes the general path and is timed (it compiles the numba kernels); the
@@ -72,7 +73,7 @@ class Function:
         self._first_call = True
         # Seconds per phase: lower, rewrite, codegen (set by `function`), "first call", and the
         # backend's own ({kernel: seconds}, filled by the first call).
-        self.timings = {"kernels": getattr(run, "timings", {})}
+        self.timings = {"kernels": compiled.timings}
         self._n_inputs = len(inputs)
         self._labeled_in = any(type(s) is not TensorInput for s in in_specs)
         if all(type(s) is TensorOutput for s in out_specs):
@@ -366,10 +367,10 @@ def function(
     t_rewrite = time.perf_counter()
     rewrite_graph(fgraph, rewrites, backend=backend_contract)
     t_codegen = time.perf_counter()
-    run = backend_contract.compile(fgraph, **backend_options)
+    compiled = backend_contract.compile(fgraph, **backend_options)
     t_done = time.perf_counter()
     f = Function(
-        inputs, outputs, single, fgraph, backend_contract.name, run, in_specs, out_specs, checks, shared, len(pos_updates)
+        inputs, outputs, single, fgraph, backend_contract.name, compiled, in_specs, out_specs, checks, shared, len(pos_updates)
     )
     f._update_targets = [t.storage_key for t in update_targets]
     f.compile_time = time.perf_counter() - started  # rewrites and code generation, in seconds
@@ -381,7 +382,7 @@ def function(
     if return_numpy:
         options = {**options, "return_numpy": True}
     f._recipe = Recipe(inputs, outputs[0] if single else outputs, backend_contract.name, updates, rewrites, options)
-    for attr, make in getattr(run, "exports", {}).items():  # backend extras built on the Function (jax: f.jax_fn)
+    for attr, make in compiled.exports.items():  # backend extras built on the Function (jax: f.jax_fn)
         setattr(f, attr, make(f))
     return f
 

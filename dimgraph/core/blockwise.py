@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.core.basic import as_tensor
+from dimgraph.core.broadcast import broadcast_shape
 from dimgraph.core.graph import Apply, Op
 from dimgraph.core.type import TensorType
 from dimgraph.errors import ShapeError
@@ -120,7 +121,7 @@ class Blockwise(Op):
 
     def perform(self, node, inputs):
         nb = self.batch_ndim(node)
-        batch = _runtime_batch(self, node, inputs, nb)
+        batch = runtime_batch(self, node, inputs, nb)
         core = node.tag.get("core_node") or node.tag.setdefault("core_node", self.core_node(node.inputs))
         batched = getattr(self.core_op, "perform_batched", None)
         if batched is not None:
@@ -172,17 +173,10 @@ class Blockwise(Op):
         return f"Blockwise{{{self.core_op}, {self.signature}}}"
 
 
-def _runtime_batch(op, node, inputs, nb):
-    """The batch shape of this call; an axis of unknown static size never stretches."""
-    batch = []
-    for ax in range(nb):
-        sizes = {x.shape[ax] for x, v in zip(inputs, node.inputs) if v.type.shape[ax] != 1}
-        if len(sizes) > 1:
-            raise ShapeError(
-                f"{op}: batch axis {ax} has sizes {sorted(sizes)} across inputs; only axes of static size 1 broadcast"
-            )
-        batch.append(sizes.pop() if sizes else 1)
-    return tuple(batch)
+def runtime_batch(op, node, inputs, nb):
+    """The batch shape of this call (the first `nb` axes of every input); only axes of static size 1 stretch."""
+    static = [v.type.shape[:nb] for v in node.inputs]
+    return broadcast_shape(str(op), static, [x.shape[:nb] for x in inputs], axis_kind="batch axis")
 
 
 def blockwise(core_op, signature, *inputs):

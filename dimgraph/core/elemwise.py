@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.core.basic import as_tensor
+from dimgraph.core.broadcast import node_shape
 from dimgraph.core.graph import Op
 from dimgraph.core.scalar import ScalarOp
 from dimgraph.core.shape import build
@@ -58,7 +59,7 @@ class Elemwise(Op):
         return [tuple(out)] * self.scalar_op.nout
 
     def perform(self, node, inputs):
-        check_broadcast(node, inputs)
+        node_shape(node, inputs)
         return self.scalar_op.impl(*inputs)
 
     def L_op(self, inputs, outputs, output_grads):
@@ -68,18 +69,6 @@ class Elemwise(Op):
 
     def __str__(self):
         return str(self.scalar_op)
-
-
-def check_broadcast(node, inputs):
-    """Raise when an axis of unknown static size would stretch at run time."""
-    ndim = node.outputs[0].type.ndim
-    for ax in range(ndim):
-        sizes = {v.shape[ax] for v, i in zip(inputs, node.inputs) if i.type.shape[ax] != 1}
-        if len(sizes) > 1:
-            raise ShapeError(
-                f"{node.op}: axis {ax} has sizes {sorted(sizes)} across inputs; only axes of static size 1 "
-                "broadcast (declare the size as 1 where you mean to broadcast)"
-            )
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.core.basic import as_tensor
+from dimgraph.core.broadcast import node_shape
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.errors import ShapeError
 from dimgraph.core.graph import Op
@@ -82,7 +83,7 @@ class CAReduceElemwise(Op):
         return [tuple(s for a, s in enumerate(full) if a not in self.axis)] * self.scalar_op.nout
 
     def perform(self, node, inputs):
-        _check_broadcast(self, node, inputs)
+        node_shape(node, inputs)
         dtypes = [o.type.dtype for o in node.outputs]
         shape = np.broadcast_shapes(*[np.shape(i) for i in inputs])
         n = shape[0] if shape else 1
@@ -125,16 +126,6 @@ class CAReduceElemwise(Op):
 
     def __str__(self):
         return f"{self.reducer}_reduce{{axis={list(self.axis)}}}({self.scalar_op})"
-
-
-def _check_broadcast(op, node, inputs):
-    """As Elemwise: an axis of unknown static size never stretches at run time."""
-    for ax in range(node.inputs[0].type.ndim):
-        sizes = {v.shape[ax] for v, i in zip(inputs, node.inputs) if i.type.shape[ax] != 1}
-        if len(sizes) > 1:
-            raise ShapeError(
-                f"{op}: axis {ax} has sizes {sorted(sizes)} across inputs; only axes of static size 1 broadcast"
-            )
 
 
 @dataclass(frozen=True)

@@ -65,13 +65,16 @@ class Join(Op):
                 out.append(known[0] if known else input_shapes[0][ax])
         return [tuple(out)]
 
-    def perform(self, node, inputs):
-        for ax in range(node.outputs[0].type.ndim):
-            if ax != self.axis and len({i.shape[ax] for i in inputs}) > 1:
+    def check_shapes(self, shapes):
+        """The run-time rule every backend checks: the input `shapes` agree on every axis but `axis`."""
+        for ax in range(len(shapes[0])):
+            if ax != self.axis and len({sh[ax] for sh in shapes}) > 1:
                 raise ShapeError(
-                    f"{self}: inputs have sizes {[i.shape[ax] for i in inputs]} on axis {ax}; "
-                    f"only axis {self.axis} may differ"
+                    f"{self}: inputs have sizes {[sh[ax] for sh in shapes]} on axis {ax}; only axis {self.axis} may differ"
                 )
+
+    def perform(self, node, inputs):
+        self.check_shapes([i.shape for i in inputs])
         return [np.concatenate(inputs, axis=self.axis).astype(node.outputs[0].type.dtype, copy=False)]
 
     def L_op(self, inputs, outputs, output_grads):
@@ -147,13 +150,15 @@ class Split(Op):
             for e in self._size_entries(inputs[1:])
         ]
 
+    def check_sizes(self, sizes, length):
+        """The run-time rule every backend checks: the pieces' `sizes` are non-negative and add up to `length`."""
+        if any(s < 0 for s in sizes) or sum(sizes) != length:
+            raise ShapeError(f"{self}: sizes {sizes} do not add up to the length {length} of axis {self.axis}")
+
     def perform(self, node, inputs):
         x, *sizes = inputs
         sizes = [int(s) for s in self._size_entries(sizes)]
-        if any(s < 0 for s in sizes) or sum(sizes) != x.shape[self.axis]:
-            raise ShapeError(
-                f"{self}: sizes {sizes} do not add up to the length {x.shape[self.axis]} of axis {self.axis}"
-            )
+        self.check_sizes(sizes, x.shape[self.axis])
         return [np.array(p) for p in np.split(x, np.cumsum(sizes)[:-1], axis=self.axis)]
 
     def L_op(self, inputs, outputs, output_grads):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.core.basic import as_tensor
+from dimgraph.core.broadcast import broadcast_shape, letter_sizes
 from dimgraph.core.graph import Op
 from dimgraph.core.shape import build, static_or_symbolic
 from dimgraph.errors import ShapeError
@@ -42,17 +43,16 @@ def _broadcast_static(op_name, shapes, static_shapes):
     return tuple(out)
 
 
-def _check_runtime_broadcast(op, static_shapes, shapes):
-    ndim = max((len(s) for s in shapes), default=0)
-    target = np.broadcast_shapes(*shapes) if shapes else ()
-    for st, sh in zip(static_shapes, shapes):
-        off = ndim - len(sh)
-        for k, (s, n) in enumerate(zip(st, sh)):
-            if s is None and n != target[off + k]:
-                raise ShapeError(
-                    f"{op}: a batch axis has size {n} where another input has {target[off + k]}; "
-                    "only axes of static size 1 broadcast"
-                )
+def matmul_batch(op, a_type, b_type, a_shape, b_shape):
+    """The run-time batch shape of `a @ b` (the axes before the matrix ones), the contracted axes checked;
+    only batch axes of static size 1 stretch."""
+    if a_shape[-1] != (b_shape[0] if len(b_shape) == 1 else b_shape[-2]):
+        raise ShapeError(f"matmul: the contracted axes differ: shapes {tuple(a_shape)} and {tuple(b_shape)}")
+    statics, shapes = [], []
+    for t, shape in ((a_type, a_shape), (b_type, b_shape)):
+        statics.append(t.shape[:-2] if t.ndim > 1 else ())
+        shapes.append(tuple(shape[:-2]) if len(shape) > 1 else ())
+    return broadcast_shape(str(op), statics, shapes, axis_kind="batch axis")
 
 
 @dataclass(frozen=True)
@@ -90,14 +90,7 @@ class MatMul(Op):
     def perform(self, node, inputs):
         a, b = inputs
         ta, tb = node.inputs[0].type, node.inputs[1].type
-        if a.shape[-1] != (b.shape[0] if b.ndim == 1 else b.shape[-2]):
-            raise ShapeError(f"matmul: the contracted axes differ: shapes {a.shape} and {b.shape}")
-        if a.ndim > 2 or b.ndim > 2:
-            _check_runtime_broadcast(
-                self,
-                [ta.shape[:-2] if a.ndim > 1 else (), tb.shape[:-2] if b.ndim > 1 else ()],
-                [a.shape[:-2] if a.ndim > 1 else (), b.shape[:-2] if b.ndim > 1 else ()],
-            )
+        matmul_batch(self, ta, tb, a.shape, b.shape)
         return [np.asarray(np.matmul(a, b), dtype=node.outputs[0].type.dtype)]
 
     def L_op(self, inputs, outputs, output_grads):
@@ -331,18 +324,7 @@ class Einsum(Op):
 
     def perform(self, node, inputs):
         terms = self.terms
-        actual = {}
-        for term, x in zip(terms, inputs):
-            for c, n in zip(term, x.shape):
-                actual.setdefault(c, set()).add(n)
-        target = {c: min(s - {1}, default=1) for c, s in actual.items()}  # NumPy: 1 stretches, also to 0
-        for term, x, var in zip(terms, inputs, node.inputs):
-            for c, n, s in zip(term, x.shape, var.type.shape):
-                if n != target[c] and (s is None or n != 1):
-                    raise ShapeError(
-                        f"{self}: letter {c!r} has sizes {sorted(actual[c])} across the operands; "
-                        "only axes of static size 1 broadcast"
-                    )
+        target = letter_sizes(str(self), terms, [v.type.shape for v in node.inputs], [x.shape for x in inputs])
         # letters repeated within one operand (diagonals) must not broadcast; give NumPy full sizes
         args = []
         for term, x in zip(terms, inputs):

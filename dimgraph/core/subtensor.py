@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.core.basic import as_tensor, constant, is_python_scalar
+from dimgraph.core.broadcast import broadcast_shape
 from dimgraph.core.graph import Constant, Op, Variable
 from dimgraph.core.shape import build, static_or_symbolic, to_static
 from dimgraph.errors import ShapeError
@@ -441,14 +442,10 @@ def _check_value(op_name, target_shape, v):
             )
 
 
-def _check_value_runtime(op, v_type, v, target):
-    offset = target.ndim - v.ndim
-    for k, s in enumerate(v_type.shape):
-        if s is None and v.shape[k] != target.shape[offset + k]:
-            raise ShapeError(
-                f"{op}: axis {k} of the value has size {v.shape[k]} but the selection has size "
-                f"{target.shape[offset + k]}; only axes of static size 1 broadcast"
-            )
+def check_value_shape(op, v_type, v_shape, target_shape):
+    """The value of a set/inc fits the selection's run-time shape: only its axes of static size 1 stretch."""
+    statics = [(None,) * len(target_shape), v_type.shape]
+    broadcast_shape(str(op), statics, [tuple(target_shape), tuple(v_shape)], names=["the selection", "the value"])
 
 
 def _check_mode(mode):
@@ -483,7 +480,7 @@ class IncSubtensor(Op):
         x, v, *scalars = inputs
         out = x.copy()
         key = _basic_key(self.index, scalars)
-        _check_value_runtime(self, node.inputs[1].type, v, out[key])
+        check_value_shape(self, node.inputs[1].type, np.shape(v), out[key].shape)
         if self.mode == "set":
             out[key] = v
         else:
@@ -657,24 +654,25 @@ def _check_index_broadcast(op, index, idx_nodes_inputs, key):
     """Index arrays with unknown static sizes must not rely on run-time size-1 stretching."""
     arrays = [(var, k) for var, k in zip(idx_nodes_inputs, key) if isinstance(k, np.ndarray) and var is not None]
     shapes = [k.shape if k.dtype != np.bool_ else (int(np.count_nonzero(k)),) for _, k in arrays]
+    statics = []
+    for var, k in arrays:
+        if k.dtype != np.bool_:
+            statics.append(var.type.shape)
+        else:  # a mask stands for its positions: a count known only for constants
+            statics.append((int(np.count_nonzero(var.data)),) if isinstance(var, Constant) else (None,))
+    check_index_shapes(op, statics, shapes)
+
+
+def check_index_shapes(op, statics, shapes):
+    """The index arrays' run-time `shapes` broadcast as NumPy's (an IndexError otherwise), and only their
+    axes of static size 1 (`statics`) stretch (a ShapeError otherwise)."""
     try:
-        target = np.broadcast_shapes(*shapes)
+        np.broadcast_shapes(*shapes)
     except ValueError:
         raise IndexError(
             f"{op}: shape mismatch: indexing arrays could not be broadcast together with shapes {shapes}"
         ) from None
-    for (var, k), sh in zip(arrays, shapes):
-        if k.dtype != np.bool_:
-            static = var.type.shape
-        else:  # a mask stands for its positions: a count known only for constants
-            static = (int(np.count_nonzero(var.data)),) if isinstance(var, Constant) else (None,)
-        offset = len(target) - len(sh)
-        for ax, (s, n) in enumerate(zip(static, sh)):
-            if s is None and n != target[offset + ax]:
-                raise ShapeError(
-                    f"{op}: an index array has size {n} on axis {ax} where the others have {target[offset + ax]}; "
-                    "only axes of static size 1 broadcast"
-                )
+    broadcast_shape(str(op), statics, shapes, names=[f"index array {k}" for k in range(len(shapes))])
 
 
 def _key_inputs(index, idx_inputs):
@@ -764,7 +762,7 @@ class AdvancedIncSubtensor(Op):
         out = x.copy()
         # the flat position of every selected element, in the selection's shape
         positions = np.arange(x.size, dtype=np.int64).reshape(x.shape)[key]
-        _check_value_runtime(self, node.inputs[1].type, v, positions)
+        check_value_shape(self, node.inputs[1].type, np.shape(v), positions.shape)
         values = np.broadcast_to(v, positions.shape)
         flat = out.reshape(-1)
         if self.mode == "set":

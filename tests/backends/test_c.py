@@ -17,7 +17,7 @@ import pytest
 
 import dimgraph as dg
 from dimgraph.backends.c import build
-from dimgraph.backends.c.emit import MissingEmitter
+from dimgraph.backends.c.registry import MissingEmitter
 from dimgraph.core.graph import Apply, Op
 from dimgraph.core.type import TensorType
 from dimgraph.errors import BackendUnavailable

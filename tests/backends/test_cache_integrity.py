@@ -128,8 +128,8 @@ def test_numba_machine_code_of_another_function_is_refused(cache_root, numba_cac
     plus = dg.function([x], x + 1.0, backend="numba", rewrites="none")
     minus = dg.function([x], x - 1.0, backend="numba", rewrites="none")
     plus(np.ones(2)), minus(np.ones(2))
-    (k_plus,) = set(plus._run.kernel_digests) - set(minus._run.kernel_digests)
-    (k_minus,) = set(minus._run.kernel_digests) - set(plus._run.kernel_digests)
+    (k_plus,) = set(plus._compiled.kernel_digests) - set(minus._compiled.kernel_digests)
+    (k_minus,) = set(minus._compiled.kernel_digests) - set(plus._compiled.kernel_digests)
     pycache = next(cache_root.rglob("__pycache__"))
     (plus_data,) = pycache.glob(f"k_{k_plus}.*.nbc")
     (minus_data,) = pycache.glob(f"k_{k_minus}.*.nbc")
@@ -361,7 +361,7 @@ def test_numba_generated_modules_are_released_with_their_function(cache_root, nu
     for k in range(5):
         f = dg.function([x], dg.tanh(x) * (k + 0.5) + dg.exp(x * (k + 1.0)).sum(), backend="numba")
         assert f(np.array([0.0])).tolist() == [1.0]
-        graphs.append(weakref.ref(f._run.fast))  # the generated driver (kernels stay: Numba keeps them)
+        graphs.append(weakref.ref(f._compiled.fast))  # the generated driver (kernels stay: Numba keeps them)
         del f
     numba_cache._recent.clear()
     gc.collect()

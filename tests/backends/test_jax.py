@@ -90,7 +90,7 @@ def test_x64_stays_local(logp):
     f, data = logp
     assert not jax.config.jax_enable_x64
     out = f(*data)
-    assert out.dtype == np.float64 and f._run.x64
+    assert out.dtype == np.float64 and f._compiled.x64
     # the user's JAX code keeps 32-bit defaults, on this thread and after the call
     assert not jax.config.jax_enable_x64
     assert jnp.zeros(2).dtype == np.float32
@@ -100,7 +100,7 @@ def test_x64_stays_local(logp):
 def test_graph_of_32_bit_values_runs_without_x64():
     x = dg.tensor("x", shape=(3,), dtype="float32")
     f = dg.function([x], dg.exp(x) + 1, backend="jax")
-    assert not f._run.x64
+    assert not f._compiled.x64
     out = f(np.zeros(3, np.float32))
     assert out.dtype == np.float32
     np.testing.assert_array_equal(out, 2.0)
@@ -238,7 +238,7 @@ def test_sizes_from_small_inputs_are_compiled_in():
         np.testing.assert_array_equal(head, data[:nv])
         np.testing.assert_array_equal(filled, np.zeros(kv))
         np.testing.assert_array_equal(r, np.arange(nv))
-    assert f._run.static_inputs() == {1, 2}  # n and k: one compile per distinct (n, k)
+    assert f._compiled.static_inputs() == {1, 2}  # n and k: one compile per distinct (n, k)
 
 
 # ---------------------------------------------------------------------------

@@ -39,7 +39,7 @@ SCRIPT = textwrap.dedent(
         xv, wv = rng.normal(size=(rows, 3)), rng.normal(size=3)
         a, b = plain(xv, wv), sharded(xv, wv)
         report[f"positional_{rows}"] = all(np.allclose(p, q, rtol=1e-13, atol=1e-13) for p, q in zip(a, b))
-        report[f"placed_{rows}"] = list(sharded._run.placement.sharding_for(0, xv.shape).spec)
+        report[f"placed_{rows}"] = list(sharded._compiled.placement.sharding_for(0, xv.shape).spec)
         report[f"out_devices_{rows}"] = len(on_device(xv, wv)[0].sharding.device_set)
 
     # a 2 x 2 mesh given by the user, both axes of x sharded
@@ -64,7 +64,7 @@ SCRIPT = textwrap.dedent(
     a, b = plain(yv, mv, muv), sharded(yv, mv, muv)
     report["labeled"] = bool(np.allclose(a[0], b[0], rtol=1e-13) and np.allclose(a[1].values, b[1].values, rtol=1e-13))
     report["labeled_dims"] = list(b[1].dims)
-    report["labeled_specs"] = {str(k): str(v) for k, v in sharded._run.placement.specs.items()}
+    report["labeled_specs"] = {str(k): str(v) for k, v in sharded._compiled.placement.specs.items()}
     print(json.dumps(report))
     """
 )

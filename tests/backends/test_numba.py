@@ -47,7 +47,7 @@ def test_kernels_are_shared_across_graphs():
     y = dg.tensor("y", shape=(None,))
     f = dg.function([x], dg.exp(x), backend="numba", rewrites="none")
     g = dg.function([y], dg.exp(y) * 2.0, backend="numba", rewrites="none")
-    shared = set(f._run.kernel_digests) & set(g._run.kernel_digests)
+    shared = set(f._compiled.kernel_digests) & set(g._compiled.kernel_digests)
     assert shared, "the exp kernel should be one module for both graphs"
     for key in shared:
         assert cache._LOADED[key].kernel is cache.kernel(key)
@@ -228,7 +228,7 @@ _SCRIPT = textwrap.dedent(
     f = dg.function([x, w], [cost, dg.grad(cost, w)], backend="numba")
     out = f(np.ones((4, 3)), np.full(3, 0.5))
     from dimgraph.backends.numba import cache
-    stats = [cache.kernel(key).stats for key in f._run.kernel_digests]
+    stats = [cache.kernel(key).stats for key in f._compiled.kernel_digests]
     print(json.dumps({"hits": sum(sum(s.cache_hits.values()) for s in stats),
                       "misses": sum(sum(s.cache_misses.values()) for s in stats),
                       "seconds": time.perf_counter() - t0}))

@@ -42,7 +42,7 @@ def test_views_run_on_the_host_and_equal_nodes_share_one_kernel():
     body = _driver(f)
     # per block: mul, add, tanh as kernels; the DimShuffles of w and of 0.5 by NumPy in the driver
     assert body.count(" = k") == 3 * 30 and body.count(" = h") == 2 * 30
-    assert len(f._run.kernel_digests) == 3 and f.source.count("\ndef kernel(") == 3
+    assert len(f._compiled.kernel_digests) == 3 and f.source.count("\ndef kernel(") == 3
     assert "DimShuffle" not in f.source.split("# ---- kernels ----")[1]
     rng = np.random.default_rng(1)
     xv, wvs = rng.normal(size=(8, 4)), [rng.normal(size=4) for _ in ws]
@@ -55,7 +55,7 @@ def test_single_element_arithmetic_beside_a_loop_runs_on_the_host():
     scale = dg.exp(s) * 2.0 + dg.log1p(t * t).sum()  # single elements: no kernel for these
     out = (x * scale).sum()
     f = dg.function([x, s, t], [out, scale], backend="numba")
-    assert len(f._run.kernel_digests) == 1, f.source
+    assert len(f._compiled.kernel_digests) == 1, f.source
     xv, sv, tv = np.linspace(-1, 1, 7), np.array(0.3), np.array([0.5])
     want = dg.function([x, s, t], [out, scale], backend="python")(xv, sv, tv)
     got = f(xv, sv, tv)
@@ -67,14 +67,14 @@ def test_single_element_arithmetic_beside_a_loop_runs_on_the_host():
 def test_a_graph_of_single_elements_only_is_one_kernel():
     x = dg.tensor("x", shape=())
     f = dg.function([x], dg.exp(x) + 1.0, backend="numba")
-    assert len(f._run.kernel_digests) == 1 and not f._run.host_ops
+    assert len(f._compiled.kernel_digests) == 1 and not f._compiled.host_ops
     assert float(f(np.array(0.5))) == pytest.approx(np.exp(0.5) + 1.0, rel=1e-15)
 
 
 def test_ops_without_a_printed_kernel_run_by_numpy_in_the_driver():
     a, b = dg.tensor("a", shape=(3, 4, 5)), dg.tensor("b", shape=(5, 4))
     f = dg.function([a, b], dg.core.einsum("ijk,kj->i", a, b), backend="numba")
-    assert "objmode" not in f.source and not f._run.kernel_digests
+    assert "objmode" not in f.source and not f._compiled.kernel_digests
     av, bv = np.arange(60.0).reshape(3, 4, 5), np.arange(20.0).reshape(5, 4)
     np.testing.assert_allclose(f(av, bv), np.einsum("ijk,kj->i", av, bv))
 

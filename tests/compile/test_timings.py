@@ -33,7 +33,7 @@ def test_numba_times_each_kernel_of_the_first_call(monkeypatch):
     assert f.timings["kernels"] == {}
     f(np.ones((2, 3)))
     kernels = f.timings["kernels"]
-    assert len(kernels) == len(f._run.kernel_digests) >= 2
+    assert len(kernels) == len(f._compiled.kernel_digests) >= 2
     assert all(name.startswith("k") and seconds > 0.0 for name, seconds in kernels.items())
 
 
@@ -48,5 +48,5 @@ def test_a_slow_first_call_logs_each_kernel(monkeypatch, caplog):
     with caplog.at_level(logging.INFO, logger="dimgraph.numba"):
         np.testing.assert_allclose(f(np.arange(3.0)), np.sin(np.arange(3.0)) * 3 + np.cos(np.arange(3.0)).sum())
     lines = [r.getMessage() for r in caplog.records if r.name == "dimgraph.numba"]
-    n = len(f._run.kernel_digests)
+    n = len(f._compiled.kernel_digests)
     assert len(lines) == n and lines[-1].startswith("numba: kernel k") and f"({n} of {n}," in lines[-1]

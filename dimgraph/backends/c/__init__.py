@@ -1,6 +1,6 @@
 """The `c` backend: one generated C translation unit per graph, compiled by the system compiler.
 
-`compile(fgraph)` asks the registry (`emit.c_impl`, keyed by Op type) for every
+`compile(fgraph)` asks the registry (`registry.c_impl`, keyed by Op type) for every
 node's `CImpl`, prints one entry function
 
     int dg_run(char **P, const int64_t *M, const unsigned char *R)
@@ -26,12 +26,14 @@ import ctypes
 
 import numpy as np
 
-from dimgraph.backends import Backend
-from dimgraph.backends.c import control  # noqa: F401  (loops and branches as host steps: issue 16)
-from dimgraph.backends.c import emit_more, random  # noqa: F401  (register the indexing, join, linalg, extra and random emitters)
-from dimgraph.backends.c.linalg import MATRIX_OPS  # (registers the matrix and Blockwise emitters)
+from dataclasses import dataclass
+
+from dimgraph.backends import Backend, Compiled
+# Emitter families, mirroring dimgraph.core; each registers its ops with `registry.c_impl`.
+from dimgraph.backends.c import control, elemwise, extra, fused, join, random, reduce, shape, subtensor  # noqa: F401
 from dimgraph.backends.c.build import CCompileError, load  # noqa: F401
-from dimgraph.backends.c.emit import MissingEmitter, Operands, c_impl  # noqa: F401
+from dimgraph.backends.c.linalg import MATRIX_OPS
+from dimgraph.backends.c.registry import MissingEmitter, Operands, c_impl  # noqa: F401
 from dimgraph.backends.c.scalar import PRELUDE
 from dimgraph.core.graph import Constant, Variable
 from dimgraph.core.rewriting.blockwise import unroll_blockwise
@@ -95,7 +97,7 @@ def _comment(node):
 
 
 def compile(fgraph, **options):
-    """`run(arrays) -> arrays` for `fgraph`; the C library comes from the disk cache or is compiled now."""
+    """The `CCompiled` (`run(arrays) -> arrays`) of `fgraph`; the C library comes from the disk cache or is compiled now."""
     source, nodes, impls, bases, n_slots, n_meta, errors = generate(fgraph)
     lib, key = load(source)
     entry = lib.dg_run
@@ -151,9 +153,12 @@ def compile(fgraph, **options):
             results.append(a)
         return results
 
-    run.source = source
-    run.cache_key = key
-    return run
+    return CCompiled(run, source=source, cache_key=key)
+
+
+@dataclass(frozen=True)
+class CCompiled(Compiled):
+    cache_key: str = ""  # the digest naming the shared library in the disk cache
 
 
 def _usable(a):

@@ -25,7 +25,7 @@ import threading
 
 import numpy as np
 
-from dimgraph.backends.c.emit import CImpl, c_impl
+from dimgraph.backends.c.registry import CImpl, c_impl
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import LoopOp, check_state_shape
@@ -82,7 +82,7 @@ def _impl(node, outputs_of, job_of):
 def _compiled(graph):
     from dimgraph.backends.c import compile as c_compile
 
-    return c_compile(FunctionGraph(graph.inputs, graph.outputs, clone=True))
+    return c_compile(FunctionGraph(graph.inputs, graph.outputs, clone=True)).run
 
 
 @c_impl.register(LoopOp)  # Loop and Scan

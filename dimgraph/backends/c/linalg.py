@@ -1,4 +1,5 @@
-"""C emitters for the matrix functions of `dimgraph.core.matrix`, alone or inside a `Blockwise`.
+"""C emitters of linear algebra: the matrix functions of `dimgraph.core.matrix` (alone or inside a
+`Blockwise`) and the products of `dimgraph.core.linalg` (MatMul, Einsum).
 
 LAPACK comes from the library SciPy already ships: `scipy.linalg.cython_lapack`
 exports its Fortran routines as PyCapsules (`__pyx_capi__`), whose pointers are
@@ -13,6 +14,10 @@ refuses gives NaNs.
 A Blockwise of any other core op has no C code: the cleanup rewrite
 `unroll_blockwise` turns it into one core op per batch element (static batch
 sizes) before emission.
+
+Products: the plan makes every operand a strided view over all the loop's
+letters (stride 0 where an operand lacks one), so MatMul is row updates and
+Einsum a reduction loop (`reduce.reduce_code`) of the operands' product.
 """
 
 from __future__ import annotations
@@ -22,8 +27,13 @@ import functools
 
 import numpy as np
 
-from dimgraph.backends.c.emit import CImpl, MissingEmitter, c_impl
-from dimgraph.core.blockwise import Blockwise
+from dimgraph.backends.c.loops import elem_strides, nest, strided
+from dimgraph.backends.c.reduce import NOMEM, collapse_trailing, reduce_code
+from dimgraph.backends.c.registry import CImpl, MissingEmitter, c_impl
+from dimgraph.backends.c.scalar import compute_ctype
+from dimgraph.core.blockwise import Blockwise, runtime_batch
+from dimgraph.core.broadcast import letter_sizes
+from dimgraph.core.linalg import Einsum, MatMul, matmul_batch
 from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
 from dimgraph.errors import ShapeError
 
@@ -80,13 +90,7 @@ def _matrix_impl(op, node, nb):
             raise ShapeError(f"{name}: the matrix must be square, got shape {a.shape[-2:]}")
         if n_in == 2 and ins[1].shape[nb] != n:
             raise ShapeError(f"{name}: a is {n}x{n} but b has {ins[1].shape[nb]} rows")
-        batch = []
-        for ax in range(nb):
-            sizes = {x.shape[ax] for x, v in zip(ins, node.inputs) if v.type.shape[ax] != 1}
-            if len(sizes) > 1:
-                raise ShapeError(f"{op}: batch axis {ax} has sizes {sorted(sizes)} across inputs; only axes of static size 1 broadcast")
-            batch.append(sizes.pop() if sizes else 1)
-        batch = tuple(batch)
+        batch = runtime_batch(op, node, ins, nb)
         views = [np.broadcast_to(x, batch + x.shape[nb:]) for x in ins]
         nrhs = 1 if n_in == 1 or in_nd[1] == 1 else ins[1].shape[nb + 1]
         core_shapes = {Cholesky: [(n, n)], Inv: [(n, n)], Det: [()], SlogDet: [(), ()], Eigh: [(n,), (n, n)]}.get(
@@ -222,3 +226,134 @@ def _blockwise(op, node):
             "compile with another backend"
         )
     return _matrix_impl(op.core_op, node, op.batch_ndim(node))
+
+
+# ---------------------------------------------------------------------------
+# contractions (dimgraph.core.linalg): every operand a strided view over all the loop's letters
+
+
+class _Product:
+    """Values for `reduce_code`: the product of the operands at one position, in the output's compute type."""
+
+    computed = True
+
+    def __init__(self, o, n_in, nd, ct):
+        self.o, self.n_in, self.nd, self.ct = o, n_in, nd, ct
+
+    def __call__(self, q, i):
+        o, ct = self.o, self.ct
+
+        def at(k):
+            return q[k] if i is None else f"{q[k]} + {i} * {o.stride(k, self.nd - 1)}"
+
+        prod = " * ".join(f"(({ct}){o.ptr(k)}[{at(k)}])" for k in range(self.n_in))
+        return [f"const {ct} v_ = {prod};"]
+
+
+@c_impl.register(MatMul)
+def _matmul(op, node):
+    a_var, b_var = node.inputs
+    out = node.outputs[0]
+    nb = out.type.ndim - (a_var.type.ndim > 1) - (b_var.type.ndim > 1)
+    L = nb + 3
+    types = [(a_var.type.dtype, L), (b_var.type.dtype, L), (out.type.dtype, L)]
+
+    def plan(ctx, ins):
+        a, b = ins
+        batch = matmul_batch(op, a_var.type, b_var.type, a.shape, b.shape)
+        a2 = a if a.ndim > 1 else a[None, :]
+        b2 = b if b.ndim > 1 else b[:, None]
+        m, k, n = a2.shape[-2], a2.shape[-1], b2.shape[-1]
+        res = np.zeros(batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ()), out.type.dtype)
+        full = batch + (m, k, n)
+        sa = elem_strides(np.broadcast_to(a2, batch + (m, k)))
+        sb = elem_strides(np.broadcast_to(b2, batch + (k, n)))
+        so = elem_strides(res.reshape(batch + (m, n)))
+        views = [
+            strided(a2, full, sa[:nb] + [sa[-2], sa[-1], 0]),
+            strided(b2, full, sb[:nb] + [0, sb[-2], sb[-1]]),
+            strided(res, full, so[:nb] + [so[-2], 0, so[-1]]),
+        ]
+        return [res], views, True
+
+    return CImpl(types, _matmul_code(out.type.dtype), plan)
+
+
+def _matmul_code(out_dtype):
+    """Loops (batch, i) around row updates out[i, :] += a[i, k] * b[k, :], four k at a time on unit-stride rows.
+
+    The four updates are added in k order, so every element is summed as the plain k loop sums it.
+    """
+    ct = compute_ctype(out_dtype)
+
+    def code(o):
+        L = o.ndim(2)
+        t, ta, tb = o.ctype(2), o.ctype(0), o.ctype(1)
+        k_ax, j_ax = L - 2, L - 1
+
+        def body(q):
+            def term(a, b, j):
+                return f"{a} * ({ct}){b}[{j}]"
+
+            blocked = f"(((({ct})po_[j_] + {term('a0_', 'b0_', 'j_')}) + {term('a1_', 'b1_', 'j_')}) + {term('a2_', 'b2_', 'j_')}) + {term('a3_', 'b3_', 'j_')}"
+            return [
+                f"const {ta} *pa_ = {o.ptr(0)} + {q[0]};",
+                f"const {tb} *pb_ = {o.ptr(1)} + {q[1]};",
+                f"{t} *restrict po_ = {o.ptr(2)} + {q[2]};",
+                f"const int64_t K_ = {o.shape(2, k_ax)}, N_ = {o.shape(2, j_ax)};",
+                f"const int64_t sa_ = {o.stride(0, k_ax)}, sbk_ = {o.stride(1, k_ax)}, sbj_ = {o.stride(1, j_ax)}, so_ = {o.stride(2, j_ax)};",
+                "int64_t k_ = 0;",
+                "if (sbj_ == 1 && so_ == 1) {",
+                "  for (; k_ + 4 <= K_; k_ += 4) {",
+                f"    const {ct} a0_ = ({ct})pa_[k_ * sa_], a1_ = ({ct})pa_[(k_ + 1) * sa_], "
+                f"a2_ = ({ct})pa_[(k_ + 2) * sa_], a3_ = ({ct})pa_[(k_ + 3) * sa_];",
+                f"    const {tb} *restrict b0_ = pb_ + k_ * sbk_, *restrict b1_ = b0_ + sbk_, *restrict b2_ = b1_ + sbk_, *restrict b3_ = b2_ + sbk_;",
+                '    _Pragma("omp simd")',
+                f"    for (int64_t j_ = 0; j_ < N_; j_++) po_[j_] = ({t})({blocked});",
+                "  }",
+                "}",
+                "for (; k_ < K_; k_++) {",
+                f"  const {ct} a_ = ({ct})pa_[k_ * sa_];",
+                f"  const {tb} *b_ = pb_ + k_ * sbk_;",
+                f"  for (int64_t j_ = 0; j_ < N_; j_++) po_[j_ * so_] = ({t})(({ct})po_[j_ * so_] + a_ * ({ct})b_[j_ * sbj_]);",
+                "}",
+            ]
+
+        strides = {j: [o.stride(j, a) for a in range(L - 2)] for j in range(3)}
+        return "\n".join(nest([o.shape(2, a) for a in range(L - 2)], strides, body))
+
+    return code
+
+
+@c_impl.register(Einsum)
+def _einsum(op, node):
+    terms, output = op.terms, op.output
+    letters = list(output) + sorted({c for t in terms for c in t} - set(output), key=lambda c: "".join(terms).index(c))
+    L = len(letters)
+    summed = tuple(range(len(output), L))  # the summed letters are the innermost loops
+    out = node.outputs[0]
+    types = [(i.type.dtype, L) for i in node.inputs] + [(out.type.dtype, L)]
+    statics = [i.type.shape for i in node.inputs]
+
+    def plan(ctx, ins):
+        target = letter_sizes(str(op), terms, statics, [x.shape for x in ins])
+        full = [target[c] for c in letters]
+        views = []
+        for term, x in zip(terms, ins):
+            st = elem_strides(x)
+            per = {c: 0 for c in letters}
+            for ax, c in enumerate(term):
+                if x.shape[ax] == target[c]:
+                    per[c] += st[ax]
+            views.append(strided(x, full, [per[c] for c in letters]))
+        res = np.zeros([target[c] for c in output], out.type.dtype)
+        so = elem_strides(res)
+        views.append(strided(res, full, so + [0] * (L - len(output))))
+        return [res], collapse_trailing(views, len(summed)), True
+
+    def code(o):
+        values = _Product(o, len(terms), L, compute_ctype(out.type.dtype))
+        return reduce_code(o, L, len(terms), "add", out.type.dtype, summed, values)
+
+    return CImpl(types, code, plan, errors=NOMEM)
+

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.backends import ziggurat
-from dimgraph.backends.c.emit import CImpl, c_impl, loop
+from dimgraph.backends.c.loops import loop
+from dimgraph.backends.c.registry import CImpl, c_impl
 from dimgraph.core.random import RandomDraw
 
 RANDOM_PRELUDE = r"""

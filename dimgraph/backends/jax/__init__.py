@@ -2,7 +2,7 @@
 
 `compile(fgraph, output="numpy", shard=None, mesh=None)` builds one Python
 function over `jax.numpy`/`jax.lax` for the whole FunctionGraph from a registry
-keyed by Op type (`dispatch.jax_impl`), and wraps it once in `jax.jit`:
+keyed by Op type (`registry.jax_impl`), and wraps it once in `jax.jit`:
 
 - dtypes are NumPy's exactly; graphs holding 64-bit values are traced and run
   under `jax.enable_x64(True)`, which is local to the calling thread and leaves
@@ -49,7 +49,7 @@ BACKEND = Backend("jax", __name__, options=("output", "shard", "mesh"), rewrites
 
 
 def compile(fgraph, **options):
-    """The callable `fn(list of arrays) -> list of arrays` for `fgraph` (options in the module docstring)."""
+    """The `Compiled` (`run(list of arrays) -> list of arrays`) of `fgraph` (options in the module docstring)."""
     try:
         import jax  # noqa: F401
     except ImportError as err:

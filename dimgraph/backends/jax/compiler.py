@@ -20,7 +20,7 @@ int64 shapes, ...) is traced and run inside `jax.enable_x64(True)`, a context
 manager local to the calling thread: the user's global JAX config
 (`jax.config.jax_enable_x64`) is not changed and other JAX code keeps its mode.
 
-The callable `run(arrays) -> arrays` checks the run-time flags (`checks.py`),
+Its `run(arrays) -> arrays` (in a `JaxCompiled`, with the pure function and the jit caches) checks the run-time flags (`checks.py`),
 and converts outputs to writable NumPy arrays unless `output="jax"`.
 """
 
@@ -28,20 +28,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import dataclass, field
+from typing import Callable
 
 import jax
 import numpy as np
 
-from dimgraph.backends.jax import control, indexing, linalg, ops_more, random  # noqa: F401  (they register their entries)
+# Entry families, mirroring dimgraph.core; each registers its ops with `registry.jax_impl`.
+from dimgraph.backends.jax import control, elemwise, extra, fused, join, linalg, random, reduce, shape, subtensor  # noqa: F401
+from dimgraph.backends import Compiled
 from dimgraph.backends.jax.checks import collect
-from dimgraph.backends.jax.dispatch import (
-    FOLD_LIMIT,
-    DataDependentShape,
-    is_static,
-    jax_impl,
-    missing_message,
-    missing_ops,
-)
+from dimgraph.backends.jax.registry import FOLD_LIMIT, DataDependentShape, is_static, jax_impl, missing_message, missing_ops
 from dimgraph.backends.jax.sharding import Placement
 from dimgraph.backends.python import python_impl
 from dimgraph.core.graph import Constant
@@ -216,7 +213,7 @@ def check_not_forked():
 
 
 def compile_graph(fgraph, output="numpy", shard=None, mesh=None):
-    """The callable for `fgraph` (see `dimgraph.backends.jax` for the options; `BACKEND.compile` checks their names)."""
+    """The `JaxCompiled` of `fgraph` (see `dimgraph.backends.jax` for the options; `BACKEND.compile` checks their names)."""
     check_not_forked()
     if output not in ("numpy", "jax"):
         raise ValueError(f"the jax backend's output= must be 'numpy' or 'jax', got {output!r}")
@@ -276,14 +273,24 @@ def compile_graph(fgraph, output="numpy", shard=None, mesh=None):
                 raise need.error from None
             return [jax.numpy.asarray(o, dtype=_NARROW.get(np.dtype(o.dtype), o.dtype) if narrow else o.dtype) for o in outs]
 
-    run.source = None
-    run.jax_fn = jax_fn
-    run.jitted = jitted
-    run.static_inputs = lambda: static
-    run.x64 = x64
-    run.placement = placement
-    run.exports = {"jax_fn": lambda function: _user_jax_fn(jax_fn, function)}
-    return run
+    return JaxCompiled(
+        run,
+        exports={"jax_fn": lambda function: _user_jax_fn(jax_fn, function)},
+        jax_fn=jax_fn,
+        jitted=jitted,
+        static_inputs=lambda: static,
+        x64=x64,
+        placement=placement,
+    )
+
+
+@dataclass(frozen=True)
+class JaxCompiled(Compiled):
+    jax_fn: Callable | None = None  # the pure JAX function of the graph (positional arrays in and out)
+    jitted: dict = field(default_factory=dict)  # {inputs compiled in as constants: the jitted function}
+    static_inputs: Callable | None = None  # () -> the positions of the inputs compiled in as constants so far
+    x64: bool = False  # whether the graph runs under `jax.enable_x64(True)`
+    placement: Placement | None = None  # the inputs' shardings (`shard=`), or None
 
 
 _NARROW = {np.dtype(a): np.dtype(b) for a, b in [("f8", "f4"), ("i8", "i4"), ("u8", "u4"), ("c16", "c8")]}

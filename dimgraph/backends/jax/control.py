@@ -18,7 +18,7 @@ import numpy as np
 from jax import lax
 
 from dimgraph.backends.jax.checks import collect, runtime_check
-from dimgraph.backends.jax.dispatch import is_static, jax_impl, static_int
+from dimgraph.backends.jax.registry import is_static, jax_impl, static_int
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import LoopOp

@@ -1,9 +1,13 @@
-"""JAX entries for `Blockwise` and the matrix functions of `dimgraph.core.matrix`.
+"""JAX entries of linear algebra: `Blockwise`, the matrix functions of `dimgraph.core.matrix`
+and the products of `dimgraph.core.linalg` (MatMul, Einsum).
 
 The matrix ops batch natively in `jnp.linalg` / `jax.scipy.linalg`, so a
 Blockwise of one is a single call on the broadcast stack; a Blockwise of any
 other core op is `jax.vmap` of the core op's own entry, once per batch axis.
 JAX's failure rule matches the core one: NaNs, never an exception.
+Products check their contracted and batch axes while tracing (shapes are
+concrete then), with the python backend's errors, and ask XLA for full
+precision (no TF32 on GPUs), as NumPy computes them.
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 
-from dimgraph.backends.jax.dispatch import jax_impl
+from dimgraph.backends.jax.registry import jax_impl
+from dimgraph.backends.jax.scalar import cast
 from dimgraph.core.blockwise import Blockwise
+from dimgraph.core.broadcast import letter_sizes
+from dimgraph.core.linalg import Einsum, MatMul, matmul_batch
 from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
 from dimgraph.errors import ShapeError
 
@@ -119,3 +126,48 @@ def _blockwise(op, node):
         return [jnp.asarray(o).astype(v.type.dtype) for o, v in zip(core_fn(*xs), node.outputs)]
 
     return blockwise
+
+
+# ---------------------------------------------------------------------------
+# products (dimgraph.core.linalg): checked while tracing, computed at full precision (no TF32), as NumPy
+
+
+def _contract_dtype(dtype):
+    """XLA has no boolean dot: booleans multiply-add as int32 and come back as `!= 0` (NumPy's or-of-ands)."""
+    return np.dtype("int32") if dtype == np.bool_ else dtype
+
+
+@jax_impl.register(MatMul)
+def _matmul(op, node):
+    ta, tb = node.inputs[0].type, node.inputs[1].type
+    loops = np.matmul.resolve_dtypes((np.dtype(ta.dtype), np.dtype(tb.dtype), None))
+    compute = _contract_dtype(loops[-1])
+    out = np.dtype(node.outputs[0].type.dtype)
+
+    def matmul(inputs):
+        a, b = inputs
+        matmul_batch(op, ta, tb, a.shape, b.shape)
+        res = jnp.matmul(cast(a, compute), cast(b, compute), precision=HIGHEST)
+        return [res != 0 if out == np.bool_ else cast(res, out)]
+
+    return matmul
+
+
+@jax_impl.register(Einsum)
+def _einsum(op, node):
+    out = np.dtype(node.outputs[0].type.dtype)
+    compute = _contract_dtype(out)
+    terms = op.terms
+    statics = [i.type.shape for i in node.inputs]
+
+    def einsum(inputs):
+        target = letter_sizes(str(op), terms, statics, [x.shape for x in inputs])
+        args = []
+        for term, x in zip(terms, inputs):
+            x = cast(x, compute)
+            full = tuple(target[c] for c in term)
+            args.append(x if x.shape == full else jnp.broadcast_to(x, full))
+        res = jnp.einsum(op.subscripts, *args, precision=HIGHEST)
+        return [res != 0 if out == np.bool_ else cast(res, out)]
+
+    return einsum

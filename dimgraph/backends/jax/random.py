@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dimgraph.backends.jax.dispatch import jax_impl, static_int
+from dimgraph.backends.jax.registry import jax_impl, static_int
 from dimgraph.core.random import RandomDraw
 
 _LOW = np.uint64(0xFFFFFFFF)

@@ -15,7 +15,8 @@ module and one compiled function, shared by every node and every graph that
 uses them. Each module is cached on disk under its digest with Numba's own
 cache beside it (`cache.py`), so a second process neither prints nor compiles
 anew.
-The returned callable reads the source as `run.source` (shown by `Function.source`).
+`compile` returns a `NumbaCompiled`: the driver (`fast`), the source (shown by
+`Function.source`), the kernel digests and the first call's kernel timings.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ import re
 
 import numpy as np
 
-from dimgraph.backends import Backend
+from dataclasses import dataclass
+
+from dimgraph.backends import Backend, Compiled
 from dimgraph.backends.numba import cache, progress
 # Kernel families, mirroring dimgraph.core; each registers its ops with `ops.numba_kernel`.
 from dimgraph.backends.numba import control, extra, fused, join, linalg, random, subtensor  # noqa: F401
@@ -111,7 +114,7 @@ def _is_tiny(node) -> bool:
 
 
 def compile(fgraph, **options):
-    """A callable `fn(list of arrays) -> list of arrays` running `fgraph`'s nodes in order.
+    """The `NumbaCompiled` whose `run(list of arrays) -> list of arrays` runs `fgraph`'s nodes in order.
 
     The driver is a generated Python function. Each node runs either
     - as a compiled kernel (`ops.numba_kernel`): loops, reductions, indexing, or
@@ -126,10 +129,8 @@ def compile(fgraph, **options):
     if not _numba_can_hold(fgraph):
         from dimgraph.backends import python
 
-        run = python.compile(fgraph, **options)
-        run.source = "# numba backend: this graph holds a dtype Numba cannot hold (float16 or complex);\n# it runs on the python backend.\n"
-        run.fast = None
-        return run
+        note = "# numba backend: this graph holds a dtype Numba cannot hold (float16 or complex);\n# it runs on the python backend.\n"
+        return NumbaCompiled(python.compile(fgraph, **options).run, source=note)
     names = {}
     params = [f"v{k}" for k in range(len(fgraph.inputs))]
     for p, v in zip(params, fgraph.inputs):
@@ -223,11 +224,19 @@ def compile(fgraph, **options):
             out = fn(*args)
         return [out] if len(results) == 1 else list(out)
 
-    run.source = text + "\n\n# ---- kernels ----\n\n" + "\n\n".join(kernel_sources)
-    # Function's positional fast path calls the driver directly (a bare array for one output,
-    # a tuple for several).
-    run.fast = fn
-    run.kernel_digests = tuple(kernels)
-    run.host_ops = tuple(hosts.values())
-    run.timings = timings
-    return run
+    return NumbaCompiled(
+        run,
+        source=text + "\n\n# ---- kernels ----\n\n" + "\n\n".join(kernel_sources),
+        # Function's positional fast path calls the driver directly (a bare array for one output,
+        # a tuple for several).
+        fast=fn,
+        timings=timings,
+        kernel_digests=tuple(kernels),
+        host_ops=tuple(hosts.values()),
+    )
+
+
+@dataclass(frozen=True)
+class NumbaCompiled(Compiled):
+    kernel_digests: tuple = ()  # the digests of the graph's kernels (their modules in the disk cache)
+    host_ops: tuple = ()  # the functions the driver runs on the host (NumPy `perform`)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dimgraph.backends.numba.ops import numba_kernel, objmode_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.blockwise import Blockwise
+from dimgraph.core.broadcast import mismatch_message
 from dimgraph.core.linalg import Einsum, MatMul
 from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
 
@@ -143,7 +144,7 @@ def _matrix_kernel(op, node, nb):
             if s is None and k != src:
                 lines += [
                     f"    if x{k}.shape[{ax}] != {batch[-1]}:",
-                    f'        raise ShapeError("{op}: batch axis {ax} differs across inputs; only axes of static size 1 broadcast")',
+                    f"        raise ShapeError({mismatch_message(str(op), f'batch axis {ax}')!r})",
                 ]
     lines.append(f"    batch = ({''.join(b + ', ' for b in batch)})")
     core_args = []

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.backends.numba.scalar import _cast_expr, np_type, render_step
+from dimgraph.core.broadcast import mismatch_message
 from dimgraph.core.scalar import ScalarOp, is_cheap
 
 
@@ -167,10 +168,7 @@ def loop_kernel(
     for ax in range(ndim):
         owners = [k for k in range(nin) if not in_bcast[k][ax]]
         src(f"n{ax} = x{owners[0]}.shape[{ax}]" if owners else f"n{ax} = 1")
-        message = (
-            f"{op_name}: axis {ax} has different sizes across inputs; only axes of static size 1 "
-            "broadcast (declare the size as 1 where you mean to broadcast)"
-        )
+        message = mismatch_message(op_name, f"axis {ax}")
         checks += [(f"x{k}.shape[{ax}] != n{ax}", f"raise ShapeError({message!r})") for k in owners[1:]]
     for k, (ref, red) in enumerate(outputs):
         if _is_scatter(red):

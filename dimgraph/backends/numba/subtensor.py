@@ -11,6 +11,7 @@ import numpy as np
 from dimgraph.backends.numba.ops import _tuple, numba_kernel, objmode_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core import subtensor as sub
+from dimgraph.core.broadcast import mismatch_message
 
 
 def _basic_key_src(index, first_scalar):
@@ -79,7 +80,7 @@ def _inc_subtensor(op, node):
         offset = f"sel.ndim - {v_type.ndim}"
         for k, size in enumerate(v_type.shape):
             if size is None:  # as the python backend: only a static size 1 broadcasts
-                message = f"{op}: axis {k} of the value and the selection differ in size; only axes of static size 1 broadcast"
+                message = mismatch_message(str(op), f"axis {k} of the value", where="from the selection's")
                 body.append(f"    if v.shape[{k}] != sel.shape[{offset} + {k}]:")
                 body.append(f"        raise ShapeError({message!r})")
         body.append(f"    sel[...] {sym} v" if op.mode == "set" else "    sel += v")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from dimgraph.backends import Backend
+from dimgraph.backends import Backend, Compiled
 from dimgraph.core.graph import Constant
 from dimgraph.core.rewriting import OPT_IN
 
@@ -53,8 +53,7 @@ def compile(fgraph, **options):
                 values[s] = r
         return [values[s] for s in output_slots]
 
-    run.source = None
-    return run
+    return Compiled(run)
 
 
 def _check_result(node, var, value):

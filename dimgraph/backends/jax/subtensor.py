@@ -1,4 +1,4 @@
-"""JAX entries for indexing: `Subtensor`, `AdvancedSubtensor` and their set/inc counterparts.
+"""JAX entries of indexing (`dimgraph.core.subtensor`): `Subtensor`, `AdvancedSubtensor` and their set/inc counterparts.
 
 The index is rebuilt while tracing from the op's static description
 (`dimgraph.core.subtensor`): ints and slice bounds known while tracing are
@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dimgraph.backends.jax.checks import runtime_check
-from dimgraph.backends.jax.dispatch import DataDependentShape, is_static, jax_impl, static_int
+from dimgraph.backends.jax.registry import DataDependentShape, is_static, jax_impl, static_int
 from dimgraph.core.graph import Constant
 from dimgraph.core.subtensor import (
     ARRAY,
@@ -25,9 +25,9 @@ from dimgraph.core.subtensor import (
     AdvancedSubtensor,
     IncSubtensor,
     Subtensor,
-    _check_value_runtime,
+    check_index_shapes,
+    check_value_shape,
 )
-from dimgraph.errors import ShapeError
 
 
 def _out_of_bounds(k, axis, n):
@@ -79,13 +79,6 @@ def _selection_shape(shape, key):
     return dummy[np_key].shape
 
 
-class _Shaped:
-    """Shape and ndim of an array, for the core's run-time value checks."""
-
-    def __init__(self, shape):
-        self.shape, self.ndim = tuple(shape), len(shape)
-
-
 def _update(x, key, v, mode):
     ref = jnp.asarray(x).at[key]
     if mode == "set":
@@ -130,7 +123,7 @@ def _inc_subtensor(op, node):
     def inc_subtensor(inputs):
         x, v, *scalars = inputs
         key = _basic_key(op, x.shape, scalars)
-        _check_value_runtime(op, node.inputs[1].type, _Shaped(np.shape(v)), _Shaped(_selection_shape(x.shape, key)))
+        check_value_shape(op, node.inputs[1].type, np.shape(v), _selection_shape(x.shape, key))
         return [_update(x, key, v, op.mode)]
 
     return inc_subtensor
@@ -187,24 +180,8 @@ def _advanced_key(op, node, x_shape, idx_values, idx_vars):
         key.append(a)
         arrays.append((tuple(a.shape), var.type.shape))
         axis += 1
-    _check_index_broadcast(op, arrays)
+    check_index_shapes(op, [static for _, static in arrays], [shape for shape, _ in arrays])
     return tuple(key)
-
-
-def _check_index_broadcast(op, arrays):
-    shapes = [sh for sh, _ in arrays]
-    try:
-        target = np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise IndexError(f"{op}: shape mismatch: indexing arrays could not be broadcast together with shapes {shapes}") from None
-    for sh, static in arrays:
-        offset = len(target) - len(sh)
-        for ax, (s, n) in enumerate(zip(static, sh)):
-            if s is None and n != target[offset + ax]:
-                raise ShapeError(
-                    f"{op}: an index array has size {n} on axis {ax} where the others have {target[offset + ax]}; "
-                    "only axes of static size 1 broadcast"
-                )
 
 
 @jax_impl.register(AdvancedSubtensor)
@@ -222,7 +199,7 @@ def _advanced_inc_subtensor(op, node):
     def advanced_inc_subtensor(inputs):
         x, v, *idx = inputs
         key = _advanced_key(op, node, x.shape, idx, node.inputs[2:])
-        _check_value_runtime(op, node.inputs[1].type, _Shaped(np.shape(v)), _Shaped(_selection_shape(x.shape, key)))
+        check_value_shape(op, node.inputs[1].type, np.shape(v), _selection_shape(x.shape, key))
         if op.mode == "set":
             return [_set_last_wins(x, key, v)]
         return [_update(x, key, v, op.mode)]
