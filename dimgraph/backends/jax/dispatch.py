@@ -28,7 +28,7 @@ import numpy as np
 
 from dimgraph.backends.jax.scalar import cast, scalar_fn
 from dimgraph.core.elemwise import DimShuffle, Elemwise, check_broadcast
-from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
+from dimgraph.core.fused import CAReduceElemwise, GatherElemwise, IndexedLoop
 from dimgraph.core.graph import toposort
 from dimgraph.core.reduce import Argmax, CAReduce
 from dimgraph.core.shape import Shape, ShapeI
@@ -218,6 +218,7 @@ def _careduce_elemwise(op, node):
 
 
 @jax_impl.register(IndexedLoop)
+@jax_impl.register(GatherElemwise)
 def _indexed_loop(op, node):
     """The ops it fuses (gathers, Elemwise, reductions, scatters), traced in order: XLA fuses them again."""
     outputs = op.unfused(node.inputs)
