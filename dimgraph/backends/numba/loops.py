@@ -237,18 +237,26 @@ def loop_kernel(
             return 1 + max(pos[a] for a in axes[v]) if axes[v] else 0
 
         by_depth = [[] for _ in range(len(loop_axes) + 1)]
-        positions = [[] for _ in range(len(loop_axes) + 1)]  # k{v}: checked once per index value
+        # k{v}, the checked position of an index value (it may serve a scatter too): computed
+        # once per index value, in the loop over the gathered axis, before the values that read it
+        positions = [[] for _ in range(len(loop_axes) + 1)]
         for v in sorted(need):
             by_depth[depth(v)].append(v)
             if v < nin and inline[v]:
                 g = gathered[v]
                 positions[0 if in_bcast[v][g] else pos[g] + 1].append(v)
 
+        def position(v):
+            at = "0" if in_bcast[v][gathered[v]] else f"j{gathered[v]}"
+            src(f"k{v} = rt_views.check_index(x{v}[{at}], tn{v}, {gathered[v]})")
+
         def values(d, expr_of):
-            for v in positions[d]:  # the checked position k{v} may serve a scatter too
-                at = "0" if in_bcast[v][gathered[v]] else f"j{gathered[v]}"
-                src(f"k{v} = rt_views.check_index(x{v}[{at}], tn{v}, {gathered[v]})")
+            for v in positions[d]:
+                if v not in by_depth[d]:  # read deeper in the nest
+                    position(v)
             for v in by_depth[d]:
+                if v in positions[d]:
+                    position(v)
                 if v < nin or v in stop:
                     src(f"{names[v]} = {load(v, loop_axes)}")
                 else:
