@@ -17,9 +17,11 @@ from dimgraph.core.basic import as_tensor
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.errors import IndexOutOfBounds, ShapeError
 from dimgraph.core.graph import Op
-from dimgraph.core.reduce import REDUCERS
+from dimgraph.core.gradient import vjp
+from dimgraph.core.reduce import REDUCERS, CAReduce
 from dimgraph.core.scalar import Composite
 from dimgraph.core.shape import build
+from dimgraph.core.subtensor import ARRAY, FULL_SLICE, AdvancedIncSubtensor, AdvancedSubtensor
 from dimgraph.core.type import TensorType
 
 # The ufunc that combines two partial reductions.
@@ -116,9 +118,6 @@ class CAReduceElemwise(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Unfuse: differentiate `reducer(Elemwise(scalar_op)(*inputs))` through their own L_ops."""
-        from dimgraph.core.gradient import vjp
-        from dimgraph.core.reduce import CAReduce
-
         full = self.elemwise(*inputs)
         full = full if isinstance(full, (list, tuple)) else [full]
         reduced = [CAReduce(self.reducer, tuple(self.axis))(f) for f in full]
@@ -266,15 +265,10 @@ class IndexedLoop(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Unfuse: differentiate the gathers, Elemwise, reductions and scatters through their own L_ops."""
-        from dimgraph.core.gradient import vjp
-
         return vjp(self.unfused(inputs), output_grads, list(inputs), disconnected="none")
 
     def unfused(self, inputs):
         """The outputs rebuilt from primitive ops (gathers, Elemwise, CAReduce, AdvancedIncSubtensor)."""
-        from dimgraph.core.reduce import CAReduce
-        from dimgraph.core.subtensor import ARRAY, AdvancedIncSubtensor, AdvancedSubtensor
-
         loop, tables, scatters = self.split_inputs(inputs)
         table_of = iter(tables)
         values = [AdvancedSubtensor((ARRAY,))(next(table_of), v) if g else v for v, g in zip(loop, self.gathered)]
@@ -404,14 +398,14 @@ class GatherElemwise(Op):
         return build(self, inputs, out_dtypes)
 
     def infer_shape(self, inputs, input_shapes):
-        loop, _ = self.split_inputs(input_shapes)
-        tables = iter(self.split_inputs(input_shapes)[1])
+        loop, tables = self.split_inputs(input_shapes)
+        table_of = iter(tables)
         shapes = []
         for sh, a in zip(loop, self.gather_axes):
             if a is None:
                 shapes.append(tuple(sh))
             else:
-                t = tuple(next(tables))
+                t = tuple(next(table_of))
                 shapes.append(t[:a] + (sh[0],) + t[a + 1 :])
         dummies = [t.make_variable() for t in self.loop_types(inputs)]
         full = self.elemwise.infer_shape(dummies, shapes)[0]
@@ -420,10 +414,12 @@ class GatherElemwise(Op):
     def perform(self, node, inputs):
         loop, tables = self.split_inputs(inputs)
         table_of = iter(tables)
-        values = [
-            v if a is None else np.take(t := next(table_of), _positions(v, t.shape[a], a), axis=a)
-            for v, a in zip(loop, self.gather_axes)
-        ]
+        values = []
+        for v, a in zip(loop, self.gather_axes):
+            if a is not None:
+                table = next(table_of)
+                v = np.take(table, _positions(v, table.shape[a], a), axis=a)
+            values.append(v)
         dummies = [t.make_variable() for t in self.loop_types(node.inputs)]
         if self.reducer is None:
             inner = self.elemwise.make_node(*dummies)
@@ -436,15 +432,10 @@ class GatherElemwise(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Unfuse: differentiate the gathers, Elemwise and reductions through their own L_ops."""
-        from dimgraph.core.gradient import vjp
-
         return vjp(self.unfused(inputs), output_grads, list(inputs), disconnected="none")
 
     def unfused(self, inputs):
         """The outputs rebuilt from primitive ops (AdvancedSubtensor gathers, Elemwise, CAReduce)."""
-        from dimgraph.core.reduce import CAReduce
-        from dimgraph.core.subtensor import ARRAY, FULL_SLICE, AdvancedSubtensor
-
         loop, tables = self.split_inputs(inputs)
         table_of = iter(tables)
         values = [

@@ -135,6 +135,21 @@ def test_index_checked_once_per_value_and_gather_on_outer_axis_stays_contiguous(
     np.testing.assert_allclose(inner(values, np.array([3, 0])), values[:, :, [3, 0]].sum(axis=1))
 
 
+def test_the_rule_fires_where_it_applies_and_can_be_excluded():
+    table = dg.tensor("table", shape=(None, None))
+    idx = dg.tensor("idx", shape=(None,), dtype="int64")
+    two = dg.tensor("two", shape=(None,), dtype="int64")
+    outputs = [dg.exp(table[idx]).sum(axis=0), table[idx, two]]  # two index arrays: not a gather along one axis
+    fused = dg.function([table, idx, two], outputs, backend="numba", rewrites={"trace": True})
+    plain = dg.function([table, idx, two], outputs, backend="numba", rewrites={"exclude": ["gather_fusion"]})
+    assert fused.rewrite_trace.counts["gather_fusion"] == 1 and len(ops(fused, AdvancedSubtensor)) == 1
+    assert not ops(plain, GatherElemwise) and len(ops(plain, AdvancedSubtensor)) == 2
+    values = (np.arange(12.0).reshape(3, 4) / 10, np.array([2, 0, 2]), np.array([1, 3, 0]))
+    for got, want in zip(fused(*values), plain(*values)):
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+    np.testing.assert_allclose(plain(*values)[0], np.exp(values[0][[2, 0, 2]]).sum(axis=0), rtol=1e-14)
+
+
 def test_broadcast_mismatch_is_a_shape_error(backend):
     table = dg.matrix("table")
     y = dg.matrix("y")
