@@ -121,6 +121,19 @@ def test_out_of_range_index_raises_index_error_naming_the_axis(backend, axis, ba
         f(values, np.array([bad]))
 
 
+@pytest.mark.parametrize("index_dtype", ["int8", "int32", "uint8", "uint64"])
+def test_narrow_and_unsigned_index_dtypes(backend, index_dtype):
+    table = dg.matrix("table")
+    idx = dg.tensor("idx", shape=(None,), dtype=index_dtype)
+    f = dg.function([table, idx], dg.sqrt(table[:, idx]).sum(axis=0), backend=backend)
+    values, positions = np.arange(12.0).reshape(3, 4), np.array([3, 1, 3], dtype=index_dtype)
+    np.testing.assert_allclose(f(values, positions), np.sqrt(values[:, positions]).sum(axis=0), rtol=1e-14)
+    if np.dtype(index_dtype).kind == "i":
+        np.testing.assert_allclose(f(values, np.array([-4], dtype=index_dtype)), np.sqrt(values[:, [0]]).sum(axis=0))
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 1 with size 4"):
+        f(values, np.array([4], dtype=index_dtype))
+
+
 def test_index_checked_once_per_value_and_gather_on_outer_axis_stays_contiguous():
     table = dg.tensor("table", shape=(None, None, None))
     idx = dg.tensor("idx", shape=(None,), dtype="int64")
