@@ -36,7 +36,13 @@ def _matmul():
     return [a, b], dg.tanh(a @ b)
 
 
-GRAPHS = {"logp": _logp, "gather_scatter": _gather_scatter, "matmul": _matmul}
+def _gather_reduce():
+    """Rows of a matrix picked by an index vector, then summed along the other axis (`sel(...).sum(...)`)."""
+    data, idx = dg.tensor("data", shape=(None, None)), dg.tensor("idx", shape=(None,), dtype="int64")
+    return [data, idx], dg.exp(data[idx]).sum(axis=1)
+
+
+GRAPHS = {"logp": _logp, "gather_scatter": _gather_scatter, "matmul": _matmul, "gather_reduce": _gather_reduce}
 
 
 @pytest.mark.parametrize("backend", ["numba", "c"])

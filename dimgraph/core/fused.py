@@ -16,11 +16,14 @@ import numpy as np
 from dimgraph.core.basic import as_tensor
 from dimgraph.core.broadcast import node_shape
 from dimgraph.core.elemwise import Elemwise
-from dimgraph.errors import ShapeError
+from dimgraph.errors import IndexOutOfBounds, ShapeError
 from dimgraph.core.graph import Op
-from dimgraph.core.reduce import REDUCERS
+from dimgraph.core.gradient import vjp
+from dimgraph.core.reduce import REDUCERS, CAReduce
 from dimgraph.core.scalar import Composite
 from dimgraph.core.shape import build
+from dimgraph.core.subtensor import ARRAY, FULL_SLICE, AdvancedIncSubtensor, AdvancedSubtensor
+from dimgraph.core.type import TensorType
 
 # The ufunc that combines two partial reductions.
 COMBINE = {
@@ -116,9 +119,6 @@ class CAReduceElemwise(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Unfuse: differentiate `reducer(Elemwise(scalar_op)(*inputs))` through their own L_ops."""
-        from dimgraph.core.gradient import vjp
-        from dimgraph.core.reduce import CAReduce
-
         full = self.elemwise(*inputs)
         full = full if isinstance(full, (list, tuple)) else [full]
         reduced = [CAReduce(self.reducer, tuple(self.axis))(f) for f in full]
@@ -256,15 +256,10 @@ class IndexedLoop(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Unfuse: differentiate the gathers, Elemwise, reductions and scatters through their own L_ops."""
-        from dimgraph.core.gradient import vjp
-
         return vjp(self.unfused(inputs), output_grads, list(inputs), disconnected="none")
 
     def unfused(self, inputs):
         """The outputs rebuilt from primitive ops (gathers, Elemwise, CAReduce, AdvancedIncSubtensor)."""
-        from dimgraph.core.reduce import CAReduce
-        from dimgraph.core.subtensor import ARRAY, AdvancedIncSubtensor, AdvancedSubtensor
-
         loop, tables, scatters = self.split_inputs(inputs)
         table_of = iter(tables)
         values = [AdvancedSubtensor((ARRAY,))(next(table_of), v) if g else v for v, g in zip(loop, self.gathered)]
@@ -291,14 +286,167 @@ class IndexedLoop(Op):
         return f"indexed_loop{{{kinds}}}({self.scalar_op})"
 
 
-def _positions(idx, n):
+def _positions(idx, n, axis=0):
     """Index array `idx` into a length-`n` axis, negatives wrapped; IndexError out of range, as NumPy."""
-    idx = np.asarray(idx)
+    idx = np.asarray(idx).astype(np.int64, copy=False)  # `idx + n` of a narrow dtype would overflow
     bad = (idx < -n) | (idx >= n)
     if np.any(bad):
-        raise IndexError(f"index {int(idx[bad][0])} is out of bounds for axis 0 with size {n}")
+        raise IndexOutOfBounds(int(idx[bad][0]), n, axis)
     return np.where(idx < 0, idx + n, idx)
 
 
 def _take(table, idx):
     return table[_positions(idx, len(table))]
+
+
+@dataclass(frozen=True)
+class GatherElemwise(Op):
+    """`scalar_op` elementwise over inputs some of which are read through an index array along one axis, maybe reduced.
+
+    `data.sel(country=labels).sum("time")` is, op by op, a gather `data[idx]` (a
+    temporary of the selection's size) and a sum. This op reads `data[idx[j0], j1]`
+    inside the loop instead, so nothing is materialized:
+
+    - composite input k reads `inputs[k]`, or when `gather_axes[k]` is an axis `a`,
+      `table_k` at the loop position with axis `a` replaced by `inputs[k][j_a]`
+      (`inputs[k]` is then a 1-d integer index array; the tables follow the
+      composite inputs, in order, as in `IndexedLoop`);
+    - the loop shape broadcasts as Elemwise, a gathered input taking its index
+      array's length on the gathered axis;
+    - with a `reducer`, every composite output is reduced over `axis`
+      (as `CAReduceElemwise`), else the outputs are the full arrays.
+
+    Index arrays wrap negatives and raise IndexError naming the axis out of range, as NumPy.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> from dimgraph.core.scalar import Composite
+    >>> ident = Composite(in_dtypes=("float64",), steps=(), outs=(0,))
+    >>> rows = GatherElemwise(ident, gather_axes=(0,), reducer="add", axis=(1,))
+    >>> data, idx = dg.matrix("data"), dg.vector("idx", dtype="int64")
+    >>> rows(idx, data).eval({data: np.arange(6.0).reshape(3, 2), idx: np.array([2, -3])}).tolist()
+    [9.0, 1.0]
+    """
+
+    scalar_op: Composite
+    gather_axes: tuple
+    reducer: str | None = None
+    axis: tuple = ()
+
+    def __post_init__(self):
+        if len(self.gather_axes) != self.scalar_op.nin:
+            raise ValueError(f"GatherElemwise: {len(self.gather_axes)} gather axes for {self.scalar_op.nin} inputs")
+        if self.reducer is not None and self.reducer not in REDUCERS:
+            raise ValueError(f"GatherElemwise: unknown reducer {self.reducer!r}; known: {sorted(REDUCERS)}")
+        if self.reducer is None and self.axis:
+            raise ValueError("GatherElemwise: reduced axes given without a reducer")
+
+    def split_inputs(self, inputs):
+        """(composite-position inputs (index arrays where gathered), tables) from the node's flat input list."""
+        nin = self.scalar_op.nin
+        return list(inputs[:nin]), list(inputs[nin:])
+
+    def loop_types(self, inputs):
+        """Per composite input, the type it is read as in the loop (a table with its index array's length)."""
+        loop, tables = self.split_inputs(inputs)
+        table_of = iter(tables)
+        types = []
+        for v, a in zip(loop, self.gather_axes):
+            if a is None:
+                types.append(v.type)
+            else:
+                t = next(table_of).type
+                types.append(TensorType(t.dtype, t.shape[:a] + (v.type.shape[0],) + t.shape[a + 1 :]))
+        return types
+
+    def make_node(self, *inputs):
+        inputs = [as_tensor(i) for i in inputs]
+        n_tables = sum(a is not None for a in self.gather_axes)
+        if len(inputs) != self.scalar_op.nin + n_tables:
+            raise TypeError(f"{self}: takes {self.scalar_op.nin + n_tables} inputs, got {len(inputs)}")
+        loop, tables = self.split_inputs(inputs)
+        table_of = iter(tables)
+        for v, a in zip(loop, self.gather_axes):
+            if a is None:
+                continue
+            t = next(table_of)
+            if v.type.ndim != 1 or np.dtype(v.type.dtype).kind not in "iu":
+                raise TypeError(f"{self}: index arrays must be 1-d integers, got {v.type}")
+            if not 0 <= a < t.type.ndim:
+                raise ValueError(f"{self}: gather axis {a} out of range for the table {t.type}")
+        dtypes = tuple(t.dtype for t in self.loop_types(inputs))
+        if dtypes != tuple(self.scalar_op.in_dtypes):
+            raise TypeError(f"{self}: expected input dtypes {self.scalar_op.in_dtypes}, got {dtypes}")
+        # Elemwise validates ndim and static broadcasting of the inputs as the loop reads them
+        full = self.elemwise.make_node(*[t.make_variable() for t in self.loop_types(inputs)]).outputs
+        if any(not 0 <= a < full[0].type.ndim for a in self.axis):
+            raise ValueError(f"{self}: axes {self.axis} out of range for {full[0].type}")
+        if self.reducer in ("maximum", "minimum") and any(full[0].type.shape[a] == 0 for a in self.axis):
+            raise ValueError(f"{self}: cannot reduce an empty axis (no identity for {self.reducer})")
+        if self.reducer is None:
+            out_dtypes = [f.type.dtype for f in full]
+        else:
+            out_dtypes = [REDUCERS[self.reducer](np.zeros((1,), dtype=f.type.dtype)).dtype.name for f in full]
+        return build(self, inputs, out_dtypes)
+
+    def infer_shape(self, inputs, input_shapes):
+        loop, tables = self.split_inputs(input_shapes)
+        table_of = iter(tables)
+        shapes = []
+        for sh, a in zip(loop, self.gather_axes):
+            if a is None:
+                shapes.append(tuple(sh))
+            else:
+                t = tuple(next(table_of))
+                shapes.append(t[:a] + (sh[0],) + t[a + 1 :])
+        dummies = [t.make_variable() for t in self.loop_types(inputs)]
+        full = self.elemwise.infer_shape(dummies, shapes)[0]
+        return [tuple(s for a, s in enumerate(full) if a not in self.axis)] * self.scalar_op.nout
+
+    def perform(self, node, inputs):
+        loop, tables = self.split_inputs(inputs)
+        table_of = iter(tables)
+        values = []
+        for v, a in zip(loop, self.gather_axes):
+            if a is not None:
+                table = next(table_of)
+                v = np.take(table, _positions(v, table.shape[a], a), axis=a)
+            values.append(v)
+        dummies = [t.make_variable() for t in self.loop_types(node.inputs)]
+        if self.reducer is None:
+            inner = self.elemwise.make_node(*dummies)
+            _check_broadcast(self, inner, values)
+            full = self.scalar_op.impl(*values)
+            shape = np.broadcast_shapes(*[np.shape(v) for v in values])
+            return [np.array(np.broadcast_to(f, shape), dtype=o.type.dtype) for f, o in zip(full, node.outputs)]
+        op = CAReduceElemwise(self.scalar_op, self.reducer, tuple(self.axis))
+        return op.perform(op.make_node(*dummies), values)
+
+    def L_op(self, inputs, outputs, output_grads):
+        """Unfuse: differentiate the gathers, Elemwise and reductions through their own L_ops."""
+        return vjp(self.unfused(inputs), output_grads, list(inputs), disconnected="none")
+
+    def unfused(self, inputs):
+        """The outputs rebuilt from primitive ops (AdvancedSubtensor gathers, Elemwise, CAReduce)."""
+        loop, tables = self.split_inputs(inputs)
+        table_of = iter(tables)
+        values = [
+            v if a is None else AdvancedSubtensor((FULL_SLICE,) * a + (ARRAY,))(next(table_of), v)
+            for v, a in zip(loop, self.gather_axes)
+        ]
+        if self.scalar_op.steps or self.scalar_op.outs != (0,):
+            full = self.elemwise(*values)
+            full = full if isinstance(full, (list, tuple)) else [full]
+        else:  # the identity: a reduction of the gather alone
+            full = values
+        if self.reducer is None:
+            return list(full)
+        return [CAReduce(self.reducer, tuple(self.axis))(f) for f in full]
+
+    @property
+    def elemwise(self):
+        return Elemwise(self.scalar_op)
+
+    def __str__(self):
+        axes = ",".join("-" if a is None else str(a) for a in self.gather_axes)
+        red = f", {self.reducer}{list(self.axis)}" if self.reducer else ""
+        return f"gather_elemwise{{gather=[{axes}]{red}}}({self.scalar_op})"

@@ -26,7 +26,7 @@ from dimgraph.core import (
     Subtensor,
 )
 from dimgraph.core.blockwise import Blockwise
-from dimgraph.core.fused import CAReduceElemwise
+from dimgraph.core.fused import CAReduceElemwise, GatherElemwise
 from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
 from dimgraph.core.scalar import Cast, Composite, ScalarOp
 
@@ -71,6 +71,8 @@ CASES = {
     "ShapeI": (lambda: dg.core.ShapeI(0), lambda: dg.core.ShapeI(1), lambda: [_x()]),
     "CAReduceElemwise": (lambda: CAReduceElemwise(_SQUARE, "add", (0,)), lambda: CAReduceElemwise(_SQUARE, "add", (1,)),
                          lambda: [_x()]),
+    "GatherElemwise": (lambda: GatherElemwise(_SQUARE, (0,), "add", (1,)), lambda: GatherElemwise(_SQUARE, (1,)),
+                       lambda: [_x((None,), "int64", "idx"), _x()]),
     "Cholesky": (lambda: Cholesky(lower=True), lambda: Cholesky(lower=False), lambda: [_x((3, 3))]),
     "SolveTriangular": (lambda: SolveTriangular(lower=True), lambda: SolveTriangular(lower=False),
                         lambda: [_x((3, 3)), _x((3, 2), name="b")]),

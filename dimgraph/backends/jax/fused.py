@@ -8,7 +8,7 @@ from dimgraph.backends.jax.reduce import reduce_fn
 from dimgraph.backends.jax.registry import jax_impl
 from dimgraph.backends.jax.scalar import scalar_fn
 from dimgraph.core.broadcast import node_shape
-from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
+from dimgraph.core.fused import CAReduceElemwise, GatherElemwise, IndexedLoop
 from dimgraph.core.graph import toposort
 
 
@@ -28,6 +28,7 @@ def _careduce_elemwise(op, node):
 
 
 @jax_impl.register(IndexedLoop)
+@jax_impl.register(GatherElemwise)
 def _indexed_loop(op, node):
     """The ops it fuses (gathers, Elemwise, reductions, scatters), traced in order: XLA fuses them again."""
     outputs = op.unfused(node.inputs)

@@ -46,8 +46,10 @@ def _position(op, value, axis, n):
         if not -n <= k < n:
             raise IndexError(f"{op}: {_out_of_bounds(k, axis, n)}")
         return k
-    runtime_check((value >= -n) & (value < n), IndexError, _escaped(op) + f": {_out_of_bounds('{}', axis, n)}", value)
-    return jnp.asarray(value)
+    value = jnp.asarray(value)
+    inside = (value < n) if jnp.issubdtype(value.dtype, jnp.unsignedinteger) else (value >= -n) & (value < n)
+    runtime_check(inside, IndexError, _escaped(op) + f": {_out_of_bounds('{}', axis, n)}", value)
+    return value
 
 
 def _slice(op, entry, scalars):
@@ -174,7 +176,8 @@ def _advanced_key(op, node, x_shape, idx_values, idx_vars):
                 raise IndexError(f"{op}: {_out_of_bounds(int(bad.flat[0]), axis, n)}")
         else:
             a = jnp.asarray(a)
-            inside = ((a >= -n) & (a < n)).ravel()
+            # an unsigned index is never negative (`-n` in its dtype would wrap to a large value)
+            inside = ((a < n) if jnp.issubdtype(a.dtype, jnp.unsignedinteger) else (a >= -n) & (a < n)).ravel()
             first_bad = a.ravel()[jnp.argmin(inside)] if a.size else None
             runtime_check(jnp.all(inside), IndexError, _escaped(op) + f": {_out_of_bounds('{}', axis, n)}", first_bad)
         key.append(a)

@@ -43,7 +43,7 @@ from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.shape_ops import Alloc, Reshape
 
 # The loop printer writes a multi-output reduce-of-elemwise as one pass with several accumulators.
-BACKEND = Backend("numba", __name__, rewrites_opt_in=("multi_output_reduce_fusion", "indexed_loop_fusion"))
+BACKEND = Backend("numba", __name__, rewrites_opt_in=("multi_output_reduce_fusion", "indexed_loop_fusion", "gather_fusion"))
 
 # Kernels are called from Python only: no C-callable wrapper (10% of a small kernel's compile).
 JIT_OPTIONS = 'cache=True, error_model="numpy", no_cfunc_wrapper=True'

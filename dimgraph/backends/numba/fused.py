@@ -1,9 +1,12 @@
-"""numba kernels of the fused loops: a reduce-of-elemwise and an indexed loop (gather, math, reductions, scatter)."""
+"""numba kernels of the fused loops: a reduce-of-elemwise, an indexed loop (gather, math, reductions,
+scatter) and an elementwise or reducing loop reading n-d gathers in place."""
 
 from __future__ import annotations
 
+from dimgraph.backends.numba.loops import loop_kernel
 from dimgraph.backends.numba.ops import numba_kernel, print_loop
-from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
+from dimgraph.backends.numba.scalar import flatten
+from dimgraph.core.fused import CAReduceElemwise, GatherElemwise, IndexedLoop
 
 
 @numba_kernel.register(CAReduceElemwise)
@@ -31,7 +34,18 @@ def _indexed_loop(op, node):
         loop_inputs,
         op.scalar_op.in_dtypes,
         lambda outs: [(outs[out], sink) for out, sink in sinks],
-        gathered=op.gathered,
+        gathered=tuple(0 if g else None for g in op.gathered),
         scatter_at=scatter_at,
         reciprocals=True,
+    )
+
+
+@numba_kernel.register(GatherElemwise)
+def _gather_elemwise(op, node):
+    steps, outs = flatten(op.scalar_op, op.scalar_op.nin)
+    bcast = [tuple(s == 1 for s in t.shape) for t in op.loop_types(node.inputs)]
+    sinks = [(r, None if op.reducer is None else (op.reducer, tuple(op.axis), o.type.dtype))
+             for r, o in zip(outs, node.outputs)]
+    return loop_kernel(
+        bcast, list(op.scalar_op.in_dtypes), steps, sinks, op_name=str(op), gathered=op.gather_axes, reciprocals=True
     )

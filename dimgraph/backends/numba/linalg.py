@@ -1,4 +1,4 @@
-"""numba kernels for `Blockwise` and the matrix functions of `dimgraph.core.matrix`.
+"""numba kernels for `Blockwise`, the matrix functions of `dimgraph.core.matrix`, and `a @ b`.
 
 A matrix op (alone, or inside a Blockwise) prints a batch loop around one
 call per matrix: Cholesky and triangular solves are short loops printed with
@@ -11,6 +11,7 @@ core op runs its NumPy `perform` in object mode (`ops.objmode_kernel`).
 
 from __future__ import annotations
 
+from dimgraph.backends.numba.matmul import matmul_kernel
 from dimgraph.backends.numba.ops import numba_kernel, objmode_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.blockwise import Blockwise
@@ -179,7 +180,7 @@ def _blockwise(op, node):
     return objmode_kernel(op, node)
 
 
-# Matrix products and einsums call BLAS through NumPy: the driver runs them by `host.py`
-# (no compile, faster than a printed triple loop); inside jitted code, in object mode.
-numba_kernel.register(MatMul)(objmode_kernel)
+numba_kernel.register(MatMul)(matmul_kernel)
+# Einsums call BLAS through NumPy: the driver runs them by `host.py` (a contraction path found
+# once); inside jitted code, in object mode.
 numba_kernel.register(Einsum)(objmode_kernel)

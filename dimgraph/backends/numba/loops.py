@@ -103,14 +103,18 @@ def loop_kernel(
         `(ref, (reducer, axes, dtype))` for a reduction of that value over `axes`, or
         (1-d loops) `(ref, ("scatter", dtype))`: arguments `b{k}, i{k}` give a base
         array and an index array, and the output is `b{k}` with `b{k}[i{k}[j]] += value`.
-    gathered: per input whether `x{v}` is an index array into a table `t{v}` (arguments
-        after the inputs): the loop reads `t{v}[x{v}[j]]` (IndexedLoop).
+    gathered: per input None, or the axis `a` along which it is read through the 1-d index
+        array `x{v}` from a table `t{v}` (arguments after the inputs): the loop reads `t{v}` at
+        its position with `j{a}` replaced by `x{v}[j{a}]` (IndexedLoop, GatherElemwise); the
+        input's broadcast pattern is the table's with the index array's on axis `a`. Each
+        index value is checked once: in the loop over axis 0 (`k{v}`), or for an inner axis
+        into a small array of positions (`kp{v}`) before the loops.
     scatter_at: {scatter output k: gathered input v} where `i{k}` is `x{v}` and the base has
         the table's length, so the position checked for the read serves the write too.
     reciprocals: print divisions by loop-invariant values as products (see below).
     """
     nin = len(in_bcast)
-    gathered = gathered or (False,) * nin
+    gathered = gathered or (None,) * nin
     used = {r for _, refs in steps for r in refs} | {ref for ref, _ in outputs}
     scatter_at = {k: v for k, v in (scatter_at or {}).items() if v in used}
     if len(op_name) > 60:
@@ -157,19 +161,25 @@ def loop_kernel(
     temp_set = set(temps)
 
     src = _Src()
-    args = [f"x{k}" for k in range(nin)] + [f"t{k}" for k in range(nin) if gathered[k]]
+    args = [f"x{k}" for k in range(nin)] + [f"t{k}" for k in range(nin) if gathered[k] is not None]
     args += [a for k, (_, red) in enumerate(outputs) if _is_scatter(red) for a in (f"b{k}", f"i{k}")]
     src.lines.append(f"def kernel({', '.join(args)}):")
     for k in range(nin):
-        if gathered[k]:
-            src(f"tn{k} = t{k}.shape[0]")
+        if gathered[k] is not None:
+            src(f"tn{k} = t{k}.shape[{gathered[k]}]")
+
+    def size(k, ax):
+        if gathered[k] is None:
+            return f"x{k}.shape[{ax}]"
+        return f"x{k}.shape[0]" if gathered[k] == ax else f"t{k}.shape[{ax}]"
+
     # -- sizes and the run-time broadcast check
     checks = []
     for ax in range(ndim):
         owners = [k for k in range(nin) if not in_bcast[k][ax]]
-        src(f"n{ax} = x{owners[0]}.shape[{ax}]" if owners else f"n{ax} = 1")
+        src(f"n{ax} = {size(owners[0], ax)}" if owners else f"n{ax} = 1")
         message = mismatch_message(op_name, f"axis {ax}")
-        checks += [(f"x{k}.shape[{ax}] != n{ax}", f"raise ShapeError({message!r})") for k in owners[1:]]
+        checks += [(f"{size(k, ax)} != n{ax}", f"raise ShapeError({message!r})") for k in owners[1:]]
     for k, (ref, red) in enumerate(outputs):
         if _is_scatter(red):
             message = op_name + ": a scatter index array and the loop differ in length"
@@ -178,6 +188,13 @@ def loop_kernel(
             message = f"zero-size array to reduction operation {red[0]} which has no identity"
             checks += [(f"n{a} == 0", f"raise ValueError({message!r})") for a in red[1]]
     src.lines += guard_lines(checks, "    ")
+    # a gather along an inner, varying axis: its index values checked once, before the loops
+    inline = [g is not None and (g == 0 or in_bcast[k][g]) for k, g in enumerate(gathered)]
+    for k, g in enumerate(gathered):
+        if g is not None and not inline[k] and k in used:
+            src(f"kp{k} = np.empty((x{k}.shape[0],), dtype=np.intp)")
+            src(f"for jk in range(x{k}.shape[0]):")
+            src(f"    kp{k}[jk] = rt_views.check_index(x{k}[jk], tn{k}, {g})")
 
     def shape_of(ax_set, keep=None):
         keep = range(ndim) if keep is None else keep
@@ -188,6 +205,10 @@ def loop_kernel(
         """The expression reading value v (an input or a temp) inside loops over `loop_axes`."""
         if ndim == 0:
             return f"{'x' if v < nin else 'p'}{v}.item()"
+        if v < nin and gathered[v] is not None:  # the table at the checked position
+            g = gathered[v]
+            at = f"k{v}" if inline[v] else f"kp{v}[j{g}]"
+            return f"t{v}" + _idx([at if a == g else "0" if in_bcast[v][a] else f"j{a}" for a in range(ndim)])
         if v < nin:
             return f"x{v}" + _idx(["0" if in_bcast[v][a] else f"j{a}" for a in range(ndim)])
         return f"p{v}" + _idx([f"j{a}" if a in axes[v] else "0" for a in range(ndim)])
@@ -214,15 +235,27 @@ def loop_kernel(
             return 1 + max(pos[a] for a in axes[v]) if axes[v] else 0
 
         by_depth = [[] for _ in range(len(loop_axes) + 1)]
+        # k{v}, the checked position of an index value (it may serve a scatter too): computed
+        # once per index value, in the loop over the gathered axis, before the values that read it
+        positions = [[] for _ in range(len(loop_axes) + 1)]
         for v in sorted(need):
             by_depth[depth(v)].append(v)
+            if v < nin and inline[v]:
+                g = gathered[v]
+                positions[0 if in_bcast[v][g] else pos[g] + 1].append(v)
+
+        def position(v):
+            at = "0" if in_bcast[v][gathered[v]] else f"j{gathered[v]}"
+            src(f"k{v} = rt_views.check_index(x{v}[{at}], tn{v}, {gathered[v]})")
 
         def values(d, expr_of):
+            for v in positions[d]:
+                if v not in by_depth[d]:  # read deeper in the nest
+                    position(v)
             for v in by_depth[d]:
-                if v < nin and gathered[v] and ndim:  # the checked position k{v} may serve a scatter too
-                    src(f"k{v} = rt_views.check_index({load(v, loop_axes)}, tn{v}, 0)")
-                    src(f"{names[v]} = t{v}[k{v}]")
-                elif v < nin or v in stop:
+                if v in positions[d]:
+                    position(v)
+                if v < nin or v in stop:
                     src(f"{names[v]} = {load(v, loop_axes)}")
                 else:
                     src(f"{names[v]} = {expr_of(v)}")
@@ -276,7 +309,7 @@ def loop_kernel(
     # A costly sum over the innermost axis goes through a row buffer: the loop that fills
     # it has no loop-carried dependence, so LLVM vectorizes it (the math included).
     # Not in a loop with indexed reads or writes: it does not vectorize, and the buffer would be full size.
-    indexed = any(gathered) or any(_is_scatter(red) for _, red in outputs)
+    indexed = any(g == ndim - 1 for g in gathered) or any(_is_scatter(red) for _, red in outputs)
     row_buffers = {
         k
         for k, (ref, red) in enumerate(outputs)

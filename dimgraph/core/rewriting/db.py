@@ -14,7 +14,7 @@ from dimgraph.core.rewriting.blockwise import blockwise_without_batch
 from dimgraph.core.rewriting.canonicalize import CANONICALIZE, SPECIALIZE
 from dimgraph.core.rewriting.control import CONTROL_CANONICALIZE, INNER
 from dimgraph.core.rewriting.engine import GlobalPhase, GraphRewriter, LocalPhase
-from dimgraph.core.rewriting.fusion import elemwise_fusion, fuse_indexed_loops, fuse_reduce
+from dimgraph.core.rewriting.fusion import elemwise_fusion, fuse_gathers, fuse_indexed_loops, fuse_reduce
 from dimgraph.core.rewriting.merge import merge_graph
 from dimgraph.core.rewriting.stabilize import STABILIZE
 
@@ -34,6 +34,8 @@ PHASES = [
             GraphRewriter("reduce_fusion", fuse_reduce, tags=("fusion",)),  # sum(f(x)) -> CAReduceElemwise
             # sums and scatter-adds of f(table[idx], ...) -> IndexedLoop (one pass, no temporaries)
             GraphRewriter("indexed_loop_fusion", fuse_indexed_loops, tags=("fusion",)),
+            # elementwise work and reductions over table[:, idx] (n-d) -> GatherElemwise (no gathered copy)
+            GraphRewriter("gather_fusion", fuse_gathers, tags=("fusion",)),
         ],
     ),
     GlobalPhase("inner", [INNER]),  # the phases above inside loop bodies and branches

@@ -1,6 +1,7 @@
 """fusion: Elemwise chains into one `Elemwise(Composite)` loop, siblings into multi-output loops,
-a reduction of an Elemwise into one `CAReduceElemwise`, and a 1-d Elemwise with its gathered
-inputs, reductions and scatter-adds into one `IndexedLoop`.
+a reduction of an Elemwise into one `CAReduceElemwise`, a 1-d Elemwise with its gathered
+inputs, reductions and scatter-adds into one `IndexedLoop`, and gathers along one axis of
+an n-d array into the elementwise or reducing loop that reads them (`GatherElemwise`).
 
 Groups are formed first and built once (linear in the graph; no Composite is
 rebuilt per absorbed node). The rules that keep fused kernels fast and exact:
@@ -19,12 +20,12 @@ rebuilt per absorbed node). The rules that keep fused kernels fast and exact:
 from __future__ import annotations
 
 from dimgraph.core.elemwise import Elemwise
-from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
+from dimgraph.core.fused import CAReduceElemwise, GatherElemwise, IndexedLoop
 from dimgraph.core.graph import ancestors
 from dimgraph.core.rewriting.engine import node_rewriter
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.scalar import Composite
-from dimgraph.core.subtensor import ARRAY, AdvancedIncSubtensor, AdvancedSubtensor
+from dimgraph.core.subtensor import ARRAY, FULL_SLICE, AdvancedIncSubtensor, AdvancedSubtensor
 
 MAX_INPUTS = 32
 # A loop body's compile time grows faster than its length: an elementwise chain of 1,000
@@ -395,10 +396,56 @@ def fuse_indexed_loops(fgraph, ctx, rewriter):
         ctx.replace(rewriter, e, list(zip(replaced, new)))
 
 
-@node_rewriter([IndexedLoop])
-def unfuse_indexed_loop(fgraph, node):
-    """IndexedLoop -> its gathers, Elemwise, reductions and scatters: for a backend with no kernel for it.
+def _axis_gather_of(var):
+    """(table, idx, axis) when `var` is `table[:, ..., idx]`: one 1-d integer array along `axis`, else None."""
+    g = var.owner
+    if g is None or type(g.op) is not AdvancedSubtensor or g.op.index.count(ARRAY) != 1:
+        return None
+    axis = g.op.index.index(ARRAY)
+    if any(e != FULL_SLICE for e in g.op.index if e != ARRAY):
+        return None
+    table, idx = g.inputs
+    return (table, idx, axis) if _int_vector(idx) else None
 
-    The fusion never builds one for such a backend; this serves graphs where a user built it.
+
+def fuse_gathers(fgraph, ctx, rewriter):
+    """Elemwise / CAReduce / CAReduceElemwise reading `table[:, idx]` -> one GatherElemwise: no gathered copy.
+
+    `data.sel(country=labels).sum("time")` reads `data[idx[j0], j1]` in its sum loop
+    instead of summing a (labels, time) copy. A gather read elsewhere too still runs
+    for those readers (reading the table in place costs what reading the copy did).
+    Runs after the 1-d IndexedLoop fusion, which takes the gathers it can use first.
+    """
+    for node in fgraph.toposort():
+        if node not in fgraph.nodes:
+            continue
+        op = node.op
+        if type(op) is Elemwise:
+            sop, reducer, axis = _as_composite(node), None, ()
+        elif type(op) is CAReduce:
+            dtype = node.inputs[0].type.dtype
+            sop, reducer, axis = Composite(in_dtypes=(dtype,), steps=(), outs=(0,)), op.scalar_op, tuple(op.axis)
+        elif type(op) is CAReduceElemwise:
+            sop, reducer, axis = op.scalar_op, op.reducer, tuple(op.axis)
+        else:
+            continue
+        gathers = [_axis_gather_of(i) for i in node.inputs]
+        if not any(gathers):
+            continue
+        loop_inputs = [g[1] if g else i for i, g in zip(node.inputs, gathers)]
+        tables = [g[0] for g in gathers if g]
+        gather_axes = tuple(g[2] if g else None for g in gathers)
+        new = GatherElemwise(sop, gather_axes, reducer, axis).make_node(*loop_inputs, *tables).outputs
+        if any(old.type != n.type for old, n in zip(node.outputs, new)):
+            continue
+        ctx.replace(rewriter, node, list(zip(node.outputs, new)))
+
+
+@node_rewriter([IndexedLoop, GatherElemwise])
+def unfuse_indexed_loop(fgraph, node):
+    """IndexedLoop or GatherElemwise -> the gathers, Elemwise, reductions and scatters it fuses.
+
+    For a backend with no kernel for them: the fusion never builds one for such a
+    backend; this serves graphs where a user built it.
     """
     return node.op.unfused(node.inputs)

@@ -82,6 +82,7 @@ def test_every_rule_has_a_test():
         "reduce_of_dimshuffle", "reduce_no_axes", "div_self", "logsumexp", "logsumexp_keepdims", "softmax", "log_softmax", "merge",
         "elemwise_fusion", "reduce_fusion", "full_slice", "join_one", "assert_proved",
         "elemwise_of_alloc", "reduce_of_alloc", "indexed_loop_fusion",
+        "gather_fusion",  # tests/core/rewriting/test_gather_fusion.py
         "blockwise_without_batch",  # tests/core/test_matrix.py
         # tests/core/test_control.py
         "scan_to_loop", "loop_dead_inputs", "loop_constant_states", "loop_invariant_code_motion", "inline_op_from_graph", "inner_graph_rewrite",
