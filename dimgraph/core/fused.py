@@ -414,7 +414,7 @@ class GatherElemwise(Op):
         dummies = [t.make_variable() for t in self.loop_types(node.inputs)]
         if self.reducer is None:
             inner = self.elemwise.make_node(*dummies)
-            _check_broadcast(self, inner, values)
+            node_shape(inner, values)
             full = self.scalar_op.impl(*values)
             shape = np.broadcast_shapes(*[np.shape(v) for v in values])
             return [np.array(np.broadcast_to(f, shape), dtype=o.type.dtype) for f, o in zip(full, node.outputs)]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.backends.numba.scalar import np_type
+from dimgraph.core.broadcast import mismatch_message
 
 BLAS_DTYPES = ("float32", "float64")
 
@@ -53,10 +54,11 @@ def matmul_kernel(op, node) -> str:
         source = next(((k, ax) for k, ax, s in sorted(static, key=lambda e: e[2] is None) if s != 1), None)
         size = "1" if source is None else f"x{source[0]}.shape[{source[1]}]"
         sizes.append(size)
-        checks += [f"x{k}.shape[{ax}] != {size}" for k, ax, s in static if s is None and (k, ax) != source]
-    if checks:
-        lines += [f"    if {' or '.join(checks)}:",
-                  '        raise ShapeError("matmul: a batch axis differs across inputs; only axes of static size 1 broadcast")']
+        unknown = [f"x{k}.shape[{ax}] != {size}" for k, ax, s in static if s is None and (k, ax) != source]
+        if unknown:
+            checks += [f"    if {' or '.join(unknown)}:",
+                       f"        raise ShapeError({mismatch_message('matmul', f'batch axis {t}')!r})"]
+    lines += checks
     rows = [f"x0.shape[{nda - 2}]"] if nda > 1 else []
     cols = [f"x1.shape[{ndb - 1}]"] if ndb > 1 else []
     out_shape = "(" + "".join(f"{s}, " for s in sizes + rows + cols) + ")"
