@@ -17,9 +17,10 @@ from dimgraph.core.basic import as_tensor
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.errors import ShapeError
 from dimgraph.core.graph import Op
-from dimgraph.core.reduce import REDUCERS
+from dimgraph.core.reduce import REDUCERS, CAReduce
 from dimgraph.core.scalar import Composite
 from dimgraph.core.shape import build
+from dimgraph.core.subtensor import ARRAY, AdvancedIncSubtensor, AdvancedSubtensor
 
 # The ufunc that combines two partial reductions.
 COMBINE = {
@@ -115,9 +116,7 @@ class CAReduceElemwise(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Unfuse: differentiate `reducer(Elemwise(scalar_op)(*inputs))` through their own L_ops."""
-        from dimgraph.core.gradient import vjp
-        from dimgraph.core.reduce import CAReduce
-
+        from dimgraph.core.gradient import vjp  # cycle: gradient -> vectorize, whose rules batch these ops
         full = self.elemwise(*inputs)
         full = full if isinstance(full, (list, tuple)) else [full]
         reduced = [CAReduce(self.reducer, tuple(self.axis))(f) for f in full]
@@ -265,15 +264,12 @@ class IndexedLoop(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Unfuse: differentiate the gathers, Elemwise, reductions and scatters through their own L_ops."""
-        from dimgraph.core.gradient import vjp
+        from dimgraph.core.gradient import vjp  # cycle: gradient -> vectorize, whose rules batch these ops
 
         return vjp(self.unfused(inputs), output_grads, list(inputs), disconnected="none")
 
     def unfused(self, inputs):
         """The outputs rebuilt from primitive ops (gathers, Elemwise, CAReduce, AdvancedIncSubtensor)."""
-        from dimgraph.core.reduce import CAReduce
-        from dimgraph.core.subtensor import ARRAY, AdvancedIncSubtensor, AdvancedSubtensor
-
         loop, tables, scatters = self.split_inputs(inputs)
         table_of = iter(tables)
         values = [AdvancedSubtensor((ARRAY,))(next(table_of), v) if g else v for v, g in zip(loop, self.gathered)]
