@@ -189,11 +189,11 @@ def jacobian_positional(y, x, disconnected):
 
 
 def hessian(cost, x):
-    """Second derivatives of a 0-d `cost` w.r.t. `x`: shape x.shape + x.shape (`jacobian(grad(cost, x), x)`).
+    """Second derivatives of a 0-d `cost` w.r.t. `x`, with shape x.shape + x.shape.
 
     >>> import dimgraph as dg, numpy as np
     >>> x = dg.tensor("x", shape=(2,))
-    >>> dg.function([x], dg.hessian((x ** 3).sum(), x))(np.array([1.0, 2.0]))
+    >>> hessian((x ** 3).sum(), x).eval({x: np.array([1.0, 2.0])})
     array([[ 6.,  0.],
            [ 0., 12.]])
     """
