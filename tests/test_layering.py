@@ -150,13 +150,31 @@ def test_an_injected_violation_is_caught(tmp_path, module, source):
     assert len(violations([(fake, module)])) == 1
 
 
-@pytest.mark.parametrize("lazy", [False, True])
-def test_an_injected_cycle_is_caught(tmp_path, lazy):
-    """The cycle finder itself: core <-> labeled at load time is reported; inside a function it never runs at load."""
-    core, labeled = tmp_path / "core_side.py", tmp_path / "labeled_side.py"
-    imp = "from dimgraph.labeled.injected import f\n"
-    core.write_text(f"def g():\n    {imp}" if lazy else imp)
-    labeled.write_text("from dimgraph.core.injected import g\n")
-    injected = [(core, "dimgraph.core.injected"), (labeled, "dimgraph.labeled.injected")]
-    expected = [] if lazy else [["dimgraph.core.injected", "dimgraph.labeled.injected"]]
-    assert cycles_across_packages(MODULES + injected) == expected
+@pytest.mark.parametrize(
+    "first, first_source, second, second_source, found",
+    [
+        (
+            "dimgraph.core.injected", "from dimgraph.labeled.injected import f\n",
+            "dimgraph.labeled.injected", "from dimgraph.core.injected import g\n",
+            True,
+        ),
+        # inside a function the import does not run at load time: no cycle (the upward import is another test's)
+        (
+            "dimgraph.core.injected", "def g():\n    from dimgraph.labeled.injected import f\n",
+            "dimgraph.labeled.injected", "from dimgraph.core.injected import g\n",
+            False,
+        ),
+        # one layer, two packages: only this check sees it
+        (
+            "dimgraph.compile.injected", "from dimgraph.printing_injected import p\n",
+            "dimgraph.printing_injected", "from dimgraph.compile.injected import f\n",
+            True,
+        ),
+    ],
+)
+def test_an_injected_cycle_is_caught(tmp_path, first, first_source, second, second_source, found):
+    """The cycle finder itself, on two modules that import each other."""
+    (tmp_path / "first.py").write_text(first_source)
+    (tmp_path / "second.py").write_text(second_source)
+    injected = [(tmp_path / "first.py", first), (tmp_path / "second.py", second)]
+    assert cycles_across_packages(injected) == ([sorted([first, second])] if found else [])
