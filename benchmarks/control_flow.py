@@ -25,7 +25,6 @@ import gc
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,20 +35,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import dimgraph as dg  # noqa: E402
+from benchmarks.timing import median_time  # noqa: E402
 
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
-
-
-def median_time(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        gc.disable()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-        gc.enable()
-    return statistics.median(times)
 
 
 def ar1_function(backend):

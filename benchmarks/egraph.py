@@ -28,6 +28,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 import dimgraph as dg  # noqa: E402
+from benchmarks.timing import best_call  # noqa: E402
 from dimgraph.backends import get_backend  # noqa: E402
 from dimgraph.core.fgraph import FunctionGraph  # noqa: E402
 from dimgraph.core.rewriting import rewrite_graph  # noqa: E402
@@ -37,17 +38,6 @@ MODES = {"phase order": "default", "e-graph": {"egraph": True}}
 # The lazy switch hinges on how dense the mask is; the switch graphs also run with the true density given.
 HINTS = {"switch": 0.023, "switch_even": 0.5}
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
-
-
-def best_call(fn, repeats=9):
-    """The fastest of `repeats` calls: the box is shared, and interference only ever adds time."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def normal_logp(v, mu, sigma):

@@ -16,7 +16,6 @@ CPU seconds (steadier on a shared machine).
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import statistics
@@ -24,13 +23,14 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
+
+from benchmarks.timing import median_time  # noqa: E402
 
 # Each model is source text, run in this process for per-call times and in fresh processes
 # for compile times. It defines `f` (from `BACKEND`) and `args` (NumPy arrays in declared dim order).
@@ -117,19 +117,6 @@ def build(name, backend, size):
     scope = dict(size, dg=dg, np=np, BACKEND=backend)
     exec(textwrap.dedent(MODELS[name]), scope)  # noqa: S102 - the models above
     return scope["f"], scope["args"]
-
-
-def median_time(fn, repeats, number=1):
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        gc.disable()
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-        gc.enable()
-    return statistics.median(times)
 
 
 # -- hand-written references ------------------------------------------------------------------

@@ -23,30 +23,16 @@ its disk cache warm for the shared kernels, so a cold cache is slower).
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import os
+import sys
 
 import numpy as np
 import xarray as xr
 
-import dimgraph as dg
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
-def median_time(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def first_call(make):
-    t0 = time.perf_counter()
-    fn = make()
-    fn()
-    return time.perf_counter() - t0, fn
+import dimgraph as dg  # noqa: E402
+from benchmarks.timing import first_call, median_time  # noqa: E402
 
 
 # -- 1. posterior predictive --------------------------------------------------------------

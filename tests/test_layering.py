@@ -5,6 +5,8 @@
 
 Every import is read from the source (function-level ones included, so a
 cycle broken by a lazy import still counts). One exception is named below.
+No import cycle may span two packages (`dimgraph.core`, `dimgraph.labeled`,
+...) through the imports that run when a module loads (those outside functions).
 """
 
 import ast
@@ -77,12 +79,52 @@ def violations(files):
     return found
 
 
+def module_level_imports(path: pathlib.Path, module: str):
+    """The dimgraph modules `module` imports when it loads: every import outside a function body."""
+    tree = ast.parse(path.read_text(), str(path))
+    lines, todo = set(), list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            lines.add(node.lineno)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return {t for line, t in imports_of(path, module) if line in lines and t.startswith("dimgraph")}
+
+
+def package_of(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def cycles_across_packages(files):
+    """Each set of modules that import one another in a circle at load time and lie in two or more packages."""
+    graph = {module: module_level_imports(path, module) for path, module in files}
+
+    def reach(start):
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt in graph and nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    reached = {m: reach(m) for m in graph}
+    circles = {frozenset(w for w in reached[m] if m in reached[w]) for m in graph}
+    return sorted(sorted(c) for c in circles if len({package_of(m) for m in c}) > 1)
+
+
 MODULES = [(p, module_name(p)) for p in sorted(PACKAGE.rglob("*.py"))]
 
 
 def test_no_module_imports_upward():
     found = violations(MODULES)
     assert not found, "imports against the layer order:\n" + "\n".join(found)
+
+
+def test_no_import_cycle_spans_packages():
+    found = cycles_across_packages(MODULES)
+    assert not found, "import cycles across packages:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
 def test_the_exception_is_still_needed():
@@ -106,3 +148,33 @@ def test_an_injected_violation_is_caught(tmp_path, module, source):
     fake = tmp_path / "injected.py"
     fake.write_text(source)
     assert len(violations([(fake, module)])) == 1
+
+
+@pytest.mark.parametrize(
+    "first, first_source, second, second_source, found",
+    [
+        (
+            "dimgraph.core.injected", "from dimgraph.labeled.injected import f\n",
+            "dimgraph.labeled.injected", "from dimgraph.core.injected import g\n",
+            True,
+        ),
+        # inside a function the import does not run at load time: no cycle (the upward import is another test's)
+        (
+            "dimgraph.core.injected", "def g():\n    from dimgraph.labeled.injected import f\n",
+            "dimgraph.labeled.injected", "from dimgraph.core.injected import g\n",
+            False,
+        ),
+        # one layer, two packages: only this check sees it
+        (
+            "dimgraph.compile.injected", "from dimgraph.printing_injected import p\n",
+            "dimgraph.printing_injected", "from dimgraph.compile.injected import f\n",
+            True,
+        ),
+    ],
+)
+def test_an_injected_cycle_is_caught(tmp_path, first, first_source, second, second_source, found):
+    """The cycle finder itself, on two modules that import each other."""
+    (tmp_path / "first.py").write_text(first_source)
+    (tmp_path / "second.py").write_text(second_source)
+    injected = [(tmp_path / "first.py", first), (tmp_path / "second.py", second)]
+    assert cycles_across_packages(injected) == ([sorted([first, second])] if found else [])

@@ -52,6 +52,7 @@ def constant(value, dtype=None, name=None) -> Variable:
 
 
 def _make_constant(type, data, name):
+    # cycle: TensorConstant's operators build ops, whose modules import this one
     from dimgraph.core.variable import TensorConstant
 
     return TensorConstant(type, data, name=name)
@@ -60,6 +61,11 @@ def _make_constant(type, data, name):
 def is_python_scalar(x) -> bool:
     """Python numbers are "weak" in NumPy 2 promotion (NEP 50); NumPy scalars are not."""
     return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
+
+
+def is_float(var) -> bool:
+    """Whether gradients flow through `var` (float or complex dtype); integer and boolean inputs get None."""
+    return np.dtype(var.type.dtype).kind in "fc"
 
 
 def as_tensor(x, dtype=None, name=None) -> Variable:

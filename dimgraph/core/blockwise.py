@@ -19,7 +19,11 @@ import numpy as np
 
 from dimgraph.core.basic import as_tensor
 from dimgraph.core.broadcast import broadcast_shape
+from dimgraph.core.elemwise import DimShuffle
 from dimgraph.core.graph import Apply, Op
+from dimgraph.core.reduce import sum_to
+from dimgraph.core.shape import static_or_symbolic
+from dimgraph.core.shape_ops import broadcast_to
 from dimgraph.core.type import TensorType
 from dimgraph.errors import ShapeError
 
@@ -143,8 +147,7 @@ class Blockwise(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """The core op's vector-Jacobian product, vectorized; broadcast batch axes are summed back."""
-        from dimgraph.core.subtensor import sum_to
-        from dimgraph.core.vectorize import vectorize_graph
+        from dimgraph.core.vectorize import vectorize_graph  # cycle: vectorize_graph builds Blockwise nodes
 
         nb = inputs[0].type.ndim - self.core_ndims[0][0]
         core = self.core_node(inputs)
@@ -162,10 +165,7 @@ class Blockwise(Op):
                 continue
             g = next(done)
             if g.type.ndim < x.type.ndim:  # a gradient that does not depend on the batch
-                from dimgraph.core.shape_ops import broadcast_to
-                from dimgraph.core.shape import static_or_symbolic as shape_of
-
-                g = broadcast_to(g, shape_of(x))
+                g = broadcast_to(g, static_or_symbolic(x))
             out.append(sum_to(g, x))
         return out
 
@@ -190,8 +190,6 @@ def blockwise(core_op, signature, *inputs):
     >>> blockwise(Inv(), "(m,m)->(m,m)", x).type.shape
     (2, 3, 3)
     """
-    from dimgraph.core.elemwise import DimShuffle
-
     ins, _ = parse_signature(signature)
     inputs = [as_tensor(x) for x in inputs]
     if len(inputs) != len(ins):

@@ -63,7 +63,7 @@ class Elemwise(Op):
         return self.scalar_op.impl(*inputs)
 
     def L_op(self, inputs, outputs, output_grads):
-        from dimgraph.core.scalar_grad import elemwise_grads
+        from dimgraph.core.scalar_grad import elemwise_grads  # cycle: a derivative is built from the math functions over Elemwise
 
         return elemwise_grads(self.scalar_op, inputs, outputs, output_grads)
 

@@ -12,10 +12,14 @@ from typing import Literal
 
 import numpy as np
 
-from dimgraph.core.basic import as_tensor, constant, is_python_scalar
+from dimgraph.core.basic import as_tensor, constant, is_float, is_python_scalar
 from dimgraph.core.graph import Constant, Op
-from dimgraph.core.reduce import normalize_axis
-from dimgraph.core.shape import build
+from dimgraph.core.math import cast, ceil, eq, maximum, neq, where
+from dimgraph.core.reduce import all as reduce_all
+from dimgraph.core.reduce import sum as reduce_sum
+from dimgraph.core.shape import build, normalize_axis, shape_of
+from dimgraph.core.shape_ops import reshape
+from dimgraph.core.subtensor import getitem
 
 _CUM = {"add": np.cumsum, "mul": np.cumprod}
 
@@ -53,9 +57,6 @@ class CumOp(Op):
         sum stops there); at z the gradient is `revcumsum(g * y')` with y' the cumprod of x whose
         zero at z is replaced by 1; after z every product contains x[z], so it is 0.
         """
-        from dimgraph.core.math import eq, where
-        from dimgraph.core.subtensor import is_float
-
         (x,), (y,), (g,) = inputs, outputs, output_grads
         if not is_float(x):
             return [None]
@@ -73,8 +74,6 @@ class CumOp(Op):
         return [gx.astype(x.type.dtype)]
 
     def _reverse_cumsum(self, g):
-        from dimgraph.core.subtensor import getitem
-
         flip = (slice(None),) * self.axis + (slice(None, None, -1),)
         return getitem(CumOp(self.axis, "add")(getitem(g, flip)), flip)
 
@@ -83,8 +82,6 @@ class CumOp(Op):
 
 
 def _cum(mode, x, axis):
-    from dimgraph.core.shape_ops import reshape
-
     x = as_tensor(x)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
@@ -114,9 +111,6 @@ def diff(x, n=1, axis=-1):
     >>> dg.core.diff(np.array([1.0, 4.0, 9.0])).eval().tolist()
     [3.0, 5.0]
     """
-    from dimgraph.core.math import neq
-    from dimgraph.core.subtensor import getitem
-
     x = as_tensor(x)
     if n < 0:
         raise ValueError(f"diff: order must be non-negative but got {n}")
@@ -150,8 +144,6 @@ class ARange(Op):
         return build(self, inputs, [self.dtype])
 
     def infer_shape(self, inputs, input_shapes):
-        from dimgraph.core.math import cast, ceil, maximum
-
         start, stop, step = inputs
         if all(isinstance(v, Constant) for v in inputs):
             return [(len(np.arange(start.data, stop.data, step.data)),)]
@@ -166,10 +158,6 @@ class ARange(Op):
     def L_op(self, inputs, outputs, output_grads):
         """out[i] = start + i * step: start gets sum(g), step gets sum(g * i). stop only sets the
         length (a step function of it), so no gradient flows to it (None), nor to integer inputs."""
-        from dimgraph.core.reduce import sum as reduce_sum
-        from dimgraph.core.shape import shape_of
-        from dimgraph.core.subtensor import is_float
-
         start, stop, step = inputs
         (g,) = output_grads
         if not is_float(outputs[0]):
@@ -228,8 +216,6 @@ class Assert(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """The gradient passes to the checked value unchanged (the check stays in the forward graph)."""
-        from dimgraph.core.subtensor import is_float
-
         return [output_grads[0] if is_float(inputs[0]) else None] + [None] * (len(inputs) - 1)
 
 
@@ -244,8 +230,6 @@ def assert_op(x, *conds, msg="assertion failed"):
     >>> y.eval({x: np.ones(2)}).tolist()
     [1.0, 1.0]
     """
-    from dimgraph.core.reduce import all as reduce_all
-
     conds = [as_tensor(c) for c in conds]
     conds = [c if c.type.ndim == 0 else reduce_all(c) for c in conds]
     return Assert(msg)(x, *conds)

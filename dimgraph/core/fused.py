@@ -18,7 +18,6 @@ from dimgraph.core.broadcast import node_shape
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.errors import IndexOutOfBounds, ShapeError
 from dimgraph.core.graph import Op
-from dimgraph.core.gradient import vjp
 from dimgraph.core.reduce import REDUCERS, CAReduce
 from dimgraph.core.scalar import Composite
 from dimgraph.core.shape import build
@@ -119,6 +118,7 @@ class CAReduceElemwise(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Unfuse: differentiate `reducer(Elemwise(scalar_op)(*inputs))` through their own L_ops."""
+        from dimgraph.core.gradient import vjp  # cycle: gradient -> vectorize, whose rules batch these ops
         full = self.elemwise(*inputs)
         full = full if isinstance(full, (list, tuple)) else [full]
         reduced = [CAReduce(self.reducer, tuple(self.axis))(f) for f in full]
@@ -256,6 +256,8 @@ class IndexedLoop(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Unfuse: differentiate the gathers, Elemwise, reductions and scatters through their own L_ops."""
+        from dimgraph.core.gradient import vjp  # cycle: gradient -> vectorize, whose rules batch these ops
+
         return vjp(self.unfused(inputs), output_grads, list(inputs), disconnected="none")
 
     def unfused(self, inputs):
@@ -423,6 +425,8 @@ class GatherElemwise(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Unfuse: differentiate the gathers, Elemwise and reductions through their own L_ops."""
+        from dimgraph.core.gradient import vjp  # cycle: gradient -> vectorize, whose rules batch these ops
+
         return vjp(self.unfused(inputs), output_grads, list(inputs), disconnected="none")
 
     def unfused(self, inputs):

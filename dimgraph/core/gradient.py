@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.core.basic import as_tensor, constant
+from dimgraph.core.basic import as_tensor, constant, is_float
+from dimgraph.core.extra import arange
 from dimgraph.core.graph import Variable, toposort
+from dimgraph.core.math import add, cast, eq
 from dimgraph.core.scalar import NoDerivative
+from dimgraph.core.shape import product, shape_of
+from dimgraph.core.shape_ops import broadcast_to, expand_dims, reshape, zeros_like
+from dimgraph.core.type import TensorType
+from dimgraph.core.vectorize import vectorize_graph
 from dimgraph.errors import NonDifferentiable
-
-
-def _is_float(var) -> bool:
-    return np.dtype(var.type.dtype).kind in "fc"
 
 
 def _label(var) -> str:
@@ -33,8 +35,6 @@ def vjp(outputs, output_grads, wrt, disconnected="raise"):
     A `wrt` the outputs do not depend on is an error (`disconnected="raise"`),
     zeros (`"zero"`) or None (`"none"`, for L_ops built from inner graphs).
     """
-    from dimgraph.core.math import add, cast
-
     wanted = {id(w) for w in wrt}
     nodes = toposort(outputs)
     # Variables that depend on some `wrt`: only those carry gradients worth building.
@@ -44,7 +44,7 @@ def vjp(outputs, output_grads, wrt, disconnected="raise"):
             reaches.update(id(o) for o in node.outputs)
     parts = {}  # id(variable) -> list of gradient contributions
     for out, g in zip(outputs, output_grads):
-        if id(out) in reaches and _is_float(out):
+        if id(out) in reaches and is_float(out):
             parts.setdefault(id(out), []).append(g)
 
     def total(var):
@@ -58,13 +58,11 @@ def vjp(outputs, output_grads, wrt, disconnected="raise"):
         return g
 
     for node in reversed(nodes):
-        if not any(id(i) in reaches and _is_float(i) for i in node.inputs):
+        if not any(id(i) in reaches and is_float(i) for i in node.inputs):
             continue
-        out_grads = [total(o) if _is_float(o) else None for o in node.outputs]
+        out_grads = [total(o) if is_float(o) else None for o in node.outputs]
         if all(g is None for g in out_grads):
             continue
-        from dimgraph.core.shape_ops import zeros_like
-
         out_grads = [g if g is not None else zeros_like(o) for g, o in zip(out_grads, node.outputs)]
         try:
             in_grads = node.op.L_op(node.inputs, node.outputs, out_grads)
@@ -74,7 +72,7 @@ def vjp(outputs, output_grads, wrt, disconnected="raise"):
         if len(in_grads) != len(node.inputs):
             raise AssertionError(f"internal error: {node.op}.L_op gave {len(in_grads)} gradients for {len(node.inputs)} inputs")
         for i, g in zip(node.inputs, in_grads):
-            if g is None or id(i) not in reaches or not _is_float(i):
+            if g is None or id(i) not in reaches or not is_float(i):
                 continue
             if isinstance(g, NoDerivative):  # only an error when the gradient must flow through this input
                 path = ", ".join(_label(w) for w in wrt)
@@ -89,16 +87,12 @@ def vjp(outputs, output_grads, wrt, disconnected="raise"):
                 raise ValueError(
                     f"grad: the cost does not depend on {_label(w)} (pass disconnected='zero' to get zeros)"
                 )
-            from dimgraph.core.shape_ops import zeros_like
-
             g = zeros_like(w)
         grads.append(g)
     return grads
 
 
 def _sum_all(terms):
-    from dimgraph.core.math import add
-
     while len(terms) > 1:  # a balanced tree: short dependency chains, easy to fuse
         terms = [add(terms[k], terms[k + 1]) if k + 1 < len(terms) else terms[k] for k in range(0, len(terms), 2)]
     return terms[0]
@@ -110,7 +104,7 @@ def check_wrt(wrt, what):
     for k, w in enumerate(wrt):
         if not isinstance(w, Variable):
             raise TypeError(f"{what}: wrt[{k}] must be a graph variable, got {type(w).__name__}")
-        if not _is_float(w):
+        if not is_float(w):
             raise TypeError(
                 f"{what}: wrt {_label(w)} has dtype {w.type.dtype}; gradients exist only for float variables"
             )
@@ -122,7 +116,7 @@ def check_cost(cost, what):
         cost = as_tensor(cost)
     if cost.type.ndim != 0:
         raise ValueError(f"{what}: the cost must be 0-d (a scalar), got {_label(cost)} of type {cost.type}")
-    if not _is_float(cost):
+    if not is_float(cost):
         raise TypeError(f"{what}: the cost must be a float scalar, got {_label(cost)} of dtype {cost.type.dtype}")
     return cost
 
@@ -131,13 +125,11 @@ def grad(cost, wrt, disconnected="raise"):
     """Gradient of a 0-d `cost` w.r.t. a variable (one result) or a list of variables (a list).
 
     `disconnected="raise"` (default) makes a variable the cost does not depend
-    on an error; `"zero"` gives zeros for it. Positional variables only: `dg.grad`
-    takes labeled ones too.
+    on an error; `"zero"` gives zeros for it.
 
     >>> import dimgraph as dg, numpy as np
     >>> x = dg.tensor("x", shape=(3,))
-    >>> g = dg.grad((x ** 2).sum(), x)
-    >>> dg.function([x], g)(np.array([1.0, 2.0, 3.0]))
+    >>> grad((x ** 2).sum(), x).eval({x: np.array([1.0, 2.0, 3.0])})
     array([2., 4., 6.])
     """
     if disconnected not in ("raise", "zero"):
@@ -149,54 +141,43 @@ def grad(cost, wrt, disconnected="raise"):
 
 
 def value_and_grad(cost, wrt, disconnected="raise"):
-    """`(cost, grad(cost, wrt))` from one graph, so a compiled function shares and fuses their work.
+    """`(cost, grad(cost, wrt))`: one graph, so a function computing both shares their work.
 
     >>> import dimgraph as dg, numpy as np
     >>> x = dg.tensor("x", shape=(2,))
-    >>> v, (g,) = dg.value_and_grad(dg.exp(x).sum(), [x])
-    >>> dg.function([x], [v, g])(np.zeros(2))
-    [array(2.), array([1., 1.])]
+    >>> v, g = value_and_grad((x ** 3).sum(), x)
+    >>> dg.function([x], [v, g])(np.array([1.0, 2.0]))
+    [array(9.), array([ 3., 12.])]
     """
     return cost, grad(cost, wrt, disconnected)
 
 
 def jacobian(y, x, disconnected="zero"):
-    """d y / d x with shape y.shape + x.shape (labeled: dims y.dims + x.dims).
-
-    One reverse pass with a symbolic cotangent, batched over the rows of an
-    identity by `vectorize_graph` (as `jax.jacrev`), so the graph stays the
-    size of one gradient whatever the size of `y`. A labeled
-    `x` dim whose name is also one of y's dims is renamed with a trailing
-    `"_"` (`obs` -> `obs_`) so the result's dims stay unique.
+    """d y / d x with shape y.shape + x.shape, for positional `y` and float `x`.
 
     >>> import dimgraph as dg, numpy as np
     >>> x = dg.tensor("x", shape=(2,))
-    >>> dg.function([x], dg.jacobian(x ** 2, x))(np.array([1.0, 3.0]))
+    >>> jacobian(x ** 2, x).eval({x: np.array([1.0, 3.0])})
     array([[2., 0.],
            [0., 6.]])
     """
     y, x = as_tensor(y), as_tensor(x)
-    if not _is_float(x):
+    if not is_float(x):
         raise TypeError(f"jacobian: x {_label(x)} has dtype {x.type.dtype}; gradients exist only for float variables")
     return jacobian_positional(y, x, disconnected)
 
 
 def jacobian_positional(y, x, disconnected):
-    """`jacobian` of positional variables (`dimgraph.lower.gradient` calls it after lowering a labeled y and x).
+    """`jacobian` once `x` is known to be float (`dimgraph.lower.gradient` calls it after lowering y and x).
 
-    One reverse pass with a symbolic cotangent, vectorized over the rows of an identity (`jax.jacrev`'s way).
+    One reverse pass with a symbolic cotangent, batched over the rows of an
+    identity by `vectorize_graph` (as `jax.jacrev`), so the graph stays the
+    size of one gradient whatever the size of `y`.
     """
-    from dimgraph.core.extra import arange
-    from dimgraph.core.math import cast, eq
-    from dimgraph.core.shape import shape_of
-    from dimgraph.core.shape_ops import broadcast_to, expand_dims, reshape
-    from dimgraph.core.type import TensorType
-    from dimgraph.core.vectorize import vectorize_graph
-
-    if not _is_float(y):
+    if not is_float(y):
         raise TypeError(f"jacobian: y {_label(y)} must be float, got dtype {y.type.dtype}")
     y_shape = tuple(shape_of(y))
-    n = int(np.prod(y.type.shape, dtype=np.int64)) if None not in y.type.shape else _prod(y_shape)
+    n = int(np.prod(y.type.shape, dtype=np.int64)) if None not in y.type.shape else product(y_shape)
     cotangent = TensorType(y.type.dtype, y.type.shape).make_variable(name="cotangent")
     (g,) = vjp([y], [cotangent], [x], disconnected)
     rows = arange(n)
@@ -207,19 +188,12 @@ def jacobian_positional(y, x, disconnected):
     return reshape(batched, y_shape + tuple(shape_of(x)))
 
 
-def _prod(entries):
-    total = 1
-    for e in entries:
-        total = total * e
-    return total
-
-
 def hessian(cost, x):
-    """Second derivatives of a 0-d `cost` w.r.t. `x`: shape x.shape + x.shape (`jacobian(grad(cost, x), x)`).
+    """Second derivatives of a 0-d `cost` w.r.t. `x`, with shape x.shape + x.shape.
 
     >>> import dimgraph as dg, numpy as np
     >>> x = dg.tensor("x", shape=(2,))
-    >>> dg.function([x], dg.hessian((x ** 3).sum(), x))(np.array([1.0, 2.0]))
+    >>> hessian((x ** 3).sum(), x).eval({x: np.array([1.0, 2.0])})
     array([[ 6.,  0.],
            [ 0., 12.]])
     """

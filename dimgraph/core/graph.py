@@ -17,6 +17,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from dimgraph.errors import NonDifferentiable
+
 _counter = itertools.count()
 
 
@@ -175,8 +177,6 @@ class Op:
 
     def L_op(self, inputs, outputs, output_grads):
         """Vector-Jacobian product: one gradient per input (None: no gradient flows there)."""
-        from dimgraph.errors import NonDifferentiable
-
         raise NonDifferentiable(f"{self} has no gradient (asked for its inputs {[str(i) for i in inputs]})")
 
     def __str__(self):

@@ -14,8 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dimgraph.core.basic import as_tensor
+from dimgraph.core.gradient import vjp
 from dimgraph.core.graph import Apply, Constant, Op, toposort
 from dimgraph.core.inner import InnerGraph
+from dimgraph.core.math import neq
+from dimgraph.core.shape import ShapeI
 from dimgraph.core.type import TensorType
 
 
@@ -38,8 +42,6 @@ class IfElse(Op):
     else_graph: InnerGraph
 
     def make_node(self, cond, *args):
-        from dimgraph.core.basic import as_tensor
-
         cond = as_tensor(cond)
         if not (isinstance(cond.type, TensorType) and cond.type.ndim == 0 and cond.type.dtype == "bool"):
             raise TypeError(f"ifelse: the condition must be a 0-d bool, got {cond!r}")
@@ -50,8 +52,6 @@ class IfElse(Op):
         return Apply(self, [cond, *args], types)
 
     def infer_shape(self, inputs, input_shapes):
-        from dimgraph.core.shape import ShapeI
-
         # A size the types leave open is the taken branch's: read from the output itself at run time.
         node = self.make_node(*inputs)
         return [
@@ -66,8 +66,6 @@ class IfElse(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """The gradient flows through the taken branch: an IfElse of the two branches' vector-Jacobian products."""
-        from dimgraph.core.gradient import vjp
-
         cond, args = inputs[0], inputs[1:]
         floats = [k for k, a in enumerate(args) if isinstance(a.type, TensorType) and np.dtype(a.type.dtype).kind in "fc"]
         wrt = [args[k] for k in floats]
@@ -97,9 +95,6 @@ def ifelse(cond, then_outputs, else_outputs):
     >>> float(y.eval({x: 4.0})), float(y.eval({x: -2.0}))
     (1.3862943611198906, 2.0)
     """
-    from dimgraph.core.basic import as_tensor
-    from dimgraph.core.math import neq
-
     single = not isinstance(then_outputs, (list, tuple))
     then_outs = [as_tensor(v) if not hasattr(v, "type") else v for v in ([then_outputs] if single else then_outputs)]
     else_outs = [as_tensor(v) if not hasattr(v, "type") else v for v in ([else_outputs] if single else else_outputs)]

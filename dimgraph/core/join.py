@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dimgraph.core.basic import as_tensor
+from dimgraph.core.basic import as_tensor, is_float
 from dimgraph.core.graph import Apply, Op
-from dimgraph.core.reduce import normalize_axis
-from dimgraph.core.shape import build, shape_entry_as_variable, static_or_symbolic, to_static
+from dimgraph.core.shape import build, normalize_axis, shape_entry_as_variable, static_or_symbolic, to_static
+from dimgraph.core.shape_ops import expand_dims, pin_shape
+from dimgraph.core.subtensor import getitem
 from dimgraph.core.type import TensorType
 from dimgraph.errors import ShapeError
 
@@ -81,8 +82,6 @@ class Join(Op):
         """The output gradient cut back into the inputs' pieces along `axis` by slices (None for
         integer inputs); bounds are ints where the sizes are static, else sums of the inputs' sizes,
         and each piece keeps the static shape its input has."""
-        from dimgraph.core.subtensor import getitem, is_float, pin_shape
-
         (g,) = output_grads
         out, start = [], 0
         for t in inputs:
@@ -163,8 +162,6 @@ class Split(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """The pieces' gradients joined back along `axis`; the size inputs get None."""
-        from dimgraph.core.subtensor import is_float, pin_shape
-
         x = inputs[0]
         if not is_float(x):
             return [None] * len(inputs)
@@ -197,8 +194,6 @@ def stack(tensors, axis=0):
     >>> dg.core.stack([np.zeros(3), np.ones(3)], axis=1).type.shape
     (3, 2)
     """
-    from dimgraph.core.shape_ops import expand_dims
-
     tensors = [as_tensor(t) for t in tensors]
     if not tensors:
         raise ValueError("stack: need at least one array")
@@ -226,8 +221,6 @@ def split(x, indices_or_sections, axis=0):
     >>> [p.type.shape for p in dg.core.split(x, [1, 4])]
     [(1,), (3,), (2,)]
     """
-    from dimgraph.core.subtensor import getitem
-
     x = as_tensor(x)
     (axis,) = normalize_axis(axis, x.type.ndim)
     n = x.type.shape[axis]

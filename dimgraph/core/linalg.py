@@ -1,4 +1,9 @@
-"""Products: `MatMul` (NumPy matmul, batch broadcasting), `Einsum`, and `dot`/`tensordot` built on them.
+"""Linear algebra: the product ops `MatMul` (NumPy matmul, batch broadcasting) and `Einsum`, and the functions.
+
+The functions are `matmul`, `dot`, `tensordot`, `einsum` and the matrix
+functions (`cholesky`, `solve`, ..., whose ops live in `dimgraph.core.matrix`)
+mapped over leading batch axes with `Blockwise`; `cho_solve`, `trace` and
+`diagonal` are graphs of other ops.
 
 Batch axes broadcast as in Elemwise: only a static size 1 (or a missing
 leading axis) stretches; an unknown size that turns out to be 1 against a
@@ -14,10 +19,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dimgraph.core.basic import as_tensor
+from dimgraph.core.basic import as_tensor, constant, is_float
+from dimgraph.core.blockwise import blockwise
 from dimgraph.core.broadcast import broadcast_shape, letter_sizes
+from dimgraph.core.elemwise import DimShuffle
+from dimgraph.core.extra import arange
 from dimgraph.core.graph import Op
-from dimgraph.core.shape import build, static_or_symbolic
+from dimgraph.core.math import cast, eq, mul
+from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
+from dimgraph.core.reduce import sum as reduce_sum
+from dimgraph.core.reduce import sum_to
+from dimgraph.core.shape import build, product, static_or_symbolic, to_static
+from dimgraph.core.shape_ops import broadcast_to, expand_dims, pin_shape, reshape, squeeze, transpose
 from dimgraph.errors import ShapeError
 
 
@@ -99,9 +112,6 @@ class MatMul(Op):
         A 1-d operand is promoted as NumPy does (a: a leading axis, b: a trailing one), the output
         gradient gets the dropped axes back, and the promoted axis is dropped from the result.
         """
-        from dimgraph.core.shape_ops import expand_dims, squeeze
-        from dimgraph.core.subtensor import is_float, sum_to
-
         a, b = inputs
         (g,) = output_grads
         a2 = expand_dims(a, 0) if a.type.ndim == 1 else a
@@ -140,8 +150,6 @@ def matmul(a, b):
 
 
 def _swap_last(x):
-    from dimgraph.core.elemwise import DimShuffle
-
     nd = x.type.ndim
     return DimShuffle(nd, tuple(range(nd - 2)) + (nd - 1, nd - 2))(x)
 
@@ -153,8 +161,6 @@ def dot(a, b):
     >>> dg.core.dot(np.ones((2, 3)), np.ones(3)).eval().tolist()
     [3.0, 3.0]
     """
-    from dimgraph.core.math import mul
-
     a, b = as_tensor(a), as_tensor(b)
     if a.type.ndim == 0 or b.type.ndim == 0:
         return mul(a, b)
@@ -170,8 +176,6 @@ def tensordot(a, b, axes=2):
     >>> dg.core.tensordot(np.ones((2, 3, 4)), np.ones((3, 4, 5))).type.shape
     (2, 5)
     """
-    from dimgraph.core.shape_ops import reshape, transpose
-
     a, b = as_tensor(a), as_tensor(b)
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
@@ -195,22 +199,15 @@ def tensordot(a, b, axes=2):
     sa, sb = static_or_symbolic(a), static_or_symbolic(b)
     at = transpose(a, free_a + axes_a)
     bt = transpose(b, axes_b + free_b)
-    m = _prod([sa[x] for x in free_a])
-    k = _prod([sa[x] for x in axes_a])
-    n = _prod([sb[x] for x in free_b])
+    m = product([sa[x] for x in free_a])
+    k = product([sa[x] for x in axes_a])
+    n = product([sb[x] for x in free_b])
     out = matmul(reshape(at, (m, k)), reshape(bt, (k, n)))
     return reshape(out, tuple(sa[x] for x in free_a) + tuple(sb[x] for x in free_b))
 
 
 def _bad_axis(x, v):
     raise ValueError(f"tensordot: axis {x} is out of range for {v!r} with {v.type.ndim} axes")
-
-
-def _prod(entries):
-    total = 1
-    for e in entries:
-        total = total * e
-    return total
 
 
 # ---------------------------------------------------------------------------
@@ -341,10 +338,6 @@ class Einsum(Op):
         back; an axis of static size 1 that broadcasts against longer ones is summed (dropped from
         the einsum's output, or, on a diagonal, summed afterwards).
         """
-        from dimgraph.core.reduce import sum as reduce_sum
-        from dimgraph.core.shape_ops import broadcast_to, expand_dims
-        from dimgraph.core.subtensor import is_float, pin_shape
-
         (g,) = output_grads
         terms, out_term = self.terms, self.output
         shapes = [static_or_symbolic(i) for i in inputs]
@@ -394,18 +387,11 @@ class Einsum(Op):
 
 
 def _static(entry):
-    from dimgraph.core.shape import to_static
-
     return to_static(entry) if not isinstance(entry, int) else entry
 
 
 def _eye(n, dtype):
     """An n x n identity of `dtype` (a constant when n is static)."""
-    from dimgraph.core.basic import constant
-    from dimgraph.core.extra import arange
-    from dimgraph.core.math import eq
-    from dimgraph.core.shape_ops import expand_dims
-
     if _static(n) is not None:
         return constant(np.eye(_static(n), dtype=dtype))
     r = arange(0, n, 1, dtype="int64")
@@ -425,16 +411,101 @@ def einsum(subscripts, *operands):
     return Einsum(normalize_subscripts(subscripts, tuple(o.type.ndim for o in operands)))(*operands)
 
 
-# Matrix functions live in their own module; `dg.core.linalg` is their public home.
-from dimgraph.core.matrix import (  # noqa: E402,F401
-    cho_solve,
-    cholesky,
-    det,
-    diagonal,
-    eigh,
-    inv,
-    slogdet,
-    solve,
-    solve_triangular,
-    trace,
-)
+# -- matrix functions: the ops of `matrix.py` over batch axes (first), core axes last --
+
+
+def _apply(op, *inputs):
+    """`op` over the batch axes of `inputs`, cast first to one float dtype (ints become float64)."""
+    inputs = [as_tensor(x) for x in inputs]
+    for x in inputs:
+        if np.dtype(x.type.dtype).kind == "c":
+            raise TypeError(f"{type(op).__name__.lower()}: complex matrices are not supported, got {x!r}")
+    dtype = np.result_type(*[x.type.dtype if np.dtype(x.type.dtype).kind == "f" else "float64" for x in inputs]).name
+    return blockwise(op, op.signature, *[x if x.type.dtype == dtype else cast(x, dtype) for x in inputs])
+
+
+def _b_ndim(b, b_ndim):
+    if b_ndim is None:
+        return 1 if as_tensor(b).type.ndim == 1 else 2
+    if b_ndim not in (1, 2):
+        raise ValueError(f"b_ndim must be 1 (a vector right-hand side) or 2 (a matrix), got {b_ndim!r}")
+    return b_ndim
+
+
+def cholesky(a, lower=True):
+    """The Cholesky factor of each matrix in `a` (trailing two axes); NaNs where one is not positive definite.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> a = dg.tensor("a", shape=(2, 2))
+    >>> dg.function([a], dg.core.linalg.cholesky(a))(np.array([[4.0, 2.0], [2.0, 5.0]]))
+    array([[2., 0.],
+           [1., 2.]])
+    """
+    return _apply(Cholesky(lower), a)
+
+
+def solve(a, b, b_ndim=None):
+    """`x` with `a @ x = b`; `b` is a stack of vectors (`b_ndim=1`) or of matrices (default: 1 for a 1-d `b`, else 2).
+
+    >>> import dimgraph as dg, numpy as np
+    >>> a, b = dg.tensor("a", shape=(2, 2)), dg.tensor("b", shape=(2,))
+    >>> dg.function([a, b], dg.core.linalg.solve(a, b))(np.diag([2.0, 4.0]), np.ones(2))
+    array([0.5 , 0.25])
+    """
+    return _apply(Solve(_b_ndim(b, b_ndim)), a, b)
+
+
+def solve_triangular(a, b, lower=True, trans=False, unit_diagonal=False, b_ndim=None):
+    """`x` with `a @ x = b` (`trans=True`: `a.T @ x = b`) reading only the `lower` (or upper) triangle of `a`.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> a, b = dg.tensor("a", shape=(2, 2)), dg.tensor("b", shape=(2,))
+    >>> dg.function([a, b], dg.core.linalg.solve_triangular(a, b))(np.array([[2.0, 0.0], [1.0, 1.0]]), np.array([2.0, 3.0]))
+    array([1., 2.])
+    """
+    return _apply(SolveTriangular(bool(lower), bool(trans), bool(unit_diagonal), _b_ndim(b, b_ndim)), a, b)
+
+
+def cho_solve(c_and_lower, b, b_ndim=None):
+    """`x` with `a @ x = b` from the Cholesky factor of `a` (scipy's `(c, lower)` pair): two triangular solves."""
+    c, lower = c_and_lower
+    b_ndim = _b_ndim(b, b_ndim)
+    y = solve_triangular(c, b, lower=lower, b_ndim=b_ndim)
+    return solve_triangular(c, y, lower=lower, trans=True, b_ndim=b_ndim)
+
+
+def inv(a):
+    """The inverse of each matrix in `a`."""
+    return _apply(Inv(), a)
+
+
+def det(a):
+    """The determinant of each matrix in `a`."""
+    return _apply(Det(), a)
+
+
+def slogdet(a):
+    """`(sign, logabsdet)` of each matrix in `a`."""
+    return tuple(_apply(SlogDet(), a))
+
+
+def eigh(a, lower=True):
+    """`(eigenvalues, eigenvectors)` of each symmetric matrix in `a` (ascending; vectors are columns)."""
+    return tuple(_apply(Eigh(lower), a))
+
+
+def diagonal(a):
+    """The diagonal of each matrix in `a` (the trailing two axes), as a trailing axis."""
+    return einsum("...ii->...i", _float_or_same(a))
+
+
+def trace(a):
+    """The sum of the diagonal of each matrix in `a`."""
+    return einsum("...ii->...", _float_or_same(a))
+
+
+def _float_or_same(a):
+    a = as_tensor(a)
+    if a.type.ndim < 2:
+        raise ValueError(f"diagonal/trace: need at least 2 axes, got {a!r}")
+    return a

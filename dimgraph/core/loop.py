@@ -27,8 +27,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dimgraph.core.graph import Apply, Constant, Op
+from dimgraph.core.basic import as_tensor, tensor
+from dimgraph.core.gradient import vjp
+from dimgraph.core.graph import Apply, Constant, Op, clone_graph
 from dimgraph.core.inner import InnerGraph, free_inputs
+from dimgraph.core.join import concatenate
+from dimgraph.core.shape import shape_of, to_static
+from dimgraph.core.shape_ops import Alloc, expand_dims, zeros, zeros_like
+from dimgraph.core.subtensor import Subtensor, getitem, inc_subtensor
 from dimgraph.core.type import TensorType
 from dimgraph.errors import NonDifferentiable
 
@@ -53,8 +59,6 @@ class LoopOp(Op):
         raise NotImplementedError
 
     def _check_inputs(self, n_steps, init, consts):
-        from dimgraph.core.basic import as_tensor
-
         n_steps = as_tensor(n_steps)
         if not (isinstance(n_steps.type, TensorType) and n_steps.type.ndim == 0 and n_steps.type.dtype.startswith(("int", "uint"))):
             raise TypeError(f"{self.name}: n_steps must be a 0-d integer, got {n_steps!r}")
@@ -88,8 +92,6 @@ class LoopOp(Op):
         return Apply(self, [n_steps, *init, *consts], list(state_types) + traces)
 
     def infer_shape(self, inputs, input_shapes):
-        from dimgraph.core.shape import to_static
-
         n = to_static(inputs[0])
         n = n if n is not None else inputs[0]
         states = [input_shapes[1 + k] for k in range(self.n_states)]
@@ -150,14 +152,6 @@ class Scan(LoopOp):
         re-runs the body on `all_k[t]` and takes its vector-Jacobian product.
         Integer states and constants get no gradient.
         """
-        from dimgraph.core.basic import tensor
-        from dimgraph.core.gradient import vjp
-        from dimgraph.core.graph import clone_graph
-        from dimgraph.core.join import concatenate
-        from dimgraph.core.shape import shape_of
-        from dimgraph.core.shape_ops import expand_dims, zeros, zeros_like
-        from dimgraph.core.subtensor import getitem, inc_subtensor
-
         ns = self.n_states
         n, init, consts = inputs[0], inputs[1 : 1 + ns], inputs[1 + ns :]
         traces = outputs[ns:]
@@ -219,8 +213,6 @@ class Scan(LoopOp):
 
 def sequence_reads(body, n_states):
     """{constant position: its reads} for the constants the body reads only as `c[i]` (i the step number)."""
-    from dimgraph.core.subtensor import Subtensor
-
     index = body.inputs[0]
     full = ("slice", None, None, None)
     users = {id(p): (j, []) for j, p in enumerate(body.inputs[1 + n_states :])}
@@ -241,8 +233,6 @@ def sequence_reads(body, n_states):
 
 def _is_zeros(g) -> bool:
     """A gradient known to be zero (what `vjp` passes for an output nobody differentiates)."""
-    from dimgraph.core.shape_ops import Alloc
-
     if isinstance(g, Constant):
         return not np.any(g.data)
     node = g.owner
@@ -293,8 +283,6 @@ def scan_from_graph(index, states, consts, new_states, n_steps, init, const_valu
     Outer values the body reads beside its placeholders become extra constants
     (found by `free_inputs`). Returns `(finals, traces)`, traces[k] None for a non-tensor state.
     """
-    from dimgraph.core.basic import as_tensor
-
     placeholders = [index, *states, *consts]
     new_states = [as_tensor(v) if not hasattr(v, "type") else v for v in new_states]
     for k, (p, v) in enumerate(zip(states, new_states)):

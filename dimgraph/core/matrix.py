@@ -1,16 +1,15 @@
 """Matrix functions: `Cholesky`, `Solve`, `SolveTriangular`, `Inv`, `Det`, `SlogDet`, `Eigh`.
 
 Each op is defined on its core axes only (a matrix, a right-hand side) and
-declares them as a gufunc `signature`; the functions below (`cholesky`,
-`solve`, ...) map it over leading batch axes with `Blockwise`, whose gradient
-is the core `L_op` vectorized. `perform_batched` is the stacked NumPy/SciPy
+declares them as a gufunc `signature`; the functions in `dimgraph.core.linalg`
+(`cholesky`, `solve`, ...) map it over leading batch axes with `Blockwise`, whose
+gradient is the core `L_op` vectorized. `perform_batched` is the stacked NumPy/SciPy
 call that `Blockwise.perform` uses instead of a Python loop.
 
 Failure rule (the same on every backend): a matrix that is not positive
 definite gives a Cholesky factor of NaNs, a singular matrix gives the
 non-finite values LAPACK's LU produces (as `jax.numpy.linalg`), never an
-exception in the middle of a batch. `cho_solve`, `trace` and `diagonal` are
-graphs of other ops.
+exception in the middle of a batch.
 """
 
 from __future__ import annotations
@@ -20,17 +19,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.core.basic import as_tensor
-from dimgraph.core.blockwise import blockwise
+from dimgraph.core.elemwise import DimShuffle
+from dimgraph.core.extra import arange
 from dimgraph.core.graph import Apply, Op
+from dimgraph.core.math import cast, eq, ge, le, mul, sub, true_div, where
+from dimgraph.core.shape import shape_of
+from dimgraph.core.shape_ops import expand_dims
 from dimgraph.core.type import TensorType
-from dimgraph.lazy import scipy_linalg
 from dimgraph.errors import ShapeError
+from dimgraph.lazy import scipy_linalg
 
 
 def _float_matrix(op, x, what="a"):
     """`x` as a float matrix (ints become float64) after checking it is square where known."""
-    from dimgraph.core.math import cast
-
     x = as_tensor(x)
     if x.type.ndim != 2:
         raise ValueError(f"{op}: {what} must be a matrix (2 core axes), got {x!r}")
@@ -50,19 +51,12 @@ def _check_square(op, a):
 
 
 def _mT(x):
-    from dimgraph.core.elemwise import DimShuffle
-
     nd = x.type.ndim
     return DimShuffle(nd, tuple(range(nd - 2)) + (nd - 1, nd - 2))(x)
 
 
 def _tri_mask(x, lower):
     """A boolean (m, m) graph: True on and below (lower) or above the diagonal of `x`'s core matrix."""
-    from dimgraph.core.extra import arange
-    from dimgraph.core.math import ge, le
-    from dimgraph.core.shape import shape_of
-    from dimgraph.core.shape_ops import expand_dims
-
     n = shape_of(x)[-1]
     i = arange(n)
     rows, cols = expand_dims(i, 1), expand_dims(i, 0)
@@ -70,17 +64,10 @@ def _tri_mask(x, lower):
 
 
 def _tri(x, lower):
-    from dimgraph.core.math import where
-
     return where(_tri_mask(x, lower), x, np.zeros((), dtype=x.type.dtype))
 
 
 def _eye_like(x):
-    from dimgraph.core.extra import arange
-    from dimgraph.core.math import cast, eq
-    from dimgraph.core.shape import shape_of
-    from dimgraph.core.shape_ops import expand_dims
-
     i = arange(shape_of(x)[-1])
     return cast(eq(expand_dims(i, 1), expand_dims(i, 0)), x.type.dtype)
 
@@ -104,8 +91,51 @@ def _nan_on_failure(fn, a, *rest):
     return out if out is not None else np.full(a.shape, np.nan, dtype=a.dtype)
 
 
+class _Stacked:
+    """`perform` of the matrix ops: their stacked call, a lone matrix being a stack of one."""
+
+    def perform(self, node, inputs):
+        return self.perform_batched(node, inputs)
+
+
+class _LinearSolve(_Stacked):
+    """What the solves share: `b` is a stack of vectors (`b_ndim=1`) or of matrices, and `x` has its shape."""
+
+    function_name = "solve"  # in errors
+
+    @property
+    def signature(self):
+        return "(m,m),(m)->(m)" if self.b_ndim == 1 else "(m,m),(m,k)->(m,k)"
+
+    def make_node(self, a, b):
+        name = self.function_name
+        a = _float_matrix(name, a)
+        b = as_tensor(b)
+        if b.type.ndim != self.b_ndim:
+            raise ValueError(f"{name}: b must have {self.b_ndim} core axes (b_ndim={self.b_ndim}), got {b!r}")
+        if np.dtype(b.type.dtype).kind not in "f":
+            b = cast(b, "float64")
+        dtype = np.result_type(a.type.dtype, b.type.dtype).name
+        a, b = cast(a, dtype), cast(b, dtype)
+        m, mb = a.type.shape[0], b.type.shape[0]
+        if m is not None and mb is not None and m != mb:
+            raise ShapeError(f"{name}: a is {a.type.shape[0]}x{a.type.shape[1]} but b has {mb} rows")
+        return Apply(self, [a, b], [TensorType(dtype, b.type.shape)])
+
+    def infer_shape(self, inputs, input_shapes):
+        return [input_shapes[1]]
+
+    def solve_stack(self, node, solve, a, b):
+        """`solve(a, rhs)` over the stack (a vector `b` as a one-column matrix), NaNs where LAPACK refuses."""
+        _check_square(self.function_name, a)
+        if a.shape[-1] != b.shape[a.ndim - 2]:
+            raise ShapeError(f"{self.function_name}: a is {a.shape[-2]}x{a.shape[-1]} but b has {b.shape[a.ndim - 2]} rows")
+        x = _nan_on_failure(solve, a, b[..., None] if self.b_ndim == 1 else b)
+        return [(x[..., 0] if self.b_ndim == 1 else x).astype(node.outputs[0].type.dtype, copy=False)]
+
+
 @dataclass(frozen=True)
-class Cholesky(Op):
+class Cholesky(_Stacked, Op):
     """The triangular factor `L` of a symmetric positive definite `a` (`a = L @ L.T`; upper: `U.T @ U`)."""
 
     lower: bool = True
@@ -119,9 +149,6 @@ class Cholesky(Op):
     def infer_shape(self, inputs, input_shapes):
         return [input_shapes[0]]
 
-    def perform(self, node, inputs):
-        return self.perform_batched(node, inputs)
-
     def perform_batched(self, node, inputs):
         (a,) = inputs
         _check_square("cholesky", a)
@@ -130,8 +157,7 @@ class Cholesky(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Murray (2016): with P = Phi(L^T Lbar) (lower part, halved diagonal), Abar = sym(L^-T P L^-1)."""
-        from dimgraph.core.linalg import matmul
-        from dimgraph.core.math import mul, sub
+        from dimgraph.core.linalg import matmul, solve_triangular  # cycle: the linalg functions apply these ops
 
         (a,) = inputs
         (chol,) = outputs
@@ -144,7 +170,7 @@ class Cholesky(Op):
 
 
 @dataclass(frozen=True)
-class SolveTriangular(Op):
+class SolveTriangular(_LinearSolve, Op):
     """`x` with `a @ x = b` (`trans`: `a.T @ x = b`) for a triangular `a`; `b` is a vector (`b_ndim=1`) or a matrix."""
 
     lower: bool = True
@@ -152,27 +178,13 @@ class SolveTriangular(Op):
     unit_diagonal: bool = False
     b_ndim: int = 2
 
-    @property
-    def signature(self):
-        return "(m,m),(m)->(m)" if self.b_ndim == 1 else "(m,m),(m,k)->(m,k)"
-
-    def make_node(self, a, b):
-        return _make_solve(self, "solve_triangular", a, b)
-
-    def infer_shape(self, inputs, input_shapes):
-        return [input_shapes[1]]
-
-    def perform(self, node, inputs):
-        return self.perform_batched(node, inputs)
+    function_name = "solve_triangular"
 
     def perform_batched(self, node, inputs):
-        a, b = inputs
-        _check_square("solve_triangular", a)
         solve = lambda m, rhs: scipy_linalg.solve_triangular(  # noqa: E731
             m, rhs, lower=self.lower, trans=int(self.trans), unit_diagonal=self.unit_diagonal, check_finite=False
         )
-        x = _nan_on_failure(solve, a, b[..., None] if self.b_ndim == 1 else b)
-        return [(x[..., 0] if self.b_ndim == 1 else x).astype(node.outputs[0].type.dtype, copy=False)]
+        return self.solve_stack(node, solve, *inputs)
 
     def L_op(self, inputs, outputs, output_grads):
         a, b = inputs
@@ -188,58 +200,21 @@ class SolveTriangular(Op):
 
 def _outer(u, v):
     """`u @ v.T` for matrices, the outer product for vectors (the core-axes shape of a solve's `a` gradient)."""
-    from dimgraph.core.linalg import matmul
-    from dimgraph.core.shape_ops import expand_dims
+    from dimgraph.core.linalg import matmul  # cycle: the linalg functions apply these ops
 
     if u.type.ndim == 1:
         return expand_dims(u, 1) * expand_dims(v, 0)
     return matmul(u, _mT(v))
 
 
-def _make_solve(op, name, a, b):
-    from dimgraph.core.math import cast
-
-    a = _float_matrix(name, a)
-    b = as_tensor(b)
-    if b.type.ndim != op.b_ndim:
-        raise ValueError(f"{name}: b must have {op.b_ndim} core axes (b_ndim={op.b_ndim}), got {b!r}")
-    if np.dtype(b.type.dtype).kind not in "f":
-        b = cast(b, "float64")
-    dtype = np.result_type(a.type.dtype, b.type.dtype).name
-    a, b = cast(a, dtype), cast(b, dtype)
-    m, mb = a.type.shape[0], b.type.shape[0]
-    if m is not None and mb is not None and m != mb:
-        raise ShapeError(f"{name}: a is {a.type.shape[0]}x{a.type.shape[1]} but b has {mb} rows")
-    return Apply(op, [a, b], [TensorType(dtype, b.type.shape)])
-
-
 @dataclass(frozen=True)
-class Solve(Op):
+class Solve(_LinearSolve, Op):
     """`x` with `a @ x = b` for a general square `a` (LU with partial pivoting)."""
 
     b_ndim: int = 2
 
-    @property
-    def signature(self):
-        return "(m,m),(m)->(m)" if self.b_ndim == 1 else "(m,m),(m,k)->(m,k)"
-
-    def make_node(self, a, b):
-        return _make_solve(self, "solve", a, b)
-
-    def infer_shape(self, inputs, input_shapes):
-        return [input_shapes[1]]
-
-    def perform(self, node, inputs):
-        return self.perform_batched(node, inputs)
-
     def perform_batched(self, node, inputs):
-        a, b = inputs
-        _check_square("solve", a)
-        if a.shape[-1] != b.shape[a.ndim - 2]:
-            raise ShapeError(f"solve: a is {a.shape[-2]}x{a.shape[-1]} but b has {b.shape[a.ndim - 2]} rows")
-        rhs = b[..., None] if self.b_ndim == 1 else b
-        x = _nan_on_failure(np.linalg.solve, a, rhs)
-        return [(x[..., 0] if self.b_ndim == 1 else x).astype(node.outputs[0].type.dtype, copy=False)]
+        return self.solve_stack(node, np.linalg.solve, *inputs)
 
     def L_op(self, inputs, outputs, output_grads):
         a, b = inputs
@@ -250,7 +225,7 @@ class Solve(Op):
 
 
 @dataclass(frozen=True)
-class Inv(Op):
+class Inv(_Stacked, Op):
     """The inverse of a square matrix."""
 
     signature = "(m,m)->(m,m)"
@@ -262,16 +237,13 @@ class Inv(Op):
     def infer_shape(self, inputs, input_shapes):
         return [input_shapes[0]]
 
-    def perform(self, node, inputs):
-        return self.perform_batched(node, inputs)
-
     def perform_batched(self, node, inputs):
         (a,) = inputs
         _check_square("inv", a)
         return [_nan_on_failure(np.linalg.inv, a).astype(a.dtype, copy=False)]
 
     def L_op(self, inputs, outputs, output_grads):
-        from dimgraph.core.linalg import matmul
+        from dimgraph.core.linalg import matmul  # cycle: the linalg functions apply these ops
 
         (inv,) = outputs
         (g,) = output_grads
@@ -280,7 +252,7 @@ class Inv(Op):
 
 
 @dataclass(frozen=True)
-class Det(Op):
+class Det(_Stacked, Op):
     """The determinant of a square matrix."""
 
     signature = "(m,m)->()"
@@ -291,9 +263,6 @@ class Det(Op):
 
     def infer_shape(self, inputs, input_shapes):
         return [()]
-
-    def perform(self, node, inputs):
-        return self.perform_batched(node, inputs)
 
     def perform_batched(self, node, inputs):
         (a,) = inputs
@@ -309,7 +278,7 @@ class Det(Op):
 
 
 @dataclass(frozen=True)
-class SlogDet(Op):
+class SlogDet(_Stacked, Op):
     """`(sign, log|det|)` of a square matrix (no overflow where `det` would)."""
 
     signature = "(m,m)->(),()"
@@ -321,9 +290,6 @@ class SlogDet(Op):
 
     def infer_shape(self, inputs, input_shapes):
         return [(), ()]
-
-    def perform(self, node, inputs):
-        return self.perform_batched(node, inputs)
 
     def perform_batched(self, node, inputs):
         (a,) = inputs
@@ -339,7 +305,7 @@ class SlogDet(Op):
 
 
 @dataclass(frozen=True)
-class Eigh(Op):
+class Eigh(_Stacked, Op):
     """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix, reading its `lower` triangle."""
 
     lower: bool = True
@@ -355,9 +321,6 @@ class Eigh(Op):
         m = input_shapes[0][-1]
         return [(m,), (m, m)]
 
-    def perform(self, node, inputs):
-        return self.perform_batched(node, inputs)
-
     def perform_batched(self, node, inputs):
         (a,) = inputs
         _check_square("eigh", a)
@@ -366,9 +329,7 @@ class Eigh(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Abar = V (diag(wbar) + F * (V^T Vbar)) V^T, F_ij = 1/(w_j - w_i) off the diagonal, symmetrized."""
-        from dimgraph.core.linalg import matmul
-        from dimgraph.core.math import eq, sub, true_div, where
-        from dimgraph.core.shape_ops import expand_dims
+        from dimgraph.core.linalg import matmul  # cycle: the linalg functions apply these ops
 
         w, v = outputs
         gw, gv = output_grads
@@ -379,112 +340,6 @@ class Eigh(Op):
         inner = f * matmul(_mT(v), gv) + _eye_like(v) * expand_dims(gw, 0)
         ga = matmul(matmul(v, inner), _mT(v))
         return [np.asarray(0.5, dtype=w.type.dtype) * (ga + _mT(ga))]
-
-
-# -- the functions (batch axes first, core axes last) ---------------------------
-
-
-def _apply(op, *inputs):
-    """`op` over the batch axes of `inputs`, cast first to one float dtype (ints become float64)."""
-    from dimgraph.core.math import cast
-
-    inputs = [as_tensor(x) for x in inputs]
-    for x in inputs:
-        if np.dtype(x.type.dtype).kind == "c":
-            raise TypeError(f"{type(op).__name__.lower()}: complex matrices are not supported, got {x!r}")
-    dtype = np.result_type(*[x.type.dtype if np.dtype(x.type.dtype).kind == "f" else "float64" for x in inputs]).name
-    return blockwise(op, op.signature, *[x if x.type.dtype == dtype else cast(x, dtype) for x in inputs])
-
-
-def _b_ndim(b, b_ndim):
-    if b_ndim is None:
-        return 1 if as_tensor(b).type.ndim == 1 else 2
-    if b_ndim not in (1, 2):
-        raise ValueError(f"b_ndim must be 1 (a vector right-hand side) or 2 (a matrix), got {b_ndim!r}")
-    return b_ndim
-
-
-def cholesky(a, lower=True):
-    """The Cholesky factor of each matrix in `a` (trailing two axes); NaNs where one is not positive definite.
-
-    >>> import dimgraph as dg, numpy as np
-    >>> a = dg.tensor("a", shape=(2, 2))
-    >>> dg.function([a], dg.core.linalg.cholesky(a))(np.array([[4.0, 2.0], [2.0, 5.0]]))
-    array([[2., 0.],
-           [1., 2.]])
-    """
-    return _apply(Cholesky(lower), a)
-
-
-def solve(a, b, b_ndim=None):
-    """`x` with `a @ x = b`; `b` is a stack of vectors (`b_ndim=1`) or of matrices (default: 1 for a 1-d `b`, else 2).
-
-    >>> import dimgraph as dg, numpy as np
-    >>> a, b = dg.tensor("a", shape=(2, 2)), dg.tensor("b", shape=(2,))
-    >>> dg.function([a, b], dg.core.linalg.solve(a, b))(np.diag([2.0, 4.0]), np.ones(2))
-    array([0.5 , 0.25])
-    """
-    return _apply(Solve(_b_ndim(b, b_ndim)), a, b)
-
-
-def solve_triangular(a, b, lower=True, trans=False, unit_diagonal=False, b_ndim=None):
-    """`x` with `a @ x = b` (`trans=True`: `a.T @ x = b`) reading only the `lower` (or upper) triangle of `a`.
-
-    >>> import dimgraph as dg, numpy as np
-    >>> a, b = dg.tensor("a", shape=(2, 2)), dg.tensor("b", shape=(2,))
-    >>> dg.function([a, b], dg.core.linalg.solve_triangular(a, b))(np.array([[2.0, 0.0], [1.0, 1.0]]), np.array([2.0, 3.0]))
-    array([1., 2.])
-    """
-    return _apply(SolveTriangular(bool(lower), bool(trans), bool(unit_diagonal), _b_ndim(b, b_ndim)), a, b)
-
-
-def cho_solve(c_and_lower, b, b_ndim=None):
-    """`x` with `a @ x = b` from the Cholesky factor of `a` (scipy's `(c, lower)` pair): two triangular solves."""
-    c, lower = c_and_lower
-    b_ndim = _b_ndim(b, b_ndim)
-    y = solve_triangular(c, b, lower=lower, b_ndim=b_ndim)
-    return solve_triangular(c, y, lower=lower, trans=True, b_ndim=b_ndim)
-
-
-def inv(a):
-    """The inverse of each matrix in `a`."""
-    return _apply(Inv(), a)
-
-
-def det(a):
-    """The determinant of each matrix in `a`."""
-    return _apply(Det(), a)
-
-
-def slogdet(a):
-    """`(sign, logabsdet)` of each matrix in `a`."""
-    return tuple(_apply(SlogDet(), a))
-
-
-def eigh(a, lower=True):
-    """`(eigenvalues, eigenvectors)` of each symmetric matrix in `a` (ascending; vectors are columns)."""
-    return tuple(_apply(Eigh(lower), a))
-
-
-def diagonal(a):
-    """The diagonal of each matrix in `a` (the trailing two axes), as a trailing axis."""
-    from dimgraph.core.linalg import einsum
-
-    return einsum("...ii->...i", _float_or_same(a))
-
-
-def trace(a):
-    """The sum of the diagonal of each matrix in `a`."""
-    from dimgraph.core.linalg import einsum
-
-    return einsum("...ii->...", _float_or_same(a))
-
-
-def _float_or_same(a):
-    a = as_tensor(a)
-    if a.type.ndim < 2:
-        raise ValueError(f"diagonal/trace: need at least 2 axes, got {a!r}")
-    return a
 
 
 MATRIX_OPS = (Cholesky, SolveTriangular, Solve, Inv, Det, SlogDet, Eigh)

@@ -15,8 +15,12 @@ from typing import ClassVar
 
 import numpy as np
 
+from dimgraph.core.basic import as_tensor
+from dimgraph.core.gradient import vjp
 from dimgraph.core.graph import Apply, Op
 from dimgraph.core.inner import InnerGraph
+from dimgraph.core.shape import shape_of
+from dimgraph.core.shape_ops import zeros_like
 from dimgraph.core.type import TensorType
 
 
@@ -36,8 +40,6 @@ class OpFromGraph(Op):
     inner_graph_fields: ClassVar[tuple] = ("graph",)
 
     def make_node(self, *inputs):
-        from dimgraph.core.basic import as_tensor
-
         inputs = [as_tensor(v) if not hasattr(v, "type") else v for v in inputs]
         if len(inputs) != len(self.graph.inputs):
             raise TypeError(f"{self.name}: takes {len(self.graph.inputs)} inputs, got {len(inputs)}")
@@ -47,8 +49,6 @@ class OpFromGraph(Op):
         return Apply(self, inputs, list(self.graph.output_types))
 
     def infer_shape(self, inputs, input_shapes):
-        from dimgraph.core.shape import shape_of
-
         return [shape_of(o) if isinstance(o.type, TensorType) else () for o in self.graph.apply(inputs)]
 
     def perform(self, node, inputs):
@@ -57,8 +57,6 @@ class OpFromGraph(Op):
     def L_op(self, inputs, outputs, output_grads):
         if self.grad_graph is not None:
             return [g if _is_float(v) else None for v, g in zip(inputs, self.grad_graph.apply([*inputs, *output_grads]))]
-        from dimgraph.core.gradient import vjp
-
         outs = self.graph.apply(inputs)
         pairs = [(o, g) for o, g in zip(outs, output_grads) if _is_float(o)]
         floats = [k for k, v in enumerate(inputs) if _is_float(v)]
@@ -86,8 +84,6 @@ def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph")
     >>> float(fma(x, x).eval({x: 3.0}))
     10.0
     """
-    from dimgraph.core.basic import as_tensor
-
     inputs, outputs = list(inputs), [as_tensor(o) if not hasattr(o, "type") else o for o in outputs]
     graph = InnerGraph(inputs, outputs)
     grad_graph = None
@@ -97,8 +93,6 @@ def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph")
         given = grad(ins, gs)
         if len(given) != len(ins):
             raise ValueError(f"{name}: grad returned {len(given)} gradients for {len(ins)} inputs")
-        from dimgraph.core.shape_ops import zeros_like
-
         given = [zeros_like(v) if g is None else as_tensor(g) for v, g in zip(ins, given)]
         for k, (v, g) in enumerate(zip(ins, given)):
             if isinstance(v.type, TensorType) and (g.type.dtype != v.type.dtype or g.type.ndim != v.type.ndim):

@@ -24,9 +24,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.core.basic import as_tensor, constant
+from dimgraph.core.elemwise import DimShuffle
 from dimgraph.core.graph import Apply, Constant, Op
+from dimgraph.core.math import as_float, cast
 from dimgraph.core.shape import to_static
 from dimgraph.core.type import TensorType
+from dimgraph.core.variable import TensorVariable
+from dimgraph.errors import NonDifferentiable
 
 STATE_WORDS = 3
 
@@ -48,8 +52,6 @@ class RNGStateType(TensorType):
     shape: tuple = (STATE_WORDS,)
 
     def make_variable(self, name=None):
-        from dimgraph.core.variable import TensorVariable
-
         return TensorVariable(self, name=name)
 
     def is_super(self, other) -> bool:
@@ -173,8 +175,6 @@ class RandomDraw(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """No gradient flows into a state or a count; a gamma draw's shape has no reparameterization here."""
-        from dimgraph.errors import NonDifferentiable
-
         if self.kind == "gamma" and output_grads[1] is not None:
             raise NonDifferentiable(f"{self}: the gradient of gamma draws w.r.t. their shape is not implemented")
         return [None] * len(inputs)
@@ -210,9 +210,6 @@ def random_draw(kind, state, *params, size=()):
     >>> k.type
     TensorType(dtype='int64', shape=(3,))
     """
-    from dimgraph.core.elemwise import DimShuffle
-    from dimgraph.core.math import as_float
-
     size = tuple(size)
     prepared = []
     for p in params:
@@ -226,7 +223,5 @@ def random_draw(kind, state, *params, size=()):
     if kind in ("gamma", "poisson"):
         prepared = [as_float(p) for p in prepared]
     if kind == "binomial":
-        from dimgraph.core.math import cast
-
         prepared = [cast(prepared[0], "int64"), as_float(prepared[1])]
     return RandomDraw(kind)(state, *prepared, *size)

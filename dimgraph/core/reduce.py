@@ -12,10 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dimgraph.core.basic import as_tensor
+from dimgraph.core import math as m
+from dimgraph.core.basic import as_tensor, is_float
 from dimgraph.core.elemwise import DimShuffle
 from dimgraph.core.graph import Op
-from dimgraph.core.shape import build, shape_of
+from dimgraph.core.shape import build, normalize_axis, product, shape_of
+from dimgraph.core.shape_ops import broadcast_to, pin_shape, reshape
 
 REDUCERS = {
     "add": np.sum,
@@ -25,21 +27,6 @@ REDUCERS = {
     "and": np.all,
     "or": np.any,
 }
-
-
-def normalize_axis(axis, ndim, what="axis") -> tuple:
-    """A sorted tuple of non-negative axes; None means all axes."""
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise ValueError(f"{what} {a} is out of range for an array with {ndim} axes")
-        out.append(int(a) % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"repeated {what} in {axes}")
-    return tuple(sorted(out))
 
 
 @dataclass(frozen=True)
@@ -73,11 +60,6 @@ class CAReduce(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """sum: spread back; prod: product of the others (exact with zeros); max/min: split equally among ties."""
-        from dimgraph.core import math as m
-        from dimgraph.core.shape import shape_of
-        from dimgraph.core.shape_ops import broadcast_to
-        from dimgraph.core.subtensor import is_float, pin_shape
-
         (x,), (z,), (gz,) = inputs, outputs, output_grads
         if not is_float(x) or self.scalar_op in ("and", "or"):
             return [None]
@@ -168,76 +150,59 @@ def min(x, axis=None, keepdims=False):
 
 
 def all(x, axis=None, keepdims=False):
-    from dimgraph.core.math import neq
-
     x = as_tensor(x)
     if x.type.dtype != "bool":
-        x = neq(x, 0)
+        x = m.neq(x, 0)
     return _reduce("and", x, axis, keepdims)
 
 
 def any(x, axis=None, keepdims=False):
-    from dimgraph.core.math import neq
-
     x = as_tensor(x)
     if x.type.dtype != "bool":
-        x = neq(x, 0)
+        x = m.neq(x, 0)
     return _reduce("or", x, axis, keepdims)
 
 
 def count(x, axis):
     """Number of elements reduced by `axis` (an int, or a symbolic int64 scalar)."""
-    n = 1
     shape = shape_of(x)
-    for a in normalize_axis(axis, x.type.ndim):
-        n = n * shape[a]
-    return n
+    return product(shape[a] for a in normalize_axis(axis, x.type.ndim))
 
 
 def mean(x, axis=None, keepdims=False):
     """Arithmetic mean; ints give float64 (NumPy), float32 stays float32."""
-    from dimgraph.core.math import as_float, cast
-
-    x = as_float(x)
+    x = m.as_float(x)
     n = count(x, axis)
     if not isinstance(n, int):
-        n = cast(n, x.type.dtype)
+        n = m.cast(n, x.type.dtype)
     return sum(x, axis, keepdims) / n
 
 
 def var(x, axis=None, keepdims=False, ddof=0):
     """Variance with `ddof` degrees of freedom removed (default 0, as NumPy)."""
-    from dimgraph.core.math import as_float, cast
-
-    x = as_float(x)
+    x = m.as_float(x)
     dev = x - mean(x, axis, keepdims=True)
     n = count(x, axis)
     if isinstance(n, int):
         denom = builtins.max(n - ddof, 0)  # NumPy: ddof >= n gives 0 / 0 = nan (or inf), never a negative count
     else:
-        from dimgraph.core.math import maximum
-
-        denom = cast(maximum(n - ddof, 0), x.type.dtype)
+        denom = m.cast(m.maximum(n - ddof, 0), x.type.dtype)
     return sum(dev * dev, axis, keepdims) / denom
 
 
 def std(x, axis=None, keepdims=False, ddof=0):
-    from dimgraph.core.math import sqrt
-
-    return sqrt(var(x, axis, keepdims, ddof))
+    return m.sqrt(var(x, axis, keepdims, ddof))
 
 
 def logsumexp(x, axis=None, keepdims=False):
     """log(sum(exp(x))) computed with a max shift, finite where the naive form overflows."""
-    from dimgraph.core.math import as_float, exp, isfinite, log, where
-
-    x = as_float(x)
+    x = m.as_float(x)
     axes = normalize_axis(axis, x.type.ndim)
     if builtins.any(x.type.shape[a] == 0 for a in axes):
-        return log(sum(exp(x), axis, keepdims))  # nothing to overflow: -inf, and max has no value here
-    m = max(x, axis, keepdims=True)
-    shift = where(isfinite(m), m, 0)
-    out = log(sum(exp(x - shift), axis, keepdims=True)) + shift
+        return m.log(sum(m.exp(x), axis, keepdims))  # nothing to overflow: -inf, and max has no value here
+    top = max(x, axis, keepdims=True)
+    shift = m.where(m.isfinite(top), top, 0)
+    out = m.log(sum(m.exp(x - shift), axis, keepdims=True)) + shift
     if keepdims:
         return out
     keep = tuple(a for a in range(x.type.ndim) if a not in axes)
@@ -247,8 +212,6 @@ def logsumexp(x, axis=None, keepdims=False):
 def _arg(mode, x, axis, keepdims):
     x = as_tensor(x)
     if axis is None:
-        from dimgraph.core.shape_ops import reshape
-
         out = Argmax(0, mode)(reshape(x, (-1,)))
         return reshape(out, (1,) * x.type.ndim) if keepdims else out  # NumPy keeps every axis, as size 1
     (a,) = normalize_axis(axis, x.type.ndim)
@@ -262,3 +225,24 @@ def argmax(x, axis=None, keepdims=False):
 
 def argmin(x, axis=None, keepdims=False):
     return _arg("min", x, axis, keepdims)
+
+
+def sum_to(g, like):
+    """`g` summed over the axes broadcasting added or stretched to reach it from `like`, in `like`'s dtype.
+
+    Leading axes `like` lacks are summed away; axes where `like` has static
+    size 1 and `g` does not are summed with keepdims (only static size 1
+    broadcasts, so no other axis can have been stretched).
+
+    >>> import dimgraph as dg, numpy as np
+    >>> v = dg.tensor("v", shape=(1, 3))
+    >>> sum_to(dg.core.ones((4, 2, 3)), v).eval().tolist()
+    [[8.0, 8.0, 8.0]]
+    """
+    extra = g.type.ndim - like.type.ndim
+    if extra > 0:
+        g = sum(g, axis=tuple(range(extra)))
+    axes = tuple(k for k, s in enumerate(like.type.shape) if s == 1 and g.type.shape[k] != 1)
+    if axes:
+        g = sum(g, axis=axes, keepdims=True)
+    return pin_shape(m.cast(g, like.type.dtype), like)

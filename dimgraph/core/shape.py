@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dimgraph.core.basic import constant
 from dimgraph.core.graph import Apply, Constant, Op, Variable, toposort
 from dimgraph.core.type import TensorType
 
@@ -28,6 +29,29 @@ def to_static(entry):
     if isinstance(entry, Constant):
         return int(entry.data)
     return None
+
+
+def normalize_axis(axis, ndim, what="axis") -> tuple:
+    """A sorted tuple of non-negative axes; None means all axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(f"{what} {a} is out of range for an array with {ndim} axes")
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"repeated {what} in {axes}")
+    return tuple(sorted(out))
+
+
+def product(entries):
+    """The product of shape entries: an int when all are ints, else a symbolic int64 scalar."""
+    total = 1
+    for e in entries:
+        total = total * e
+    return total
 
 
 def build(op, inputs, dtypes) -> Apply:
@@ -106,8 +130,6 @@ class Shape(Op):
 
 def shape_entry_as_variable(entry) -> Variable:
     """A shape entry (int or symbolic) as a 0-d int64 variable."""
-    from dimgraph.core.basic import constant
-
     if isinstance(entry, Variable):
         return entry
     return constant(int(entry), dtype="int64")

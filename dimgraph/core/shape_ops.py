@@ -10,11 +10,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dimgraph.core.basic import as_tensor, constant
+from dimgraph.core.basic import as_tensor, constant, is_float
 from dimgraph.core.elemwise import DimShuffle
 from dimgraph.core.graph import Op, Variable
-from dimgraph.core.reduce import normalize_axis
-from dimgraph.core.shape import build, shape_entry_as_variable, shape_of, to_static
+from dimgraph.core.math import cast, maximum
+from dimgraph.core.shape import (
+    ShapeI,
+    build,
+    normalize_axis,
+    shape_entry_as_variable,
+    shape_of,
+    static_or_symbolic,
+    to_static,
+)
 
 
 def _shape_inputs(shape, what):
@@ -71,8 +79,6 @@ class Reshape(Op):
         return [np.reshape(x, [int(s) for s in shape])]
 
     def L_op(self, inputs, outputs, output_grads):
-        from dimgraph.core.shape import shape_of
-
         x = inputs[0]
         return [reshape(output_grads[0], shape_of(x))] + [None] * (len(inputs) - 1)
 
@@ -122,10 +128,7 @@ class Alloc(Op):
         An axis of unknown size n_v broadcast to n is split into (n_v, n // n_v) and
         summed over the second part: the identity when n_v == n, a full sum when n_v == 1.
         """
-        from dimgraph.core.math import cast, maximum
-        from dimgraph.core.reduce import sum as reduce_sum
-        from dimgraph.core.shape import ShapeI, shape_of
-        from dimgraph.core.subtensor import is_float, pin_shape
+        from dimgraph.core.reduce import sum as reduce_sum  # cycle: a sum's gradient is a broadcast_to
 
         value, (g,) = inputs[0], output_grads
         none = [None] * (len(inputs) - 1)
@@ -217,3 +220,10 @@ def squeeze(x, axis=None):
 def flatten(x):
     return reshape(x, (-1,))
 
+
+def pin_shape(g, like):
+    """`g` with the static sizes `like` knows and `g` does not (a no-op reshape), so gradients keep their input's type."""
+    if all(s is None or t is not None for s, t in zip(like.type.shape, g.type.shape)):
+        return g
+    own = static_or_symbolic(g)
+    return reshape(g, tuple(s if s is not None else own[k] for k, s in enumerate(like.type.shape)))

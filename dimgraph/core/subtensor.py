@@ -27,10 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dimgraph.core.basic import as_tensor, constant, is_python_scalar
+from dimgraph.core.basic import as_tensor, constant, is_float, is_python_scalar
 from dimgraph.core.broadcast import broadcast_shape
 from dimgraph.core.graph import Constant, Op, Variable
-from dimgraph.core.shape import build, static_or_symbolic, to_static
+from dimgraph.core.math import eq, maximum, minimum, where
+from dimgraph.core.reduce import sum as reduce_sum, sum_to
+from dimgraph.core.shape import build, product, shape_of, static_or_symbolic, to_static
+from dimgraph.core.shape_ops import pin_shape, reshape, zeros, zeros_like
 from dimgraph.errors import ShapeError
 
 SYMBOLIC = "?"
@@ -48,21 +51,15 @@ def _is_int(v):
 
 
 def _max(a, b):
-    from dimgraph.core.math import maximum
-
     return builtins.max(a, b) if _is_int(a) and _is_int(b) else maximum(a, b)
 
 
 def _min(a, b):
-    from dimgraph.core.math import minimum
-
     return builtins.min(a, b) if _is_int(a) and _is_int(b) else minimum(a, b)
 
 
 def _clamp_bound(v, n, default, negative_step):
     """A slice bound normalised as `slice.indices` does: wrapped once, then clamped."""
-    from dimgraph.core.math import where
-
     if v is None:
         return default
     lo, hi = (-1, n - 1) if negative_step else (0, n)
@@ -85,57 +82,12 @@ def slice_length(n, start, stop, step):
     >>> slice_length(10, None, None, -3), slice_length(5, -2, None, None)
     (4, 2)
     """
-    from dimgraph.core.math import where
-
     step = 1 if step is None else step
     if all(v is None or _is_int(v) for v in (n, start, stop, step)):
         return len(range(int(n))[slice(start, stop, step)])
     if _is_int(step):
         return _len_for_sign(n, start, stop, int(step), int(step) < 0)
     return where(step > 0, _len_for_sign(n, start, stop, step, False), _len_for_sign(n, start, stop, step, True))
-
-
-# ---------------------------------------------------------------------------
-# gradient helpers (shared by the L_ops of the indexing, join, linalg and scan ops)
-
-
-def is_float(var) -> bool:
-    """Whether gradients flow through `var` (float or complex dtype); integer and boolean inputs get None."""
-    return np.dtype(var.type.dtype).kind in "fc"
-
-
-def sum_to(g, like):
-    """`g` summed over the axes broadcasting added or stretched to reach it from `like`, in `like`'s dtype.
-
-    Leading axes `like` lacks are summed away; axes where `like` has static
-    size 1 and `g` does not are summed with keepdims (only static size 1
-    broadcasts, so no other axis can have been stretched).
-
-    >>> import dimgraph as dg, numpy as np
-    >>> v = dg.tensor("v", shape=(1, 3))
-    >>> sum_to(dg.core.ones((4, 2, 3)), v).eval().tolist()
-    [[8.0, 8.0, 8.0]]
-    """
-    from dimgraph.core.math import cast
-    from dimgraph.core.reduce import sum as reduce_sum
-
-    extra = g.type.ndim - like.type.ndim
-    if extra > 0:
-        g = reduce_sum(g, axis=tuple(range(extra)))
-    axes = tuple(k for k, s in enumerate(like.type.shape) if s == 1 and g.type.shape[k] != 1)
-    if axes:
-        g = reduce_sum(g, axis=axes, keepdims=True)
-    return pin_shape(cast(g, like.type.dtype), like)
-
-
-def pin_shape(g, like):
-    """`g` with the static sizes `like` knows and `g` does not (a no-op reshape), so gradients keep their input's type."""
-    from dimgraph.core.shape_ops import reshape
-
-    if all(s is None or t is not None for s, t in zip(like.type.shape, g.type.shape)):
-        return g
-    own = static_or_symbolic(g)
-    return reshape(g, tuple(s if s is not None else own[k] for k, s in enumerate(like.type.shape)))
 
 
 # ---------------------------------------------------------------------------
@@ -377,8 +329,6 @@ class Subtensor(Op):
         the advanced form with a 0-d position, the same result as the basic one, which backends
         print as a loop (numba runs a basic IncSubtensor in object mode).
         """
-        from dimgraph.core.shape_ops import zeros_like
-
         x, *scalars = inputs
         if not is_float(x):
             return [None] * len(inputs)
@@ -402,9 +352,7 @@ class Subtensor(Op):
 def _pad_slice_gradient(index, x, g):
     """For `x[a:b]` on one axis (constant bounds, step 1, full slices elsewhere): `g` between zeros,
     one Join (printed by every backend); None for other indices."""
-    from dimgraph.core.join import concatenate
-    from dimgraph.core.shape import shape_of
-    from dimgraph.core.shape_ops import zeros
+    from dimgraph.core.join import concatenate  # cycle: join's gradients slice (getitem)
 
     sliced = [k for k, e in enumerate(index) if e != FULL_SLICE]
     if len(sliced) != 1 or len(index) != x.type.ndim:
@@ -490,13 +438,11 @@ class IncSubtensor(Op):
     def L_op(self, inputs, outputs, output_grads):
         """x gets the gradient (with the set region zeroed for `set`); v gets it read at the selection,
         summed over the axes v was broadcast along."""
-        from dimgraph.core.basic import constant as const
-
         x, v, *scalars = inputs
         (g,) = output_grads
         if not is_float(x):
             return [None] * len(inputs)
-        gx = g if self.mode == "inc" else IncSubtensor(self.index, "set")(g, const(0, dtype=g.type.dtype), *scalars)
+        gx = g if self.mode == "inc" else IncSubtensor(self.index, "set")(g, constant(0, dtype=g.type.dtype), *scalars)
         gv = sum_to(Subtensor(self.index)(g, *scalars), v)
         return [gx, gv] + [None] * len(scalars)
 
@@ -593,8 +539,6 @@ def _broadcast_index_shapes(op_name, shapes, static):
 
 def _advanced_parts(index, x_shape, idx_inputs, idx_shapes):
     """Per entry: ("basic", size) or ("adv", shape, static shape); skipped for consumed ints."""
-    from dimgraph.core.reduce import sum as reduce_sum
-
     it = iter(zip(idx_inputs, idx_shapes))
     parts, axis = [], 0
     for e in index:
@@ -719,8 +663,6 @@ class AdvancedSubtensor(Op):
         With one integer array and full slices elsewhere (`mu[group_idx]`) the scatter is the same
         index form as the read, which the numba backend runs as a printed loop.
         """
-        from dimgraph.core.shape_ops import zeros_like
-
         x, *idx = inputs
         if not is_float(x):
             return [None] * len(inputs)
@@ -780,14 +722,11 @@ class AdvancedIncSubtensor(Op):
         scatter (positions' ids scattered, then gathered and compared), unless the index is provably
         free of repeats (a lone boolean mask, or constant integer arrays without repeats).
         """
-        from dimgraph.core.basic import constant as const
-        from dimgraph.core.math import where
-
         x, v, *idx = inputs
         (g,) = output_grads
         if not is_float(x):
             return [None] * len(inputs)
-        zero = const(0, dtype=g.type.dtype)
+        zero = constant(0, dtype=g.type.dtype)
         gx = g if self.mode == "inc" else AdvancedIncSubtensor(self.index, "set")(g, zero, *idx)
         gsel = AdvancedSubtensor(self.index)(g, *idx)
         if self.mode == "set" and not _repeat_free(self.index, x, idx):
@@ -820,16 +759,10 @@ def _repeat_free(index, x, idx):
 
 def _last_writes(index, x, idx, sel):
     """A boolean array of the selection's shape: True where that element's write is the one `set` keeps."""
-    from dimgraph.core.extra import arange
-    from dimgraph.core.math import eq
-    from dimgraph.core.shape import shape_of
-    from dimgraph.core.shape_ops import reshape, zeros
+    from dimgraph.core.extra import arange  # cycle: extra's diff and cumsum gradient slice (getitem)
 
     sel_shape = shape_of(sel)
-    n = 1
-    for s in sel_shape:
-        n = n * s
-    ids = reshape(arange(0, n, 1, dtype="int64"), sel_shape)
+    ids = reshape(arange(0, product(sel_shape), 1, dtype="int64"), sel_shape)
     written = AdvancedIncSubtensor(index, "set")(zeros(shape_of(x), "int64"), ids, *idx)
     return eq(AdvancedSubtensor(index)(written, *idx), ids)
 

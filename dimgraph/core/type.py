@@ -40,6 +40,7 @@ class TensorType(Type):
         return len(self.shape)
 
     def make_variable(self, name=None):
+        # cycle: TensorVariable's operators build ops, whose modules import this one
         from dimgraph.core.variable import TensorVariable
 
         return TensorVariable(self, name=name)

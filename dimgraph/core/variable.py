@@ -6,8 +6,10 @@ Operators build graph nodes through `dimgraph.core.math`; `==` is elementwise
 
 from __future__ import annotations
 
-from dimgraph.core import math, operands, reduce, shape_ops
+from dimgraph.core import extra, linalg, math, operands, reduce, shape_ops
 from dimgraph.core.graph import Constant, Variable
+from dimgraph.core.shape import shape_of
+from dimgraph.core.subtensor import getitem
 
 
 class TensorOperators:
@@ -116,18 +118,12 @@ class TensorOperators:
 
     # linear algebra and indexing
     def __matmul__(self, other):
-        from dimgraph.core.linalg import matmul
-
-        return matmul(self, other)
+        return linalg.matmul(self, other)
 
     def __rmatmul__(self, other):
-        from dimgraph.core.linalg import matmul
-
-        return matmul(other, self)
+        return linalg.matmul(other, self)
 
     def __getitem__(self, index):
-        from dimgraph.core.subtensor import getitem
-
         return getitem(self, index)
 
     def __iter__(self):
@@ -148,8 +144,6 @@ class TensorOperators:
     @property
     def shape(self):
         """Ints where known statically, symbolic int64 scalars elsewhere."""
-        from dimgraph.core.shape import shape_of
-
         return shape_of(self)
 
     @property
@@ -216,19 +210,13 @@ class TensorOperators:
         return math.round(self, decimals)
 
     def cumsum(self, axis=None):
-        from dimgraph.core.extra import cumsum
-
-        return cumsum(self, axis)
+        return extra.cumsum(self, axis)
 
     def cumprod(self, axis=None):
-        from dimgraph.core.extra import cumprod
-
-        return cumprod(self, axis)
+        return extra.cumprod(self, axis)
 
     def dot(self, other):
-        from dimgraph.core.linalg import dot
-
-        return dot(self, other)
+        return linalg.dot(self, other)
 
 
 for _name in operands.BINARY_OPERATORS:  # a labeled operand takes over: `s * m` and `m * s` are both labeled

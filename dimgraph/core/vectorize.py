@@ -21,13 +21,17 @@ from __future__ import annotations
 import string
 from functools import singledispatch
 
-
+from dimgraph.core import extra, join, linalg, reduce, shape_ops, subtensor
 from dimgraph.core.basic import as_tensor
 from dimgraph.core.blockwise import Blockwise, signature_of
 from dimgraph.core.elemwise import DimShuffle, Elemwise
+from dimgraph.core.fused import CAReduceElemwise
 from dimgraph.core.graph import Variable, rebuild_node, toposort
-from dimgraph.core.shape import Shape, ShapeI
+from dimgraph.core.join import stack
+from dimgraph.core.reduce import all as reduce_all
+from dimgraph.core.shape import Shape, ShapeI, shape_entry_as_variable
 from dimgraph.core.shape import static_or_symbolic as shape_of  # never walks into (labeled) owners
+from dimgraph.core.shape_ops import broadcast_to, expand_dims, squeeze
 from dimgraph.errors import ShapeError
 
 
@@ -57,8 +61,6 @@ def batch_shape(inputs, batched, nb):
 
 def full_batch(x, shape, nb):
     """`x` (batched or padded) broadcast to the batch `shape` on its first `nb` axes, core axes as they are."""
-    from dimgraph.core.shape_ops import broadcast_to
-
     if all(s == t for s, t in zip(x.type.shape[:nb], shape) if isinstance(t, int)) and all(
         isinstance(t, int) or s is None for s, t in zip(x.type.shape[:nb], shape)
     ):
@@ -146,8 +148,6 @@ def _check_replacement(old, new):
 
 
 def _entries(shape):
-    from dimgraph.core.shape import shape_entry_as_variable
-
     return [shape_entry_as_variable(e) for e in shape]
 
 
@@ -177,150 +177,156 @@ def _shape_i(op, node, inputs, batched, nb):
 
 @vectorize_node.register(Shape)
 def _shape(op, node, inputs, batched, nb):
-    from dimgraph.core.join import stack
-
     (x,) = inputs
     return stack([ShapeI(k)(x) for k in range(nb, x.type.ndim)]) if x.type.ndim > nb else Shape()(node.inputs[0])
 
 
-def _register_lazily():
-    """Rules for ops in modules that import this one late (kept here: one table of batching rules)."""
-    from dimgraph.core import extra, join, linalg, reduce, shape_ops, subtensor
-    from dimgraph.core.fused import CAReduceElemwise
-
-    @vectorize_node.register(reduce.CAReduce)
-    def _careduce(op, node, inputs, batched, nb):
-        return reduce.CAReduce(op.scalar_op, _shift(op.axis, nb))(inputs[0])
-
-    @vectorize_node.register(CAReduceElemwise)
-    def _careduce_elemwise(op, node, inputs, batched, nb):
-        return _out_list(CAReduceElemwise(op.scalar_op, op.reducer, _shift(op.axis, nb))(*_pad_all(inputs, batched, nb)))
-
-    @vectorize_node.register(reduce.Argmax)
-    def _argmax(op, node, inputs, batched, nb):
-        return reduce.Argmax(op.axis + nb, op.mode)(inputs[0])
-
-    @vectorize_node.register(extra.CumOp)
-    def _cumop(op, node, inputs, batched, nb):
-        return extra.CumOp(op.axis + nb, op.mode)(inputs[0])
-
-    @vectorize_node.register(extra.Assert)
-    def _assert(op, node, inputs, batched, nb):
-        from dimgraph.core.reduce import all as reduce_all
-
-        value, *conds = inputs
-        conds = [reduce_all(c) if b else c for c, b in zip(conds, batched[1:])]
-        return extra.Assert(op.message)(value, *conds)
-
-    @vectorize_node.register(extra.ARange)
-    def _arange(op, node, inputs, batched, nb):
-        raise NotBatchable(f"vectorize_graph: {op} cannot be batched: its length would depend on the batched bounds")
-
-    @vectorize_node.register(shape_ops.Reshape)
-    def _reshape(op, node, inputs, batched, nb):
-        x, *shape = inputs
-        if any(batched[1:]):
-            raise NotBatchable(f"vectorize_graph: {op} cannot be batched over its target shape (it depends on the batched inputs)")
-        return shape_ops.Reshape(op.ndim + nb)(x, *_entries(shape_of(x)[:nb]), *shape)
-
-    @vectorize_node.register(shape_ops.Alloc)
-    def _alloc(op, node, inputs, batched, nb):
-        value, *shape = inputs
-        if any(batched[1:]):
-            raise NotBatchable(f"vectorize_graph: {op} cannot be batched over its target shape (it depends on the batched inputs)")
-        core_nd = value.type.ndim - nb
-        value = DimShuffle(value.type.ndim, tuple(range(nb)) + ("x",) * (len(shape) - core_nd) + tuple(range(nb, value.type.ndim)))(value)
-        return shape_ops.Alloc()(value, *_entries(shape_of(value)[:nb]), *shape)
-
-    @vectorize_node.register(join.Join)
-    def _join(op, node, inputs, batched, nb):
-        shape = batch_shape(inputs, batched, nb)
-        pieces = [full_batch(x if b else pad(x, nb), shape, nb) for x, b in zip(inputs, batched)]
-        return join.Join(op.axis + nb)(*pieces)
-
-    @vectorize_node.register(join.Split)
-    def _split(op, node, inputs, batched, nb):
-        x, *sizes = inputs
-        if any(batched[1:]):
-            raise NotBatchable(f"vectorize_graph: {op} cannot be batched over its sizes")
-        return _out_list(join.Split(op.axis + nb, op.sizes)(x, *sizes))
-
-    @vectorize_node.register(linalg.MatMul)
-    def _matmul(op, node, inputs, batched, nb):
-        from dimgraph.core.shape_ops import expand_dims, squeeze
-
-        a_vec, b_vec = node.inputs[0].type.ndim == 1, node.inputs[1].type.ndim == 1
-        # a stack of vectors times one matrix is one matrix product: (B.., k) @ (k, n), A @ v_b -> v_b @ A.T
-        if batched == [True, False] and a_vec and node.inputs[1].type.ndim == 2:
-            return linalg.MatMul()(inputs[0], inputs[1])
-        if batched == [False, True] and b_vec and node.inputs[0].type.ndim == 2:
-            return linalg.MatMul()(inputs[1], DimShuffle(2, (1, 0))(inputs[0]))
-        a, b = _pad_all(inputs, batched, nb)
-        a2 = expand_dims(a, a.type.ndim - 1) if a_vec else a
-        b2 = expand_dims(b, b.type.ndim) if b_vec else b
-        out = linalg.MatMul()(a2, b2)
-        drop = ([out.type.ndim - 2] if a_vec else []) + ([out.type.ndim - 1] if b_vec else [])
-        return squeeze(out, tuple(drop)) if drop else out
-
-    @vectorize_node.register(linalg.Einsum)
-    def _einsum(op, node, inputs, batched, nb):
-        used = set(op.subscripts)
-        free = [c for c in string.ascii_letters if c not in used][:nb]
-        if len(free) < nb:
-            return blockwise_fallback(op, node, inputs, batched, nb)
-        prefix = "".join(free)
-        terms = [prefix + t for t in op.terms]
-        return linalg.einsum(",".join(terms) + "->" + prefix + op.output, *_pad_all(inputs, batched, nb))
-
-    @vectorize_node.register(Blockwise)
-    def _blockwise(op, node, inputs, batched, nb):
-        return _out_list(op(*_pad_all(inputs, batched, nb)))
-
-    @vectorize_node.register(subtensor.Subtensor)
-    def _subtensor(op, node, inputs, batched, nb):
-        if any(batched[1:]):  # positions that vary with the batch: a gather per batch element
-            return blockwise_fallback(op, node, inputs, batched, nb)
-        return subtensor.Subtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index))(*inputs)
-
-    def _inc_inputs(node, inputs, batched, nb):
-        """x broadcast to the full batch, and the value lined up with x[index] (core axes it lacks after the batch)."""
-        x, v = inputs[0], inputs[1]
-        x = full_batch(x if batched[0] else pad(x, nb), batch_shape(inputs[:2], batched[:2], nb), nb)
-        v = v if batched[1] else pad(v, nb)
-        missing = _target_ndim(node) - (v.type.ndim - nb)
-        if missing > 0:
-            v = DimShuffle(v.type.ndim, tuple(range(nb)) + ("x",) * missing + tuple(range(nb, v.type.ndim)))(v)
-        return x, v
-
-    def _target_ndim(node):
-        """The number of axes of x[index] in the original node."""
-        op = node.op
-        sub = subtensor.Subtensor if isinstance(op, subtensor.IncSubtensor) else subtensor.AdvancedSubtensor
-        return sub(op.index)(node.inputs[0], *node.inputs[2:]).type.ndim
-
-    @vectorize_node.register(subtensor.IncSubtensor)
-    def _inc_subtensor(op, node, inputs, batched, nb):
-        if any(batched[2:]):
-            return blockwise_fallback(op, node, inputs, batched, nb)
-        x, v = _inc_inputs(node, inputs, batched, nb)
-        return subtensor.IncSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index), op.mode)(x, v, *inputs[2:])
-
-    def _arrays_adjacent(index):
-        arrays = [k for k, e in enumerate(index) if e == subtensor.ARRAY]
-        return not arrays or arrays == list(range(arrays[0], arrays[0] + len(arrays)))
-
-    @vectorize_node.register(subtensor.AdvancedSubtensor)
-    def _advanced_subtensor(op, node, inputs, batched, nb):
-        if any(batched[1:]) or not _arrays_adjacent(op.index):
-            return blockwise_fallback(op, node, inputs, batched, nb)
-        return subtensor.AdvancedSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index))(*inputs)
-
-    @vectorize_node.register(subtensor.AdvancedIncSubtensor)
-    def _advanced_inc_subtensor(op, node, inputs, batched, nb):
-        if any(batched[2:]) or not _arrays_adjacent(op.index):
-            return blockwise_fallback(op, node, inputs, batched, nb)
-        x, v = _inc_inputs(node, inputs, batched, nb)
-        return subtensor.AdvancedIncSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index), op.mode)(x, v, *inputs[2:])
+@vectorize_node.register(reduce.CAReduce)
+def _careduce(op, node, inputs, batched, nb):
+    return reduce.CAReduce(op.scalar_op, _shift(op.axis, nb))(inputs[0])
 
 
-_register_lazily()
+@vectorize_node.register(CAReduceElemwise)
+def _careduce_elemwise(op, node, inputs, batched, nb):
+    return _out_list(CAReduceElemwise(op.scalar_op, op.reducer, _shift(op.axis, nb))(*_pad_all(inputs, batched, nb)))
+
+
+@vectorize_node.register(reduce.Argmax)
+def _argmax(op, node, inputs, batched, nb):
+    return reduce.Argmax(op.axis + nb, op.mode)(inputs[0])
+
+
+@vectorize_node.register(extra.CumOp)
+def _cumop(op, node, inputs, batched, nb):
+    return extra.CumOp(op.axis + nb, op.mode)(inputs[0])
+
+
+@vectorize_node.register(extra.Assert)
+def _assert(op, node, inputs, batched, nb):
+    value, *conds = inputs
+    conds = [reduce_all(c) if b else c for c, b in zip(conds, batched[1:])]
+    return extra.Assert(op.message)(value, *conds)
+
+
+@vectorize_node.register(extra.ARange)
+def _arange(op, node, inputs, batched, nb):
+    raise NotBatchable(f"vectorize_graph: {op} cannot be batched: its length would depend on the batched bounds")
+
+
+@vectorize_node.register(shape_ops.Reshape)
+def _reshape(op, node, inputs, batched, nb):
+    x, *shape = inputs
+    if any(batched[1:]):
+        raise NotBatchable(f"vectorize_graph: {op} cannot be batched over its target shape (it depends on the batched inputs)")
+    return shape_ops.Reshape(op.ndim + nb)(x, *_entries(shape_of(x)[:nb]), *shape)
+
+
+@vectorize_node.register(shape_ops.Alloc)
+def _alloc(op, node, inputs, batched, nb):
+    value, *shape = inputs
+    if any(batched[1:]):
+        raise NotBatchable(f"vectorize_graph: {op} cannot be batched over its target shape (it depends on the batched inputs)")
+    core_nd = value.type.ndim - nb
+    value = DimShuffle(value.type.ndim, tuple(range(nb)) + ("x",) * (len(shape) - core_nd) + tuple(range(nb, value.type.ndim)))(value)
+    return shape_ops.Alloc()(value, *_entries(shape_of(value)[:nb]), *shape)
+
+
+@vectorize_node.register(join.Join)
+def _join(op, node, inputs, batched, nb):
+    shape = batch_shape(inputs, batched, nb)
+    pieces = [full_batch(x if b else pad(x, nb), shape, nb) for x, b in zip(inputs, batched)]
+    return join.Join(op.axis + nb)(*pieces)
+
+
+@vectorize_node.register(join.Split)
+def _split(op, node, inputs, batched, nb):
+    x, *sizes = inputs
+    if any(batched[1:]):
+        raise NotBatchable(f"vectorize_graph: {op} cannot be batched over its sizes")
+    return _out_list(join.Split(op.axis + nb, op.sizes)(x, *sizes))
+
+
+@vectorize_node.register(linalg.MatMul)
+def _matmul(op, node, inputs, batched, nb):
+    a_vec, b_vec = node.inputs[0].type.ndim == 1, node.inputs[1].type.ndim == 1
+    # a stack of vectors times one matrix is one matrix product: (B.., k) @ (k, n), A @ v_b -> v_b @ A.T
+    if batched == [True, False] and a_vec and node.inputs[1].type.ndim == 2:
+        return linalg.MatMul()(inputs[0], inputs[1])
+    if batched == [False, True] and b_vec and node.inputs[0].type.ndim == 2:
+        return linalg.MatMul()(inputs[1], DimShuffle(2, (1, 0))(inputs[0]))
+    a, b = _pad_all(inputs, batched, nb)
+    a2 = expand_dims(a, a.type.ndim - 1) if a_vec else a
+    b2 = expand_dims(b, b.type.ndim) if b_vec else b
+    out = linalg.MatMul()(a2, b2)
+    drop = ([out.type.ndim - 2] if a_vec else []) + ([out.type.ndim - 1] if b_vec else [])
+    return squeeze(out, tuple(drop)) if drop else out
+
+
+@vectorize_node.register(linalg.Einsum)
+def _einsum(op, node, inputs, batched, nb):
+    used = set(op.subscripts)
+    free = [c for c in string.ascii_letters if c not in used][:nb]
+    if len(free) < nb:
+        return blockwise_fallback(op, node, inputs, batched, nb)
+    prefix = "".join(free)
+    terms = [prefix + t for t in op.terms]
+    return linalg.einsum(",".join(terms) + "->" + prefix + op.output, *_pad_all(inputs, batched, nb))
+
+
+@vectorize_node.register(Blockwise)
+def _blockwise(op, node, inputs, batched, nb):
+    return _out_list(op(*_pad_all(inputs, batched, nb)))
+
+
+@vectorize_node.register(subtensor.Subtensor)
+def _subtensor(op, node, inputs, batched, nb):
+    if any(batched[1:]):  # positions that vary with the batch: a gather per batch element
+        return blockwise_fallback(op, node, inputs, batched, nb)
+    return subtensor.Subtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index))(*inputs)
+
+
+def _inc_inputs(node, inputs, batched, nb):
+    """x broadcast to the full batch, and the value lined up with x[index] (core axes it lacks after the batch)."""
+    x, v = inputs[0], inputs[1]
+    x = full_batch(x if batched[0] else pad(x, nb), batch_shape(inputs[:2], batched[:2], nb), nb)
+    v = v if batched[1] else pad(v, nb)
+    missing = _target_ndim(node) - (v.type.ndim - nb)
+    if missing > 0:
+        v = DimShuffle(v.type.ndim, tuple(range(nb)) + ("x",) * missing + tuple(range(nb, v.type.ndim)))(v)
+    return x, v
+
+
+def _target_ndim(node):
+    """The number of axes of x[index] in the original node."""
+    op = node.op
+    sub = subtensor.Subtensor if isinstance(op, subtensor.IncSubtensor) else subtensor.AdvancedSubtensor
+    return sub(op.index)(node.inputs[0], *node.inputs[2:]).type.ndim
+
+
+@vectorize_node.register(subtensor.IncSubtensor)
+def _inc_subtensor(op, node, inputs, batched, nb):
+    if any(batched[2:]):
+        return blockwise_fallback(op, node, inputs, batched, nb)
+    x, v = _inc_inputs(node, inputs, batched, nb)
+    return subtensor.IncSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index), op.mode)(x, v, *inputs[2:])
+
+
+def _arrays_adjacent(index):
+    arrays = [k for k, e in enumerate(index) if e == subtensor.ARRAY]
+    return not arrays or arrays == list(range(arrays[0], arrays[0] + len(arrays)))
+
+
+@vectorize_node.register(subtensor.AdvancedSubtensor)
+def _advanced_subtensor(op, node, inputs, batched, nb):
+    if any(batched[1:]) or not _arrays_adjacent(op.index):
+        return blockwise_fallback(op, node, inputs, batched, nb)
+    return subtensor.AdvancedSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index))(*inputs)
+
+
+@vectorize_node.register(subtensor.AdvancedIncSubtensor)
+def _advanced_inc_subtensor(op, node, inputs, batched, nb):
+    if any(batched[2:]) or not _arrays_adjacent(op.index):
+        return blockwise_fallback(op, node, inputs, batched, nb)
+    x, v = _inc_inputs(node, inputs, batched, nb)
+    return subtensor.AdvancedIncSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index), op.mode)(x, v, *inputs[2:])
+

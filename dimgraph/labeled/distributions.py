@@ -113,8 +113,7 @@ class Distribution:
     # --- log density
     def logp(self, x, check="nan"):
         """The log density at `x` (labeled, a DataArray or a number); NaN (or an error) for invalid parameters."""
-        if check not in ("nan", "raise"):
-            raise ValueError(f"logp: check must be 'nan' or 'raise', got {check!r}")
+        _check_option(check)
         x = lmath.as_operand(x, "logp")
         p = self.params
         inside = self.support(x, **p)
@@ -122,16 +121,21 @@ class Distribution:
             density = self.log_density(x, **p)
         else:  # the formula is evaluated at a safe point outside, so no NaN reaches the gradient
             density = lmath.where(inside, self.log_density(lmath.where(inside, x, self.safe_value), **p), -np.inf)
-        valid = self.valid(**p)
-        if check == "raise":
-            return _checked(density, valid, f"{type(self).__name__.lower()} logp: invalid parameters")
-        return density + _nan_unless(valid)
+        return _invalid_to_nan(density, self.valid(**p), check, type(self).__name__.lower())
 
     safe_value = 0.5
+    positive: tuple = ()  # the parameters that must be > 0 (the default `valid`)
+    domain = "real"  # the default `support`: "real", or finite x >= 0 ("nonnegative") or x > 0 ("positive")
+
+    def valid(self, **p):
+        """Where the parameters are valid."""
+        return _positive(*(p[k] for k in self.positive))
 
     def support(self, x, **p):
         """Where x is in the support (None: everywhere)."""
-        return None
+        if self.domain == "real":
+            return None
+        return ((x >= 0) if self.domain == "nonnegative" else (x > 0)) & lmath.isfinite(x)
 
     def log_density(self, x, **p):
         raise NotImplementedError(type(self).__name__)
@@ -153,6 +157,18 @@ class Distribution:
 
     def out_dims(self, dims):
         return dims
+
+
+def _check_option(check):
+    if check not in ("nan", "raise"):
+        raise ValueError(f"logp: check must be 'nan' or 'raise', got {check!r}")
+
+
+def _invalid_to_nan(density, valid, check, what):
+    """`density` where the parameters are `valid`: NaN elsewhere (`check="nan"`) or a run-time error (`"raise"`)."""
+    if check == "raise":
+        return _checked(density, valid, f"{what} logp: invalid parameters")
+    return density + _nan_unless(valid)
 
 
 def _checked(value, valid, message):
@@ -185,9 +201,7 @@ def _prob(p):
 
 class Normal(Distribution):
     names, defaults = ("mu", "sigma"), {"mu": 0.0, "sigma": 1.0}
-
-    def valid(self, mu, sigma):
-        return sigma > 0
+    positive = ("sigma",)
 
     def log_density(self, x, mu, sigma):
         z = (x - mu) / sigma
@@ -200,12 +214,8 @@ class Normal(Distribution):
 
 class HalfNormal(Distribution):
     names, defaults = ("sigma",), {"sigma": 1.0}
-
-    def valid(self, sigma):
-        return sigma > 0
-
-    def support(self, x, sigma):
-        return (x >= 0) & lmath.isfinite(x)
+    positive = ("sigma",)
+    domain = "nonnegative"
 
     def log_density(self, x, sigma):
         z = x / sigma
@@ -219,12 +229,8 @@ class HalfNormal(Distribution):
 class LogNormal(Distribution):
     names, defaults = ("mu", "sigma"), {"mu": 0.0, "sigma": 1.0}
     safe_value = 1.0
-
-    def valid(self, mu, sigma):
-        return sigma > 0
-
-    def support(self, x, mu, sigma):
-        return (x > 0) & lmath.isfinite(x)
+    positive = ("sigma",)
+    domain = "positive"
 
     def log_density(self, x, mu, sigma):
         lx = lmath.log(x)
@@ -238,9 +244,7 @@ class LogNormal(Distribution):
 
 class StudentT(Distribution):
     names, defaults = ("nu", "mu", "sigma"), {"mu": 0.0, "sigma": 1.0}
-
-    def valid(self, nu, mu, sigma):
-        return _positive(nu, sigma)
+    positive = ("nu", "sigma")
 
     def log_density(self, x, nu, mu, sigma):
         z = (x - mu) / sigma
@@ -255,9 +259,7 @@ class StudentT(Distribution):
 
 class Cauchy(Distribution):
     names, defaults = ("alpha", "beta"), {"alpha": 0.0, "beta": 1.0}
-
-    def valid(self, alpha, beta):
-        return beta > 0
+    positive = ("beta",)
 
     def log_density(self, x, alpha, beta):
         z = (x - alpha) / beta
@@ -287,12 +289,8 @@ class Uniform(Distribution):
 
 class Exponential(Distribution):
     names, defaults = ("lam",), {"lam": 1.0}
-
-    def valid(self, lam):
-        return lam > 0
-
-    def support(self, x, lam):
-        return (x >= 0) & lmath.isfinite(x)
+    positive = ("lam",)
+    domain = "nonnegative"
 
     def log_density(self, x, lam):
         return lmath.log(lam) - lam * x
@@ -307,12 +305,8 @@ class Gamma(Distribution):
 
     names, defaults = ("alpha", "beta"), {"beta": 1.0}
     safe_value = 1.0
-
-    def valid(self, alpha, beta):
-        return _positive(alpha, beta)
-
-    def support(self, x, alpha, beta):
-        return (x >= 0) & lmath.isfinite(x)
+    positive = ("alpha", "beta")
+    domain = "nonnegative"
 
     def log_density(self, x, alpha, beta):
         return alpha * lmath.log(beta) - lmath.gammaln(alpha) + lmath.xlogy(alpha - 1, x) - beta * x
@@ -327,12 +321,8 @@ class InverseGamma(Distribution):
 
     names, defaults = ("alpha", "beta"), {"beta": 1.0}
     safe_value = 1.0
-
-    def valid(self, alpha, beta):
-        return _positive(alpha, beta)
-
-    def support(self, x, alpha, beta):
-        return (x > 0) & lmath.isfinite(x)
+    positive = ("alpha", "beta")
+    domain = "positive"
 
     def log_density(self, x, alpha, beta):
         return alpha * lmath.log(beta) - lmath.gammaln(alpha) - (alpha + 1) * lmath.log(x) - beta / x
@@ -344,9 +334,7 @@ class InverseGamma(Distribution):
 
 class Beta(Distribution):
     names = ("alpha", "beta")
-
-    def valid(self, alpha, beta):
-        return _positive(alpha, beta)
+    positive = ("alpha", "beta")
 
     def support(self, x, alpha, beta):
         return (x >= 0) & (x <= 1)
@@ -458,8 +446,7 @@ class Categorical(_CoreDim):
     discrete = True
 
     def logp(self, x, check="nan"):
-        if check not in ("nan", "raise"):
-            raise ValueError(f"logp: check must be 'nan' or 'raise', got {check!r}")
+        _check_option(check)
         x = lmath.as_operand(x, "logp")
         p = self.params["p"]
         logp = lmath.log(p) - lmath.log(p.sum(self.dim))
@@ -468,9 +455,7 @@ class Categorical(_CoreDim):
         inside = hit.any(self.dim)
         density = lmath.where(inside, picked, -np.inf)
         valid = ((p >= 0) & lmath.isfinite(p)).all(self.dim) & (p.sum(self.dim) > 0)
-        if check == "raise":
-            return _checked(density, valid, "categorical logp: invalid parameters")
-        return density + _nan_unless(valid)
+        return _invalid_to_nan(density, valid, check, "categorical")
 
     def sample(self, state, dims, p):
         # Gumbel-max: argmax over dim of log p + G, G = -log(-log U)
@@ -495,15 +480,14 @@ class Dirichlet(_CoreDim):
         return (a > 0).all(self.dim)
 
     def logp(self, x, check="nan"):
+        _check_option(check)
         x = lmath.as_operand(x, "logp")
         a = self.params["a"]
         inside = self.support(x, a)
         safe = lmath.where(inside, x, 1.0 / (self.dim.size or 2))
         norm = lmath.gammaln(a.sum(self.dim)) - lmath.gammaln(a).sum(self.dim)
         density = lmath.where(inside, norm + lmath.xlogy(a - 1, safe).sum(self.dim), -np.inf)
-        if check == "raise":
-            return _checked(density, self.valid(a), "dirichlet logp: invalid parameters")
-        return density + _nan_unless(self.valid(a))
+        return _invalid_to_nan(density, self.valid(a), check, "dirichlet")
 
     def sample(self, state, dims, a):
         state, lg = _loggamma(state, a, dims)
@@ -562,6 +546,7 @@ class MultivariateNormal(Distribution):
     def logp(self, x, check="nan"):
         from dimgraph.labeled import linalg
 
+        _check_option(check)
         x = lmath.as_operand(x, "logp")
         row, col = self.dims
         mu, chol = self.params["mu"], self.params["chol"]
@@ -570,9 +555,7 @@ class MultivariateNormal(Distribution):
         k = row.size
         density = -0.5 * (z * z).sum(col) - lmath.log(diag).sum(row) - 0.5 * k * _LOG_2PI
         valid = ((diag > 0) & lmath.isfinite(diag)).all(row)
-        if check == "raise":
-            return _checked(density, valid, "multivariate_normal logp: invalid parameters")
-        return density + _nan_unless(valid)
+        return _invalid_to_nan(density, valid, check, "multivariate_normal")
 
     def sample(self, state, dims, mu, chol):
         row, col = self.dims

@@ -14,7 +14,7 @@ dims first and the core dims last (as API.md fixes). Core dims of results:
 Positional variables (no dims) go to the positional functions of
 `dg.core.linalg`, with the matrix in the last two axes (`b_ndim` says whether
 a positional `b` is a stack of vectors or of matrices; labeled ones need not). Float32 stays
-float32; integers compute in float64. Failures follow `dg.core.matrix`:
+float32; integers compute in float64. Failures follow `dimgraph.core.matrix`:
 NaNs for a matrix that is not positive definite, never an exception mid-batch.
 """
 
@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.core import matrix as core
+from dimgraph.core import linalg as core
+from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
 from dimgraph.errors import DimError
 from dimgraph.labeled.blockwise import apply_blockwise
 from dimgraph.labeled.dims import fmt_dims
@@ -80,19 +81,19 @@ def cholesky(a, dims=None, lower=True):
     array([[2., 0.],
            [1., 2.]])
     """
-    res = _unary("cholesky", core.Cholesky(bool(lower)), a, dims, lambda r, c: [(r, c)])
+    res = _unary("cholesky", Cholesky(bool(lower)), a, dims, lambda r, c: [(r, c)])
     return core.cholesky(a, lower) if res is None else res
 
 
 def inv(a, dims=None):
     """The inverse of the matrix of `a`, on the same `(row, col)` dims."""
-    res = _unary("inv", core.Inv(), a, dims, lambda r, c: [(r, c)])
+    res = _unary("inv", Inv(), a, dims, lambda r, c: [(r, c)])
     return core.inv(a) if res is None else res
 
 
 def det(a, dims=None):
     """The determinant of the matrix of `a` (batch dims only)."""
-    res = _unary("det", core.Det(), a, dims, lambda r, c: [()])
+    res = _unary("det", Det(), a, dims, lambda r, c: [()])
     return core.det(a) if res is None else res
 
 
@@ -105,13 +106,13 @@ def slogdet(a, dims=None):
     >>> float(logdet.eval()) == float(np.log(6.0))
     True
     """
-    res = _unary("slogdet", core.SlogDet(), a, dims, lambda r, c: [(), ()])
+    res = _unary("slogdet", SlogDet(), a, dims, lambda r, c: [(), ()])
     return core.slogdet(a) if res is None else res
 
 
 def eigh(a, dims=None, lower=True):
     """`(eigenvalues on col, eigenvectors on (row, col))` of the symmetric matrix of `a` (reads its `lower` triangle)."""
-    res = _unary("eigh", core.Eigh(bool(lower)), a, dims, lambda r, c: [(c,), (r, c)])
+    res = _unary("eigh", Eigh(bool(lower)), a, dims, lambda r, c: [(c,), (r, c)])
     return core.eigh(a, lower) if res is None else res
 
 
@@ -140,13 +141,13 @@ def solve(a, b, dims=None, b_ndim=None):
     >>> dg.linalg.solve(a, dg.constant(np.ones(2), dims=(i,)), dims=(i, j)).eval().values
     array([0.5 , 0.25])
     """
-    res = _solve_like("solve", core.Solve, a, b, dims)
+    res = _solve_like("solve", Solve, a, b, dims)
     return core.solve(a, b, b_ndim) if res is None else res
 
 
 def solve_triangular(a, b, dims=None, lower=True, trans=False, unit_diagonal=False, b_ndim=None):
     """`x` with `a @ x = b` (`trans=True`: `a.T @ x = b`) for a triangular matrix `a` (reads its `lower` triangle)."""
-    make = lambda nd: core.SolveTriangular(bool(lower), bool(trans), bool(unit_diagonal), nd)  # noqa: E731
+    make = lambda nd: SolveTriangular(bool(lower), bool(trans), bool(unit_diagonal), nd)  # noqa: E731
     res = _solve_like("solve_triangular", make, a, b, dims, trans=bool(trans))
     return core.solve_triangular(a, b, lower, trans, unit_diagonal, b_ndim) if res is None else res
 
@@ -159,7 +160,7 @@ def cho_solve(c_and_lower, b, dims=None, b_ndim=None):
     row, col = _core_dims("cho_solve", c, dims)
     y = solve_triangular(c, b, dims=(row, col), lower=lower)
     # the second solve reads c transposed: y on col, and x (c.T^-1 y) is indexed like the columns of c @ c.T
-    op = core.SolveTriangular(bool(lower), True, False, 1)
+    op = SolveTriangular(bool(lower), True, False, 1)
     return apply_blockwise(op, op.signature, [c, y], [(row, col), (col,)], [(col,)], name="cho_solve")
 
 
@@ -168,9 +169,7 @@ def diagonal(a, dims=None):
     if not is_labeled(a):
         return core.diagonal(a)
     row, col = _core_dims("diagonal", a, dims)
-    from dimgraph.core.linalg import Einsum
-
-    return apply_blockwise(Einsum("aa->a"), "(m,m)->(m)", [a], [(row, col)], [(row,)], name="diagonal")
+    return apply_blockwise(core.Einsum("aa->a"), "(m,m)->(m)", [a], [(row, col)], [(row,)], name="diagonal")
 
 
 def trace(a, dims=None):
@@ -178,6 +177,4 @@ def trace(a, dims=None):
     if not is_labeled(a):
         return core.trace(a)
     row, col = _core_dims("trace", a, dims)
-    from dimgraph.core.linalg import Einsum
-
-    return apply_blockwise(Einsum("aa->"), "(m,m)->()", [a], [(row, col)], [()], name="trace")
+    return apply_blockwise(core.Einsum("aa->"), "(m,m)->()", [a], [(row, col)], [()], name="trace")

@@ -12,7 +12,7 @@ import numpy as np
 from dimgraph.core import gradient as core
 from dimgraph.core.basic import constant
 from dimgraph.core.gradient import check_cost, check_wrt, jacobian_positional, vjp
-from dimgraph.core.subtensor import is_float
+from dimgraph.core.basic import is_float
 from dimgraph.labeled.basic import from_positional
 from dimgraph.labeled.ops import is_labeled
 from dimgraph.lower import Lowering

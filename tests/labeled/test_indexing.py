@@ -20,46 +20,11 @@ from hypothesis import strategies as st
 
 import dimgraph as dg
 from dimgraph.labeled.indexing import Isel, IselUpdate
+from labeled_strategies import dataarray, dims_strategy, examples, few
 
-NAMES = ["a", "b", "c"]
-FEW = max(4, settings().max_examples // 2)  # examples for the compiled backends (each compiles per structure)
-
-
-def _examples(backend):
-    return settings().max_examples if backend == "python" else FEW
-
-
+SIZES = (0, 1, 2, 3, 4, 4)  # the data sizes of drawn dims
 # ---------------------------------------------------------------------------
 # drawing dims, data and keys
-
-
-@st.composite
-def dims_strategy(draw, min_n=1):
-    n = draw(st.integers(min_n, 3))
-    dims, sizes = [], {}
-    for name in NAMES[:n]:
-        size = draw(st.sampled_from([0, 1, 2, 3, 4, 4]))
-        kind = draw(st.sampled_from(["size", "coords", "coords", "unknown"]))
-        if kind == "coords":
-            dims.append(dg.Dim(name, coords=draw(st.permutations([f"{name}{k}" for k in range(size)]))))
-        else:
-            dims.append(dg.Dim(name, size=size if kind == "size" else None))
-        sizes[name] = size
-    order = draw(st.permutations(dims))
-    return tuple(order), sizes
-
-
-def dataarray(rng, dims, sizes, dtype="float64", data_coords=False):
-    """Random data on `dims`; `data_coords`: the dims sized by the data get labels from it too."""
-    shape = tuple(sizes[d.name] for d in dims)
-    if dtype == "bool":
-        data = rng.uniform(size=shape) > 0.5
-    else:
-        data = (rng.uniform(-5, 5, shape) * (10 if np.dtype(dtype).kind in "iu" else 1)).astype(dtype)
-    coords = {d.name: d.coords for d in dims if d.coords is not None}
-    if data_coords:
-        coords.update({d.name: [f"u{k}" for k in range(sizes[d.name])] for d in dims if d.size is None})
-    return xr.DataArray(data, dims=[d.name for d in dims], coords=coords)
 
 
 class Case:
@@ -183,11 +148,11 @@ def _run(backend, case, outputs):
 
 
 def test_isel_matches_xarray(backend):
-    @settings(max_examples=_examples(backend), suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(backend, 2), suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def check(data):
         draw = data.draw
-        dims, sizes = draw(dims_strategy())
+        dims, sizes = draw(dims_strategy(sizes=SIZES))
         rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
         dtype = draw(st.sampled_from(["float64", "float32", "int32", "bool"]))
         case = Case()
@@ -209,11 +174,11 @@ def test_isel_matches_xarray(backend):
 
 
 def test_positional_getitem_matches_xarray(backend):
-    @settings(max_examples=_examples(backend), suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(backend, 2), suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def check(data):
         draw = data.draw
-        dims, sizes = draw(dims_strategy())
+        dims, sizes = draw(dims_strategy(sizes=SIZES))
         rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
         case = Case()
         x = case.add(dg.labeled("x", dims=dims), dataarray(rng, dims, sizes))
@@ -266,11 +231,11 @@ def draw_sel_key(draw, rng, dims, sizes):
 
 
 def test_sel_and_loc_match_xarray(backend):
-    @settings(max_examples=_examples(backend), suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(backend, 2), suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def check(data):
         draw = data.draw
-        dims, sizes = draw(dims_strategy())
+        dims, sizes = draw(dims_strategy(sizes=SIZES))
         dims = tuple(d if d.size is not None or d.coords is not None else dg.Dim(d.name, size=sizes[d.name]) for d in dims)
         rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
         case = Case()
@@ -296,11 +261,11 @@ def _flat_positions(da):
 
 
 def test_set_and_inc_match_numpy(backend):
-    @settings(max_examples=_examples(backend), suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(backend, 2), suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def check(data):
         draw = data.draw
-        dims, sizes = draw(dims_strategy())
+        dims, sizes = draw(dims_strategy(sizes=SIZES))
         rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
         dtype = draw(st.sampled_from(["float64", "int64", "float32"]))
         case = Case()
@@ -362,7 +327,7 @@ def _hierarchical(backend):
     return _HIER[backend]
 
 
-@settings(max_examples=max(4, settings().max_examples // 3), suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=few(3), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.sampled_from([0, 1, 2, 7]), seed=st.integers(0, 2**32 - 1))
 def test_hierarchical_model_matches_xarray(backend, n, seed):
     rng = np.random.default_rng(seed)
@@ -716,11 +681,11 @@ def test_symbolic_slice_bounds():
 
 
 def test_symbolic_slices_match_xarray(backend):
-    @settings(max_examples=_examples(backend), suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(backend, 2), suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def check(data):
         draw = data.draw
-        dims, sizes = draw(dims_strategy())
+        dims, sizes = draw(dims_strategy(sizes=SIZES))
         dims = tuple(d if d.coords is None else dg.Dim(d.name, size=d.size) for d in dims)
         rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
         case = Case()

@@ -20,38 +20,7 @@ from hypothesis import strategies as st
 import dimgraph as dg
 from dimgraph.labeled.stacking import Stack, Unstack
 from dimgraph.testing import numeric_grad
-
-NAMES = ["a", "b", "c"]
-FEW = max(4, settings().max_examples // 3)  # examples for the compiled backends (one compile per example)
-
-
-def _examples(backend):
-    return settings().max_examples if backend == "python" else FEW
-
-
-@st.composite
-def dims_strategy(draw, min_n=1):
-    n = draw(st.integers(min_n, 3))
-    dims, sizes = [], {}
-    for name in NAMES[:n]:
-        size = draw(st.sampled_from([0, 1, 2, 3, 3]))
-        kind = draw(st.sampled_from(["size", "coords", "coords", "unknown"]))
-        if kind == "coords":
-            dims.append(dg.Dim(name, coords=draw(st.permutations([f"{name}{k}" for k in range(size)]))))
-        else:
-            dims.append(dg.Dim(name, size=size if kind == "size" else None))
-        sizes[name] = size
-    return tuple(draw(st.permutations(dims))), sizes
-
-
-def dataarray(rng, dims, sizes, dtype="float64"):
-    shape = tuple(sizes[d.name] for d in dims)
-    if dtype == "bool":
-        data = rng.uniform(size=shape) > 0.5
-    else:
-        data = (rng.uniform(-5, 5, shape) * (10 if np.dtype(dtype).kind in "iu" else 1)).astype(dtype)
-    return xr.DataArray(data, dims=[d.name for d in dims], coords={d.name: d.coords for d in dims if d.coords is not None})
-
+from labeled_strategies import dataarray, dims_strategy, examples
 
 def xr_stack(da, **new):
     """`da.stack(**new)`; where xarray cannot (it reshapes with -1, which NumPy refuses for 0 elements),
@@ -91,7 +60,7 @@ def assert_same(got, expected, check_plain_coords=True):
 
 
 def test_stack_unstack_ravel_match_xarray(backend):
-    @settings(max_examples=_examples(backend), suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(backend), suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def check(data):
         draw = data.draw

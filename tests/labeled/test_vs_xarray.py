@@ -19,36 +19,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dimgraph as dg
+from labeled_strategies import dataarray, dims_strategy, few
 
-NAMES = ["a", "bb", "c", "d"]
-
-
-@st.composite
-def dims_strategy(draw):
-    n = draw(st.integers(2, 4))
-    dims, data_sizes = [], {}
-    for name in NAMES[:n]:
-        size = draw(st.sampled_from([0, 1, 2, 3, 3]))
-        kind = draw(st.sampled_from(["size", "coords", "unknown"]))
-        if kind == "coords":
-            labels = draw(st.permutations([f"{name}{k}" for k in range(size)]))
-            dims.append(dg.Dim(name, coords=labels))
-        else:
-            dims.append(dg.Dim(name, size=size if kind == "size" else None))
-        data_sizes[name] = size
-    return dims, data_sizes
+NAMES = ("a", "bb", "c", "d")
 
 
-def make_dataarray(rng, dims, sizes, dtype):
-    shape = tuple(sizes[d.name] for d in dims)
+def small_values(rng, shape, dtype):
+    """Floats in [-2, 2); integers in [-3, 3]; booleans half true."""
     if np.dtype(dtype).kind == "f":
-        data = rng.uniform(-2, 2, shape).astype(dtype)
-    elif dtype == "bool":
-        data = rng.uniform(size=shape) > 0.5
-    else:
-        data = rng.integers(-3, 4, shape).astype(dtype)
-    coords = {d.name: d.coords for d in dims if d.coords is not None}
-    return xr.DataArray(data, dims=[d.name for d in dims], coords=coords)
+        return rng.uniform(-2, 2, shape).astype(dtype)
+    if dtype == "bool":
+        return rng.uniform(size=shape) > 0.5
+    return rng.integers(-3, 4, shape).astype(dtype)
+
+
+DIMS = dims_strategy(min_n=2, names=NAMES, kinds=("size", "coords", "unknown"), shuffle=False)
 
 
 @st.composite
@@ -60,7 +45,7 @@ def inputs_strategy(draw, dims, sizes, n_min=1, n_max=3, dtypes=("float64", "flo
         sub = draw(st.lists(st.sampled_from(dims), unique=True, max_size=len(dims)))
         dtype = draw(st.sampled_from(dtypes))
         var = dg.labeled(f"in{k}", dims=tuple(sub), dtype=dtype)
-        pairs.append((var, make_dataarray(rng, sub, sizes, dtype)))
+        pairs.append((var, dataarray(rng, sub, sizes, dtype, values=small_values)))
     return pairs
 
 
@@ -233,7 +218,7 @@ def _clash(err):
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_random_programs_match_xarray(backend, data):
-    dims, sizes = data.draw(dims_strategy())
+    dims, sizes = data.draw(DIMS)
     pool = data.draw(inputs_strategy(dims, sizes, 1, 3))
     inputs = list(pool)
     history = []
@@ -263,10 +248,10 @@ def test_random_programs_match_xarray(backend, data):
         print("program:", history)
 
 
-@settings(max_examples=max(4, settings().max_examples // 5), suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=few(5), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_every_math_function_matches_xarray(backend, data):
-    dims, sizes = data.draw(dims_strategy())
+    dims, sizes = data.draw(DIMS)
     ((x, da),) = data.draw(inputs_strategy(dims, sizes, 1, 1, dtypes=("float64", "float32", "int64")))
     outs, expected = [], []
     for name, fn in {**UNARY, **POSITIVE_ONLY}.items():
@@ -297,10 +282,10 @@ def test_every_math_function_matches_xarray(backend, data):
         assert_matches(out, exp, name)
 
 
-@settings(max_examples=max(4, settings().max_examples // 5), suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=few(5), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_every_reduction_over_every_dim_choice(backend, data):
-    dims, sizes = data.draw(dims_strategy())
+    dims, sizes = data.draw(DIMS)
     ((x, da),) = data.draw(inputs_strategy(dims, sizes, 1, 1, dtypes=("float64", "float32", "int64", "bool")))
     outs, expected, labels = [], [], []
     choices = [None] + ([[data.draw(st.sampled_from(x.dims)).name]] if x.dims else [])

@@ -14,9 +14,14 @@ fusion, then backend clean-ups. `rewrites=` selects what runs:
 
 from __future__ import annotations
 
+from dimgraph import config
+from dimgraph.core.rewriting.db import MERGE, PHASES
+from dimgraph.core.rewriting.egraph import egraph_phases
 from dimgraph.core.rewriting.engine import (  # noqa: F401
     Context,
+    GlobalPhase,
     GraphRewriter,
+    LocalPhase,
     NodeRewriter,
     RewriteError,
     RewriteSpec,
@@ -41,9 +46,6 @@ def rewrite_graph(fgraph, rewrites="default", backend=None):
     run, e.g. a fused op it has no kernel for), `rewrites_opt_in` (the `OPT_IN`
     rewrites whose ops it runs) and `cleanups` (run last); without one every rewrite runs.
     """
-    from dimgraph import config
-    from dimgraph.core.rewriting.db import MERGE, PHASES, GlobalPhase, LocalPhase
-
     spec = RewriteSpec.parse(rewrites)
     extra_exclude = ()
     if backend is not None:
@@ -59,8 +61,6 @@ def rewrite_graph(fgraph, rewrites="default", backend=None):
     merge_on = spec.enabled(MERGE)
     phases = PHASES
     if spec.egraph is not None:  # experimental: one e-graph phase instead of canonicalize/stabilize/specialize
-        from dimgraph.core.rewriting.egraph import egraph_phases
-
         phases = egraph_phases(PHASES, spec.egraph)
     for phase in phases:
         if phase.name == "cleanup":

@@ -13,7 +13,9 @@ import itertools
 import numpy as np
 
 from dimgraph.core.blockwise import Blockwise
+from dimgraph.core.join import stack
 from dimgraph.core.rewriting.engine import node_rewriter
+from dimgraph.core.shape_ops import reshape
 
 UNROLL_LIMIT = 256  # batch elements; more would print more code than a loop is worth
 
@@ -32,8 +34,6 @@ def unroll_blockwise(keep):
 
     @node_rewriter([Blockwise], name="unroll_blockwise")
     def unroll(fgraph, node):
-        from dimgraph.core.join import stack
-
         op = node.op
         if isinstance(op.core_op, keep):
             return None
@@ -52,8 +52,6 @@ def unroll_blockwise(keep):
             flat = stack(r) if r else None
             if flat is None:
                 return None
-            from dimgraph.core.shape_ops import reshape
-
             new.append(reshape(flat, o.type.shape))
         return new
 

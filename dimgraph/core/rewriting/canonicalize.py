@@ -19,7 +19,7 @@ from dimgraph.core.reduce import CAReduce
 from dimgraph.core.rewriting.engine import node_rewriter
 from dimgraph.core.rewriting.pattern import Pat, const_data, rule
 from dimgraph.core.scalar import Cast
-from dimgraph.core.shape import Shape, ShapeI, to_static
+from dimgraph.core.shape import Shape, ShapeI, shape_of, to_static
 from dimgraph.core.extra import Assert, CumOp
 from dimgraph.core.fused import CAReduceElemwise
 from dimgraph.core.join import Join
@@ -194,8 +194,6 @@ def _same_length(entry, var, axis):
     """Like `_same_entry`, also seeing through `var`'s own shape graph (e.g. the length of y - m is y's)."""
     if _same_entry(entry, var, axis):
         return True
-    from dimgraph.core.shape import shape_of
-
     length = shape_of(var)[axis]
     if isinstance(length, int) or entry.owner is None or length.owner is None:
         return False

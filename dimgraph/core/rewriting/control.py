@@ -30,14 +30,14 @@ import dataclasses
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.extra import assert_op
 from dimgraph.core.fgraph import FunctionGraph
-from dimgraph.core.graph import Constant, clone_graph
+from dimgraph.core.graph import Constant, ancestors, clone_graph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.inner import InnerGraph
 from dimgraph.core.loop import Loop, Scan
 from dimgraph.core.opfromgraph import OpFromGraph
 from dimgraph.core.math import ge
 from dimgraph.core.reduce import CAReduce
-from dimgraph.core.rewriting.engine import GraphRewriter, node_rewriter
+from dimgraph.core.rewriting.engine import GraphRewriter, RewriteSpec, node_rewriter
 from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.subtensor import Subtensor
 
@@ -86,8 +86,6 @@ def scan_to_loop(fgraph, node):
 
 def _reads(graph, var_ids_of_outputs):
     """ids of the inner inputs that the given body outputs depend on."""
-    from dimgraph.core.graph import ancestors
-
     inputs = {id(v) for v in graph.inputs}
     outs = [graph.outputs[k] for k in var_ids_of_outputs]
     return {id(v) for v in ancestors(outs, blockers=graph.inputs) if id(v) in inputs}
@@ -235,7 +233,7 @@ def inner_graphs(op):
 
 def rewrite_inner(graph, ctx):
     """`graph` rewritten by the whole phase list under `ctx`'s spec (memoized per distinct graph)."""
-    from dimgraph.core.rewriting import RewriteSpec, rewrite_graph
+    from dimgraph.core.rewriting import rewrite_graph  # cycle: the pipeline's phases include this module's
 
     memo = ctx.__dict__.setdefault("inner_memo", {})
     found = memo.get(graph)

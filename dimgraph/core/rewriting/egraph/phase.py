@@ -19,7 +19,8 @@ from dimgraph.core.rewriting.egraph.egraph import LEAF, EGraph
 from dimgraph.core.rewriting.egraph.extract import ExtractionError, build, choose
 from dimgraph.core.rewriting.egraph.rules import EGRAPH_RULES, ERule
 from dimgraph.core.rewriting.egraph.translate import NodeRewrite, PatRewrite
-from dimgraph.core.rewriting.engine import LocalPhase
+from dimgraph.core.rewriting.db import MERGE
+from dimgraph.core.rewriting.engine import GlobalPhase, LocalPhase
 from dimgraph.core.rewriting.pattern import Rule
 
 DEFAULTS = {"node_limit": 20_000, "time_limit": 5.0, "iter_limit": 30, "mask_fraction": MASK_FRACTION}
@@ -155,8 +156,6 @@ class EGraphPhase:
         return outputs
 
     def _phase_order(self, fgraph, ctx):
-        from dimgraph.core.rewriting.db import MERGE, GlobalPhase
-
         for phase in self.phases:
             ctx.phase = phase.name
             ctx.changed = False

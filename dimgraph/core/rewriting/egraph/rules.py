@@ -40,7 +40,7 @@ from dimgraph.core.subtensor import (
     Subtensor,
 )
 from dimgraph.core.rewriting.egraph.egraph import LEAF
-from dimgraph.core.rewriting.egraph.translate import join
+from dimgraph.core.rewriting.egraph.translate import join, tracked
 
 
 def _plain_elemwise(op):
@@ -200,9 +200,7 @@ class ERule:
 
     def run(self, eg, stats):
         changed = False
-        for cid, enode in [(c, e) for c, cls in list(eg.classes.items()) for e in cls.nodes]:
-            if enode.op == LEAF or not isinstance(enode.op, self.tracks):
-                continue
+        for cid, enode in tracked(eg, self.tracks):
             key = (eg.canonical(enode), len(eg[enode.children[0]].nodes) if enode.children else 0)
             if key in self.done:
                 continue

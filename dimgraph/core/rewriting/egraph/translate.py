@@ -117,6 +117,11 @@ def join(eg, cid, new, trace_name, stats, mark=False):
     return True
 
 
+def tracked(eg, tracks):
+    """`(class id, e-node)` of every e-node whose op is one of `tracks`, listed before a rule adds any."""
+    return [(c, e) for c, cls in list(eg.classes.items()) for e in cls.nodes if e.op != LEAF and isinstance(e.op, tracks)]
+
+
 def keeps_type(old, new):
     """`new` may join a class of type `old`: same dtype and ndim, every static size kept (more may be known)."""
     if merged_type(old, new) is None:
@@ -176,9 +181,7 @@ class NodeRewrite:
 
     def run(self, eg, stats):
         changed = False
-        for cid, enode in [(c, e) for c, cls in list(eg.classes.items()) for e in cls.nodes]:
-            if enode.op == LEAF or not isinstance(enode.op, self.tracks):
-                continue
+        for cid, enode in tracked(eg, self.tracks):
             for inputs in itertools.islice(itertools.product(*(members(eg, c) for c in enode.children)), MAX_COMBINATIONS):
                 key = (enode, tuple(id(r) for r in inputs))
                 if key in self.done:
