@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import dimgraph as dg
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
-from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.loop import Loop, Scan, loop_from_graph
 from dimgraph.core.rewriting import rewrite_graph
 
 _CACHE = {}
@@ -459,12 +459,17 @@ def test_a_shared_variable_is_a_state_and_its_update_lands(backend):
 
 
 def test_a_gradient_scan_does_not_store_traces_its_body_never_reads():
-    """AR(1)-style logp: the accumulator's gradient needs no forward value, so no trace is stored at all."""
+    """AR(1)-style logp: the accumulator's gradient needs no forward value, so no trace is stored at all;
+    the backward loop then runs forward and is fused with the value loop: one pass over the data."""
     y, rho = dg.vector("y"), dg.scalar("rho")
     lp, _ = dg.scan(lambda acc, a, b: acc - 0.5 * (a - rho * b) ** 2, init=dg.core.constant(0.0), sequences=[y[1:], y[:-1]])
-    f = dg.function([y, rho], [lp, dg.grad(lp, rho)], backend="python")
-    loops = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
-    assert len(loops) == 2 and all(n.op.traced == () for n in loops)
+    f = dg.function([y, rho], [lp, dg.grad(lp, rho)], backend="python", rewrites={"trace": True})
+    (loop,) = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
+    assert loop.op.traced == () and loop.op.n_states == 2
+    assert f.rewrite_trace.counts["loop_forward_accumulation"] == 1 and f.rewrite_trace.counts["loop_fusion"] == 1
+    # the body reads each sequence once per step, at the step itself
+    reads = [n for n in loop.op.body.nodes() if type(n.op).__name__ == "Subtensor"]
+    assert len(reads) == 2 and all(n.inputs[1] is loop.op.body.inputs[0] for n in reads)
     yv = np.array([0.3, -1.0, 2.0, 0.5])
     val, g = f(yv, 0.7)
     np.testing.assert_allclose(val, -0.5 * np.sum((yv[1:] - 0.7 * yv[:-1]) ** 2))
@@ -546,6 +551,34 @@ def test_a_compiled_loop_and_branch_pickle(backend):
     for got, want in zip(g(np.arange(3.0), 1.0), f(np.arange(3.0), 1.0)):
         np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(g(np.arange(3.0), -1.0)[0], -(0.125 * -1.0 + 0.25 * 0 + 0.5 * 1 + 2))
+
+
+def test_loops_fuse_only_when_neither_reads_the_other():
+    x0, c = dg.scalar("x0"), dg.scalar("c")
+    a, _ = dg.scan(lambda s: s * 0.5 + c, init=x0, n_steps=4)
+    b, _ = dg.scan(lambda s: s * 2.0 - c, init=x0, n_steps=4)
+    after, _ = dg.scan(lambda s: s + a, init=b, n_steps=4)  # reads a's result: a loop of its own
+    f = dg.function([x0, c], [a, b, after], backend="python", rewrites={"trace": True})
+    loops = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
+    assert len(loops) == 2 and f.rewrite_trace.counts["loop_fusion"] == 1
+    sa, sb = 1.5, 1.5
+    for _ in range(4):
+        sa, sb = sa * 0.5 + 0.25, sb * 2.0 - 0.25
+    np.testing.assert_allclose([float(v) for v in f(1.5, 0.25)], [sa, sb, sb + 4 * sa])
+
+
+def test_a_backward_loop_that_does_not_only_accumulate_keeps_its_order():
+    """A state multiplied each step (not a sum of terms) must see the steps n-1 .. 0 in that order."""
+    seq, s0 = dg.vector("seq"), dg.scalar("s0")
+    i, s, q, last = dg.scalar("i", dtype="int64"), dg.scalar("s"), dg.vector("q"), dg.scalar("last", dtype="int64")
+    n = seq.shape[0]
+    (final,) = loop_from_graph(i, [s], [q, last], [s * 0.5 + q[last - i]], n, [s0], [seq, n - 1])
+    f = dg.function([seq, s0], final, backend="python", rewrites={"trace": True})
+    assert f.rewrite_trace.counts["loop_forward_accumulation"] == 0
+    v, want = np.array([1.0, 2.0, 3.0]), 0.0
+    for e in v[::-1]:
+        want = want * 0.5 + e
+    assert float(f(v, 0.0)) == want
 
 
 def test_loop_constant_states_turns_an_unchanged_state_into_a_constant():

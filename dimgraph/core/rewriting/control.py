@@ -18,6 +18,18 @@
   running zero times, would not. Ops that cannot raise always move.
 - `inline_op_from_graph` (canonicalize): an OpFromGraph becomes its graph
   unless it was made with `inline=False`.
+- `loop_forward_accumulation` (canonicalize): a loop whose states only
+  accumulate (`x + term`, the term reading no state) and which reads its step
+  only as `n - 1 - i` (a backward pass over sequences) runs forward, reading
+  `i`: it sums the same terms in the other order (a float sum may differ in the
+  last bits, as any reordered sum). It then reads the data in the order its
+  forward loop does, so fused with it (below) both read each position once.
+- `loop_fusion` (phase "fusion"): loops over the same `n_steps` (no while
+  condition) where neither reads the other's results become one loop whose
+  body runs both bodies on the same step number: a value loop and its
+  gradient loop make one pass over the data (each body keeps its own
+  indexing, a reverse scan still reads `n-1-i`, so every value is the same
+  bit for bit). Constants both read become one.
 - `inner_graph_rewrite` (phase "inner", after fusion): every inner graph gets
   the whole phase list with the same spec (canonicalize, stabilize, fusion:
   a loop body is fused like any graph), once per distinct inner graph.
@@ -38,6 +50,7 @@ from dimgraph.core.opfromgraph import OpFromGraph
 from dimgraph.core.math import ge
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.rewriting.engine import GraphRewriter, node_rewriter
+from dimgraph.core.rewriting.pattern import is_scalar_op
 from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.subtensor import Subtensor
 
@@ -262,5 +275,122 @@ def rewrite_inner_graphs(fgraph, ctx, rewriter):
         ctx.replace(rewriter, node, list(zip(node.outputs, new_node.outputs)))
 
 
-CONTROL_CANONICALIZE = [loop_dead_inputs, scan_to_loop, loop_constant_states, loop_invariant_code_motion, inline_op_from_graph]
+def _is_add(node) -> bool:
+    return node is not None and is_scalar_op(node, "add")
+
+
+def _only_accumulates(body, ns) -> bool:
+    """Every new state is its state unchanged or plus a term that reads no state (so step order only moves rounding)."""
+    from dimgraph.core.graph import ancestors
+
+    states = body.inputs[1 : 1 + ns]
+    state_ids = {id(v) for v in states}
+    for k, out in enumerate(body.outputs):
+        if out is states[k]:
+            continue
+        node = out.owner
+        if not _is_add(node) or len(node.inputs) != 2 or not any(i is states[k] for i in node.inputs):
+            return False
+        term = node.inputs[1] if node.inputs[0] is states[k] else node.inputs[0]
+        if any(id(v) in state_ids for v in ancestors([term], blockers=body.inputs)):
+            return False
+    return True
+
+
+def _is_last_step(var, n_steps) -> bool:
+    """`var` is `n_steps - 1`."""
+    node = var.owner
+    return (
+        node is not None
+        and is_scalar_op(node, "sub")
+        and node.inputs[0] is n_steps
+        and isinstance(node.inputs[1], Constant)
+        and int(node.inputs[1].data) == 1
+    )
+
+
+@node_rewriter([Loop], tags=("canonicalize", "control"))
+def loop_forward_accumulation(fgraph, node):
+    """An accumulating loop reading its step only as n-1-i -> the same loop reading i (see the module docstring)."""
+    op, body, ns = node.op, node.op.body, node.op.n_states
+    if op.until is not None or op.traced or not _only_accumulates(body, ns):
+        return None
+    index = body.inputs[0]
+    last = {id(p) for p, v in zip(body.inputs[1 + ns :], node.inputs[1 + ns :]) if _is_last_step(v, node.inputs[0])}
+    reversed_reads = []
+    for inner in body.nodes():
+        if any(i is index for i in inner.inputs):
+            if not (is_scalar_op(inner, "sub") and inner.inputs[1] is index
+                    and id(inner.inputs[0]) in last and inner.outputs[0].type == index.type):
+                return None
+            reversed_reads.append(inner.outputs[0])
+    if not reversed_reads:
+        return None
+    _, outs, _ = clone_graph(body.outputs, [], replace={v: index for v in reversed_reads})
+    new_body = InnerGraph(body.inputs, outs)
+    return dataclasses.replace(op, body=new_body).make_node(*node.inputs).outputs
+
+
+def _fuse_two(a, b):
+    """One Loop node running loops `a` and `b` (same n_steps, independent) step by step, and the replacements."""
+    from dimgraph.core.basic import tensor
+
+    ops = (a.op, b.op)
+    index = tensor("i", (), "int64")
+    states = [[v.type.make_variable() for v in op.body.inputs[1 : 1 + op.n_states]] for op in ops]
+    holder, consts, const_values = {}, [], []
+    per_loop_consts = []
+    for node in (a, b):
+        mine = []
+        for p, v in zip(node.op.body.inputs[1 + node.op.n_states :], node.inputs[1 + node.op.n_states :]):
+            if v not in holder:
+                holder[v] = p.type.make_variable()
+                consts.append(holder[v])
+                const_values.append(v)
+            mine.append(holder[v])
+        per_loop_consts.append(mine)
+    outs = []
+    for op, st, cs in zip(ops, states, per_loop_consts):
+        outs += op.body.apply([index, *st, *cs])
+    na = a.op.n_states
+    body = InnerGraph([index, *states[0], *states[1], *consts], outs)
+    op = Loop(body, na + b.op.n_states, traced=a.op.traced + tuple(na + k for k in b.op.traced), name=f"{a.op.name} + {b.op.name}")
+    new = op.make_node(a.inputs[0], *a.inputs[1 : 1 + na], *b.inputs[1 : 1 + b.op.n_states], *const_values).outputs
+    n_finals, nta = op.n_states, len(a.op.traced)
+    pairs = [(a.outputs[k], new[k]) for k in range(na)] + [(a.outputs[na + m], new[n_finals + m]) for m in range(nta)]
+    nb = b.op.n_states
+    pairs += [(b.outputs[k], new[na + k]) for k in range(nb)]
+    pairs += [(b.outputs[nb + m], new[n_finals + nta + m]) for m in range(len(b.op.traced))]
+    return new[0].owner, pairs
+
+
+def loop_fusion(fgraph, ctx, rewriter):
+    """Loops with the same n_steps, neither reading the other -> one loop (see the module docstring)."""
+    from dimgraph.core.graph import ancestors
+
+    groups = {}
+    for node in fgraph.toposort():
+        if isinstance(node.op, Loop) and node.op.until is None:
+            groups.setdefault(node.inputs[0], []).append(node)
+    for loops in groups.values():
+        current = loops[0]
+        for node in loops[1:]:
+            upstream = {id(v.owner) for v in ancestors(node.inputs) if v.owner is not None}
+            if id(current) in upstream:
+                current = node
+                continue
+            fused, pairs = _fuse_two(current, node)
+            ctx.replace(rewriter, node, pairs)
+            current = fused
+
+
+CONTROL_CANONICALIZE = [
+    loop_dead_inputs,
+    scan_to_loop,
+    loop_constant_states,
+    loop_invariant_code_motion,
+    loop_forward_accumulation,
+    inline_op_from_graph,
+]
+LOOP_FUSION = GraphRewriter("loop_fusion", loop_fusion, tags=("fusion", "control"))
 INNER = GraphRewriter("inner_graph_rewrite", rewrite_inner_graphs, tags=("inner", "control"))
