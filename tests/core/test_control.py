@@ -120,15 +120,18 @@ def test_ar2_as_window_states(backend):
 
 def test_scan_to_loop_keeps_only_read_traces_and_last_reads_become_states():
     s0, c = dg.vector("s0", size=2), dg.scalar("c")
-    (a, b), (ta, tb) = dg.scan(lambda a, b: (a + c, b * c), init=[s0, s0], n_steps=4)
+    (a, b), (ta, tb) = dg.scan(lambda a, b: (a * 0.5 + c, b * c), init=[s0, s0], n_steps=4)
     f = dg.function([s0, c], [a, ta[-1], tb], backend="python")
     loops = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
     assert len(loops) == 1 and not any(isinstance(n.op, Scan) for n in f.fgraph.toposort())
     assert loops[0].op.traced == (1,)
     assert f.fgraph.outputs[1] is f.fgraph.outputs[0]  # trace[-1] is the last state (4 steps surely run)
     out = f(np.array([1.0, 2.0]), 2.0)
-    np.testing.assert_allclose(out[0], [9.0, 10.0])
-    np.testing.assert_allclose(out[1], [9.0, 10.0])
+    want = np.array([1.0, 2.0])
+    for _ in range(4):
+        want = want * 0.5 + 2.0
+    np.testing.assert_allclose(out[0], want)
+    np.testing.assert_allclose(out[1], want)
     np.testing.assert_allclose(out[2], [[2, 4], [4, 8], [8, 16], [16, 32]])
 
 
@@ -467,6 +470,7 @@ def test_a_gradient_scan_does_not_store_traces_its_body_never_reads():
     (loop,) = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
     assert loop.op.traced == () and loop.op.n_states == 2
     assert f.rewrite_trace.counts["loop_forward_accumulation"] == 1 and f.rewrite_trace.counts["loop_fusion"] == 1
+    assert f.rewrite_trace.counts["loop_inline_constants"] >= 1  # the gradient's unit seed, folded in the body
     # the body reads each sequence once per step, at the step itself
     reads = [n for n in loop.op.body.nodes() if type(n.op).__name__ == "Subtensor"]
     assert len(reads) == 2 and all(n.inputs[1] is loop.op.body.inputs[0] for n in reads)
@@ -551,6 +555,22 @@ def test_a_compiled_loop_and_branch_pickle(backend):
     for got, want in zip(g(np.arange(3.0), 1.0), f(np.arange(3.0), 1.0)):
         np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(g(np.arange(3.0), -1.0)[0], -(0.125 * -1.0 + 0.25 * 0 + 0.5 * 1 + 2))
+
+
+def test_fixed_parts_of_an_accumulated_term_leave_the_loop():
+    """x + (f(i) - c) over n steps: the loop sums f(i); n * c is taken once after it."""
+    seq, c, x0 = dg.vector("seq"), dg.scalar("c"), dg.scalar("x0")
+    (total, count), _ = dg.scan(lambda s, k, e: (s + (e * e - dg.log(c)), k + 1), init=[x0, dg.core.constant(0, dtype="int64")], sequences=seq)
+    f = dg.function([seq, c, x0], [total, count], backend="python", rewrites={"trace": True})
+    (loop,) = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
+    assert f.rewrite_trace.counts["loop_hoist_accumulated_constants"] >= 1
+    assert loop.op.n_states == 1 and not any(n.op.scalar_op == "log" for n in loop.op.body.nodes() if hasattr(n.op, "scalar_op"))
+    v = np.array([0.5, -1.0, 2.0])
+    got_total, got_count = f(v, 3.0, 1.5)
+    np.testing.assert_allclose(got_total, 1.5 + np.sum(v * v - np.log(3.0)), rtol=1e-14)
+    assert got_count == 3 and got_count.dtype == np.int64
+    with np.errstate(divide="ignore"):
+        assert float(f(np.zeros(0), 0.0, 1.5)[0]) == 1.5  # no step: -log(0) is never added (0 * inf would be nan)
 
 
 def test_loops_fuse_only_when_neither_reads_the_other():

@@ -19,7 +19,7 @@ import numpy as np
 from dimgraph.backends.numba.scalar import flatten
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.linalg import Einsum
-from dimgraph.core.scalar import SCALAR_SPECS
+from dimgraph.core.scalar import SCALAR_SPECS, Cast
 
 
 @singledispatch
@@ -79,12 +79,23 @@ def _einsum(op, node):
 def _elemwise(op, node):
     # Single elements of float64 through ufuncs that are their ops' NumPy reference: the
     # python backend's result, without its per-step dtype resolution and error states.
+    # An integer input is allowed where it is only converted to float64 (a step count in a sum).
     variables = node.inputs + node.outputs
-    if any(v.type.dtype != "float64" or None in v.type.shape or np.prod(v.type.shape) > 1 for v in variables):
+    if any(None in v.type.shape or np.prod(v.type.shape) > 1 for v in variables):
+        return host_impl.dispatch(object)(op, node)
+    if any(v.type.dtype != "float64" for v in node.outputs):
         return host_impl.dispatch(object)(op, node)
     steps, outs = flatten(op.scalar_op, len(node.inputs))
+    ints = {r for r, v in enumerate(node.inputs) if v.type.dtype != "float64"}
+    if any(np.dtype(node.inputs[r].type.dtype).kind not in "iu" for r in ints):
+        return host_impl.dispatch(object)(op, node)
     program = []
     for step_op, refs in steps:
+        if isinstance(step_op, Cast) and step_op.dtype == "float64" and refs[0] in ints:
+            program.append((np.float64, refs))
+            continue
+        if any(r in ints for r in refs):
+            return host_impl.dispatch(object)(op, node)
         spec = SCALAR_SPECS.get(step_op.name)
         if spec is None or spec.ufunc is None or spec.impl is not spec.ufunc:
             return host_impl.dispatch(object)(op, node)

@@ -24,6 +24,16 @@
   `i`: it sums the same terms in the other order (a float sum may differ in the
   last bits, as any reordered sum). It then reads the data in the order its
   forward loop does, so fused with it (below) both read each position once.
+- `loop_inline_constants` (canonicalize): a loop constant whose outer value
+  is a 0-d literal goes into the body as that literal, where the body's rewrites
+  fold it (a gradient's unit seed `1.0 * x` is `x`).
+- `loop_hoist_accumulated_constants` (canonicalize): in a 0-d state that only
+  accumulates (`x + term`, no while condition, no trace), the parts of the term
+  fixed for the loop (`- log(sigma)` in a log density) leave it: the loop sums
+  the rest and `n_steps * fixed` is added once after it (nothing when no step
+  runs; a reassociated float sum, as above). A part that may raise leaves only
+  a loop that surely runs (the LICM rule below). A state whose whole term is
+  fixed is then unchanged by the step and stops being a state.
 - `loop_fusion` (phase "fusion"): loops over the same `n_steps` (no while
   condition) where neither reads the other's results become one loop whose
   body runs both bodies on the same step number: a value loop and its
@@ -331,6 +341,85 @@ def loop_forward_accumulation(fgraph, node):
     return dataclasses.replace(op, body=new_body).make_node(*node.inputs).outputs
 
 
+@node_rewriter([Loop], tags=("canonicalize", "control"))
+def loop_inline_constants(fgraph, node):
+    """Loop constants given as 0-d literals -> those literals inside the body."""
+    op, body, ns = node.op, node.op.body, node.op.n_states
+    consts = list(zip(body.inputs[1 + ns :], node.inputs[1 + ns :]))
+    literal = {p: v for p, v in consts if isinstance(v, Constant) and v.type.ndim == 0 and p.type.is_super(v.type)}
+    if not literal:
+        return None
+    _, outs, _ = clone_graph(body.outputs, [], replace=literal)
+    kept = [(p, v) for p, v in consts if p not in literal]
+    new_body = InnerGraph(body.inputs[: 1 + ns] + [p for p, _ in kept], outs)
+    return dataclasses.replace(op, body=new_body).make_node(*node.inputs[: 1 + ns], *[v for _, v in kept]).outputs
+
+
+def _signed_parts(term, sign=1):
+    """`term` as [(sign, part)] over its tree of adds and subtractions."""
+    owner = term.owner
+    if owner is not None and len(owner.inputs) == 2 and owner.outputs[0].type == term.type:
+        if is_scalar_op(owner, "add"):
+            return _signed_parts(owner.inputs[0], sign) + _signed_parts(owner.inputs[1], sign)
+        if is_scalar_op(owner, "sub"):
+            return _signed_parts(owner.inputs[0], sign) + _signed_parts(owner.inputs[1], -sign)
+    return [(sign, term)]
+
+
+def _signed_sum(parts):
+    total = None
+    for sign, v in parts:
+        if total is None:
+            total = v if sign > 0 else -v
+        else:
+            total = total + v if sign > 0 else total - v
+    return total
+
+
+@node_rewriter([Loop], tags=("canonicalize", "control"))
+def loop_hoist_accumulated_constants(fgraph, node):
+    """x + (f(i) - c) accumulated over n steps -> the sum of f(i), plus n * (-c) once (see the module docstring)."""
+    from dimgraph.core.graph import ancestors, toposort
+    from dimgraph.core.math import cast, gt, where
+    from dimgraph.core.shape_ops import zeros
+
+    op, body, ns = node.op, node.op.body, node.op.n_states
+    if op.until is not None:
+        return None
+    runs = _runs_a_step(op, node)
+    varying = {id(v) for v in body.inputs[: 1 + ns]}
+    outputs, hoisted = list(body.outputs), {}
+    for k in range(ns):
+        out, state = body.outputs[k], body.inputs[1 + k]
+        if k in op.traced or state.type.ndim != 0 or not _is_add(out.owner) or len(out.owner.inputs) != 2 or not any(i is state for i in out.owner.inputs):
+            continue
+        term = out.owner.inputs[1] if out.owner.inputs[0] is state else out.owner.inputs[0]
+        parts = _signed_parts(term)
+        fixed = [(sg, v) for sg, v in parts if not any(id(a) in varying for a in ancestors([v], blockers=body.inputs))]
+        if not runs:  # the LICM rule: nothing that may raise leaves a loop that may run no step
+            fixed = [(sg, v) for sg, v in fixed if all(cannot_raise(n) for n in toposort([v], blockers=body.inputs))]
+        if not fixed:
+            continue
+        rest = [(sg, v) for sg, v in parts if all(v is not w for _, w in fixed)]
+        outputs[k] = state if not rest else state + _signed_sum(rest)
+        hoisted[k] = _signed_sum(fixed)
+    if not hoisted:
+        return None
+    new = dataclasses.replace(op, body=InnerGraph(body.inputs, outputs)).make_node(*node.inputs).outputs
+    consts = body.inputs[1 + ns :]
+    keys = sorted(hoisted)
+    _, outer, _ = clone_graph([hoisted[k] for k in keys], consts, replace=dict(zip(consts, node.inputs[1 + ns :])))
+    repl = dict(zip(node.outputs, new))
+    n = node.inputs[0]
+    for k, per_step in zip(keys, outer):
+        dtype = node.outputs[k].type.dtype
+        total = cast(n, dtype) * per_step
+        if not runs:  # no step: nothing added (0 * inf would be nan)
+            total = where(gt(n, 0), total, zeros((), dtype))
+        repl[node.outputs[k]] = cast(new[k] + total, dtype)
+    return repl
+
+
 def _fuse_two(a, b):
     """One Loop node running loops `a` and `b` (same n_steps, independent) step by step, and the replacements."""
     from dimgraph.core.basic import tensor
@@ -390,6 +479,8 @@ CONTROL_CANONICALIZE = [
     loop_constant_states,
     loop_invariant_code_motion,
     loop_forward_accumulation,
+    loop_inline_constants,
+    loop_hoist_accumulated_constants,
     inline_op_from_graph,
 ]
 LOOP_FUSION = GraphRewriter("loop_fusion", loop_fusion, tags=("fusion", "control"))
