@@ -227,19 +227,24 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     return (finals[0], traces[0]) if single else (finals, traces)
 
 
-def while_loop(cond, step, init, max_steps, name="while_loop"):
+def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_loop"):
     """Apply `step` while `cond(*states)` is true, at most `max_steps` times; return the last states.
 
     The condition is checked before every step (so the loop may run zero
-    times). States follow `dg.scan`'s rules. A while loop keeps no traces and
-    has no gradient (`dg.NonDifferentiable` names it); carry a counter state to
-    know how many steps ran.
+    times). States follow `dg.scan`'s rules. A while loop has no gradient
+    (`dg.NonDifferentiable` names it). With `trace=True` it returns
+    `(final, trace)` as `dg.scan` does: each state's values after every step
+    taken, the steps along a new leading axis (labeled: the Dim or dim name
+    `dim=`, sized by the steps taken).
 
     >>> import dimgraph as dg, numpy as np
     >>> x = dg.scalar("x")
     >>> y = dg.while_loop(lambda v: v < 100.0, lambda v: v * 2.0, init=x, max_steps=1000)
     >>> float(y.eval({x: 3.0}))
     192.0
+    >>> final, path = dg.while_loop(lambda v: v < 100.0, lambda v: v * 2.0, init=x, max_steps=1000, trace=True)
+    >>> path.eval({x: 3.0}).tolist()
+    [6.0, 12.0, 24.0, 48.0, 96.0, 192.0]
     """
     init, single = _as_list(init)
     labeled = _labeled_mode(init, name)
@@ -265,11 +270,28 @@ def while_loop(cond, step, init, max_steps, name="while_loop"):
     go = tensor("go", (), "bool")
     nxt = flag([_user_after(body, k, v) for k, v in enumerate(new)] if labeled else new, body.inner)
     n = _check_count(name, body.lower_outer(max_steps), "max_steps")
-    finals = loop_from_graph(body.index, body.states + [go], [], new + [nxt], n, body.init + [first], [], until=len(init), name=name)
-    finals = finals[: len(init)]
+    if trace and labeled:
+        if dim is None:
+            raise TypeError(f"{name}: a labeled while loop with trace=True needs dim= (the Dim or name of its steps)")
+        dim = dim if isinstance(dim, Dim) else Dim(dim)
+    states, new, start = body.states + [go], new + [nxt], body.init + [first]
+    traced = ()
+    if trace:  # a step counter, to cut the traces at the steps taken
+        count = tensor("count", (), "int64")
+        states, new, start = states + [count], new + [count + 1], start + [as_tensor(0, dtype="int64")]
+        traced = tuple(k for k, v in enumerate(body.states) if isinstance(v.type, TensorType) and not is_rng_state(init[k]))
+    outs = loop_from_graph(body.index, states, [], new, n, start, [], until=len(init), traced=traced, name=name)
+    finals = outs[: len(init)]
     if labeled:
         finals = [from_positional(f, v.type.dims) for f, v in zip(finals, init)]
-    return finals[0] if single else finals
+    if not trace:
+        return finals[0] if single else finals
+    taken = outs[len(states) - 1]
+    traces = [None] * len(init)
+    for m, k in enumerate(traced):
+        t = outs[len(states) + m][:taken]
+        traces[k] = from_positional(t, (dim, *init[k].type.dims)) if labeled else t
+    return (finals[0], traces[0]) if single else (finals, traces)
 
 
 def _user_after(body, k, new):

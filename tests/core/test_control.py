@@ -512,6 +512,42 @@ def test_labeled_while_loop(backend):
     np.testing.assert_allclose(got.values, [81.0, 162.0])  # sums 3, 9, 27, 81 go on; 243 stops
 
 
+def _while_oracle(v, k, limit, max_steps):
+    vs, ks = [], []
+    for _ in range(max_steps):
+        if not v.sum() < limit:
+            break
+        v, k = v * 1.5 + 1.0, k + 2
+        vs.append(v)
+        ks.append(k)
+    return v, k, np.array(vs).reshape(len(vs), v.size), np.array(ks, dtype=np.int64)
+
+
+@pytest.mark.parametrize("start, limit", [(1.0, 50.0), (1.0, 1e9), (100.0, 50.0)])  # stops, runs out, never runs
+def test_while_loop_traces_the_steps_taken(backend, start, limit):
+    v0, k0 = dg.vector("v0", size=2), dg.scalar("k0", dtype="int64")
+    (v, k), (vt, kt) = dg.while_loop(lambda v, k: v.sum() < limit, lambda v, k: (v * 1.5 + 1.0, k + 2), init=[v0, k0], max_steps=6, trace=True)
+    f = cached(("while_trace", start, limit, backend), lambda: dg.function([v0, k0], [v, k, vt, kt], backend=backend))
+    got = f(np.array([start, 2.0]), 3)
+    want = _while_oracle(np.array([start, 2.0]), 3, limit, 6)
+    for g, e in zip(got, want):
+        assert g.dtype == np.asarray(e).dtype and g.shape == np.shape(e)
+        np.testing.assert_allclose(g, e, rtol=1e-12)
+
+
+def test_labeled_while_loop_trace(backend):
+    a = dg.Dim("a", coords=["x", "y"])
+    v = dg.labeled("v", dims=(a,))
+    final, path = dg.while_loop(lambda s: s.sum() < 100.0, lambda s: s * 3.0, init=v, max_steps=50, trace=True, dim="step")
+    f = dg.function([v], [final, path], backend=backend)
+    got_final, got_path = f(np.array([1.0, 2.0]))
+    assert got_path.dims == ("step", "a") and got_path.a.values.tolist() == ["x", "y"]
+    np.testing.assert_allclose(got_path.values, [[3.0, 6.0], [9.0, 18.0], [27.0, 54.0], [81.0, 162.0]])
+    np.testing.assert_allclose(got_final.values, [81.0, 162.0])
+    with pytest.raises(TypeError, match="dim="):
+        dg.while_loop(lambda s: s.sum() < 1.0, lambda s: s, init=v, max_steps=2, trace=True)
+
+
 def test_build_errors_name_what_is_wrong():
     x = dg.vector("x", size=3)
     with pytest.raises(TypeError, match="state 0.*float64.*int64"):
