@@ -658,3 +658,37 @@ def test_inner_graph_rewrite_fuses_a_loop_body():
     for _ in range(2):
         s = np.exp(s * 0.5) - s * s + 1.0
     np.testing.assert_allclose(f(np.array([0.1, -0.2, 0.3])), s)
+
+
+# -- labeled macros -----------------------------------------------------------------------------------
+
+
+def _labeled_softplus(**kw):
+    a, b = dg.Dim("a", size=2), dg.Dim("b")
+    x = dg.labeled("x", dims=(a, b))
+    return a, b, dg.op_from_graph([x], [dg.log1p(dg.exp(x))], **kw)
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_labeled_op_from_graph_values_and_derived_gradient(backend, inline):
+    a, b, softplus = _labeled_softplus(inline=inline)
+    y = dg.labeled("y", dims=(b, a))  # the macro's dims in another order
+    out = softplus(y)
+    total = out.sum()
+    f = dg.function([y], [out, dg.grad(total, y)], backend=backend)
+    v = np.array([[-1.0, 0.5], [2.0, 0.0], [0.3, -0.7]])
+    got, g = f(v)
+    assert got.dims == ("a", "b") and g.dims == ("b", "a")
+    np.testing.assert_allclose(got.values, np.log1p(np.exp(v)).T, rtol=1e-12)
+    np.testing.assert_allclose(g.values, 1 / (1 + np.exp(-v)), rtol=1e-12)
+
+
+def test_labeled_op_from_graph_user_gradient_and_errors():
+    a, b, softplus = _labeled_softplus(grad=lambda ins, gs: [gs[0] * 2.0])
+    y = dg.labeled("y", dims=(a, b))
+    g = dg.grad(softplus(y).sum(), y)
+    got = dg.function([y], g, backend="python")(np.zeros((2, 3)))
+    assert got.dims == ("a", "b") and np.all(got.values == 2.0)
+    assert _labeled_softplus()[2] == _labeled_softplus()[2]
+    with pytest.raises(dg.DimError, match=r"input 0 must have dims \(a: 2, b: \?\), got \(a: 2\)"):
+        softplus(dg.labeled("z", dims=(a,)))
