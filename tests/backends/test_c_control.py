@@ -87,3 +87,18 @@ def test_a_sequence_read_past_its_end_raises_index_error():
     for f in (fc, fp):
         with pytest.raises(IndexError):
             f(np.arange(4.0), 5)
+
+
+def test_a_loop_and_a_branch_inside_a_loop_body_run_in_c():
+    x0, c = dg.vector("x0", size=3), dg.scalar("c")
+
+    def outer_step(s):
+        inner, _ = dg.scan(lambda t: t * 0.5 + c, init=s, n_steps=3)
+        return dg.ifelse(inner.sum() > 1.0, inner - 1.0, inner * 2.0)
+
+    final, trace = dg.scan(outer_step, init=x0, n_steps=5)
+    fc, fp = _both([x0, c], [final, trace])
+    before = LoopStats.host_loops
+    for cv in (0.4, -0.2):
+        _assert_same(fc, fp, np.array([0.1, 0.7, -0.3]), cv)
+    assert LoopStats.host_loops == before
