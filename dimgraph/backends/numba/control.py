@@ -17,7 +17,8 @@ loop instead (`scalar_loop`): states are local scalars, the body's fused
 expression is inlined, nothing is allocated per step, and a division by a
 value fixed for the loop is a product with its reciprocal, taken once (as the
 fused reductions do; the result may differ from the division in the last bit). That is the shape of a
-time-series log density and of its gradient.
+time-series log density and of its gradient. Reads at `step + c` or `c - step` are bounds-checked
+once, before the loop (`_checked_once`), and read unchecked inside it.
 """
 
 from __future__ import annotations
