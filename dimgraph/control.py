@@ -19,6 +19,7 @@ from dimgraph.core.extra import assert_op
 from dimgraph.core.graph import Constant, Variable
 from dimgraph.core.ifelse import ifelse as core_ifelse
 from dimgraph.core.loop import loop_from_graph, scan_from_graph
+from dimgraph.core.opfromgraph import op_from_graph as core_op_from_graph
 from dimgraph.core.math import eq, ge
 from dimgraph.core.random import is_rng_state
 from dimgraph.core.shape import ShapeI
@@ -30,7 +31,7 @@ from dimgraph.labeled.basic import from_positional
 from dimgraph.labeled.math import astype
 from dimgraph.labeled.dims import Dim, fmt_dims, resolve_dims
 from dimgraph.labeled.ops import is_labeled
-from dimgraph.labeled.shape import broadcast
+from dimgraph.labeled.shape import broadcast, broadcast_to_dims
 from dimgraph.labeled.type import LabeledType
 from dimgraph.lower import Lowering
 
@@ -227,19 +228,24 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     return (finals[0], traces[0]) if single else (finals, traces)
 
 
-def while_loop(cond, step, init, max_steps, name="while_loop"):
+def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_loop"):
     """Apply `step` while `cond(*states)` is true, at most `max_steps` times; return the last states.
 
     The condition is checked before every step (so the loop may run zero
-    times). States follow `dg.scan`'s rules. A while loop keeps no traces and
-    has no gradient (`dg.NonDifferentiable` names it); carry a counter state to
-    know how many steps ran.
+    times). States follow `dg.scan`'s rules. A while loop has no gradient
+    (`dg.NonDifferentiable` names it). With `trace=True` it returns
+    `(final, trace)` as `dg.scan` does: each state's values after every step
+    taken, the steps along a new leading axis (labeled: the Dim or dim name
+    `dim=`, sized by the steps taken).
 
     >>> import dimgraph as dg, numpy as np
     >>> x = dg.scalar("x")
     >>> y = dg.while_loop(lambda v: v < 100.0, lambda v: v * 2.0, init=x, max_steps=1000)
     >>> float(y.eval({x: 3.0}))
     192.0
+    >>> final, path = dg.while_loop(lambda v: v < 100.0, lambda v: v * 2.0, init=x, max_steps=1000, trace=True)
+    >>> path.eval({x: 3.0}).tolist()
+    [6.0, 12.0, 24.0, 48.0, 96.0, 192.0]
     """
     init, single = _as_list(init)
     labeled = _labeled_mode(init, name)
@@ -265,11 +271,28 @@ def while_loop(cond, step, init, max_steps, name="while_loop"):
     go = tensor("go", (), "bool")
     nxt = flag([_user_after(body, k, v) for k, v in enumerate(new)] if labeled else new, body.inner)
     n = _check_count(name, body.lower_outer(max_steps), "max_steps")
-    finals = loop_from_graph(body.index, body.states + [go], [], new + [nxt], n, body.init + [first], [], until=len(init), name=name)
-    finals = finals[: len(init)]
+    if trace and labeled:
+        if dim is None:
+            raise TypeError(f"{name}: a labeled while loop with trace=True needs dim= (the Dim or name of its steps)")
+        dim = dim if isinstance(dim, Dim) else Dim(dim)
+    states, new, start = body.states + [go], new + [nxt], body.init + [first]
+    traced = ()
+    if trace:  # a step counter, to cut the traces at the steps taken
+        count = tensor("count", (), "int64")
+        states, new, start = states + [count], new + [count + 1], start + [as_tensor(0, dtype="int64")]
+        traced = tuple(k for k, v in enumerate(body.states) if isinstance(v.type, TensorType) and not is_rng_state(init[k]))
+    outs = loop_from_graph(body.index, states, [], new, n, start, [], until=len(init), traced=traced, name=name)
+    finals = outs[: len(init)]
     if labeled:
         finals = [from_positional(f, v.type.dims) for f, v in zip(finals, init)]
-    return finals[0] if single else finals
+    if not trace:
+        return finals[0] if single else finals
+    taken = outs[len(states) - 1]
+    traces = [None] * len(init)
+    for m, k in enumerate(traced):
+        t = outs[len(states) + m][:taken]
+        traces[k] = from_positional(t, (dim, *init[k].type.dims)) if labeled else t
+    return (finals[0], traces[0]) if single else (finals, traces)
 
 
 def _user_after(body, k, new):
@@ -331,3 +354,106 @@ def ifelse(cond, then, otherwise):
         return outs[0] if single else outs
     outs = [from_positional(o, d) for o, d in zip(outs, dims)]
     return outs[0] if single else outs
+
+
+def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph"):
+    """A macro computing `outputs` from `inputs`, applied as one node (an `OpFromGraph`).
+
+    Positional inputs give the core op (`dimgraph.core.op_from_graph`). Labeled
+    inputs give a `LabeledMacro`: called on labeled variables with the inputs'
+    dims (in any order), it returns labeled outputs with the outputs' dims.
+    `grad(inputs, output_grads) -> input gradients` overrides the derived
+    gradient; for a labeled macro it gets and returns labeled variables. The
+    node is replaced by its graph while rewriting unless `inline=False`.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> a, b = dg.Dim("a", size=2), dg.Dim("b", size=3)
+    >>> x = dg.labeled("x", dims=(a, b))
+    >>> softplus = dg.op_from_graph([x], [dg.log1p(dg.exp(x))])
+    >>> y = dg.labeled("y", dims=(b, a))
+    >>> out = dg.function([y], softplus(y))(np.zeros((3, 2)))
+    >>> out.dims, round(float(out.values[0, 0]), 6)
+    (('a', 'b'), 0.693147)
+    """
+    inputs, outputs = list(inputs), list(outputs)
+    if not any(isinstance(v, Variable) and is_labeled(v) for v in inputs + outputs):
+        return core_op_from_graph(inputs, outputs, grad=grad, inline=inline, name=name)
+    for k, v in enumerate(inputs):
+        if not (isinstance(v, Variable) and is_labeled(v)):
+            raise TypeError(f"{name}: input {k} is {v!r}; a labeled macro takes labeled inputs only")
+    low = Lowering()
+    placeholders = []
+    for v in inputs:
+        pos = TensorType(v.type.dtype, tuple(d.size for d in v.type.dims)).make_variable(name=v.name)
+        low.memo[id(v)] = pos
+        low.bind(v, pos)
+        placeholders.append(pos)
+    outputs = [v if isinstance(v, Variable) else labeled_constant(v) for v in outputs]
+    out_dims = [tuple(v.type.dims) if is_labeled(v) else () for v in outputs]
+    in_dims = [tuple(v.type.dims) for v in inputs]
+
+    def positional_grad(ins, gs):
+        g_low = Lowering()
+        user_ins, user_gs = [], []
+        for v, p in zip(inputs, ins):
+            user = LabeledType(v.type.dtype, v.type.dims).make_variable(name=v.name)
+            g_low.memo[id(user)] = p
+            g_low.bind(user, p)
+            user_ins.append(user)
+        for dims, o, g in zip(out_dims, outputs, gs):
+            user = LabeledType(o.type.dtype, dims).make_variable(name=f"g_{o.name}" if o.name else None)
+            g_low.memo[id(user)] = g
+            g_low.bind(user, g)
+            user_gs.append(user)
+        given = list(grad(user_ins, user_gs))
+        if len(given) != len(inputs):
+            raise ValueError(f"{name}: grad returned {len(given)} gradients for {len(inputs)} inputs")
+        lowered = []
+        for k, (g, dims) in enumerate(zip(given, in_dims)):
+            if g is None:
+                lowered.append(None)
+                continue
+            g = g if isinstance(g, Variable) else labeled_constant(g)
+            if set(g.type.dims) - set(dims):
+                raise DimError(f"{name}: the gradient of input {k} has dims {fmt_dims(g.type.dims)}, beyond the input's {fmt_dims(dims)}")
+            (g,) = g_low.run([broadcast_to_dims(g.transpose(*[d for d in dims if d in g.type.dims]), dims)])
+            lowered.append(g)
+        return lowered
+
+    op = core_op_from_graph(placeholders, low.run(outputs), grad=positional_grad if grad is not None else None, inline=inline, name=name)
+    return LabeledMacro(op, tuple(in_dims), tuple(out_dims))
+
+
+class LabeledMacro:
+    """A macro over labeled variables (from `dg.op_from_graph` on labeled inputs); call it like a function.
+
+    Two macros built from the same graph are equal (their `op` is).
+    """
+
+    def __init__(self, op, in_dims, out_dims):
+        self.op, self.in_dims, self.out_dims = op, in_dims, out_dims
+
+    def __eq__(self, other):
+        return isinstance(other, LabeledMacro) and (self.op, self.in_dims, self.out_dims) == (other.op, other.in_dims, other.out_dims)
+
+    def __hash__(self):
+        return hash((self.op, self.in_dims, self.out_dims))
+
+    def __repr__(self):
+        return f"LabeledMacro({self.op})"
+
+    def __call__(self, *args):
+        name = self.op.name
+        if len(args) != len(self.in_dims):
+            raise TypeError(f"{name}: takes {len(self.in_dims)} inputs, got {len(args)}")
+        ordered = []
+        for k, (v, dims) in enumerate(zip(args, self.in_dims)):
+            if not (isinstance(v, Variable) and is_labeled(v)):
+                v = labeled_constant(v) if not isinstance(v, Variable) else v
+            if not is_labeled(v) or set(v.type.dims) != set(dims):
+                got = fmt_dims(v.type.dims) if is_labeled(v) else repr(v)
+                raise DimError(f"{name}: input {k} must have dims {fmt_dims(dims)}, got {got}")
+            ordered.append(v.transpose(*dims))
+        outs = self.op.make_node(*Lowering().run(ordered)).outputs
+        labeled = [from_positional(o, dims) for o, dims in zip(outs, self.out_dims)]
+        return labeled[0] if len(labeled) == 1 else labeled

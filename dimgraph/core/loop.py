@@ -12,7 +12,9 @@ constants that the body indexes with `i` (the builders do this).
   state).
 - `Loop` outputs the last states, then the traces of the states listed in
   `traced`. With `until=k`, state k is a boolean checked before each step:
-  the loop stops when it is False (a while loop, bounded by `n_steps`).
+  the loop stops when it is False (a while loop, bounded by `n_steps`). A while
+  loop's traces have `n_steps` rows; those past the step it stopped at are
+  unspecified (`dg.while_loop(..., trace=True)` counts the steps and slices them off).
 
 State types are any `Type` (RNG states and shared values included): a state
 only needs its body output to fit its input type. Traces need tensor states.
@@ -249,10 +251,6 @@ class Loop(LoopOp):
     traced: tuple = ()
     until: int | None = None
 
-    def __post_init__(self):
-        if self.until is not None and self.traced:
-            raise ValueError(f"{self.name}: a while loop (until=) keeps no traces (their length is not known)")
-
     def _traced(self):
         return tuple(self.traced)
 
@@ -298,12 +296,12 @@ def scan_from_graph(index, states, consts, new_states, n_steps, init, const_valu
     return outs[: len(states)], traces
 
 
-def loop_from_graph(index, states, consts, new_states, n_steps, init, const_values, until=None, name="loop"):
-    """Apply a Loop (no traces) built like `scan_from_graph`; `until` as `Loop.until`. Returns the last states."""
+def loop_from_graph(index, states, consts, new_states, n_steps, init, const_values, until=None, traced=(), name="loop"):
+    """Apply a Loop built like `scan_from_graph`; `until` and `traced` as `Loop`'s. Returns the last states, then the traces."""
     placeholders = [index, *states, *consts]
     for k, (p, v) in enumerate(zip(states, new_states)):
         if not p.type.is_super(v.type):
             raise TypeError(f"{name}: state {k} is {p.type} before a step but {v.type} after it")
     free = free_inputs(new_states, placeholders)
     body = InnerGraph(placeholders + free, new_states)
-    return Loop(body, len(states), until=until, name=name).make_node(n_steps, *init, *const_values, *free).outputs
+    return Loop(body, len(states), traced=tuple(traced), until=until, name=name).make_node(n_steps, *init, *const_values, *free).outputs

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import dimgraph as dg
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
-from dimgraph.core.loop import Loop, Scan
+from dimgraph.core.loop import Loop, Scan, loop_from_graph
 from dimgraph.core.rewriting import rewrite_graph
 
 _CACHE = {}
@@ -120,15 +120,18 @@ def test_ar2_as_window_states(backend):
 
 def test_scan_to_loop_keeps_only_read_traces_and_last_reads_become_states():
     s0, c = dg.vector("s0", size=2), dg.scalar("c")
-    (a, b), (ta, tb) = dg.scan(lambda a, b: (a + c, b * c), init=[s0, s0], n_steps=4)
+    (a, b), (ta, tb) = dg.scan(lambda a, b: (a * 0.5 + c, b * c), init=[s0, s0], n_steps=4)
     f = dg.function([s0, c], [a, ta[-1], tb], backend="python")
     loops = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
     assert len(loops) == 1 and not any(isinstance(n.op, Scan) for n in f.fgraph.toposort())
     assert loops[0].op.traced == (1,)
     assert f.fgraph.outputs[1] is f.fgraph.outputs[0]  # trace[-1] is the last state (4 steps surely run)
     out = f(np.array([1.0, 2.0]), 2.0)
-    np.testing.assert_allclose(out[0], [9.0, 10.0])
-    np.testing.assert_allclose(out[1], [9.0, 10.0])
+    want = np.array([1.0, 2.0])
+    for _ in range(4):
+        want = want * 0.5 + 2.0
+    np.testing.assert_allclose(out[0], want)
+    np.testing.assert_allclose(out[1], want)
     np.testing.assert_allclose(out[2], [[2, 4], [4, 8], [8, 16], [16, 32]])
 
 
@@ -459,12 +462,18 @@ def test_a_shared_variable_is_a_state_and_its_update_lands(backend):
 
 
 def test_a_gradient_scan_does_not_store_traces_its_body_never_reads():
-    """AR(1)-style logp: the accumulator's gradient needs no forward value, so no trace is stored at all."""
+    """AR(1)-style logp: the accumulator's gradient needs no forward value, so no trace is stored at all;
+    the backward loop then runs forward and is fused with the value loop: one pass over the data."""
     y, rho = dg.vector("y"), dg.scalar("rho")
     lp, _ = dg.scan(lambda acc, a, b: acc - 0.5 * (a - rho * b) ** 2, init=dg.core.constant(0.0), sequences=[y[1:], y[:-1]])
-    f = dg.function([y, rho], [lp, dg.grad(lp, rho)], backend="python")
-    loops = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
-    assert len(loops) == 2 and all(n.op.traced == () for n in loops)
+    f = dg.function([y, rho], [lp, dg.grad(lp, rho)], backend="python", rewrites={"trace": True})
+    (loop,) = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
+    assert loop.op.traced == () and loop.op.n_states == 2
+    assert f.rewrite_trace.counts["loop_forward_accumulation"] == 1 and f.rewrite_trace.counts["loop_fusion"] == 1
+    assert f.rewrite_trace.counts["loop_inline_constants"] >= 1  # the gradient's unit seed, folded in the body
+    # the body reads each sequence once per step, at the step itself
+    reads = [n for n in loop.op.body.nodes() if type(n.op).__name__ == "Subtensor"]
+    assert len(reads) == 2 and all(n.inputs[1] is loop.op.body.inputs[0] for n in reads)
     yv = np.array([0.3, -1.0, 2.0, 0.5])
     val, g = f(yv, 0.7)
     np.testing.assert_allclose(val, -0.5 * np.sum((yv[1:] - 0.7 * yv[:-1]) ** 2))
@@ -501,6 +510,42 @@ def test_labeled_while_loop(backend):
     got = f(np.array([1.0, 2.0]))
     assert got.dims == ("a",) and got.a.values.tolist() == ["x", "y"]
     np.testing.assert_allclose(got.values, [81.0, 162.0])  # sums 3, 9, 27, 81 go on; 243 stops
+
+
+def _while_oracle(v, k, limit, max_steps):
+    vs, ks = [], []
+    for _ in range(max_steps):
+        if not v.sum() < limit:
+            break
+        v, k = v * 1.5 + 1.0, k + 2
+        vs.append(v)
+        ks.append(k)
+    return v, k, np.array(vs).reshape(len(vs), v.size), np.array(ks, dtype=np.int64)
+
+
+@pytest.mark.parametrize("start, limit", [(1.0, 50.0), (1.0, 1e9), (100.0, 50.0)])  # stops, runs out, never runs
+def test_while_loop_traces_the_steps_taken(backend, start, limit):
+    v0, k0 = dg.vector("v0", size=2), dg.scalar("k0", dtype="int64")
+    (v, k), (vt, kt) = dg.while_loop(lambda v, k: v.sum() < limit, lambda v, k: (v * 1.5 + 1.0, k + 2), init=[v0, k0], max_steps=6, trace=True)
+    f = cached(("while_trace", start, limit, backend), lambda: dg.function([v0, k0], [v, k, vt, kt], backend=backend))
+    got = f(np.array([start, 2.0]), 3)
+    want = _while_oracle(np.array([start, 2.0]), 3, limit, 6)
+    for g, e in zip(got, want):
+        assert g.dtype == np.asarray(e).dtype and g.shape == np.shape(e)
+        np.testing.assert_allclose(g, e, rtol=1e-12)
+
+
+def test_labeled_while_loop_trace(backend):
+    a = dg.Dim("a", coords=["x", "y"])
+    v = dg.labeled("v", dims=(a,))
+    final, path = dg.while_loop(lambda s: s.sum() < 100.0, lambda s: s * 3.0, init=v, max_steps=50, trace=True, dim="step")
+    f = dg.function([v], [final, path], backend=backend)
+    got_final, got_path = f(np.array([1.0, 2.0]))
+    assert got_path.dims == ("step", "a") and got_path.a.values.tolist() == ["x", "y"]
+    np.testing.assert_allclose(got_path.values, [[3.0, 6.0], [9.0, 18.0], [27.0, 54.0], [81.0, 162.0]])
+    np.testing.assert_allclose(got_final.values, [81.0, 162.0])
+    with pytest.raises(TypeError, match="dim="):
+        dg.while_loop(lambda s: s.sum() < 1.0, lambda s: s, init=v, max_steps=2, trace=True)
 
 
 def test_build_errors_name_what_is_wrong():
@@ -548,6 +593,50 @@ def test_a_compiled_loop_and_branch_pickle(backend):
     np.testing.assert_allclose(g(np.arange(3.0), -1.0)[0], -(0.125 * -1.0 + 0.25 * 0 + 0.5 * 1 + 2))
 
 
+def test_fixed_parts_of_an_accumulated_term_leave_the_loop():
+    """x + (f(i) - c) over n steps: the loop sums f(i); n * c is taken once after it."""
+    seq, c, x0 = dg.vector("seq"), dg.scalar("c"), dg.scalar("x0")
+    (total, count), _ = dg.scan(lambda s, k, e: (s + (e * e - dg.log(c)), k + 1), init=[x0, dg.core.constant(0, dtype="int64")], sequences=seq)
+    f = dg.function([seq, c, x0], [total, count], backend="python", rewrites={"trace": True})
+    (loop,) = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
+    assert f.rewrite_trace.counts["loop_hoist_accumulated_constants"] >= 1
+    assert loop.op.n_states == 1 and not any(n.op.scalar_op == "log" for n in loop.op.body.nodes() if hasattr(n.op, "scalar_op"))
+    v = np.array([0.5, -1.0, 2.0])
+    got_total, got_count = f(v, 3.0, 1.5)
+    np.testing.assert_allclose(got_total, 1.5 + np.sum(v * v - np.log(3.0)), rtol=1e-14)
+    assert got_count == 3 and got_count.dtype == np.int64
+    with np.errstate(divide="ignore"):
+        assert float(f(np.zeros(0), 0.0, 1.5)[0]) == 1.5  # no step: -log(0) is never added (0 * inf would be nan)
+
+
+def test_loops_fuse_only_when_neither_reads_the_other():
+    x0, c = dg.scalar("x0"), dg.scalar("c")
+    a, _ = dg.scan(lambda s: s * 0.5 + c, init=x0, n_steps=4)
+    b, _ = dg.scan(lambda s: s * 2.0 - c, init=x0, n_steps=4)
+    after, _ = dg.scan(lambda s: s + a, init=b, n_steps=4)  # reads a's result: a loop of its own
+    f = dg.function([x0, c], [a, b, after], backend="python", rewrites={"trace": True})
+    loops = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
+    assert len(loops) == 2 and f.rewrite_trace.counts["loop_fusion"] == 1
+    sa, sb = 1.5, 1.5
+    for _ in range(4):
+        sa, sb = sa * 0.5 + 0.25, sb * 2.0 - 0.25
+    np.testing.assert_allclose([float(v) for v in f(1.5, 0.25)], [sa, sb, sb + 4 * sa])
+
+
+def test_a_backward_loop_that_does_not_only_accumulate_keeps_its_order():
+    """A state multiplied each step (not a sum of terms) must see the steps n-1 .. 0 in that order."""
+    seq, s0 = dg.vector("seq"), dg.scalar("s0")
+    i, s, q, last = dg.scalar("i", dtype="int64"), dg.scalar("s"), dg.vector("q"), dg.scalar("last", dtype="int64")
+    n = seq.shape[0]
+    (final,) = loop_from_graph(i, [s], [q, last], [s * 0.5 + q[last - i]], n, [s0], [seq, n - 1])
+    f = dg.function([seq, s0], final, backend="python", rewrites={"trace": True})
+    assert f.rewrite_trace.counts["loop_forward_accumulation"] == 0
+    v, want = np.array([1.0, 2.0, 3.0]), 0.0
+    for e in v[::-1]:
+        want = want * 0.5 + e
+    assert float(f(v, 0.0)) == want
+
+
 def test_loop_constant_states_turns_an_unchanged_state_into_a_constant():
     x0, c = dg.scalar("x0"), dg.scalar("c")
     (a, b), _ = dg.scan(lambda a, b: (a + b * 2.0, b), init=[x0, c], n_steps=3)
@@ -569,3 +658,37 @@ def test_inner_graph_rewrite_fuses_a_loop_body():
     for _ in range(2):
         s = np.exp(s * 0.5) - s * s + 1.0
     np.testing.assert_allclose(f(np.array([0.1, -0.2, 0.3])), s)
+
+
+# -- labeled macros -----------------------------------------------------------------------------------
+
+
+def _labeled_softplus(**kw):
+    a, b = dg.Dim("a", size=2), dg.Dim("b")
+    x = dg.labeled("x", dims=(a, b))
+    return a, b, dg.op_from_graph([x], [dg.log1p(dg.exp(x))], **kw)
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_labeled_op_from_graph_values_and_derived_gradient(backend, inline):
+    a, b, softplus = _labeled_softplus(inline=inline)
+    y = dg.labeled("y", dims=(b, a))  # the macro's dims in another order
+    out = softplus(y)
+    total = out.sum()
+    f = dg.function([y], [out, dg.grad(total, y)], backend=backend)
+    v = np.array([[-1.0, 0.5], [2.0, 0.0], [0.3, -0.7]])
+    got, g = f(v)
+    assert got.dims == ("a", "b") and g.dims == ("b", "a")
+    np.testing.assert_allclose(got.values, np.log1p(np.exp(v)).T, rtol=1e-12)
+    np.testing.assert_allclose(g.values, 1 / (1 + np.exp(-v)), rtol=1e-12)
+
+
+def test_labeled_op_from_graph_user_gradient_and_errors():
+    a, b, softplus = _labeled_softplus(grad=lambda ins, gs: [gs[0] * 2.0])
+    y = dg.labeled("y", dims=(a, b))
+    g = dg.grad(softplus(y).sum(), y)
+    got = dg.function([y], g, backend="python")(np.zeros((2, 3)))
+    assert got.dims == ("a", "b") and np.all(got.values == 2.0)
+    assert _labeled_softplus()[2] == _labeled_softplus()[2]
+    with pytest.raises(dg.DimError, match=r"input 0 must have dims \(a: 2, b: \?\), got \(a: 2\)"):
+        softplus(dg.labeled("z", dims=(a,)))

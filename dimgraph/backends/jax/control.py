@@ -84,8 +84,15 @@ def _loop(op, node):
             def cond(c):
                 return (c[0] < n) & c[1][0][until]
 
-            _, carry = lax.while_loop(cond, lambda c: (c[0] + 1, step(c[0], c[1])), (jnp.asarray(0, dtype=jnp.int64), carry))
-            traces = ()
+            # traces: buffers of n rows written at each step taken (the rest stay zero)
+            steps = static_int(n, op, "number of steps") if traced else 0
+            rows = tuple(jnp.zeros((steps,) + states[k].shape, dtype=states[k].dtype) for k in traced)
+
+            def advance(c):
+                new = step(c[0], c[1])
+                return c[0] + 1, new, tuple(r.at[c[0]].set(new[0][k]) for r, k in zip(c[2], traced))
+
+            _, carry, traces = lax.while_loop(cond, advance, (jnp.asarray(0, dtype=jnp.int64), carry, rows))
         elif traced:
             steps = static_int(n, op, "number of steps")
 

@@ -36,7 +36,9 @@ from dimgraph.backends.numba.host import host_call
 from dimgraph.backends.numba.ops import ObjmodeKernel, numba_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.elemwise import DimShuffle, Elemwise
+from dimgraph.core.extra import Assert
 from dimgraph.core.graph import Constant
+from dimgraph.core.subtensor import Subtensor
 from dimgraph.core.fused import CAReduceElemwise
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.shape import Shape, ShapeI
@@ -109,8 +111,16 @@ def _static_size(var):
 
 
 def _is_tiny(node) -> bool:
-    """Elementwise or reducing work on at most one element: a few microseconds of NumPy."""
+    """Elementwise or reducing work on at most one element, or an Assert of single-element
+    conditions: a few microseconds of NumPy."""
+    if isinstance(node.op, Assert):
+        return all(_static_size(v) in (0, 1) for v in node.inputs[1:])
     return isinstance(node.op, TINY_OPS) and all(_static_size(v) in (0, 1) for v in node.inputs + node.outputs)
+
+
+def _is_view(node) -> bool:
+    """Views by NumPy in the driver: `HOST_OPS`, and basic indexing by static entries (`y[1:]`)."""
+    return isinstance(node.op, HOST_OPS) or (isinstance(node.op, Subtensor) and len(node.inputs) == 1)
 
 
 def compile(fgraph, **options):
@@ -169,7 +179,7 @@ def compile(fgraph, **options):
         if key not in printed:
             for out in node.outputs:
                 _check_dtype(out)
-            if isinstance(node.op, HOST_OPS):
+            if _is_view(node):
                 printed[key] = None
             else:
                 src = numba_kernel(node.op, node)

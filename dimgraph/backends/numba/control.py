@@ -17,7 +17,8 @@ loop instead (`scalar_loop`): states are local scalars, the body's fused
 expression is inlined, nothing is allocated per step, and a division by a
 value fixed for the loop is a product with its reciprocal, taken once (as the
 fused reductions do; the result may differ from the division in the last bit). That is the shape of a
-time-series log density and of its gradient.
+time-series log density and of its gradient. Reads at `step + c` or `c - step` are bounds-checked
+once, before the loop (`_checked_once`), and read unchecked inside it.
 """
 
 from __future__ import annotations
@@ -128,6 +129,8 @@ def scalar_loop(op, node):
         raise _NotScalar
 
     invariant = {name for name in env.values() if name.startswith("q")}
+    affine = {"step": (1, "0")}  # int64 values c * step + offset (offset fixed for the loop)
+    reads = []  # (array, index, value name) of each c[i] read
     count = 0
     try:
         for inner in body.nodes():
@@ -145,6 +148,7 @@ def scalar_loop(op, node):
                         args, step_op = [args[0], reciprocal[args[1]]], _MUL
                     expr, dtype = render_step(step_op, args, arg_dtypes)
                     lines.append(f"w{count} = {expr}")
+                    _track_affine(affine, invariant, step_op.name, args, arg_dtypes, f"w{count}")
                     names.append(f"w{count}")
                     dtypes.append(dtype)
                     count += 1
@@ -156,8 +160,9 @@ def scalar_loop(op, node):
                 and id(inner.inputs[0]) in arrays
                 and inner.inputs[0].type.ndim == 1
             ):
-                arr = arrays[id(inner.inputs[0])]
-                lines.append(f"w{count} = {arr}[rt_views.check_index({val(inner.inputs[1])}, {arr}.shape[0], 0)]")
+                arr, idx = arrays[id(inner.inputs[0])], val(inner.inputs[1])
+                reads.append((arr, idx, f"w{count}"))
+                lines.append(f"w{count} = {arr}[rt_views.check_index({idx}, {arr}.shape[0], 0)]")
                 env[id(inner.outputs[0])] = f"w{count}"
                 count += 1
             else:
@@ -171,6 +176,8 @@ def scalar_loop(op, node):
     src += [f"    x{k} = s{k}[()]" for k in range(ns)] + pre
     for m, k in enumerate(traced):
         src.append(f"    tr{m} = np.empty((steps,), dtype={np_type(node.outputs[ns + m].type.dtype)})")
+    if until is None and reads and all(idx in affine for _, idx, _ in reads):
+        src += _checked_once(reads, affine, lines)
     src.append("    for step in range(steps):")
     if until is not None:
         src += [f"        if not x{until}:", "            break"]
@@ -181,6 +188,46 @@ def scalar_loop(op, node):
         src += [f"    o{k} = np.empty((), dtype={np_type(body.input_types[1 + k].dtype)})", f"    o{k}[()] = x{k}"]
     src.append(f"    return {_ret([f'o{k}' for k in range(ns)] + [f'tr{m}' for m in range(len(traced))])}")
     return INNER_HEADER + "\n".join(header) + "\n\n\n" + "\n".join(src) + "\n"
+
+
+def _track_affine(affine, invariant, name, args, dtypes, out):
+    """Record `out` as c * step + offset when it is an int64 sum or difference of such a value and a loop constant."""
+    if name not in ("add", "sub") or dtypes != ["int64", "int64"]:
+        return
+    a, b = args
+    if a in affine and b in invariant:
+        c, off = affine[a]
+        affine[out] = (c, f"({off} {'+' if name == 'add' else '-'} {b})")
+    elif b in affine and a in invariant:
+        c, off = affine[b]
+        affine[out] = (c, f"({a} + {off})") if name == "add" else (-c, f"({a} - {off})")
+
+
+def _checked_once(reads, affine, lines):
+    """Bounds of every read checked before the loop, which then reads unchecked.
+
+    Each read's position is c * step + offset with c = +-1, so its range over the
+    steps is known: if every range lies inside its array, no step can fail. Else
+    a loop of the index checks alone runs first and raises the error the first
+    failing step would (the body has no other way to fail, and no while
+    condition can stop it earlier); a position it lets through (a negative one
+    counting from the end) is read as NumPy reads it.
+    """
+    inside, checks = [], []
+    for arr, idx, _ in reads:
+        c, off = affine[idx]
+        lo, hi = (off, f"{off} + steps - 1") if c == 1 else (f"{off} - steps + 1", off)
+        inside.append(f"{lo} >= 0 and {hi} < {arr}.shape[0]")
+        checks.append(f"            rt_views.check_index({off} {'+' if c == 1 else '-'} step, {arr}.shape[0], 0)")
+    for k, line in enumerate(lines):
+        for arr, idx, out in reads:
+            if line.startswith(f"{out} = "):
+                lines[k] = f"{out} = {arr}[{idx}]"
+    return [
+        f"    if steps > 0 and not ({' and '.join(f'({x})' for x in inside)}):",
+        "        for step in range(steps):",
+        *checks,
+    ]
 
 
 @numba_kernel.register(LoopOp)  # Loop and Scan

@@ -19,7 +19,8 @@ import numpy as np
 from dimgraph.backends.numba.scalar import flatten
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.linalg import Einsum
-from dimgraph.core.scalar import SCALAR_SPECS
+from dimgraph.core.scalar import SCALAR_SPECS, Cast
+from dimgraph.core.subtensor import Subtensor, _basic_key
 
 
 @singledispatch
@@ -53,6 +54,13 @@ def _dimshuffle(op, node):
     return lambda x: x.transpose(perm)[index]
 
 
+@host_impl.register(Subtensor)
+def _subtensor(op, node):
+    # Basic indexing by static entries only (the driver runs no other Subtensor): a view, as the kernel's.
+    key = _basic_key(op.index, []) + (Ellipsis,)
+    return lambda x: x[key]
+
+
 @host_impl.register(Einsum)
 def _einsum(op, node):
     shapes = [i.type.shape for i in node.inputs]
@@ -75,22 +83,41 @@ def _einsum(op, node):
     return call
 
 
+# Steps exact on any dtype: comparisons, a choice, a conversion to float64 (a step count in a sum).
+_ANY_DTYPE = ("gt", "ge", "lt", "le", "eq", "neq", "where")
+
+
 @host_impl.register(Elemwise)
 def _elemwise(op, node):
-    # Single elements of float64 through ufuncs that are their ops' NumPy reference: the
-    # python backend's result, without its per-step dtype resolution and error states.
+    # Single elements through ufuncs that are their ops' NumPy reference: the python
+    # backend's result, without its per-step dtype resolution and error states. Float64
+    # arithmetic, and on other dtypes only the steps in `_ANY_DTYPE` (each step's NumPy
+    # result dtype is checked against the op's once, here).
     variables = node.inputs + node.outputs
-    if any(v.type.dtype != "float64" or None in v.type.shape or np.prod(v.type.shape) > 1 for v in variables):
+    if any(None in v.type.shape or np.prod(v.type.shape) > 1 for v in variables):
         return host_impl.dispatch(object)(op, node)
     steps, outs = flatten(op.scalar_op, len(node.inputs))
+    dtypes = [v.type.dtype for v in node.inputs]
     program = []
     for step_op, refs in steps:
-        spec = SCALAR_SPECS.get(step_op.name)
-        if spec is None or spec.ufunc is None or spec.impl is not spec.ufunc:
+        in_dt = [dtypes[r] for r in refs]
+        out_dt = step_op.output_dtypes(in_dt)[0]
+        if isinstance(step_op, Cast):
+            fn, general = np.float64, step_op.dtype == "float64" and all(np.dtype(d).kind in "iuf" for d in in_dt)
+        elif step_op.name == "where":
+            fn, general = np.where, True
+        else:
+            spec = SCALAR_SPECS.get(step_op.name)
+            if spec is None or spec.ufunc is None or spec.impl is not spec.ufunc:
+                return host_impl.dispatch(object)(op, node)
+            fn, general = spec.ufunc, step_op.name in _ANY_DTYPE
+        if not general and any(d != "float64" for d in in_dt + [out_dt]):
             return host_impl.dispatch(object)(op, node)
-        if step_op.output_dtypes(["float64"] * len(refs))[0] != "float64":
-            return host_impl.dispatch(object)(op, node)
-        program.append((spec.ufunc, refs))
+        with np.errstate(all="ignore"):
+            if np.asarray(fn(*[np.zeros((), d) for d in in_dt])).dtype != np.dtype(out_dt):
+                return host_impl.dispatch(object)(op, node)
+        program.append((fn, refs))
+        dtypes.append(out_dt)
     shape = node.outputs[0].type.shape
     single = len(outs) == 1
 

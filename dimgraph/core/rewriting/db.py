@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dimgraph.core.rewriting.blockwise import blockwise_without_batch
 from dimgraph.core.rewriting.canonicalize import CANONICALIZE, SPECIALIZE
-from dimgraph.core.rewriting.control import CONTROL_CANONICALIZE, INNER
+from dimgraph.core.rewriting.control import CONTROL_CANONICALIZE, INNER, LOOP_FUSION
 from dimgraph.core.rewriting.engine import GlobalPhase, GraphRewriter, LocalPhase
 from dimgraph.core.rewriting.fusion import elemwise_fusion, fuse_gathers, fuse_indexed_loops, fuse_reduce
 from dimgraph.core.rewriting.merge import merge_graph
@@ -30,6 +30,7 @@ PHASES = [
     GlobalPhase(
         "fusion",
         [
+            LOOP_FUSION,  # independent loops over the same n_steps -> one loop (value + gradient: one pass)
             GraphRewriter("elemwise_fusion", elemwise_fusion, tags=("fusion",)),  # chains + multi-output
             GraphRewriter("reduce_fusion", fuse_reduce, tags=("fusion",)),  # sum(f(x)) -> CAReduceElemwise
             # sums and scatter-adds of f(table[idx], ...) -> IndexedLoop (one pass, no temporaries)
