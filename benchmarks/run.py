@@ -9,8 +9,10 @@ Per call: the median of repeated calls after a warm-up call; "vs hand" is the
 ratio to the hand-written `numba.njit` loop of the same run. Compile: a fresh
 process builds the model and calls it once, with an empty `DIMGRAPH_CACHE_DIR`
 (cold) and then with the filled one (warm); the figure is build + first call
-less one steady call (import excluded), in wall seconds and in the process's
-CPU seconds (steadier on a shared machine).
+less one steady call, in wall seconds and in the process's CPU seconds (steadier
+on a shared machine). Excluded: `import dimgraph` and xarray's own start-up (its
+import and first DataArray, 0.5-1 s with dask installed), which any xarray session
+pays before it compiles anything.
 """
 
 from __future__ import annotations
@@ -346,6 +348,8 @@ sys.path.insert(0, {root!r})
 w0, c0 = time.perf_counter(), time.process_time()
 import numpy as np
 import dimgraph as dg
+import xarray
+xarray.DataArray(np.zeros(1))  # what any xarray session has paid: pandas, and xarray's probe for dask
 w1, c1 = time.perf_counter(), time.process_time()
 scope = dict({size!r}, dg=dg, np=np, BACKEND={backend!r})
 exec({model!r}, scope)
@@ -405,6 +409,7 @@ def main():
     parser.add_argument("--only", nargs="*", default=list(MODELS) + ["import"])
     parser.add_argument("--backends", nargs="*", default=["numba", "c", "jax"])
     parser.add_argument("--no-compile", action="store_true", help="skip the fresh-process compile timings")
+    parser.add_argument("--compile-only", action="store_true", help="only the fresh-process compile timings")
     args = parser.parse_args()
     import dimgraph as dg
 
@@ -416,8 +421,9 @@ def main():
         if name == "import":
             import_time()
             continue
-        rows = per_call(name, size, backends, args.quick)
-        print_table(TITLES[name].format(**size), rows, UNITS.get(name, "ms"))
+        if not args.compile_only:
+            rows = per_call(name, size, backends, args.quick)
+            print_table(TITLES[name].format(**size), rows, UNITS.get(name, "ms"))
         if name in COMPILED and not args.no_compile:
             compile_times(name, size, backends)
 

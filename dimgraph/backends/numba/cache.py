@@ -44,6 +44,7 @@ import numpy as np
 from numba.core import caching
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.dispatcher import Dispatcher
+from numba.core.runtime import rtsys
 
 from dimgraph.backends import diskcache
 from dimgraph.backends.numba import fallback, runtime, views
@@ -246,8 +247,14 @@ class VerifiedCache(caching.FunctionCache):
         )
 
     def load_overload(self, sig, target_context):
+        # NOTE: Numba's own `load_overload` first refreshes the target context: it imports and
+        # installs every typing and lowering registry (0.4-0.5 CPU s, once per process, scipy's
+        # BLAS included). Loading machine code needs only the runtime's symbols (NRT); a compile,
+        # which needs the registries, refreshes the context itself (`numba.core.compiler`).
+        rtsys.initialize(target_context)
         try:
-            return super().load_overload(sig, target_context)
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
         except Exception as e:  # damage of any kind: a truncated pickle, another function's file, a bad key
             where = e.args[0] if isinstance(e, _Damaged) else self._cache_file._index_path
             diskcache.discard(Path(where), f"it failed verification or loading: {type(e).__name__}")
