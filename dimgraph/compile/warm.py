@@ -116,14 +116,19 @@ def graph_digest(inputs, outputs, backend_module, settings) -> str | None:
     """A digest naming the compiled form of `outputs` as a function of `inputs`, or None.
 
     `settings` are the other arguments that change what gets compiled (backend, its
-    options, rewrites, output form); None when something cannot be digested.
+    options, rewrites, output form); `dimgraph.config`'s switches are added. None when
+    something cannot be digested.
     """
     tag = getattr(backend_module, "warm_tag", None)
     if tag is None or not _registries_are_ours(backend_module):
         return None
+    from dimgraph import config
+
+    switches = {k: v for k, v in vars(config).items() if not k.startswith("_") and type(v) in (bool, int, float, str)}
     encode = _Encoder()
     try:
-        return _digest(encode, inputs, outputs, (FORMAT, _source_fingerprint(), tag(), encode(settings)))
+        head = (FORMAT, _source_fingerprint(), tag(), encode(settings), encode(switches))
+        return _digest(encode, inputs, outputs, head)
     except _Refused as why:
         _log.debug("dimgraph: no warm-start digest (%s)", why)
         return None
