@@ -15,6 +15,9 @@ module and one compiled function, shared by every node and every graph that
 uses them. Each module is cached on disk under its digest with Numba's own
 cache beside it (`cache.py`), so a second process neither prints nor compiles
 anew.
+`compile` is `build(plan(fgraph))`: the `Plan` (texts, host nodes, large constants)
+pickles, so a warm process (`dimgraph.compile.warm`) builds the callable from it
+without the graph.
 The returned callable reads the source as `run.source` (shown by `Function.source`).
 """
 

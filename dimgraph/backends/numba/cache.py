@@ -14,7 +14,8 @@ dimgraph's own helpers in `runtime.py`, `views.py`, `fallback.py`) in the
 `VerifiedCache`: each index and data file carries the SHA-256 of its content
 and of its name, and a file that does not match, or fails to load, is
 discarded with a warning and compiled again: never a crash, never another
-function's code.
+function's code. A hit loads the machine code without refreshing Numba's
+typing and lowering registries (a compile refreshes them itself).
 
 Memory: a module stays loaded while a compiled function uses it (the registry
 holds modules weakly) plus the last `RECENT` modules loaded, so compiling and
