@@ -31,12 +31,14 @@ import hashlib
 import logging
 import os
 import pickle
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from dimgraph.backends import diskcache
 from dimgraph.core.graph import Constant, data_bytes, toposort
+from dimgraph.core.type import Type
 from dimgraph.labeled.dims import Dim, derivation_of
 
 _log = logging.getLogger("dimgraph")
@@ -67,6 +69,7 @@ class _Encoder:
 
     def __init__(self):
         self.memo = {}  # id(op, type or dim) -> its encoding (an op is often used by many nodes)
+        self.types = {}  # type -> its encoding
 
     def __call__(self, x):
         if x is None or type(x) in (bool, int, str, bytes):
@@ -100,7 +103,15 @@ class _Encoder:
         if dataclasses.is_dataclass(x) and _ours(type(x)):
             found = self.memo.get(id(x))
             if found is None:
-                found = self.memo[id(x)] = self._dataclass(x)
+                # NOTE: types are memoized by value too (many variables hold equal types): their fields
+                # (dtype names, sizes, Dims compared with their coords' digest) encode alike when equal.
+                by_value = isinstance(x, Type)
+                found = self.types.get(x) if by_value else None
+                if found is None:
+                    found = self._dataclass(x)
+                    if by_value:
+                        self.types[x] = found
+                self.memo[id(x)] = found
             return found
         raise _Refused(f"{type(x).__module__}.{type(x).__qualname__}")
 
@@ -170,9 +181,8 @@ def _variable(encode, v):
 
 def _registries_are_ours(backend_module) -> bool:
     """Whether every rewrite and every kernel printer in use comes from dimgraph (whose source is digested)."""
-    from dimgraph.core.rewriting.db import all_rewriters
-
-    functions = [rw.fn for rw in all_rewriters().values()]
+    db = sys.modules.get("dimgraph.core.rewriting.db")  # not imported yet: it holds dimgraph's rewrites only
+    functions = [rw.fn for rw in db.all_rewriters().values()] if db is not None else []
     for registry in getattr(backend_module, "REGISTRIES", ()):
         functions += list(registry.values())
     return all(getattr(fn, "__module__", "").startswith("dimgraph.") for fn in functions)
@@ -180,17 +190,19 @@ def _registries_are_ours(backend_module) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _source_fingerprint() -> str:
-    """A digest of dimgraph's source: an edited rewrite or printer must not find an old record."""
+    """A fingerprint of dimgraph's source: an edited rewrite or printer must not find an old record.
+
+    Each module's path, size and modification time, as Python's own bytecode cache
+    decides whether a `.pyc` is stale (reading every file would cost 5-30 ms per process).
+    """
     root = Path(__file__).resolve().parents[1]
-    h = hashlib.blake2b(digest_size=16)
+    h = hashlib.blake2b(str(root).encode(), digest_size=16)
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for name in sorted(filenames):
             if name.endswith(".py"):
-                path = os.path.join(dirpath, name)
-                h.update(os.path.relpath(path, root).encode() + b"\0")
-                with open(path, "rb") as f:
-                    h.update(f.read())
+                st = os.stat(os.path.join(dirpath, name))
+                h.update(f"{os.path.relpath(dirpath, root)}/{name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     return h.hexdigest()
 
 
