@@ -84,7 +84,7 @@ class _Encoder:
             return ("dict",) + tuple(sorted(((self(k), self(v)) for k, v in x.items()), key=repr))
         if type(x) in (set, frozenset):
             return ("set",) + tuple(sorted((self(e) for e in x), key=repr))
-        if isinstance(x, np.ndarray):
+        if isinstance(x, np.ndarray) and not x.dtype.hasobject:
             return ("array", x.dtype.str, x.shape, hashlib.blake2b(data_bytes(x), digest_size=16).digest())
         if isinstance(x, np.generic):
             return ("scalar", x.dtype.str, x.tobytes())
@@ -142,6 +142,9 @@ def graph_digest(inputs, outputs, backend_module, settings) -> str | None:
         return _digest(encode, inputs, outputs, head)
     except _Refused as why:
         _log.debug("dimgraph: no warm-start digest (%s)", why)
+        return None
+    except Exception as e:  # noqa: BLE001 - a value the encoder misjudged: compile the usual way, never fail here
+        _log.debug("dimgraph: no warm-start digest (%s: %s)", type(e).__name__, e)
         return None
 
 

@@ -161,3 +161,12 @@ def test_coords_of_the_output_come_from_the_record(cache_root):
         out = dg.function([x], x * 2.0, backend="numba")(np.arange(3.0))
         assert out.indexes["g"].tolist() == labels
         assert isinstance(out.indexes["g"], pd.Index)
+
+
+def test_the_encoder_refuses_values_it_cannot_digest_by_content():
+    encode = warm._Encoder()
+    with pytest.raises(warm._Refused):
+        encode(np.array(["a", None], dtype=object))  # objects: no bytes that stand for their content
+    with pytest.raises(warm._Refused):
+        encode(lambda v: v)
+    assert encode(np.array([1.0, -0.0])) != encode(np.array([1.0, 0.0]))  # bits, not values
