@@ -155,17 +155,23 @@ class _Damaged(Exception):
 
 
 class _Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
-    """Numba's files for any function dimgraph jits: `cache_dir()/__pycache__`."""
+    """Numba's files for any function dimgraph jits: `cache_dir()/__pycache__`.
+
+    The directory is fixed when the function's cache is made: Numba names the files once
+    from it, so the directory made before a write must be that one even when
+    `$DIMGRAPH_CACHE_DIR` changed since (the helpers' caches are made at import).
+    """
 
     def __init__(self, py_func, py_file):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
+        self._path = str(cache_dir() / "__pycache__")
 
     def get_cache_path(self):
-        return str(cache_dir() / "__pycache__")
+        return self._path
 
     def ensure_cache_path(self):
-        os.makedirs(self.get_cache_path(), mode=0o700, exist_ok=True)
+        os.makedirs(self._path, mode=0o700, exist_ok=True)
 
     @classmethod
     def from_function(cls, py_func, py_file):
