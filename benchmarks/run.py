@@ -9,8 +9,10 @@ Per call: the median of repeated calls after a warm-up call; "vs hand" is the
 ratio to the hand-written `numba.njit` loop of the same run. Compile: a fresh
 process builds the model and calls it once, with an empty `DIMGRAPH_CACHE_DIR`
 (cold) and then with the filled one (warm); the figure is build + first call
-less one steady call (import excluded), in wall seconds and in the process's
-CPU seconds (steadier on a shared machine).
+less one steady call, in wall seconds and in the process's CPU seconds (steadier
+on a shared machine). Excluded: `import dimgraph`, xarray's own start-up (its
+import and first DataArray, 0.5-1 s with dask installed), which any xarray session
+pays before it compiles anything, and making the inputs' random data.
 """
 
 from __future__ import annotations
@@ -333,40 +335,55 @@ sys.path.insert(0, {root!r})
 w0, c0 = time.perf_counter(), time.process_time()
 import numpy as np
 import dimgraph as dg
-w1, c1 = time.perf_counter(), time.process_time()
+import xarray
+xarray.DataArray(np.zeros(1))  # what any xarray session has paid: pandas, and xarray's probe for dask
+imported = time.perf_counter()
 scope = dict({size!r}, dg=dg, np=np, BACKEND={backend!r})
+exec({data!r}, scope)  # the inputs' data: not compile time
+w1, c1 = time.perf_counter(), time.process_time()
 exec({model!r}, scope)
 f, args = scope["f"], scope["args"]
 f(*args)
 w2, c2 = time.perf_counter(), time.process_time()
 f(*args)
 w3, c3 = time.perf_counter(), time.process_time()
-print(json.dumps(dict(import_wall=w1 - w0, wall=(w2 - w1) - (w3 - w2), cpu=(c2 - c1) - (c3 - c2),
+print(json.dumps(dict(import_wall=imported - w0, wall=(w2 - w1) - (w3 - w2), cpu=(c2 - c1) - (c3 - c2),
                       kernels=len(getattr(f._compiled, "kernel_digests", ())), timings=getattr(f, "timings", {{}}))))
 """
 
 
+def split_model(name):
+    """(graph text, data text) of a model: its lines from the first `rng = ` or `args = ` on make the data."""
+    lines = textwrap.dedent(MODELS[name]).splitlines(keepends=True)
+    k = next(k for k, line in enumerate(lines) if line.startswith(("rng = ", "args = ")))
+    return "".join(lines[:k]), "".join(lines[k:])
+
+
 def fresh(name, backend, size, env):
-    code = _FRESH.format(root=ROOT, size=size, backend=backend, model=textwrap.dedent(MODELS[name]))
+    model, data = split_model(name)
+    code = _FRESH.format(root=ROOT, size=size, backend=backend, model=model, data=data)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=1200)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def compile_times(name, size, backends):
+def compile_times(name, size, backends, repeats=1):
     print(f"\n### {TITLES[name].format(**size)}, compile (fresh processes, import excluded)\n")
     print("| backend | cold wall s | cold CPU s | warm wall s | warm CPU s | numba kernels |")
     print("|---|---:|---:|---:|---:|---:|")
     for backend in backends:
         if backend == "python":
             continue
-        with tempfile.TemporaryDirectory() as tmp:
-            env = dict(os.environ, DIMGRAPH_CACHE_DIR=tmp)
-            cold = fresh(name, backend, size, env)
-            warm = fresh(name, backend, size, env)
-        kernels = cold["kernels"] if backend == "numba" else ""
-        print(f"| {backend} | {cold['wall']:.2f} | {cold['cpu']:.2f} | {warm['wall']:.2f} | {warm['cpu']:.2f} | {kernels} |")
+        runs = []
+        for _ in range(repeats):  # each repeat: a cold process on an empty cache, then a warm one
+            with tempfile.TemporaryDirectory() as tmp:
+                env = dict(os.environ, DIMGRAPH_CACHE_DIR=tmp)
+                runs.append((fresh(name, backend, size, env), fresh(name, backend, size, env)))
+        med = {(k, which): statistics.median(r[w][k] for r in runs) for k in ("wall", "cpu") for w, which in enumerate(("cold", "warm"))}
+        kernels = runs[0][0]["kernels"] if backend == "numba" else ""
+        print(f"| {backend} | {med['wall', 'cold']:.2f} | {med['cpu', 'cold']:.2f} | {med['wall', 'warm']:.2f} | "
+              f"{med['cpu', 'warm']:.2f} | {kernels} |")
         sys.stdout.flush()
 
 
@@ -392,6 +409,8 @@ def main():
     parser.add_argument("--only", nargs="*", default=list(MODELS) + ["import"])
     parser.add_argument("--backends", nargs="*", default=["numba", "c", "jax"])
     parser.add_argument("--no-compile", action="store_true", help="skip the fresh-process compile timings")
+    parser.add_argument("--compile-only", action="store_true", help="only the fresh-process compile timings")
+    parser.add_argument("--compile-repeats", type=int, default=1, help="cold/warm process pairs per compile row (medians)")
     args = parser.parse_args()
     import dimgraph as dg
 
@@ -403,10 +422,11 @@ def main():
         if name == "import":
             import_time()
             continue
-        rows = per_call(name, size, backends, args.quick)
-        print_table(TITLES[name].format(**size), rows, UNITS.get(name, "ms"))
+        if not args.compile_only:
+            rows = per_call(name, size, backends, args.quick)
+            print_table(TITLES[name].format(**size), rows, UNITS.get(name, "ms"))
         if name in COMPILED and not args.no_compile:
-            compile_times(name, size, backends)
+            compile_times(name, size, backends, args.compile_repeats)
 
 
 if __name__ == "__main__":

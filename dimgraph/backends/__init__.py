@@ -42,6 +42,7 @@ class Compiled:
     fast: Callable | None = None  # fast(*arrays) -> bare array, or tuple for several outputs: the entry `Function` calls directly
     timings: dict = field(default_factory=dict)  # {kernel: seconds}, filled by the first call (numba)
     exports: dict = field(default_factory=dict)  # {attribute: make(function)}: extras set on the `Function` (jax: jax_fn)
+    plan: object = None  # what `module.build(plan)` rebuilds this from in a warm process (None: no warm start)
 
 
 @dataclass(frozen=True)

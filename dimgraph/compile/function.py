@@ -9,12 +9,14 @@ updates only after all outputs exist, and wraps outputs (DataArrays for labeled)
 
 from __future__ import annotations
 
+import importlib
 import logging
 import time
 
 import numpy as np
 
 from dimgraph.backends import get_backend
+from dimgraph.compile import warm
 from dimgraph.compile.datasets import bind_dataset, dataset_names, is_dataset, to_dataset
 from dimgraph.compile.pickling import Recipe, rebuild
 from dimgraph.compile.sharding import resolve_shard
@@ -36,7 +38,9 @@ class Function:
 
     `timings` gives seconds per compile phase: "lower", "rewrite", "codegen", "first call"
     (once a call has run: numba compiles its kernels then) and "kernels" ({kernel: seconds}
-    on the numba backend). Compiles that run long log their progress (`logging`, "dimgraph").
+    on the numba backend); a warm start (the same graph compiled by an earlier process, see
+    `dimgraph.compile.warm`) has "warm start" instead of the first three. Compiles that run
+    long log their progress (`logging`, "dimgraph").
     """
 
     __name__ = "dimgraph_function"  # what tools that name callables show (dask task keys, profilers)
@@ -44,7 +48,9 @@ class Function:
     def __init__(self, inputs, outputs, single, fgraph, backend, compiled, in_specs, out_specs, checks, shared, n_updates):
         self.inputs = inputs
         self.outputs = outputs
-        self.fgraph = fgraph
+        # The rewritten graph; a warm start (`dimgraph.compile.warm`) has none until asked for (`fgraph`).
+        self._fgraph = fgraph
+        self._n_results = len(out_specs) + n_updates
         self.backend = backend
         self._compiled = compiled
         self._run = compiled.run
@@ -57,8 +63,6 @@ class Function:
         self._dataset_names = None  # output="dataset": the outputs' names
         self._names = {v.name: k for k, v in enumerate(inputs) if v.name}
         self.source = compiled.source
-        # What the rewrites did (dimgraph.core.rewriting.RewriteTrace): counts, and events when traced.
-        self.rewrite_trace = getattr(fgraph, "rewrite_trace", None)
         # The common call (every input positional, arrays or labeled arrays, no shared variables,
         # no updates, no label checks) skips binding and contexts: `compiled.fast(*arrays)` is the
         # backend's own entry (numba: the driver), returning a bare array for one output, a
@@ -83,8 +87,20 @@ class Function:
         # Per input: (dtype, ndim, ((axis, static size), ...)); data that matches exactly needs no conversion.
         self._fast_specs = tuple(specs) if plain else ()
 
+    @property
+    def fgraph(self):
+        """The rewritten graph (a warm-started function lowers and rewrites the user's graph again when asked)."""
+        if self._fgraph is None:
+            self._fgraph = self._rebuild_fgraph()
+        return self._fgraph
+
+    @property
+    def rewrite_trace(self):
+        """What the rewrites did (dimgraph.core.rewriting.RewriteTrace): counts, and events when traced."""
+        return getattr(self.fgraph, "rewrite_trace", None)
+
     def _wrap_outputs(self, out, raw):
-        results = [out] if len(self.fgraph.outputs) == 1 else out
+        results = [out] if self._n_results == 1 else out
         outs = [spec.wrap(r, raw) for spec, r in zip(self._out_specs, results)]
         return outs[0] if self._single else outs
 
@@ -343,6 +359,56 @@ def function(
             raise TypeError(f"updates: only shared variables can be updated, got {target!r}")
 
     t_lower = time.perf_counter()
+    key = None
+    if not updates and not _traced(rewrites):
+        # NOTE: the backend module is imported here rather than by `Backend.compile`: numba's is needed either way.
+        module = importlib.import_module(backend_contract.module)
+        settings = (backend_contract.name, backend_options, rewrites, return_numpy)
+        key = warm.graph_digest(inputs, outputs, module, settings)
+    record = warm.load(key) if key is not None else None
+    if record is not None:
+        compiled = module.build(record.plan)
+        f = Function(inputs, outputs, single, None, backend_contract.name, compiled, record.in_specs, record.out_specs,
+                     record.checks, [], 0)  # fmt: skip
+        f._rebuild_fgraph = lambda: _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_numpy)[0]
+        f._update_targets = []
+        f.compile_time = time.perf_counter() - t_lower
+        f.timings["warm start"] = f.compile_time
+        _log.debug("dimgraph: warm start from %s in %.3f s", key, f.compile_time)
+    else:
+        fgraph, in_specs, out_specs, checks, shared, seconds = _rewritten(
+            inputs, outputs, updates, rewrites, backend_contract, return_numpy
+        )
+        t_codegen = time.perf_counter()
+        compiled = backend_contract.compile(fgraph, **backend_options)
+        t_done = time.perf_counter()
+        n_updates = len(fgraph.outputs) - len(outputs)
+        f = Function(
+            inputs, outputs, single, fgraph, backend_contract.name, compiled, in_specs, out_specs, checks, shared, n_updates
+        )
+        f._update_targets = [t.storage_key for t in updates]
+        f.compile_time = seconds["rewrite"] + (t_done - t_codegen)  # rewrites and code generation, in seconds
+        f.timings.update(seconds, codegen=t_done - t_codegen)
+        _log.debug("dimgraph: lower %.3f s, rewrite %.3f s, codegen %.3f s", *(f.timings[k] for k in ("lower", "rewrite", "codegen")))
+        if key is not None and not shared and compiled.plan is not None:
+            warm.save(key, warm.Record(compiled.plan, in_specs, out_specs, checks))
+    if dataset is not None:
+        f._dataset_names, f._fast, f._fast_after_first = dataset, None, None
+        options = {**options, "output": "dataset"}
+    if return_numpy:
+        options = {**options, "return_numpy": True}
+    f._recipe = Recipe(inputs, outputs[0] if single else outputs, backend_contract.name, updates, rewrites, options)
+    for attr, make in compiled.exports.items():  # backend extras built on the Function (jax: f.jax_fn)
+        setattr(f, attr, make(f))
+    return f
+
+
+def _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_numpy):
+    """The positional, rewritten graph of the user's one, with the I/O specs and seconds per phase.
+
+    Returns (fgraph, in_specs, out_specs, checks, shared variables, {"lower": s, "rewrite": s}).
+    """
+    t_lower = time.perf_counter()
     # RNG states after labeled draws are lowered with the outputs: their draws' sizes may come from the inputs
     states = [t for t, v in updates.items() if isinstance(v, Variable) and is_rng_state(t) and _from_labeled(v)]
     pos_inputs, pos_outputs, in_specs, out_specs, checks = _lower_io(inputs, outputs + [updates[t] for t in states])
@@ -350,7 +416,6 @@ def function(
     pos_outputs, out_specs = pos_outputs[: len(outputs)], out_specs[: len(outputs)]
     if return_numpy:
         out_specs = [TensorOutput() for _ in out_specs]
-    update_targets = list(updates)
     pos_updates = _lower_updates({t: lowered_states.get(t, v) for t, v in updates.items()})
     given = set(inputs)
     shared = [
@@ -362,29 +427,18 @@ def function(
                 f"the outputs depend on input {v.name or v!r}, which is not among the function inputs "
                 f"{[i.name for i in inputs]}"
             )
-    started = time.perf_counter()
     fgraph = FunctionGraph(pos_inputs + shared, pos_outputs + pos_updates)
     t_rewrite = time.perf_counter()
     rewrite_graph(fgraph, rewrites, backend=backend_contract)
-    t_codegen = time.perf_counter()
-    compiled = backend_contract.compile(fgraph, **backend_options)
-    t_done = time.perf_counter()
-    f = Function(
-        inputs, outputs, single, fgraph, backend_contract.name, compiled, in_specs, out_specs, checks, shared, len(pos_updates)
-    )
-    f._update_targets = [t.storage_key for t in update_targets]
-    f.compile_time = time.perf_counter() - started  # rewrites and code generation, in seconds
-    f.timings.update(lower=t_rewrite - t_lower, rewrite=t_codegen - t_rewrite, codegen=t_done - t_codegen)
-    _log.debug("dimgraph: lower %.3f s, rewrite %.3f s, codegen %.3f s", *(f.timings[k] for k in ("lower", "rewrite", "codegen")))
-    if dataset is not None:
-        f._dataset_names, f._fast, f._fast_after_first = dataset, None, None
-        options = {**options, "output": "dataset"}
-    if return_numpy:
-        options = {**options, "return_numpy": True}
-    f._recipe = Recipe(inputs, outputs[0] if single else outputs, backend_contract.name, updates, rewrites, options)
-    for attr, make in compiled.exports.items():  # backend extras built on the Function (jax: f.jax_fn)
-        setattr(f, attr, make(f))
-    return f
+    seconds = {"lower": t_rewrite - t_lower, "rewrite": time.perf_counter() - t_rewrite}
+    return fgraph, in_specs, out_specs, checks, shared, seconds
+
+
+def _traced(rewrites) -> bool:
+    """Whether this compile records rewrite events (it must run the rewrites, so no warm start)."""
+    from dimgraph import config
+
+    return bool(config.rewrite_trace or (isinstance(rewrites, dict) and rewrites.get("trace")))
 
 
 def _check_input_names_and_dtypes(inputs):

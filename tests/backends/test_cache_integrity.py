@@ -387,3 +387,60 @@ def test_object_mode_code_in_a_loop_body_runs_from_a_warm_cache(tmp_path):
         proc = subprocess.run([sys.executable, "-c", _OBJMODE_LOOP], env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, f"{run} process failed:\n{proc.stderr[-2000:]}"
         np.testing.assert_allclose(eval(proc.stdout.strip().splitlines()[-1]), x)
+
+
+# ---------------------------------------------------------------- warm-start records
+
+
+def _labeled_scaled(scale):
+    g = dg.Dim("g", coords=["a", "b"])
+    x = dg.labeled("x", dims=(g,))
+    return dg.function([x], x * scale + 0.5, backend="numba")
+
+
+def _records(cache_root):
+    return sorted(cache_root.rglob("w_*.pkl"))
+
+
+@pytest.mark.parametrize("kind", ["truncated", "shortened", "random", "empty", "byte"])
+def test_damaged_warm_start_record_is_discarded_and_recompiled(cache_root, numba_cache, kind):
+    _labeled_scaled(3.0)(np.array([1.0, 2.0]))
+    (record,) = _records(cache_root)
+    original = record.read_bytes()
+    _damage(record, kind)
+    with pytest.warns(CacheWarning, match=str(record)):
+        f = _labeled_scaled(3.0)
+    assert "warm start" not in f.timings  # compiled the usual way
+    assert f(np.array([1.0, 2.0])).values.tolist() == [3.5, 6.5]
+    assert record.read_bytes() == original  # written afresh: the next process starts warm
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        again = _labeled_scaled(3.0)
+    assert "warm start" in again.timings and again(np.array([0.0, 1.0])).values.tolist() == [0.5, 3.5]
+
+
+@pytest.mark.parametrize("header", ["theirs", "recomputed without the key"])
+def test_warm_start_record_of_another_graph_never_runs(cache_root, numba_cache, header):
+    """A record copied under another graph's name (a planted file) is refused, even with a digest
+    of its own bytes in front: the recorded digest binds the bytes to the key they were written for."""
+    _labeled_scaled(3.0)(np.array([1.0, 0.0]))
+    (mine,) = _records(cache_root)
+    _labeled_scaled(-7.0)(np.array([1.0, 0.0]))
+    (theirs,) = set(_records(cache_root)) - {mine}
+    data = theirs.read_bytes()
+    if header != "theirs":
+        import hashlib
+
+        payload = data[64:]
+        data = hashlib.sha256(payload).hexdigest().encode() + payload
+    mine.write_bytes(data)
+    _forget_numba(numba_cache)
+    with pytest.warns(CacheWarning, match=str(mine)):
+        f = _labeled_scaled(3.0)
+    assert f(np.array([1.0, 2.0])).values.tolist() == [3.5, 6.5]
+
+
+def test_warm_start_records_live_in_a_private_dir(cache_root, numba_cache):
+    _labeled_scaled(1.5)(np.array([1.0, 0.0]))
+    (record,) = _records(cache_root)
+    assert stat.S_IMODE(record.parent.stat().st_mode) == 0o700

@@ -8,7 +8,8 @@ import pytest
 import dimgraph as dg
 
 
-def test_timings_hold_every_phase_and_the_first_call_after_it_runs(backend):
+def test_timings_hold_every_phase_and_the_first_call_after_it_runs(backend, tmp_path, monkeypatch):
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", str(tmp_path))  # a first compile: no warm start (test_warm_start.py)
     x = dg.tensor("x", shape=(None,))
     f = dg.function([x], dg.exp(x).sum() * 2.0, backend=backend)
     assert {"lower", "rewrite", "codegen"} <= set(f.timings) and "first call" not in f.timings

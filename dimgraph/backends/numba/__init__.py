@@ -15,29 +15,31 @@ module and one compiled function, shared by every node and every graph that
 uses them. Each module is cached on disk under its digest with Numba's own
 cache beside it (`cache.py`), so a second process neither prints nor compiles
 anew.
-`compile` returns a `NumbaCompiled`: the driver (`fast`), the source (shown by
-`Function.source`), the kernel digests and the first call's kernel timings.
+`compile` is `build(plan(fgraph))`: the `Plan` (texts, host nodes, large constants)
+pickles, so a warm process (`dimgraph.compile.warm`) builds the callable from it
+without the graph. Both return a `NumbaCompiled`: the driver (`fast`), the source
+(shown by `Function.source`), the kernel digests, the first call's kernel timings
+and the plan.
 """
 
 from __future__ import annotations
 
 import builtins
 import re
+from dataclasses import dataclass
 
 import numpy as np
-
-from dataclasses import dataclass
 
 from dimgraph.backends import Backend, Compiled
 from dimgraph.backends.numba import cache, progress
 # Kernel families, mirroring dimgraph.core; each registers its ops with `ops.numba_kernel`.
 from dimgraph.backends.numba import control, extra, fused, join, linalg, random, subtensor  # noqa: F401
-from dimgraph.backends.numba.host import host_call
+from dimgraph.backends.numba.host import host_call, host_impl
 from dimgraph.backends.numba.ops import ObjmodeKernel, numba_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.extra import Assert
-from dimgraph.core.graph import Constant
+from dimgraph.core.graph import Apply, Constant
 from dimgraph.core.subtensor import Subtensor
 from dimgraph.core.fused import CAReduceElemwise
 from dimgraph.core.reduce import CAReduce
@@ -141,12 +143,34 @@ def compile(fgraph, **options):
 
         note = "# numba backend: this graph holds a dtype Numba cannot hold (float16 or complex);\n# it runs on the python backend.\n"
         return NumbaCompiled(python.compile(fgraph, **options).run, source=note)
+    return build(plan(fgraph))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What `compile` generated for a graph, enough to build the callable again without the graph.
+
+    It pickles (`dimgraph.compile.warm` keeps it on disk under a digest of the user's
+    graph): a warm process calls `build(plan)` and skips lowering, rewriting and printing.
+    """
+
+    driver: str  # the driver module's text
+    kernels: tuple  # the kernel modules' texts, in the order the driver names them (k0, k1, ...)
+    labels: tuple  # "k3 (its op)" per kernel, for `run.timings`
+    hosts: tuple  # (name, node) per op run by NumPy; each node detached from the graph above it
+    big: dict  # the constants too large to print, by name
+    n_results: int
+    source: str  # what `Function.source` shows
+
+
+def plan(fgraph) -> Plan:
+    """Print the driver and the kernels of `fgraph` (see `compile`)."""
     names = {}
     params = [f"v{k}" for k in range(len(fgraph.inputs))]
     for p, v in zip(params, fgraph.inputs):
         names[v] = p
         _check_dtype(v)
-    header_lines, body, namespace, kernels, kernel_names = [], [], {}, {}, {}
+    header_lines, body, big, kernels, kernel_texts, labels = [], [], {}, {}, [], []
     kernel_sources = []
 
     def ref(var):
@@ -163,7 +187,6 @@ def compile(fgraph, **options):
             else:
                 ident = f"b{len(header_lines)}"
                 header_lines.append(f"{ident} = _big[{ident!r}]  # {data.dtype.name} {tuple(data.shape)}")
-                big = namespace.setdefault("_big", {})
                 big[ident] = data
             names[var] = ident
             return ident
@@ -172,7 +195,7 @@ def compile(fgraph, **options):
     nodes = fgraph.toposort()
     # Printers read only the op and the variables' types: nodes equal in these share one text
     # (a 50-block model prints 200 nodes but 8 kernels).
-    printed, hosts, dispatchers = {}, {}, {}
+    printed, hosts = {}, {}
 
     def kernel_of(node):
         key = (node.op, tuple(i.type for i in node.inputs), tuple(o.type for o in node.outputs))
@@ -189,22 +212,24 @@ def compile(fgraph, **options):
     placed = [(node, *kernel_of(node)) for node in nodes]
     loops = any(src is not None and not _is_tiny(node) for node, _, src in placed)
     counter = len(params)
+    host_nodes = []
     for node, key, src in placed:
         if src is None or (loops and _is_tiny(node)):
             if key not in hosts:
                 hosts[key] = f"h{len(hosts)}"
-                namespace[hosts[key]] = host_call(node)
+                host_nodes.append((hosts[key], _detached(node)))
                 header_lines.append(f"# {hosts[key]}: {_comment(node.op)}, by NumPy")
             fn = hosts[key]
         else:
-            module = cache.load_module("k", KERNEL_HEADER + src + KERNEL_FOOTER)
-            dispatchers[module.digest] = module.kernel
-            if module.digest not in kernels:
-                kernels[module.digest] = f"k{len(kernels)}"
-                kernel_names[kernels[module.digest]] = _comment(node.op)
-                header_lines.append(f'{kernels[module.digest]} = _kernel("{module.digest}")  # {_comment(node.op)}')
-                kernel_sources.append(f"# {kernels[module.digest]}: {_comment(node.op)}\n{src}")
-            fn = kernels[module.digest]
+            text = KERNEL_HEADER + src + KERNEL_FOOTER
+            key_digest = cache.digest(text)
+            if key_digest not in kernels:
+                kernels[key_digest] = f"k{len(kernels)}"
+                kernel_texts.append(text)
+                labels.append(f"{kernels[key_digest]} ({_comment(node.op)})")
+                header_lines.append(f'{kernels[key_digest]} = _kernel("{key_digest}")  # {_comment(node.op)}')
+                kernel_sources.append(f"# {kernels[key_digest]}: {_comment(node.op)}\n{src}")
+            fn = kernels[key_digest]
         args = ", ".join(ref(i) for i in node.inputs)
         outs = []
         for out in node.outputs:
@@ -220,11 +245,30 @@ def compile(fgraph, **options):
         + "\n".join(body + [f"    return {_return(results)}"])
         + "\n"
     )
-    namespace.update(_constant=cache.constant, _kernel=dispatchers.__getitem__)
-    exec(builtins.compile(text, "<dimgraph numba graph>", "exec"), namespace)  # noqa: S102 - our own text
+    source = text + "\n\n# ---- kernels ----\n\n" + "\n\n".join(kernel_sources)
+    return Plan(text, tuple(kernel_texts), tuple(labels), tuple(host_nodes), big, len(results), source)
+
+
+def _detached(node):
+    """`node`'s op on fresh inputs of the same types (constants kept): all a host call reads, without
+    the graph above it (so a `Plan` pickles small)."""
+    inputs = [v if isinstance(v, Constant) else v.type.make_variable() for v in node.inputs]
+    return Apply(node.op, inputs, [o.type for o in node.outputs])
+
+
+def build(plan: Plan):
+    """The callable of `plan`: kernels loaded (from Numba's disk cache when there), the driver executed."""
+    dispatchers = {}
+    for text in plan.kernels:
+        module = cache.load_module("k", text)
+        dispatchers[module.digest] = module.kernel
+    namespace = {name: host_call(node) for name, node in plan.hosts}
+    namespace.update(_big=plan.big, _constant=cache.constant, _kernel=dispatchers.__getitem__)
+    exec(builtins.compile(plan.driver, "<dimgraph numba graph>", "exec"), namespace)  # noqa: S102 - our own text
     fn = namespace["graph"]
     timings = {}  # "k3 (its op)": seconds of its calls during the first call (Numba compile or cache load)
-    untimed = [{name: f"{name} ({comment})" for name, comment in kernel_names.items()}]
+    untimed = [{f"k{k}": label for k, label in enumerate(plan.labels)}]
+    single = plan.n_results == 1
 
     def run(args):
         if untimed:  # the first call compiles the kernels: time each one
@@ -232,21 +276,28 @@ def compile(fgraph, **options):
                 out = fn(*args)
         else:
             out = fn(*args)
-        return [out] if len(results) == 1 else list(out)
+        return [out] if single else list(out)
 
     return NumbaCompiled(
         run,
-        source=text + "\n\n# ---- kernels ----\n\n" + "\n\n".join(kernel_sources),
+        source=plan.source,
         # Function's positional fast path calls the driver directly (a bare array for one output,
         # a tuple for several).
         fast=fn,
         timings=timings,
-        kernel_digests=tuple(kernels),
-        host_ops=tuple(hosts.values()),
+        kernel_digests=tuple(dispatchers),
+        host_ops=tuple(name for name, _ in plan.hosts),
+        plan=plan,
     )
 
 
 @dataclass(frozen=True)
 class NumbaCompiled(Compiled):
     kernel_digests: tuple = ()  # the digests of the graph's kernels (their modules in the disk cache)
-    host_ops: tuple = ()  # the functions the driver runs on the host (NumPy `perform`)
+    host_ops: tuple = ()  # the names of the ops the driver runs on the host (NumPy `perform`)
+
+
+# What `dimgraph.compile.warm` reads: the toolchain's versions (for the warm-start digest) and the
+# registries whose entries must all come from dimgraph for a graph to have one.
+warm_tag = cache.version_tag
+REGISTRIES = (numba_kernel.registry, host_impl.registry)

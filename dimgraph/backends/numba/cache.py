@@ -14,7 +14,8 @@ dimgraph's own helpers in `runtime.py`, `views.py`, `fallback.py`) in the
 `VerifiedCache`: each index and data file carries the SHA-256 of its content
 and of its name, and a file that does not match, or fails to load, is
 discarded with a warning and compiled again: never a crash, never another
-function's code.
+function's code. A hit loads the machine code without refreshing Numba's
+typing and lowering registries (a compile refreshes them itself).
 
 Memory: a module stays loaded while a compiled function uses it (the registry
 holds modules weakly) plus the last `RECENT` modules loaded, so compiling and
@@ -44,6 +45,7 @@ import numpy as np
 from numba.core import caching
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.dispatcher import Dispatcher
+from numba.core.runtime import rtsys
 
 from dimgraph.backends import diskcache
 from dimgraph.backends.numba import fallback, runtime, views
@@ -153,17 +155,23 @@ class _Damaged(Exception):
 
 
 class _Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
-    """Numba's files for any function dimgraph jits: `cache_dir()/__pycache__`."""
+    """Numba's files for any function dimgraph jits: `cache_dir()/__pycache__`.
+
+    The directory is fixed when the function's cache is made: Numba names the files once
+    from it, so the directory made before a write must be that one even when
+    `$DIMGRAPH_CACHE_DIR` changed since (the helpers' caches are made at import).
+    """
 
     def __init__(self, py_func, py_file):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
+        self._path = str(cache_dir() / "__pycache__")
 
     def get_cache_path(self):
-        return str(cache_dir() / "__pycache__")
+        return self._path
 
     def ensure_cache_path(self):
-        os.makedirs(self.get_cache_path(), mode=0o700, exist_ok=True)
+        os.makedirs(self._path, mode=0o700, exist_ok=True)
 
     @classmethod
     def from_function(cls, py_func, py_file):
@@ -246,8 +254,14 @@ class VerifiedCache(caching.FunctionCache):
         )
 
     def load_overload(self, sig, target_context):
+        # NOTE: Numba's own `load_overload` first refreshes the target context: it imports and
+        # installs every typing and lowering registry (0.4-0.5 CPU s, once per process, scipy's
+        # BLAS included). Loading machine code needs only the runtime's symbols (NRT); a compile,
+        # which needs the registries, refreshes the context itself (`numba.core.compiler`).
+        rtsys.initialize(target_context)
         try:
-            return super().load_overload(sig, target_context)
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
         except Exception as e:  # damage of any kind: a truncated pickle, another function's file, a bad key
             where = e.args[0] if isinstance(e, _Damaged) else self._cache_file._index_path
             diskcache.discard(Path(where), f"it failed verification or loading: {type(e).__name__}")
