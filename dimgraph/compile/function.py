@@ -56,7 +56,9 @@ class Function:
         self._run = compiled.run
         self._in_specs = in_specs
         self._out_specs = out_specs
-        self._checks = checks
+        self._checks = [c for c in checks if not getattr(c, "on_failure", False)]
+        # Checks that only name what the backend's IndexError is about (labeled indexers): run on failure.
+        self._failure_checks = [c for c in checks if getattr(c, "on_failure", False)]
         self._shared = shared
         self._n_updates = n_updates
         self._single = single
@@ -69,7 +71,7 @@ class Function:
         # tuple for several; labeled outputs are wrapped by their specs.
         fast = compiled.fast
         specs = [_fast_spec(s) for s in in_specs]
-        plain = not checks and not shared and not n_updates and None not in specs
+        plain = not self._checks and not shared and not n_updates and None not in specs
         # The first call takes the general path and is timed (it compiles the numba kernels); the
         # fast path is switched on after it succeeds.
         self._fast_after_first = fast if plain else None
@@ -167,7 +169,12 @@ class Function:
                 arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, args)]
             else:
                 arrays = args
-            return self._fast_wrap(fast(*arrays), args)
+            try:
+                out = fast(*arrays)
+            except IndexError as err:
+                self._name_index_error(arrays, args, err)
+                raise
+            return self._fast_wrap(out, args)
         if self._first_call:
             return self._timed_first_call(args, ctx, trust_input, kwargs)
         raw = self._bind(args, kwargs)
@@ -180,7 +187,11 @@ class Function:
             for check in self._checks:
                 check(arrays, raw, ctx)
         arrays += [ctx.get(s) for s in self._shared]
-        results = self._run(arrays)
+        try:
+            results = self._run(arrays)
+        except IndexError as err:
+            self._name_index_error(arrays, raw, err)
+            raise
         n_out = len(results) - self._n_updates
         if self._shared or self._n_updates:
             results = _unaliased(results, n_out, arrays, len(self.inputs))
@@ -191,6 +202,14 @@ class Function:
         if self._dataset_names is not None:
             return to_dataset(self._dataset_names, outs)
         return outs[0] if self._single else outs
+
+    def _name_index_error(self, arrays, raw, err):
+        """Raise the failure check that names the input behind the backend's IndexError `err`, if one does."""
+        for check in self._failure_checks:
+            try:
+                check(arrays, raw)
+            except IndexError as named:
+                raise named from err
 
     def _timed_first_call(self, args, ctx, trust_input, kwargs):
         self._first_call = False

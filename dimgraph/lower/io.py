@@ -222,8 +222,11 @@ def label_checks(inputs, outputs, labels):
 def indexer_checks(inputs, outputs, labels):
     """Checks that each labeled integer input indexing a dim (`isel`'s pointwise indexers) stays within it.
 
-    Run before any work, they name the input and the dim, where a kernel could only
-    name an axis of its positional graph.
+    They name the input and the dim, where a kernel could only name an axis of its
+    positional graph. They run only after the backend raised an IndexError
+    (`on_failure`): every backend's kernels check each position anyway, and a pass
+    over the indexer before each call cost a quarter of a hierarchical model's call.
+    A failed call changes no state, so the error is the same as if raised first.
     """
     from dimgraph.labeled.indexing import Isel, IselUpdate, n_inputs
 
@@ -254,6 +257,7 @@ def indexer_checks(inputs, outputs, labels):
 
 class _IndexerCheck:
     __slots__ = ("k", "name", "size", "carrier", "labels", "of")
+    on_failure = True  # run to name the input once the backend raised an IndexError (see `indexer_checks`)
 
     def __init__(self, k, name, size, carrier, labels, of):
         self.k, self.name, self.size, self.carrier, self.labels, self.of = k, name, size, carrier, labels, of

@@ -161,3 +161,16 @@ def test_out_of_range_labeled_indexer_names_the_input_and_the_dim(backend):
     assert f(np.arange(4.0), np.array([3, 0, -1])).values.tolist() == [3.0, 0.0, 3.0]
     with pytest.raises(IndexError, match="input 'group_idx': index 4 is out of bounds for dim 'group' of 'mu' with size 4"):
         f(np.arange(4.0), np.array([1, 4]))
+
+
+def test_out_of_range_labeled_indexer_changes_no_state(backend):
+    group = dg.Dim("group", size=3)
+    mu = dg.labeled("mu", dims=(group,))
+    idx = dg.labeled("idx", dims=(OBS,), dtype="int64")
+    total = dg.shared(np.zeros(()), dims=(), name="total")
+    f = dg.function([mu, idx], mu.isel(group=idx).sum(), updates={total: total + mu.isel(group=idx).sum()}, backend=backend)
+    ctx = dg.SharedContext()
+    assert float(f(np.arange(3.0), np.array([2, 2]), ctx=ctx)) == 4.0
+    with pytest.raises(IndexError, match="input 'idx': index -4 is out of bounds for dim 'group' of 'mu' with size 3"):
+        f(np.arange(3.0), np.array([0, -4]), ctx=ctx)
+    assert float(total.get(ctx=ctx)) == 4.0  # the failed call left the state as the last good one did
