@@ -25,6 +25,7 @@ import argparse
 import gc
 import json
 import math
+import statistics
 import os
 import subprocess
 import sys
