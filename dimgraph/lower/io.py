@@ -155,19 +155,23 @@ def _same_labels(index):
 
 
 def _from_template(template, value):
-    """`template.copy(deep=False, data=value)` without its re-validation (about 22 us -> 8 us).
+    """`template.copy(deep=False, data=value)` without its re-validation (about 22 us -> 3 us).
 
-    Uses xarray's `_replace` (internal, stable across releases); the coord variables and
-    index dict are fresh shallow copies, so changing one output's attrs or coords leaves
-    the template and later outputs alone.
+    Builds the Variable and the DataArray on xarray's `fastpath` (the template's dims,
+    coords and indexes are already valid); the attrs, coord variables and index dict
+    are fresh shallow copies, so changing one output's attrs or coords leaves the
+    template and later outputs alone.
     """
-    replace = getattr(template, "_replace", None)
-    if replace is None:  # an xarray without it
-        return template.copy(deep=False, data=value)
-    return replace(
-        template.variable._replace(data=value),
+    import xarray as xr
+
+    variable = template.variable
+    attrs = None if variable._attrs is None else dict(variable._attrs)
+    return xr.DataArray(
+        xr.Variable(variable.dims, value, attrs, fastpath=True),
         coords={k: c.copy(deep=False) for k, c in template._coords.items()},
+        name=template.name,
         indexes=dict(template._indexes),
+        fastpath=True,
     )
 
 
