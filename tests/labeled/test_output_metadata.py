@@ -89,3 +89,19 @@ def test_labels_that_are_not_a_reordering_are_input_errors(compiled):
         compiled(a.assign_coords(county=["A", "B", "D"]), y)
     with pytest.raises(dg.InputError, match="not a reordering"):
         compiled(a.assign_coords(county=["A", "A", "C"]), y)
+
+
+def test_outputs_of_successive_calls_are_independent(backend):
+    """Outputs share a per-shape template: changing one call's attrs, coords or values leaves the next alone."""
+    a = dg.labeled("a", dims=(county,))
+    f = dg.function([a], (a * 2).rename("scaled"), backend=backend)
+    first = f(np.array([1.0, 2.0, 3.0]))
+    first.attrs["units"] = "m"
+    first["county"].attrs["note"] = "edited"
+    first.name = "renamed"
+    first.values[:] = -1.0
+    second = f(np.array([1.0, 2.0, 3.0]))
+    xr.testing.assert_identical(
+        second, xr.DataArray([2.0, 4.0, 6.0], dims="county", coords={"county": ["A", "B", "C"]}, name="scaled")
+    )
+    assert second["county"].attrs == {} and first.attrs == {"units": "m"}
