@@ -76,6 +76,7 @@ UNARY = {
     "ceil": np.ceil,
     "trunc": np.trunc,
     "identity": lambda x: x,
+    "stop_gradient": lambda x: x,
     **SPECIAL,
 }
 

@@ -262,6 +262,8 @@ SCALAR_SPECS: dict[str, ScalarSpec] = _rows(
     S("where", 3, np.where, None, "where", cheap=True, public=None,
       grad=lambda m, i, z, gz: [None, m.where(i[0], gz, 0), m.where(i[0], 0, gz)]),
     S("identity", 1, lambda x: x, None, "same", grad=lambda m, i, z, gz: [gz], cheap=True, public=None),
+    S("stop_gradient", 1, lambda x: x, None, "same", grad=lambda m, i, z, gz: [None], cheap=True, top_level=True,
+      doc="x itself, but no gradient flows through it (jax.lax.stop_gradient): a shift or a baseline held fixed"),
 )  # fmt: skip
 del S
 

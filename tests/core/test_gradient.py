@@ -29,10 +29,12 @@ DOMAIN = {
     "tan": (-1.0, 1.0), "reciprocal": (0.5, 3), "pow": (0.5, 2), "true_div": (0.5, 3), "mod": (0.5, 3),
     "logit": (0.1, 0.9), "log1mexp": (-3, -0.1), "xlogy": (0.5, 3), "betaln": (0.5, 4),
 }
-# Ops with a float derivative (a derivative of 0 included) in every input; where's condition has none.
+# Ops with a float derivative (a derivative of 0 included) in every input; where's condition has none,
+# and stop_gradient deliberately passes none (`test_stop_gradient`).
 SMOOTH = sorted(
     n for n, s in SCALAR_SPECS.items()
-    if s.grad is not None and not isinstance(s.grad, NoDerivative) and n not in {"where", "gammainc", "gammaincc"}
+    if s.grad is not None and not isinstance(s.grad, NoDerivative)
+    and n not in {"where", "gammainc", "gammaincc", "stop_gradient"}
 )  # fmt: skip
 
 
@@ -121,6 +123,36 @@ def test_prod_with_zeros_and_max_ties(backend):
     np.testing.assert_array_equal(gp, np.zeros(4))
     np.testing.assert_array_equal(gmax, [0.0, 0.5, 0.0, 0.5])
     np.testing.assert_array_equal(gmin, [0.5, 0.0, 0.5, 0.0])
+
+
+def test_stop_gradient(backend):
+    """stop_gradient is x in value and 0 in gradient; logsumexp's gradient is softmax, ties and -inf included."""
+    x = dg.tensor("x", shape=(None,))
+    held = dg.stop_gradient(x)
+    lse = dg.logsumexp(x)
+    f = dg.function([x], [held * x, dg.grad((held * x).sum(), x), lse, dg.grad(lse, x)], backend=backend)
+    for v in (np.array([0.5, -2.0, 3.0]), np.array([1.0, 1.0]), np.array([-np.inf, 0.0, 0.0]), np.array([7.0])):
+        prod, g, value, g_lse = f(v)
+        np.testing.assert_array_equal(prod, v * v)
+        np.testing.assert_array_equal(g, v)  # d/dx of stop(x) * x is stop(x), not 2x
+        np.testing.assert_allclose(value, np.logaddexp.reduce(v), rtol=1e-15)
+        soft = np.exp(v - np.logaddexp.reduce(v))
+        np.testing.assert_allclose(g_lse, soft, rtol=1e-15, atol=1e-300)
+        if np.isfinite(v).all():
+            np.testing.assert_allclose(g_lse, numeric_grad(np.logaddexp.reduce, [v], 0), atol=1e-6)
+
+
+def test_stop_gradient_labeled(backend):
+    """dg.stop_gradient keeps a labeled operand's dims and holds it fixed in dg.grad."""
+    i = dg.Dim("i", size=3)
+    x = dg.labeled("x", dims=(i,))
+    cost = (dg.stop_gradient(dg.exp(x)) * x).sum()
+    f = dg.function([x], [dg.stop_gradient(x) + 1, dg.grad(cost, x)], backend=backend)
+    v = np.array([0.0, 1.0, -1.0])
+    out, g = f(v)
+    assert out.dims == ("i",)
+    np.testing.assert_array_equal(out.values, v + 1)
+    np.testing.assert_allclose(g.values, np.exp(v), rtol=1e-15)
 
 
 SHAPE_CASES = {

@@ -125,6 +125,7 @@ TEMPLATES = {
     "trunc": {"f": "trunc{f}({0})", "*": "{0}"},
     "where": "({0} ? {1} : {2})",
     "identity": "{0}",
+    "stop_gradient": "{0}",
     "cast": "{0}",
 }
 

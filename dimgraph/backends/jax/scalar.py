@@ -261,6 +261,7 @@ JAX_SCALAR = {
     "trunc": _int_identity(jnp.trunc),
     "where": _where,
     "identity": lambda x: x,
+    "stop_gradient": jax.lax.stop_gradient,
 }
 
 

@@ -85,6 +85,7 @@ SCALAR_TEMPLATES = {
     "trunc": {"f": "np.trunc({0})", "*": "{0}"},
     "where": "({1} if {0} else {2})",
     "identity": "{0}",
+    "stop_gradient": "{0}",
 }
 
 _SUPPORTED_KINDS = "biuf"
@@ -126,12 +127,12 @@ def _cast_expr(expr, from_dtype, to_dtype) -> str:
 # without a cast: each `np.float64(...)` costs Numba typing and lowering time (a kernel
 # compiles about 15% faster without them) and no machine code.
 _SAME_TYPE = {
-    "add", "sub", "mul", "true_div", "neg", "abs", "maximum", "minimum", "square", "identity", "reciprocal",
+    "add", "sub", "mul", "true_div", "neg", "abs", "maximum", "minimum", "square", "identity", "stop_gradient", "reciprocal",
     "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "arcsin", "arccos",
     "arctan", "sinh", "cosh", "tanh", "arctan2", "sigmoid", "softplus", "erf", "erfc", "gammaln", "digamma",
     "trigamma", "logaddexp", "round", "floor", "ceil", "trunc",
 }  # fmt: skip
-_INT_SAME_TYPE = {"add", "sub", "mul", "neg", "abs", "square", "identity"}
+_INT_SAME_TYPE = {"add", "sub", "mul", "neg", "abs", "square", "identity", "stop_gradient"}
 _PREDICATES = {"eq", "neq", "lt", "le", "gt", "ge", "isnan", "isfinite", "isinf"}
 
 
