@@ -11,6 +11,7 @@ repeated positions keeps the last value, as NumPy (JAX alone leaves it unspecifi
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -176,15 +177,20 @@ def _advanced_key(op, node, x_shape, idx_values, idx_vars):
                 raise IndexError(f"{op}: {_out_of_bounds(int(bad.flat[0]), axis, n)}")
         else:
             a = jnp.asarray(a)
-            # an unsigned index is never negative (`-n` in its dtype would wrap to a large value)
-            inside = ((a < n) if jnp.issubdtype(a.dtype, jnp.unsignedinteger) else (a >= -n) & (a < n)).ravel()
-            first_bad = a.ravel()[jnp.argmin(inside)] if a.size else None
-            runtime_check(jnp.all(inside), IndexError, _escaped(op) + f": {_out_of_bounds('{}', axis, n)}", first_bad)
+            ok = jnp.all(_inside(a, n))
+            # the offending value is looked for only when the check fails (a second pass over the index)
+            first_bad = jax.lax.cond(ok, lambda a: a.ravel()[0], lambda a: a.ravel()[jnp.argmin(_inside(a, n).ravel())], a) if a.size else None
+            runtime_check(ok, IndexError, _escaped(op) + f": {_out_of_bounds('{}', axis, n)}", first_bad)
         key.append(a)
         arrays.append((tuple(a.shape), var.type.shape))
         axis += 1
     check_index_shapes(op, [static for _, static in arrays], [shape for shape, _ in arrays])
     return tuple(key)
+
+
+def _inside(a, n):
+    """Where index values lie in [-n, n); an unsigned index is never negative (`-n` would wrap)."""
+    return (a < n) if jnp.issubdtype(a.dtype, jnp.unsignedinteger) else (a >= -n) & (a < n)
 
 
 @jax_impl.register(AdvancedSubtensor)
