@@ -7,3 +7,7 @@
 
 # Record which rewrite fired on which node for every compiled function (counts are always kept).
 rewrite_trace = False
+
+# Threads a large numba kernel may split its outer loop over (`backends/numba/threads.py`):
+# 0 is one per core, 1 turns splitting off.
+threads = 0

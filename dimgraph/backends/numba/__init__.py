@@ -15,6 +15,8 @@ module and one compiled function, shared by every node and every graph that
 uses them. Each module is cached on disk under its digest with Numba's own
 cache beside it (`cache.py`), so a second process neither prints nor compiles
 anew.
+Large kernels whose loop runs over axis 0 are called through `threads.Splitter`,
+which runs row blocks on a thread pool (kernels are `nogil`).
 `compile` is `build(plan(fgraph))`: the `Plan` (texts, host nodes, large constants)
 pickles, so a warm process (`dimgraph.compile.warm`) builds the callable from it
 without the graph. Both return a `NumbaCompiled`: the driver (`fast`), the source
@@ -31,7 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.backends import Backend, Compiled
-from dimgraph.backends.numba import cache, progress
+from dimgraph import config
+from dimgraph.backends.numba import cache, progress, threads
 # Kernel families, mirroring dimgraph.core; each registers its ops with `ops.numba_kernel`.
 from dimgraph.backends.numba import control, extra, fused, join, linalg, random, subtensor  # noqa: F401
 from dimgraph.backends.numba.host import host_call, host_impl
@@ -50,7 +53,8 @@ from dimgraph.core.shape_ops import Alloc, Reshape
 BACKEND = Backend("numba", __name__, rewrites_opt_in=("multi_output_reduce_fusion", "indexed_loop_fusion", "gather_fusion"))
 
 # Kernels are called from Python only: no C-callable wrapper (10% of a small kernel's compile).
-JIT_OPTIONS = 'cache=True, error_model="numpy", no_cfunc_wrapper=True'
+# nogil: `threads.py` runs row blocks of one kernel at once.
+JIT_OPTIONS = 'cache=True, error_model="numpy", no_cfunc_wrapper=True, nogil=True'
 # Ops run by their NumPy `perform` in the driver: views and shapes cost microseconds there
 # and 0.2-0.4 s of Numba compile time each as kernels.
 HOST_OPS = (DimShuffle, Reshape, Shape, ShapeI, Alloc)
@@ -210,6 +214,7 @@ def plan(fgraph) -> Plan:
         return key, printed[key]
 
     placed = [(node, *kernel_of(node)) for node in nodes]
+    splitters = {}  # (kernel name, Split): the name of the driver's splitting wrapper
     loops = any(src is not None and not _is_tiny(node) for node, _, src in placed)
     counter = len(params)
     host_nodes = []
@@ -230,6 +235,14 @@ def plan(fgraph) -> Plan:
                 header_lines.append(f'{kernels[key_digest]} = _kernel("{key_digest}")  # {_comment(node.op)}')
                 kernel_sources.append(f"# {kernels[key_digest]}: {_comment(node.op)}\n{src}")
             fn = kernels[key_digest]
+            split = threads.split_of(node) if config.threads != 1 else None
+            if split is not None:
+                if (fn, split) not in splitters:
+                    splitters[fn, split] = f"{fn}t{len(splitters)}"
+                    header_lines.append(
+                        f'{splitters[fn, split]} = _splitter("{fn}", {split.cut}, {split.base}, {split.combine})'
+                    )
+                fn = splitters[fn, split]
         args = ", ".join(ref(i) for i in node.inputs)
         outs = []
         for out in node.outputs:
@@ -263,7 +276,12 @@ def build(plan: Plan):
         module = cache.load_module("k", text)
         dispatchers[module.digest] = module.kernel
     namespace = {name: host_call(node) for name, node in plan.hosts}
-    namespace.update(_big=plan.big, _constant=cache.constant, _kernel=dispatchers.__getitem__)
+    count = threads.thread_count(config.threads)
+
+    def splitter(name, cut, base, combine):
+        return threads.Splitter(lambda: namespace[name], threads.Split(cut, base, combine), count)
+
+    namespace.update(_big=plan.big, _constant=cache.constant, _kernel=dispatchers.__getitem__, _splitter=splitter)
     exec(builtins.compile(plan.driver, "<dimgraph numba graph>", "exec"), namespace)  # noqa: S102 - our own text
     fn = namespace["graph"]
     timings = {}  # "k3 (its op)": seconds of its calls during the first call (Numba compile or cache load)
