@@ -138,3 +138,15 @@ def test_no_deadlock_after_fork(compiled):
         os.close(read)
         os.waitpid(pid, 0)
     assert value == expected[0]
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "2", True])
+def test_bad_thread_setting_is_named(bad):
+    x = dg.vector("x")
+    saved = dg.config.threads
+    dg.config.threads = bad
+    try:
+        with pytest.raises(ValueError, match="dg.config.threads must be an int >= 0"):
+            dg.function([x], dg.exp(x), backend="numba")
+    finally:
+        dg.config.threads = saved

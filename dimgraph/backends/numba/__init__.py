@@ -235,7 +235,7 @@ def plan(fgraph) -> Plan:
                 header_lines.append(f'{kernels[key_digest]} = _kernel("{key_digest}")  # {_comment(node.op)}')
                 kernel_sources.append(f"# {kernels[key_digest]}: {_comment(node.op)}\n{src}")
             fn = kernels[key_digest]
-            split = threads.split_of(node) if config.threads != 1 else None
+            split = threads.split_of(node) if threads.thread_count(config.threads) > 1 else None
             if split is not None:
                 if (fn, split) not in splitters:
                     splitters[fn, split] = f"{fn}t{len(splitters)}"

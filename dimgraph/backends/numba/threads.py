@@ -175,7 +175,13 @@ _LOCK = threading.Lock()
 
 
 def thread_count(setting: int) -> int:
-    """Threads for `dg.config.threads`: 0 means one per core."""
+    """Threads for `dg.config.threads`: 0 means one per core.
+
+    >>> thread_count(3)
+    3
+    """
+    if isinstance(setting, bool) or not isinstance(setting, int) or setting < 0:
+        raise ValueError(f"dg.config.threads must be an int >= 0 (0: one per core, 1: no splitting), got {setting!r}")
     return setting if setting > 0 else (os.cpu_count() or 1)
 
 
