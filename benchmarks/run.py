@@ -255,7 +255,7 @@ def eager_xarray(name, args):
     return None
 
 
-def hand_jax(name, args):
+def hand_jax(name, args, numpy_in=False):
     try:
         import jax
         import jax.numpy as jnp
@@ -272,6 +272,8 @@ def hand_jax(name, args):
             return (-0.5 * math.log(2 * math.pi) - ls - 0.5 * z * z).sum()
 
         vg = jax.jit(jax.value_and_grad(logp))
+        if numpy_in:  # NumPy arrays, as dimgraph's jax backend is given them: the copy to the device counted
+            return lambda: jax.block_until_ready(vg(tuple(args[:3]), *args[3:]))
         params = tuple(jnp.asarray(a) for a in args[:3])
         rest = [jnp.asarray(a) for a in args[3:]]
         return lambda: jax.block_until_ready(vg(params, *rest))
@@ -302,6 +304,15 @@ def per_call(name, size, backends, quick):
         rows.append((f"dimgraph {backend}", median_time(lambda: f(*args), repeats, number)))
         if backend == "numba":
             rows.append(("dimgraph numba, trust_input", median_time(lambda: f(*args, trust_input=True), repeats, number)))
+            if name in ("hier", "bcast"):  # the speed-up of splitting kernels over threads
+                import dimgraph as dg
+
+                saved, dg.config.threads = dg.config.threads, 1
+                try:
+                    one, _ = build(name, backend, size)
+                finally:
+                    dg.config.threads = saved
+                rows.append(("dimgraph numba, threads=1", median_time(lambda: one(*args), repeats, number)))
             if name == "scalar":
                 import xarray as xr
 
@@ -309,6 +320,8 @@ def per_call(name, size, backends, quick):
                 rows.append(("dimgraph numba, DataArray in", median_time(lambda: f(*xa), repeats, number)))
     refs = [("hand numba", hand_numba(name, args)), ("numpy", eager_numpy(name, args)),
             ("xarray", eager_xarray(name, args)), ("hand jax", hand_jax(name, args))]
+    if name == "hier":
+        refs.append(("hand jax, NumPy in", hand_jax(name, args, numpy_in=True)))
     for label, fn in refs:
         if fn is not None:
             rows.append((label, median_time(fn, repeats, number)))
