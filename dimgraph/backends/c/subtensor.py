@@ -120,14 +120,14 @@ def _offsets_by_grid(a, axes, key):
 def _masks_as_positions(key, shape):
     """`key` with each boolean mask replaced by its positions (one int array per axis it covers), as NumPy reads it.
 
-    A mask must have the length of each axis it covers (NumPy's check and message): its positions alone
-    would read a shorter mask as selecting a prefix.
+    A mask must have the length of each axis it covers (NumPy's check and message; NumPy lets an
+    empty mask through, selecting nothing): its positions alone would read a shorter mask as a prefix.
     """
     out, axis = [], 0
     for k in key:
         if isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim > 0:
             for j, (m, n) in enumerate(zip(k.shape, shape[axis : axis + k.ndim])):
-                if m != n:
+                if m != n and k.size:
                     raise IndexError(
                         f"boolean index did not match indexed array along axis {axis + j}; "
                         f"size of axis is {n} but size of corresponding boolean axis is {m}"
