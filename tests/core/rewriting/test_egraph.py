@@ -263,12 +263,14 @@ def test_rules_can_be_excluded_by_name_and_tag():
 
 @pytest.mark.parametrize("budget, status", [({"node_limit": 3}, "node budget"), ({"time_limit": 0.0}, "time budget"),
                                             ({"iter_limit": 0}, "iteration budget")])
-def test_over_budget_falls_back_to_the_phase_order(budget, status):
+def test_over_budget_falls_back_to_the_phase_order(budget, status, caplog):
     x = dg.vector("x")
     out = dg.log(1 + dg.exp(x) * 1)
-    f = dg.function([x], out, rewrites={"egraph": budget}, backend="python")
+    with caplog.at_level("INFO", logger="dimgraph"):
+        f = dg.function([x], out, rewrites={"egraph": budget}, backend="python")
     report = f.rewrite_trace.egraph
     assert report.fallback and report.status == status
+    assert f"egraph: {status}" in caplog.text and "fell back to the phase order" in caplog.text
     default = dg.function([x], out, backend="python")
     assert [str(op) for op in ops_of(f)] == [str(op) for op in ops_of(default)]
     assert f.rewrite_trace.counts["log1p"] == 1  # the phase order's rules ran
