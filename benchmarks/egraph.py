@@ -9,12 +9,14 @@ graph after fusion, both modes priced by the same model), the best of 9 numba ca
 the median of 3 `rewrite_graph` runs, and for the e-graph how saturation ended. The random
 graphs are drawn from the rewrite-correctness hypothesis suite
 (tests/core/rewriting/test_rewrite_random_graphs.py) with a fixed seed; for them the
-table gives totals. Results are checked against each other before timing.
+table gives totals, and how many rewritten graphs differ between the modes (those are
+timed on numba; an identical graph is the same program). Results are checked against each other before timing.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
 import statistics
@@ -33,6 +35,7 @@ from dimgraph.backends import get_backend  # noqa: E402
 from dimgraph.core.fgraph import FunctionGraph  # noqa: E402
 from dimgraph.core.rewriting import rewrite_graph  # noqa: E402
 from dimgraph.core.rewriting.egraph import graph_cost  # noqa: E402
+from dimgraph.printing import dprint  # noqa: E402
 
 MODES = {"phase order": "default", "e-graph": {"egraph": True}}
 # The lazy switch hinges on how dense the mask is; the switch graphs also run with the true density given.
@@ -184,6 +187,13 @@ def measure(name, inputs, outputs, data, time_calls=True):
     return rows
 
 
+def graph_text(fgraph):
+    """The rewritten graph as printed (inputs are shared between modes, so equal text means equal graphs)."""
+    buf = io.StringIO()
+    dprint(fgraph.outputs, file=buf)
+    return buf.getvalue()
+
+
 def print_rows(rows):
     print("| graph | mode | modeled cost | kernels | elements | transcendental | masked | numba ms/call (best of 9) | rewrite ms | e-graph |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -211,10 +221,10 @@ def main():
     print_rows(rows)
     if "random" in names:
         count = args.random or (15 if args.quick else 40)
-        totals = {label: [0.0, 0.0, 0] for label in MODES}
-        changed = cheaper = fallbacks = 0
-        for inputs, _, outputs in random_graphs(count):
-            per = {}
+        totals = {label: [0.0, 0.0, 0.0] for label in MODES}
+        changed = cheaper = fallbacks = different = 0
+        for inputs, values, outputs in random_graphs(count):
+            per, printed = {}, {}
             for label, mode in MODES.items():
                 fgraph, seconds = rewrite(inputs, outputs, mode)
                 cost = graph_cost(fgraph).total
@@ -223,12 +233,20 @@ def main():
                 report = getattr(fgraph.rewrite_trace, "egraph", None)
                 fallbacks += bool(report is not None and report.fallback)
                 per[label] = cost
+                printed[label] = graph_text(fgraph)
             changed += per["e-graph"] != per["phase order"]
             cheaper += per["e-graph"] < per["phase order"]
+            if printed["e-graph"] != printed["phase order"]:  # the same graph is the same numba program: time the others
+                different += 1
+                for label, mode in MODES.items():
+                    f = dg.function(inputs, outputs, rewrites=mode, backend="numba")
+                    with np.errstate(all="ignore"):
+                        totals[label][2] += best_call(lambda f=f: f(*values))
         print(f"\nrandom graphs from the rewrite-correctness suite: {count} graphs, e-graph cost differs on {changed}, "
-              f"lower on {cheaper}; fallbacks {fallbacks}")
-        for label, (cost, seconds, _) in totals.items():
-            print(f"- {label}: total modeled cost {cost:.4g}, total rewrite time {seconds * 1e3:.0f} ms")
+              f"lower on {cheaper}; rewritten graphs differ on {different}; fallbacks {fallbacks}")
+        for label, (cost, seconds, calls) in totals.items():
+            print(f"- {label}: total modeled cost {cost:.4g}, total rewrite time {seconds * 1e3:.0f} ms, "
+                  f"numba time per call summed over the {different} differing graphs {calls * 1e6:.1f} us")
 
 
 if __name__ == "__main__":

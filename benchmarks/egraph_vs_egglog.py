@@ -91,8 +91,10 @@ def run_egglog(n):
     lib = {"var": Num.var, "const": Num, "add": lambda a, b: a + b, "mul": lambda a, b: a * b,
            "log": log, "exp": exp, "sin": sin, "neg": neg}
     t0 = time.perf_counter()
+    expr = expression(n, 0, lib)[1]  # dimgraph's graph is built before its clock starts: so is this
+    t1 = time.perf_counter()
     egraph = EGraph()
-    root = egraph.let("root", expression(n, 0, lib)[1])
+    root = egraph.let("root", expr)
     a, b = vars_("a b", Num)
     egraph.register(
         rewrite(a + b).to(b + a), rewrite(a * b).to(b * a), rewrite(a * Num(1)).to(a),
@@ -101,7 +103,8 @@ def run_egglog(n):
     )
     egraph.run(30)
     egraph.extract(root)
-    print(f"egglog n={n}: build + saturate + extract {(time.perf_counter() - t0) * 1e3:.1f} ms")
+    done = time.perf_counter()
+    print(f"egglog n={n}: add + saturate + extract {(done - t1) * 1e3:.1f} ms (building the expression {(t1 - t0) * 1e3:.1f} ms)")
 
 
 if __name__ == "__main__":

@@ -170,6 +170,19 @@ def test_runtime_index_out_of_range_is_index_error(backend):
         f(np.arange(3.0), 0, np.array([3]))
 
 
+def test_runtime_mask_of_another_length_is_index_error(backend):
+    """A boolean mask shorter or longer than the axis it covers is refused (the C backend read a short one as a prefix)."""
+    x, m = dg.tensor("x", shape=(None, 2)), dg.tensor("m", shape=(None,), dtype="bool")
+    f = dg.function([x, m], [x[m], dg.core.set_subtensor(x[m], 0.0)], backend=backend)
+    xv = np.arange(6.0).reshape(3, 2)
+    got, put = f(xv, np.array([True, False, True]))
+    np.testing.assert_array_equal(got, xv[[0, 2]])
+    np.testing.assert_array_equal(put, [[0, 0], [2, 3], [0, 0]])
+    for mv in (np.ones(2, bool), np.ones(4, bool)):
+        with pytest.raises(IndexError, match="boolean index did not match"):
+            f(xv, mv)
+
+
 def test_index_str_and_equality():
     x = dg.tensor("x", shape=(None, None))
     a, b = x[1:, ::-1], x[1:, ::-1]

@@ -83,7 +83,7 @@ def _offsets(op, ctx, a, index_vars):
     if any(isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim == 0 for k in key):
         return _offsets_by_grid(a, axes, key)  # a 0-d mask adds an axis: rare, left to NumPy whole
     small_key, weights = [], []
-    for k in _masks_as_positions(key):
+    for k in _masks_as_positions(key, a.shape):
         if k is None:
             small_key.append(None)
             continue
@@ -117,14 +117,26 @@ def _offsets_by_grid(a, axes, key):
     return np.asarray(grid[key], order="C")
 
 
-def _masks_as_positions(key):
-    """`key` with each boolean mask replaced by its positions (one int array per axis it covers), as NumPy reads it."""
-    out = []
+def _masks_as_positions(key, shape):
+    """`key` with each boolean mask replaced by its positions (one int array per axis it covers), as NumPy reads it.
+
+    A mask must have the length of each axis it covers (NumPy's check and message; NumPy lets an
+    empty mask through, selecting nothing): its positions alone would read a shorter mask as a prefix.
+    """
+    out, axis = [], 0
     for k in key:
         if isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim > 0:
+            for j, (m, n) in enumerate(zip(k.shape, shape[axis : axis + k.ndim])):
+                if m != n and k.size:
+                    raise IndexError(
+                        f"boolean index did not match indexed array along axis {axis + j}; "
+                        f"size of axis is {n} but size of corresponding boolean axis is {m}"
+                    )
             out.extend(np.nonzero(k))
+            axis += k.ndim
         else:
             out.append(k)
+            axis += k is not None
     return out
 
 

@@ -263,7 +263,12 @@ def reduce_of_alloc(fgraph, node):
     """sum(broadcast_to(v, shape)) -> sum(v) * (the broadcast lengths); max/min -> max/min(v).
 
     The gradient of a sum of a scalar term is such a broadcast: this keeps it from
-    allocating (and summing) a full-size array per call.
+    allocating (and summing) a full-size array per call. The broadcast checks at run
+    time that `v` fits `shape` and that no length is negative, so it is dropped only
+    where that is proved: each axis `v` does not stretch is `v`'s own length, each
+    stretched one is static or the length of an array. A sum over a stretched length
+    of 0 is 0 (not `v * 0`, NaN for an infinite `v`); max/min need static lengths (of
+    zero elements they fail).
     """
     alloc = node.inputs[0].owner
     if alloc is None or not isinstance(alloc.op, Alloc) or node.op.scalar_op not in ("add", "maximum", "minimum"):
@@ -271,25 +276,29 @@ def reduce_of_alloc(fgraph, node):
     value, *shape = alloc.inputs
     padded = dgm.pad_ndim(value, len(shape))
     pad = len(shape) - value.type.ndim
-    stretched = []
-    for a in node.op.axis:
-        size = padded.type.shape[a]
-        if size == 1 and to_static(shape[a]) != 1:
-            stretched.append(a)
-        elif size is None and not (a >= pad and _same_entry(shape[a], value, a - pad)):
-            return None  # may broadcast at run time: keep the explicit array
-    if not stretched:
+    stretched = [a for a in node.op.axis if padded.type.shape[a] == 1 and to_static(shape[a]) != 1]
+    if not stretched or not all(_is_length(shape[a]) for a in stretched):
+        return None
+    if not all(_same_entry(shape[a], value, a - pad) if a >= pad else to_static(shape[a]) == 1
+               for a in range(len(shape)) if a not in stretched):
+        return None  # may broadcast (or fail) at run time: keep the explicit array
+    static = all(to_static(shape[a]) for a in stretched)  # every stretched length known and not 0
+    if node.op.scalar_op != "add" and not static:
         return None
     out = CAReduce(node.op.scalar_op, node.op.axis)(padded)
     if node.op.scalar_op == "add":
         dtype = out.type.dtype
+        n = None
         for a in stretched:
-            out = out * dgm.cast(shape[a], dtype)
-    # the other (not reduced) axes keep the broadcast shape
-    kept = [a for a in range(len(shape)) if a not in node.op.axis]
-    if any(padded.type.shape[a] != node.inputs[0].type.shape[a] for a in kept):
-        return None
+            length = dgm.cast(shape[a], dtype)
+            n = length if n is None else n * length
+        out = out * n if static else dgm.where(dgm.eq(n, 0), constant(0, dtype=dtype), out * n)
     return out if out.type == node.outputs[0].type else None
+
+
+def _is_length(entry):
+    """A broadcast length that cannot be negative: a static one, or the length of an array."""
+    return to_static(entry) is not None or (entry.owner is not None and isinstance(entry.owner.op, ShapeI))
 
 
 @node_rewriter([CAReduce], tags=("canonicalize", "useless"))

@@ -288,21 +288,38 @@ def test_broadcasts_of_one_value_are_left_to_the_kernel(backend_name):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int32"])
 def test_reduce_of_alloc(dtype):
-    """sum(broadcast_to(v, shape)) = sum(v) * lengths; max/min of a broadcast = of the value."""
+    """sum(broadcast_to(v, (len(r), 3))) = sum(v) * len(r), 0 for no rows even where v is inf; max/min of a broadcast
+    of static length = of the value. A length the broadcast checks at run time keeps the array: a user's int may be
+    negative, max over no rows fails, and a kept axis may not be v's length."""
     v = dg.tensor("v", shape=(1, 3), dtype=dtype)
-    n = dg.scalar("n", dtype="int64")
-    spread = broadcast_to(v, (n, 3))
-    outs = [spread.sum(), spread.sum(axis=0), spread.max(axis=0), spread.sum(axis=1)]
-    f = dg.function([v, n], outs, backend="python", rewrites={"include": ["reduce_of_alloc"], "trace": True})
+    r = dg.tensor("r", shape=(None, 2))
+    spread = broadcast_to(v, (dg.core.shape_of(r)[0], 3))
+    outs = [spread.sum(), spread.sum(axis=0), broadcast_to(v, (4, 3)).max(axis=0), spread.sum(axis=1)]
+    f = dg.function([v, r], outs, backend="python", rewrites={"include": ["reduce_of_alloc"], "trace": True})
     assert f.rewrite_trace.counts["reduce_of_alloc"] == 3  # sum(axis=1) keeps the stretched axis 0
     a = np.array([[1, -2, 4]], dtype=dtype)
+    if dtype != "int32":
+        a[0, 1] = np.inf
     for n_rows in (0, 1, 5):
         full = np.broadcast_to(a, (n_rows, 3))
-        for got, want in zip(f(a, n_rows), [full.sum(), full.sum(axis=0), a.max(axis=0) if n_rows else None, full.sum(axis=1)]):
-            if want is not None:
-                np.testing.assert_array_equal(got, want)
-                assert got.dtype == np.asarray(want).dtype
+        for got, want in zip(f(a, np.zeros((n_rows, 2))), [full.sum(), full.sum(axis=0), a.max(axis=0), full.sum(axis=1)]):
+            np.testing.assert_array_equal(got, want)
+            assert got.dtype == np.asarray(want).dtype
+    n = dg.scalar("n", dtype="int64")
+    h = dg.function([v, n, r], [broadcast_to(v, (n, 3)).sum(axis=0), spread.max(axis=0)],
+                    backend="python", rewrites={"include": ["reduce_of_alloc"], "trace": True})
+    assert h.rewrite_trace.counts["reduce_of_alloc"] == 0
+    with pytest.raises(ValueError, match="non-negative"):
+        h(a, -1, np.zeros((1, 2)))
+    with pytest.raises(ValueError, match="zero-size"):
+        h(a, 1, np.zeros((0, 2)))
     w = dg.tensor("w", shape=(None,))
     g = dg.function([w, n], broadcast_to(w, (n, 3)).sum(), rewrites={"include": ["reduce_of_alloc"], "trace": True})
     assert g.rewrite_trace.counts["reduce_of_alloc"] == 0  # w may be 1 long and broadcast at run time
     assert g(np.array([2.0]), 4) == 24.0
+    m = dg.scalar("m", dtype="int64")
+    k = dg.function([w, r, m], broadcast_to(w, (dg.core.shape_of(r)[0], m)).sum(axis=0),
+                    rewrites={"include": ["reduce_of_alloc"], "trace": True})
+    assert k.rewrite_trace.counts["reduce_of_alloc"] == 0  # the kept axis m need not be w's length
+    with pytest.raises(ValueError):
+        k(np.ones(3), np.zeros((2, 2)), 4)

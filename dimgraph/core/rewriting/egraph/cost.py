@@ -2,7 +2,8 @@
 
 Counted (constants measured with numba on the project's 2-core box, 1e5 float64s):
 - elements read and written by streaming kernels, `ELEMENT` each (a view,
-  `DimShuffle`/basic `Subtensor`/`Reshape`, moves nothing: its consumer reads the base);
+  `DimShuffle`/basic `Subtensor`/`Reshape`, moves nothing: its consumer reads the base;
+  nor does an `Assert`, which checks scalars and passes its value through);
 - kernels launched, `KERNEL` each (loop set-up and the output's allocation);
 - scalar work per element: `TRANSCENDENTAL` per call of sin/log/..., cheaper for
   the ops in `TRANSCENDENTAL_COST` (numba's exp is a vectorized polynomial),
@@ -28,6 +29,7 @@ import math
 from dataclasses import dataclass
 
 from dimgraph.core.elemwise import DimShuffle, Elemwise
+from dimgraph.core.extra import Assert
 from dimgraph.core.fused import CAReduceElemwise, IndexedLoop
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.scalar import Composite, is_cheap
@@ -50,7 +52,7 @@ MASKED_WRITE = 120.0  # per element written by set(x, mask, v) (6.5 ms for 1e5 a
 # instructions, not a library call: priced as arithmetic.
 ARITHMETIC = frozenset({"true_div", "reciprocal", "sqrt", "floor_div", "mod"})
 
-VIEWS = (DimShuffle, Subtensor, Reshape, ShapeI, Shape)
+VIEWS = (DimShuffle, Subtensor, Reshape, ShapeI, Shape, Assert)
 
 
 def scalar_work(scalar_op):
@@ -86,7 +88,7 @@ def estimate_size(op, out_type, in_types, in_sizes, mask_fraction=MASK_FRACTION)
         return float(math.prod(out_type.shape))
     if isinstance(op, Elemwise) and in_sizes:
         return max(in_sizes)
-    if isinstance(op, DimShuffle):
+    if isinstance(op, (DimShuffle, Assert)):
         return in_sizes[0]
     if isinstance(op, (IncSubtensor, AdvancedIncSubtensor)):
         return in_sizes[0]

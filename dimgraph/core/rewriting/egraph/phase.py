@@ -5,11 +5,13 @@ runs their rules (the ones the spec enables) all at once, plus `rules.EGRAPH_RUL
 until nothing new is learned. Budgets bound the work: `node_limit` e-nodes,
 `time_limit` seconds and `iter_limit` rounds. Past any of them the e-graph is
 dropped (the graph is untouched until extraction) and the three phases run in their usual order; the
-report (`fgraph.rewrite_trace.egraph`) says which budget stopped it.
+report (`fgraph.rewrite_trace.egraph`) says which budget stopped it, and the fallback is logged
+(`logging.getLogger("dimgraph")`, level INFO).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,6 +24,8 @@ from dimgraph.core.rewriting.egraph.translate import NodeRewrite, PatRewrite
 from dimgraph.core.rewriting.db import MERGE
 from dimgraph.core.rewriting.engine import GlobalPhase, LocalPhase
 from dimgraph.core.rewriting.pattern import Rule
+
+_log = logging.getLogger("dimgraph")
 
 DEFAULTS = {"node_limit": 20_000, "time_limit": 5.0, "iter_limit": 30, "mask_fraction": MASK_FRACTION}
 
@@ -111,6 +115,7 @@ class EGraphPhase:
             new_outputs = None
         report.seconds = time.perf_counter() - start
         if new_outputs is None:
+            _log.info("%s", report)
             self._phase_order(fgraph, ctx)
             return
         ctx.trace.counts.update(report.applied)

@@ -16,7 +16,9 @@ in the e-graph both forms stay and the cost model picks:
 
 Every rule sees a whole class: it tries each e-node of the child class, not only the
 one written. The values are equal to the written graph's, NaN positions included
-(a masked branch computes exactly the elements it keeps).
+(a masked branch computes exactly the elements it keeps), and so are the run-time
+checks: a length the written graph checks is proved equal statically, or the new
+term asserts it (an `AssertionError` where the written graph raised a `ShapeError`).
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ import numpy as np
 from dimgraph.core import math as dgm
 from dimgraph.core.basic import constant
 from dimgraph.core.elemwise import DimShuffle, Elemwise
+from dimgraph.core.extra import assert_op
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.scalar import Cast, ScalarOp
-from dimgraph.core.shape import ShapeI, to_static
+from dimgraph.core.shape import ShapeI, shape_of, to_static
 from dimgraph.core.shape_ops import Alloc, zeros
 from dimgraph.core.subtensor import (
     ARRAY,
@@ -75,7 +78,7 @@ def _mask_lifter(op, mask, x_shape):
         return None
 
     def lift(t):
-        if all(s == 1 for s in t.type.shape):  # a broadcast scalar stays one element
+        if all(s == 1 for s in t.type.shape) and any(x != 1 for x in x_shape):  # a broadcast scalar stays one element
             return DimShuffle(t.type.ndim, ("x",))(t)
         if any(s == 1 and x != 1 for s, x in zip(t.type.shape, x_shape)):
             return None  # partly broadcast: its masked elements are not t[mask]
@@ -99,8 +102,51 @@ def _gather_lifter(op, idx, x_shape):
     return lift
 
 
+def same_length(a, b):
+    """Shape entries `a` and `b` (ints or `shape_of`'s symbolic lengths) are provably equal."""
+    sa, sb = to_static(a), to_static(b)
+    if sa is not None or sb is not None:
+        return sa == sb
+    return (
+        a.owner is not None
+        and b.owner is not None
+        and isinstance(a.owner.op, ShapeI)
+        and a.owner.op == b.owner.op
+        and a.owner.inputs[0] is b.owner.inputs[0]
+    )
+
+
+def unproved_lengths(operands, axes):
+    """(axis, length, length) for each pair of operand lengths along `axes` not provably equal.
+
+    An Elemwise checks at run time that its operands' lengths agree (except where one
+    has static length 1); a lifted index selects from each operand alone (`a[1:]` and
+    `b[1:]` are both empty when `a` has 1 element and `b` none, and NumPy lets an empty
+    mask through whatever the length), so the rewritten term must check these pairs itself.
+    """
+    shapes = [shape_of(v) for v in operands]
+    pairs = []
+    for axis in axes:
+        lengths = [sh[axis] for v, sh in zip(operands, shapes) if v.type.shape[axis] != 1]
+        pairs += [(axis, lengths[0], n) for n in lengths[1:] if not same_length(lengths[0], n)]
+    return pairs
+
+
+def keep_length_checks(term, what, pairs):
+    """`term`, asserting at run time the length equalities `pairs` (from `unproved_lengths`) that `what` checked."""
+    if not pairs:
+        return term
+    conds = [dgm.eq(a, b) for _, a, b in pairs]
+    axes = sorted({axis for axis, _, _ in pairs})
+    return assert_op(term, *conds, msg=f"{what}: operands have different lengths along axes {axes}")
+
+
 def lift_index(eg, cid, enode):
-    """x[index] with x = f(a, b, ...) -> f(a[index'], b[index'], ...) (see the module docstring)."""
+    """x[index] with x = f(a, b, ...) -> f(a[index'], b[index'], ...) (see the module docstring).
+
+    The Elemwise's run-time check that its operands' lengths agree on the indexed
+    axes is kept: proved statically, or asserted on the lifted term (`keep_length_checks`).
+    """
     op = enode.op
     if not isinstance(op, (Subtensor, AdvancedSubtensor)):
         return []
@@ -109,10 +155,13 @@ def lift_index(eg, cid, enode):
     reps = [eg[c].rep for c in rest]
     if isinstance(op, Subtensor):
         lifter = _basic_lifter(op, reps, x_type.shape)
+        checked = [axis for axis, e in enumerate(op.index) if e != FULL_SLICE]
     elif len(reps) == 1 and reps[0].type.dtype == "bool":
         lifter = _mask_lifter(op, reps[0], x_type.shape)
+        checked = list(range(x_type.ndim))
     elif len(reps) == 1:
         lifter = _gather_lifter(op, reps[0], x_type.shape)
+        checked = [0]
     else:
         lifter = None
     if lifter is None:
@@ -121,11 +170,12 @@ def lift_index(eg, cid, enode):
     for inner in eg[x_cid].nodes:
         if inner.op == LEAF or not _plain_elemwise(inner.op):
             continue
-        lifted = [lifter(eg[c].rep) for c in inner.children]
+        operands = [eg[c].rep for c in inner.children]
+        lifted = [lifter(v) for v in operands]
         if any(v is None for v in lifted):
             continue
         try:
-            out.append(inner.op(*lifted))
+            out.append(keep_length_checks(inner.op(*lifted), str(inner.op), unproved_lengths(operands, checked)))
         except (TypeError, ValueError):
             continue
     return out
@@ -150,18 +200,26 @@ def switch_as_masked_sets(eg, cid, enode):
     take, put = AdvancedSubtensor(mask), AdvancedIncSubtensor(mask, "set")
     shape = [s if s is not None else ShapeI(k)(c) for k, s in enumerate(out_type.shape)]
     empty = zeros(shape, dtype=out_type.dtype)
-    return [
+    pairs = unproved_lengths([c, a, b], range(out_type.ndim))
+    terms = [
         put(b, take(a, c), c),  # b everywhere, a where c
         put(a, take(b, not_c), not_c),  # a everywhere, b where not c
         put(put(empty, take(a, c), c), take(b, not_c), not_c),  # each branch only where it is kept
     ]
+    return [keep_length_checks(t, "where", pairs) for t in terms]
 
 
 # -- sum of a broadcast -----------------------------------------------------------------------
 
 
 def sum_of_broadcast(eg, cid, enode):
-    """sum(broadcast_to(v, shape), axes) -> sum(v, kept axes) * n, 0 where n is 0."""
+    """sum(broadcast_to(v, shape), axes) -> sum(v, kept axes) * n, 0 where n is 0.
+
+    The broadcast checks at run time that `v` fits `shape` and that no length is
+    negative; the rule applies only where both are proved: every axis `v` does not
+    stretch has `v`'s own length (`same_length`), and every stretched length is
+    static or the length of some array (a `ShapeI`).
+    """
     op = enode.op
     if not (isinstance(op, CAReduce) and op.scalar_op == "add"):
         return []
@@ -171,10 +229,11 @@ def sum_of_broadcast(eg, cid, enode):
             continue
         value, *shape = (eg[k].rep for k in inner.children)
         padded = dgm.pad_ndim(value, len(shape))
+        lengths = shape_of(padded)
         stretched = [a for a in op.axis if padded.type.shape[a] == 1 and to_static(shape[a]) != 1]
-        if not stretched or any(padded.type.shape[a] is None for a in op.axis):
+        if not stretched or not all(_non_negative(shape[a]) for a in stretched):
             continue
-        if any(padded.type.shape[a] != eg[enode.children[0]].type.shape[a] for a in range(len(shape)) if a not in op.axis):
+        if not all(same_length(shape[a], lengths[a]) for a in range(len(shape)) if a not in stretched):
             continue
         total = CAReduce("add", op.axis)(padded)
         dtype = total.type.dtype
@@ -187,6 +246,11 @@ def sum_of_broadcast(eg, cid, enode):
             scaled = dgm.where(dgm.eq(n, 0), constant(0, dtype=dtype), scaled)
         out.append(scaled)
     return out
+
+
+def _non_negative(entry):
+    """A broadcast length that cannot be negative: a static one, or the length of an array."""
+    return to_static(entry) is not None or (entry.owner is not None and isinstance(entry.owner.op, ShapeI))
 
 
 class ERule:
