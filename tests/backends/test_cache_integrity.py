@@ -243,6 +243,19 @@ def test_c_library_of_another_graph_is_refused(cache_root, c_build, with_record)
     assert _answer(lib) == 2.5 + with_record
 
 
+@pytest.mark.parametrize("kind", ["random", "truncated", "empty"])
+def test_c_damaged_record_is_discarded_and_recompiled(cache_root, c_build, kind):
+    """The digest file itself damaged (random bytes are not even text: it raised UnicodeDecodeError)."""
+    value = 4.0 + ["random", "truncated", "empty"].index(kind) / 8
+    source = _c_source(value)
+    key, lib_path = _built(c_build, source)
+    _damage(lib_path.with_suffix(".sha256"), kind)
+    with pytest.warns(CacheWarning, match=str(lib_path)):
+        lib, _ = c_build.load(source)
+    assert _answer(lib) == value
+    assert lib_path.with_suffix(".sha256").read_text() == diskcache.content_digest(key, lib_path.read_bytes())
+
+
 def test_c_library_without_a_record_is_recompiled(cache_root, c_build):
     source = _c_source(3.75)
     _, lib_path = _built(c_build, source)
