@@ -84,6 +84,19 @@ def test_dataset_as_the_value_of_one_input_is_an_input_error_naming_it(backend):
         f(t=2.0, x=ds)
 
 
+def test_masked_values_are_an_input_error_naming_the_input(backend):
+    """NumPy drops a mask when it makes an array: the function computed with the masked values."""
+    x = dg.tensor("x", shape=(None,))
+    lx = dg.labeled("lx", dims=(OBS,))
+    f, g = dg.function([x], x * 2, backend=backend), dg.function([lx], lx * 2, backend=backend)
+    masked = np.ma.masked_array([1.0, 2.0], mask=[False, True])
+    with pytest.raises(dg.InputError, match="input 'x'.*1 masked"):
+        f(masked)
+    with pytest.raises(dg.InputError, match="input 'lx'.*1 masked"):
+        g(masked)
+    assert f(np.ma.masked_array([1.0, 2.0])).tolist() == [2.0, 4.0]  # nothing masked: its data
+
+
 def test_input_size_against_a_shared_variables_is_an_input_error(backend):
     x = dg.labeled("x", dims=(OBS,))
     w = dg.shared(np.ones(3), dims=(OBS,), name="w")
