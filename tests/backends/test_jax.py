@@ -348,7 +348,7 @@ def test_a_child_forked_after_jax_started_refuses_instead_of_hanging(tmp_path):
 
     script = textwrap.dedent(
         """
-        import os, warnings, numpy as np
+        import os, signal, warnings, numpy as np
         warnings.simplefilter("ignore")
         import dimgraph as dg
         x = dg.tensor("x", shape=(None,))
@@ -357,6 +357,7 @@ def test_a_child_forked_after_jax_started_refuses_instead_of_hanging(tmp_path):
         print("parent", float(f(np.arange(3.0))), flush=True)
         pid = os.fork()
         if pid == 0:
+            signal.alarm(100)  # a hanging child must not outlive the test
             for call in (lambda: g(np.arange(3.0)), lambda: f(np.arange(3.0)), lambda: f.jax_fn(np.arange(3.0))):
                 try:
                     call()
