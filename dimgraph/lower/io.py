@@ -241,7 +241,7 @@ def indexer_checks(inputs, outputs, labels):
             for axis, d in enumerate(v.type.dims):
                 carriers.setdefault(d, (k, axis))
     checks, seen = [], set()
-    for v in ancestors(list(outputs)):
+    for v in _through_gradients(outputs):
         node = v.owner
         if node is None or not isinstance(node.op, (Isel, IselUpdate)) or id(node) in seen:
             continue
@@ -257,6 +257,20 @@ def indexer_checks(inputs, outputs, labels):
             if k is not None and (d.size is not None or d in carriers):
                 checks.append(_IndexerCheck(k, d.name, d.size, carriers.get(d), labels, x.name))
     return checks
+
+
+def _through_gradients(outputs):
+    """The ancestors of `outputs` and of the labeled graphs their gradients were lowered from (`lowered_from`)."""
+    found, seen, roots = [], set(), list(outputs)
+    while roots:
+        more = []
+        for v in ancestors(roots):
+            if id(v) not in seen:
+                seen.add(id(v))
+                found.append(v)
+                more += v.tag.get("lowered_from", ())
+        roots = more
+    return found
 
 
 class _IndexerCheck:

@@ -174,6 +174,10 @@ def test_out_of_range_labeled_indexer_names_the_input_and_the_dim(backend):
     assert f(np.arange(4.0), np.array([3, 0, -1])).values.tolist() == [3.0, 0.0, 3.0]
     with pytest.raises(IndexError, match="input 'group_idx': index 4 is out of bounds for dim 'group' of 'mu' with size 4"):
         f(np.arange(4.0), np.array([1, 4]))
+    g = dg.function([mu, group_idx], dg.grad((mu.isel(group=group_idx) ** 2).sum(), mu), backend=backend)
+    assert g(np.arange(4.0), np.array([3, 3, 1])).values.tolist() == [0.0, 2.0, 0.0, 12.0]
+    with pytest.raises(IndexError, match="input 'group_idx': index -5 is out of bounds for dim 'group' of 'mu' with size 4"):
+        g(np.arange(4.0), np.array([1, -5]))  # a gradient is computed positionally: it named only an axis
 
 
 def test_out_of_range_labeled_indexer_changes_no_state(backend):
