@@ -115,16 +115,16 @@ def test_an_input_named_self_is_passed_by_keyword(backend):
     assert float(f(self=2.0)) == 3.0
 
 
-def test_duplicate_input_names_are_refused_at_build_time():
+def test_duplicate_input_names_are_refused_at_build_time(backend):
     a, b = dg.tensor("x", shape=()), dg.tensor("x", shape=())
     with pytest.raises(ValueError, match="inputs \\[0, 1\\] are all named 'x'"):
-        dg.function([a, b], a + b, backend="python")
+        dg.function([a, b], a + b, backend=backend)
 
 
-def test_non_numeric_input_dtype_is_refused_at_build_time():
+def test_non_numeric_input_dtype_is_refused_at_build_time(backend):
     x = dg.labeled("x", dims=(OBS,), dtype="str")
     with pytest.raises(TypeError, match="input 'x' has dtype <U0"):
-        dg.function([x], x, backend="python")
+        dg.function([x], x, backend=backend)
 
 
 def test_trusted_python_scalar_for_a_0d_input(backend):
