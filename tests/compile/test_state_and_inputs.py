@@ -107,6 +107,12 @@ def test_input_size_against_a_shared_variables_is_an_input_error(backend):
     ctx = dg.SharedContext()
     w.set(np.ones(4), ctx=ctx)
     assert f(np.arange(4.0), ctx=ctx).values.tolist() == [0.0, 1.0, 2.0, 3.0]
+    # read only by an update, or by a gradient (computed positionally): it was the kernel's ShapeError
+    g = dg.function([x], [x.sum(), dg.grad((x * w).sum(), x)], updates={w: w + x}, backend=backend)
+    with pytest.raises(dg.InputError, match="input 'x'.*'obs'.*size 4.*shared variable 'w'.*size 3"):
+        g(np.arange(4.0))
+    total, grad = g(np.arange(3.0))
+    assert float(total) == 3.0 and grad.values.tolist() == [1.0, 1.0, 1.0] and w.get().values.tolist() == [1.0, 2.0, 3.0]
 
 
 def test_an_input_named_self_is_passed_by_keyword(backend):
