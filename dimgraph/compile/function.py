@@ -461,11 +461,18 @@ def _traced(rewrites) -> bool:
 
 
 def _check_input_names_and_dtypes(inputs):
-    """Input names are keywords of the call, so they must differ; data must be numeric."""
+    """Input names are keywords of the call, so they must differ (from each other and from the call's
+    own `ctx` and `trust_input`); data must be numeric."""
     where = {}
     for k, v in enumerate(inputs):
         if v.name:
             where.setdefault(v.name, []).append(k)
+    for name in ("ctx", "trust_input"):
+        if name in where:
+            raise ValueError(
+                f"input {where[name][0]} is named {name!r}, the call's own keyword ({name}=...): a call could not "
+                "pass it by keyword; give it another name"
+            )
     twice = {name: ks for name, ks in where.items() if len(ks) > 1}
     if twice:
         name, ks = next(iter(twice.items()))

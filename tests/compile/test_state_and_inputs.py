@@ -127,6 +127,14 @@ def test_duplicate_input_names_are_refused_at_build_time(backend):
         dg.function([a, b], a + b, backend=backend)
 
 
+@pytest.mark.parametrize("name", ["ctx", "trust_input"])
+def test_input_named_as_a_call_keyword_is_refused_at_build_time(backend, name):
+    """`f(ctx=3.0)` took the value as the shared-variable context and then said the input `ctx` was missing."""
+    x = dg.tensor(name, shape=())
+    with pytest.raises(ValueError, match=f"input 0 is named '{name}', the call's own keyword"):
+        dg.function([x], x + 1, backend=backend)
+
+
 def test_non_numeric_input_dtype_is_refused_at_build_time(backend):
     x = dg.labeled("x", dims=(OBS,), dtype="str")
     with pytest.raises(TypeError, match="input 'x' has dtype <U0"):
