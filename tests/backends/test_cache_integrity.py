@@ -88,7 +88,7 @@ def test_numba_changed_code_in_cached_source_is_discarded(cache_root, numba_cach
     assert kernel_file.read_text() == text  # rewritten: the next process finds it whole
 
 
-@pytest.mark.parametrize("kind", ["truncated", "random", "empty", "byte"])
+@pytest.mark.parametrize("kind", ["truncated", "shortened", "random", "empty", "byte"])
 @pytest.mark.parametrize("pattern", ["k_*.py"])
 def test_numba_damaged_generated_module_is_rewritten(cache_root, numba_cache, kind, pattern):
     _times_one_point_five()(np.array([1.0]))
