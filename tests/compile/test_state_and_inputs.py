@@ -194,6 +194,16 @@ def test_out_of_range_labeled_indexer_names_the_input_and_the_dim(backend):
         g(np.arange(4.0), np.array([1, -5]))  # a gradient is computed positionally: it named only an axis
 
 
+def test_gradient_of_a_sel_by_label_refuses_data_labeled_otherwise(backend):
+    """A gradient is computed positionally; the labels check of its `sel` was missed, so a DataArray
+    labeled [2, 1, 0] was read by position (xarray would select label 0, the last element)."""
+    x = dg.labeled("x", dims=(OBS,))
+    f = dg.function([x], dg.grad(x.sel(obs=0) ** 2, x), backend=backend)
+    assert f(np.array([1.0, 2.0, 3.0])).values.tolist() == [2.0, 0.0, 0.0]
+    with pytest.raises(dg.InputError, match="input 'x': dim 'obs' has the labels \\[2, 1, 0\\]"):
+        f(xr.DataArray([1.0, 2.0, 3.0], dims=["obs"], coords={"obs": [2, 1, 0]}))
+
+
 def test_out_of_range_labeled_indexer_changes_no_state(backend):
     group = dg.Dim("group", size=3)
     mu = dg.labeled("mu", dims=(group,))
