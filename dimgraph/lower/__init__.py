@@ -137,7 +137,7 @@ def lower_io(inputs, outputs, updates=()):
     (of what the outputs and the `updates`' new values read)."""
     from dimgraph.core.io import TensorInput, TensorOutput
     from dimgraph.labeled.io import LabeledInput
-    from dimgraph.lower.io import LabeledOutput, indexer_checks, label_checks, shared_size_checks, size_checks
+    from dimgraph.lower.io import LabeledOutput, indexer_checks, label_checks, read_by, shared_size_checks, size_checks
 
     low = Lowering()
     pos_inputs = [low.get(v) for v in inputs]
@@ -148,6 +148,9 @@ def lower_io(inputs, outputs, updates=()):
     ]
     out_specs = [LabeledOutput(o, inputs) if is_labeled(o) else TensorOutput() for o in outputs]
     read = list(outputs) + [v for v in updates if isinstance(v, Variable)]
+    for v in read_by(read):  # labeled constants that updates or gradients (lowered apart) read fix sizes too
+        if isinstance(v, Constant) and is_labeled(v):
+            low.get(v)
     checks = size_checks(inputs, labels, low) + label_checks(inputs, read, labels) + shared_size_checks(inputs, read, labels)
     checks += indexer_checks(inputs, read, labels)
     return pos_inputs, pos_outputs, in_specs, out_specs, checks

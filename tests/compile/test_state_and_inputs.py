@@ -115,6 +115,16 @@ def test_input_size_against_a_shared_variables_is_an_input_error(backend):
     assert float(total) == 3.0 and grad.values.tolist() == [1.0, 1.0, 1.0] and w.get().values.tolist() == [1.0, 2.0, 3.0]
 
 
+def test_a_constant_read_only_by_a_gradient_fixes_the_input_size(backend):
+    """The gradient does not read `x` at all: it returned 3 values for 4 without an error."""
+    x = dg.labeled("x", dims=(OBS,))
+    c = dg.constant(np.array([1.0, 2.0, 3.0]), dims=(OBS,))
+    f = dg.function([x], dg.grad((x * c).sum(), x), backend=backend)
+    assert f(np.zeros(3)).values.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(dg.InputError, match="input 'x': dim 'obs' has size 4, but a constant in the graph gives it size 3"):
+        f(np.zeros(4))
+
+
 def test_an_input_named_self_is_passed_by_keyword(backend):
     x = dg.tensor("self", shape=())
     f = dg.function([x], x + 1, backend=backend)
