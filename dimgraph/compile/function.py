@@ -430,7 +430,7 @@ def _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_nump
     t_lower = time.perf_counter()
     # RNG states after labeled draws are lowered with the outputs: their draws' sizes may come from the inputs
     states = [t for t, v in updates.items() if isinstance(v, Variable) and is_rng_state(t) and _from_labeled(v)]
-    pos_inputs, pos_outputs, in_specs, out_specs, checks = _lower_io(inputs, outputs + [updates[t] for t in states])
+    pos_inputs, pos_outputs, in_specs, out_specs, checks = _lower_io(inputs, outputs + [updates[t] for t in states], updates.values())
     lowered_states = dict(zip(states, pos_outputs[len(outputs) :]))
     pos_outputs, out_specs = pos_outputs[: len(outputs)], out_specs[: len(outputs)]
     if return_numpy:
@@ -461,11 +461,18 @@ def _traced(rewrites) -> bool:
 
 
 def _check_input_names_and_dtypes(inputs):
-    """Input names are keywords of the call, so they must differ; data must be numeric."""
+    """Input names are keywords of the call, so they must differ (from each other and from the call's
+    own `ctx` and `trust_input`); data must be numeric."""
     where = {}
     for k, v in enumerate(inputs):
         if v.name:
             where.setdefault(v.name, []).append(k)
+    for name in ("ctx", "trust_input"):
+        if name in where:
+            raise ValueError(
+                f"input {where[name][0]} is named {name!r}, the call's own keyword ({name}=...): a call could not "
+                "pass it by keyword; give it another name"
+            )
     twice = {name: ks for name, ks in where.items() if len(ks) > 1}
     if twice:
         name, ks = next(iter(twice.items()))
@@ -493,15 +500,16 @@ def _rng_updates(outputs, explicit):
     return default_updates(outputs, explicit)
 
 
-def _lower_io(inputs, outputs):
-    """Positional stand-ins for labeled inputs/outputs, with their converters and wrappers."""
+def _lower_io(inputs, outputs, updates):
+    """Positional stand-ins for labeled inputs/outputs, with their converters, wrappers and checks
+    (of what the outputs and the updates' new values read)."""
     # positional outputs computed by labeled ops (`x.to_positional()`, an RNG state after labeled draws) are lowered too
     if all(isinstance(v.type, TensorType) for v in inputs + outputs) and not any(map(_from_labeled, outputs)):
         in_specs = [TensorInput(v.name or f"input {k}", v.type) for k, v in enumerate(inputs)]
         return inputs, outputs, in_specs, [TensorOutput() for _ in outputs], []
     from dimgraph.lower import lower_io
 
-    return lower_io(inputs, outputs)
+    return lower_io(inputs, outputs, updates)
 
 
 def _from_labeled(value):

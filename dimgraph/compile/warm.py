@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from dimgraph.backends import diskcache
-from dimgraph.core.graph import Constant, data_bytes, toposort
+from dimgraph.core.graph import Constant, ancestors, data_bytes, toposort
 from dimgraph.core.type import Type
 from dimgraph.labeled.dims import Dim, derivation_of
 
@@ -167,13 +167,26 @@ def _digest(encode, inputs, outputs, head):
             return found
         raise _Refused(f"{v.name or v!r} is neither an input, a constant nor computed (a shared variable?)")
 
-    for k, node in enumerate(toposort(outputs)):
+    # NOTE: a labeled gradient's labeled source (`lowered_from`) is digested too: the checks made from
+    # it (which labels an input may carry) differ between sources that lower to one positional graph.
+    sources = _gradient_sources(outputs)
+    for k, node in enumerate(toposort(list(outputs) + sources)):
         items.append(("node", encode(node.op), tuple(ref(i) for i in node.inputs)))
         for out in node.outputs:
             refs[id(out)] = ("out", k, out.index)
             items.append(("output", _variable(encode, out)))
-    items.append(("outputs", tuple(ref(v) for v in outputs)))
+    items.append(("outputs", tuple(ref(v) for v in outputs), tuple(ref(v) for v in sources)))
     return hashlib.blake2b(repr(items).encode(), digest_size=16).hexdigest()
+
+
+def _gradient_sources(outputs):
+    """The labeled graphs that gradients among `outputs` were lowered from (`lowered_from`), transitively."""
+    sources, seen, roots = [], set(), list(outputs)
+    while roots:
+        roots = [s for v in ancestors(roots) for s in v.tag.get("lowered_from", ())]
+        roots = [s for s in roots if id(s) not in seen and not seen.add(id(s))]
+        sources += roots
+    return sources
 
 
 def _variable(encode, v):

@@ -26,11 +26,16 @@ PYTHON_SCALARS = (bool, int, float, complex)
 
 
 def as_array(name, value) -> np.ndarray:
-    """`value` as a numeric NumPy array, or an InputError naming the input (ragged lists, text, objects)."""
+    """`value` as a numeric NumPy array, or an InputError naming the input (ragged lists, text, objects, masked values)."""
     if hasattr(value, "data_vars") and hasattr(value, "dims"):
         raise InputError(
             f"input {name!r}: expected an array or a DataArray, got an xarray.Dataset "
             f"(variables {list(value.data_vars)}); pass one of its variables, e.g. ds[{next(iter(value.data_vars), 'name')!r}]"
+        )
+    if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):
+        raise InputError(
+            f"input {name!r}: expected an array without masked values, got a masked array with {np.ma.count_masked(value)} "
+            "masked (the function would compute with the values under the mask); fill them first, e.g. .filled(np.nan)"
         )
     try:
         arr = np.asarray(value)

@@ -12,7 +12,7 @@ pass no labeled op is left.
 from __future__ import annotations
 
 from dimgraph.core.basic import constant as positional_constant
-from dimgraph.core.graph import Constant, ancestors, rebuild_node, toposort
+from dimgraph.core.graph import Constant, Variable, ancestors, rebuild_node, toposort
 from dimgraph.core.shape import ShapeI
 from dimgraph.core.type import TensorType
 from dimgraph.errors import DimError
@@ -132,11 +132,12 @@ def lower(outputs):
     return outs[0] if single else outs
 
 
-def lower_io(inputs, outputs):
-    """Positional inputs/outputs for `dg.function`, with input converters, output wrappers and checks."""
+def lower_io(inputs, outputs, updates=()):
+    """Positional inputs/outputs for `dg.function`, with input converters, output wrappers and checks
+    (of what the outputs and the `updates`' new values read)."""
     from dimgraph.core.io import TensorInput, TensorOutput
     from dimgraph.labeled.io import LabeledInput
-    from dimgraph.lower.io import LabeledOutput, indexer_checks, label_checks, shared_size_checks, size_checks
+    from dimgraph.lower.io import LabeledOutput, indexer_checks, label_checks, read_by, shared_size_checks, size_checks
 
     low = Lowering()
     pos_inputs = [low.get(v) for v in inputs]
@@ -146,8 +147,12 @@ def lower_io(inputs, outputs):
         LabeledInput(label, v.type) if is_labeled(v) else TensorInput(label, v.type) for label, v in zip(labels, inputs)
     ]
     out_specs = [LabeledOutput(o, inputs) if is_labeled(o) else TensorOutput() for o in outputs]
-    checks = size_checks(inputs, labels, low) + label_checks(inputs, outputs, labels) + shared_size_checks(inputs, outputs, labels)
-    checks += indexer_checks(inputs, outputs, labels)
+    read = list(outputs) + [v for v in updates if isinstance(v, Variable)]
+    for v in read_by(read):  # labeled constants that updates or gradients (lowered apart) read fix sizes too
+        if isinstance(v, Constant) and is_labeled(v):
+            low.get(v)
+    checks = size_checks(inputs, labels, low) + label_checks(inputs, read, labels) + shared_size_checks(inputs, read, labels)
+    checks += indexer_checks(inputs, read, labels)
     return pos_inputs, pos_outputs, in_specs, out_specs, checks
 
 

@@ -63,7 +63,14 @@ def _labeled_grad(cost, wrt, disconnected):
         pos_wrt.append(p)
     one = constant(np.ones((), dtype=pos_cost.type.dtype))
     grads = vjp([pos_cost], [one], pos_wrt, disconnected)
-    return [from_positional(g, w.type.dims) if is_labeled(w) else g for g, w in zip(grads, wrt)]
+    return [_lowered_from(from_positional(g, w.type.dims), cost) if is_labeled(w) else g for g, w in zip(grads, wrt)]
+
+
+def _lowered_from(result, source):
+    """`result`, noting the labeled graph it was computed from positionally: `dg.function` reads the
+    labeled indexers there to name the input and dim of an out-of-range position (`lower.io.indexer_checks`)."""
+    result.tag["lowered_from"] = (source,)
+    return result
 
 
 def value_and_grad(cost, wrt, disconnected="raise"):
@@ -119,7 +126,7 @@ def _labeled_jacobian(y, x, disconnected):
             new = new.rename(new.name + "_")
         taken.add(new.name)
         x_dims.append(new)
-    return from_positional(jac, tuple(y.type.dims) + tuple(x_dims))
+    return _lowered_from(from_positional(jac, tuple(y.type.dims) + tuple(x_dims)), y)
 
 
 def hessian(cost, x):

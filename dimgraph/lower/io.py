@@ -200,6 +200,21 @@ def size_checks(inputs, labels, lowering):
     return checks
 
 
+def read_by(outputs):
+    """What `outputs` read: their ancestors, and those of the labeled graphs their gradients were lowered
+    from (`lowered_from`: a gradient is computed on the positional graph, whose labeled ops it no longer shows)."""
+    found, seen, roots = [], set(), list(outputs)
+    while roots:
+        more = []
+        for v in ancestors(roots):
+            if id(v) not in seen:
+                seen.add(id(v))
+                found.append(v)
+                more += v.tag.get("lowered_from", ())
+        roots = more
+    return found
+
+
 def label_checks(inputs, outputs, labels):
     """Checks that no input DataArray labels a dim that `sel` indexed by position (its Dim has no coords).
 
@@ -209,7 +224,7 @@ def label_checks(inputs, outputs, labels):
     from dimgraph.labeled.indexing import Isel, IselUpdate
 
     selected = {}
-    for v in ancestors(list(outputs)):
+    for v in read_by(outputs):
         node = v.owner
         if node is not None and isinstance(node.op, (Isel, IselUpdate)) and node.op.by_label:
             for d in node.inputs[0].type.dims:
@@ -241,7 +256,7 @@ def indexer_checks(inputs, outputs, labels):
             for axis, d in enumerate(v.type.dims):
                 carriers.setdefault(d, (k, axis))
     checks, seen = [], set()
-    for v in ancestors(list(outputs)):
+    for v in read_by(outputs):
         node = v.owner
         if node is None or not isinstance(node.op, (Isel, IselUpdate)) or id(node) in seen:
             continue
@@ -292,7 +307,7 @@ def shared_size_checks(inputs, outputs, labels):
                     carriers.setdefault(d, (k, axis))
     checks = []
     given = {id(v) for v in inputs}
-    for v in ancestors(list(outputs)):
+    for v in read_by(outputs):
         twin = getattr(v, "shared_twin", None)
         if twin is None or id(v) in given:
             continue

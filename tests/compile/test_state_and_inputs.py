@@ -84,6 +84,19 @@ def test_dataset_as_the_value_of_one_input_is_an_input_error_naming_it(backend):
         f(t=2.0, x=ds)
 
 
+def test_masked_values_are_an_input_error_naming_the_input(backend):
+    """NumPy drops a mask when it makes an array: the function computed with the masked values."""
+    x = dg.tensor("x", shape=(None,))
+    lx = dg.labeled("lx", dims=(OBS,))
+    f, g = dg.function([x], x * 2, backend=backend), dg.function([lx], lx * 2, backend=backend)
+    masked = np.ma.masked_array([1.0, 2.0], mask=[False, True])
+    with pytest.raises(dg.InputError, match="input 'x'.*1 masked"):
+        f(masked)
+    with pytest.raises(dg.InputError, match="input 'lx'.*1 masked"):
+        g(masked)
+    assert f(np.ma.masked_array([1.0, 2.0])).tolist() == [2.0, 4.0]  # nothing masked: its data
+
+
 def test_input_size_against_a_shared_variables_is_an_input_error(backend):
     x = dg.labeled("x", dims=(OBS,))
     w = dg.shared(np.ones(3), dims=(OBS,), name="w")
@@ -94,6 +107,22 @@ def test_input_size_against_a_shared_variables_is_an_input_error(backend):
     ctx = dg.SharedContext()
     w.set(np.ones(4), ctx=ctx)
     assert f(np.arange(4.0), ctx=ctx).values.tolist() == [0.0, 1.0, 2.0, 3.0]
+    # read only by an update, or by a gradient (computed positionally): it was the kernel's ShapeError
+    g = dg.function([x], [x.sum(), dg.grad((x * w).sum(), x)], updates={w: w + x}, backend=backend)
+    with pytest.raises(dg.InputError, match="input 'x'.*'obs'.*size 4.*shared variable 'w'.*size 3"):
+        g(np.arange(4.0))
+    total, grad = g(np.arange(3.0))
+    assert float(total) == 3.0 and grad.values.tolist() == [1.0, 1.0, 1.0] and w.get().values.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_a_constant_read_only_by_a_gradient_fixes_the_input_size(backend):
+    """The gradient does not read `x` at all: it returned 3 values for 4 without an error."""
+    x = dg.labeled("x", dims=(OBS,))
+    c = dg.constant(np.array([1.0, 2.0, 3.0]), dims=(OBS,))
+    f = dg.function([x], dg.grad((x * c).sum(), x), backend=backend)
+    assert f(np.zeros(3)).values.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(dg.InputError, match="input 'x': dim 'obs' has size 4, but a constant in the graph gives it size 3"):
+        f(np.zeros(4))
 
 
 def test_an_input_named_self_is_passed_by_keyword(backend):
@@ -102,16 +131,24 @@ def test_an_input_named_self_is_passed_by_keyword(backend):
     assert float(f(self=2.0)) == 3.0
 
 
-def test_duplicate_input_names_are_refused_at_build_time():
+def test_duplicate_input_names_are_refused_at_build_time(backend):
     a, b = dg.tensor("x", shape=()), dg.tensor("x", shape=())
     with pytest.raises(ValueError, match="inputs \\[0, 1\\] are all named 'x'"):
-        dg.function([a, b], a + b, backend="python")
+        dg.function([a, b], a + b, backend=backend)
 
 
-def test_non_numeric_input_dtype_is_refused_at_build_time():
+@pytest.mark.parametrize("name", ["ctx", "trust_input"])
+def test_input_named_as_a_call_keyword_is_refused_at_build_time(backend, name):
+    """`f(ctx=3.0)` took the value as the shared-variable context and then said the input `ctx` was missing."""
+    x = dg.tensor(name, shape=())
+    with pytest.raises(ValueError, match=f"input 0 is named '{name}', the call's own keyword"):
+        dg.function([x], x + 1, backend=backend)
+
+
+def test_non_numeric_input_dtype_is_refused_at_build_time(backend):
     x = dg.labeled("x", dims=(OBS,), dtype="str")
     with pytest.raises(TypeError, match="input 'x' has dtype <U0"):
-        dg.function([x], x, backend="python")
+        dg.function([x], x, backend=backend)
 
 
 def test_trusted_python_scalar_for_a_0d_input(backend):
@@ -161,6 +198,20 @@ def test_out_of_range_labeled_indexer_names_the_input_and_the_dim(backend):
     assert f(np.arange(4.0), np.array([3, 0, -1])).values.tolist() == [3.0, 0.0, 3.0]
     with pytest.raises(IndexError, match="input 'group_idx': index 4 is out of bounds for dim 'group' of 'mu' with size 4"):
         f(np.arange(4.0), np.array([1, 4]))
+    g = dg.function([mu, group_idx], dg.grad((mu.isel(group=group_idx) ** 2).sum(), mu), backend=backend)
+    assert g(np.arange(4.0), np.array([3, 3, 1])).values.tolist() == [0.0, 2.0, 0.0, 12.0]
+    with pytest.raises(IndexError, match="input 'group_idx': index -5 is out of bounds for dim 'group' of 'mu' with size 4"):
+        g(np.arange(4.0), np.array([1, -5]))  # a gradient is computed positionally: it named only an axis
+
+
+def test_gradient_of_a_sel_by_label_refuses_data_labeled_otherwise(backend):
+    """A gradient is computed positionally; the labels check of its `sel` was missed, so a DataArray
+    labeled [2, 1, 0] was read by position (xarray would select label 0, the last element)."""
+    x = dg.labeled("x", dims=(OBS,))
+    f = dg.function([x], dg.grad(x.sel(obs=0) ** 2, x), backend=backend)
+    assert f(np.array([1.0, 2.0, 3.0])).values.tolist() == [2.0, 0.0, 0.0]
+    with pytest.raises(dg.InputError, match="input 'x': dim 'obs' has the labels \\[2, 1, 0\\]"):
+        f(xr.DataArray([1.0, 2.0, 3.0], dims=["obs"], coords={"obs": [2, 1, 0]}))
 
 
 def test_out_of_range_labeled_indexer_changes_no_state(backend):

@@ -69,6 +69,15 @@ def test_graphs_that_compile_differently_have_different_digests(other):
     assert _digest(*_model(**other)) != _digest(*_model())
 
 
+def test_gradients_of_sources_lowering_alike_have_different_digests():
+    """`sel` by label and `isel` on a dim without coords lower to one positional gradient graph,
+    but only `sel`'s refuses DataArrays labeled otherwise: the labeled source is digested too."""
+    obs = dg.Dim("obs")
+    x = dg.labeled("x", dims=(obs,))
+    by_label, by_position = dg.grad(x.sel(obs=0) ** 2, x), dg.grad(x.isel(obs=0) ** 2, x)
+    assert None is not _digest([x], [by_label]) != _digest([x], [by_position]) is not None
+
+
 def test_options_and_rewrites_are_part_of_the_digest():
     inputs, outputs = _model()
     plain = _digest(inputs, outputs)

@@ -139,10 +139,10 @@ def _load_verified(lib_path: Path, key: str):
     except FileNotFoundError:
         return None
     try:
-        expected = record.read_text().strip()
+        expected = record.read_bytes().strip()
     except FileNotFoundError:
         expected = None
-    if expected != diskcache.content_digest(key, data):
+    if expected != diskcache.content_digest(key, data).encode():  # bytes: a damaged record need not be text
         why = "no digest was recorded for it" if expected is None else f"its content does not match the digest in {record.name}"
         diskcache.discard(lib_path, why)
         return None

@@ -264,6 +264,8 @@ def compile_graph(fgraph, output="numpy", shard=None, mesh=None):
     def jax_fn(*args):
         # The caller's mode (x64 or not) decides the dtypes at the boundary, so a value and its
         # gradient agree; in between, the graph computes in its own dtypes (64-bit under x64_context).
+        if _forked_after_start:  # called bare in a forked child, it would hang as `run` would
+            check_not_forked()
         narrow = x64 and jax.dtypes.canonicalize_dtype(np.float64) != np.float64  # the caller runs without x64
         with x64_context(x64):
             args = [jax.numpy.asarray(a, dtype=d) for a, d in zip(args, in_dtypes)]
