@@ -29,6 +29,9 @@ class MappedFunction:
             raise AttributeError(name)
         return getattr(self._base, name)
 
+    def __repr__(self):
+        return f"{repr(self._base)[:-1]}, mapped over extra dims>"
+
     @property
     def compiled_extra_dims(self):
         """The sets of extra dims this function has been compiled for."""
