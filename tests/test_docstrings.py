@@ -39,5 +39,6 @@ def test_every_public_labeled_variable_method_has_a_docstring():
     for cls in (LabeledVariable, LabeledConstant):
         names = [n for n in dir(cls) if not n.startswith("_") or n in public]
         undocumented = [n for n in names if not inspect.getdoc(getattr(cls, n)) and callable(getattr(cls, n))]
-        props = [n for n in names if isinstance(inspect.getattr_static(cls, n), property) and not getattr(cls, n).__doc__]
+        props = [n for n in names if isinstance(inspect.getattr_static(cls, n), property)]
+        props = [n for n in props if not getattr(cls, n).__doc__]
         assert not undocumented and not props, (cls.__name__, undocumented, props)
