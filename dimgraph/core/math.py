@@ -47,7 +47,7 @@ def pad_ndim(x, ndim):
 def elemwise(name, *args):
     """Apply scalar op `name` elementwise with NumPy broadcasting (a DataArray operand: by dim name)."""
     if operands.hands_to_labeled(args):
-        return operands.labeled_elemwise(name, *args)
+        return operands.LABELED["elemwise"](name, *args)
     xs = _as_operands(args)
     ndim = max(x.type.ndim for x in xs)
     return Elemwise(ScalarOp(name))(*[pad_ndim(x, ndim) for x in xs])

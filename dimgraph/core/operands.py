@@ -9,7 +9,7 @@ labeled variables outrank positional ones, so `dg.scalar("s") * m` is handled
 by the labeled side in either order. An `xarray.DataArray` operand of a positional
 operation hands the operation to the labeled layer (its dims are kept, and the
 labeled rule for positional operands applies); the labeled layer registers its
-`elemwise` here when imported, as core cannot import it.
+`elemwise` and `dot` here when imported, as core cannot import it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-labeled_elemwise = None  # set by dimgraph.labeled.math: `elemwise(name, *operands)` over labeled operands
+LABELED = {}  # set by dimgraph.labeled: "elemwise" (name, *operands) and "dot" (a, b) over labeled operands
 
 # NumPy ufunc name -> dimgraph scalar op name (the same name where they agree).
 UFUNC_OPS = {
@@ -48,7 +48,7 @@ def is_dataarray(x) -> bool:
 
 def hands_to_labeled(args) -> bool:
     """Whether a positional operation over `args` belongs to the labeled layer (a DataArray is among them)."""
-    return labeled_elemwise is not None and any(is_dataarray(a) for a in args)
+    return bool(LABELED) and any(is_dataarray(a) for a in args)
 
 
 def inside_xarray_operator() -> bool:

@@ -74,8 +74,6 @@ def elemwise(name, *args):
     return LabeledElemwise(op)(*operands(args, str(op)))
 
 
-core_operands.labeled_elemwise = elemwise  # positional operations meeting a DataArray hand over to it
-
 
 def any_labeled(args) -> bool:
     return any(is_labeled(a) or is_dataarray(a) for a in args)

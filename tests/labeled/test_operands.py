@@ -71,13 +71,14 @@ def test_dataarray_operands():
 def test_dataarray_with_positional_operands():
     """A DataArray right of a positional variable is labeled data: the labeled rule applies (0-d joins)."""
     s, t = dg.scalar("s"), dg.tensor("t", shape=(3,))
-    outs = [s + M_DATA, s * M_DATA, np.maximum(s, M_DATA), dg.core.where(s > 0, M_DATA, s)]
+    outs = [s + M_DATA, s * M_DATA, np.maximum(s, M_DATA), dg.core.where(s > 0, M_DATA, s), s @ M_DATA]
     assert all(isinstance(o, LabeledVariable) and o.dims == (c,) for o in outs)
     got = dg.function([s], outs, backend="python")(2.0)
-    for g, w in zip(got, [2.0 + M_DATA, 2.0 * M_DATA, np.maximum(2.0, M_DATA), M_DATA]):
+    for g, w in zip(got, [2.0 + M_DATA, 2.0 * M_DATA, np.maximum(2.0, M_DATA), M_DATA, 2.0 * M_DATA]):
         xr.testing.assert_allclose(g, w)
-    with pytest.raises(TypeError, match=r"positional tensor with 1 axes \(t: .*dg.from_positional"):
-        t + M_DATA
+    for op in (operator.add, operator.matmul):
+        with pytest.raises(TypeError, match=r"positional tensor with 1 axes \(t: .*dg.from_positional"):
+            op(t, M_DATA)
     for op in (operator.add, operator.lt):  # left of it: xarray's operator gets there first
         with pytest.raises(TypeError, match=r"dg.as_labeled\(da\) <op> x"):
             op(M_DATA, s)
