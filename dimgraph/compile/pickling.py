@@ -9,7 +9,8 @@ that recipe; the backends' disk caches (numba's generated modules, c's shared
 libraries) make this a load rather than a compile when the cache directory is
 shared, as it is for workers on one machine. The values the default context holds
 for the function's shared variables (`w.set(...)`, updates, RNG states) travel
-with it, so the copy computes what the original would. A jax `mesh=` (it holds
+with it and are the copy's variables' initial values, so the copy computes what
+the original would (and nothing is stored per unpickled copy). A jax `mesh=` (it holds
 Device objects) travels as its device ids and axis names and is made again from
 the receiving process's devices.
 """
@@ -76,9 +77,10 @@ def shared_values(function) -> dict:
 def rebuild(recipe: Recipe, values=None):
     """A compiled function from its recipe and shared values (the unpickling half of `Function.__reduce__`)."""
     from dimgraph.compile.function import function
-    from dimgraph.core.shared import DEFAULT_CONTEXT
 
-    DEFAULT_CONTEXT._values.update(values or {})  # the unpickled variables are new objects: nothing is overwritten
+    for var, value in (values or {}).items():  # new objects, the copy's own: they start where the original was
+        var.initial_value = value = np.array(value)  # (a jax array, with output="jax", becomes NumPy)
+        value.setflags(write=False)
     options = recipe.options
     if isinstance(options.get("mesh"), MeshByIds):
         options = {**options, "mesh": options["mesh"].mesh()}

@@ -8,6 +8,7 @@ import pytest
 import xarray as xr
 
 import dimgraph as dg
+from dimgraph.core.shared import DEFAULT_CONTEXT
 
 country = dg.Dim("country", coords=["USA", "Italy", "Chile"])
 obs = dg.Dim("obs")
@@ -65,7 +66,9 @@ def test_round_trip_carries_the_default_contexts_shared_values():
     w.set([1.0, 2.0])
     v.set(np.array([10.0, 20.0, 30.0]))
     f()  # w is [2, 3] and the stream has moved on
+    held = len(DEFAULT_CONTEXT._values)
     g = pickle.loads(pickle.dumps(f))
+    assert len(DEFAULT_CONTEXT._values) == held  # nothing kept per copy
     for _ in range(2):
         (total_f, draw_f), (total_g, draw_g) = f(), g()
         assert float(total_f) == float(total_g) and float(draw_f) == float(draw_g)
