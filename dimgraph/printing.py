@@ -36,7 +36,7 @@ def dprint(obj, file=None, depth=None, width=120):
             var, level = stack.pop()
             prefix, node = " |" * level, var.owner
             if node is None:
-                lines.append(f"{prefix}{_label(var)}   {_type(var, names)}")
+                lines.extend(_wrapped(f"{prefix}{_label(var)}   {_type(var, names)}", prefix, width))
                 continue
             seen = node in ids
             if not seen:

@@ -1,6 +1,6 @@
 """A radon-style hierarchical model, used as a modeler would: MAP with scipy through one flat
-vector, a posterior predictive over (chain, draw), a Dataset in, DataArrays out, and the compiled
-model sent to worker processes.
+vector, a posterior predictive over (chain, draw), a Dataset in, DataArrays out, a picture of the
+compiled graph, and the compiled model sent to worker processes.
 
 Houses sit in counties (string coords); each county has its own intercept, drawn
 around a state-wide mean (non-centered: `a = mu_a + sigma_a * z`), and a first-floor
@@ -9,6 +9,8 @@ measurement reads lower than a basement one. The data are simulated here.
 
 import functools
 import multiprocessing
+import pathlib
+import tempfile
 
 import numpy as np
 import pandas as pd
@@ -77,6 +79,13 @@ def main():
     logp_map, a_map = logp_fn(data, **fit)
     print(f"logp at the MAP: {float(logp_map):.2f}; county intercepts:")
     print(a_map.to_series().round(2).to_string())
+
+    # A picture of the compiled model: Graphviz DOT text (in a notebook, `dg.to_dot(logp_fn)` shows
+    # itself as SVG when the graphviz package is installed).
+    picture = dg.to_dot(logp_fn)
+    path = pathlib.Path(tempfile.gettempdir()) / "fit_radon.dot"
+    path.write_text(picture)
+    print(f"the compiled graph as a picture: {path} ({picture.count(' -> ')} edges; dot -Tsvg renders it)")
 
     # Posterior predictive over (chain, draw). Stand-in posterior: the Laplace approximation at the
     # MAP (a sampler would give real draws), its Hessian the finite-difference Jacobian of the gradient.

@@ -49,6 +49,10 @@ def test_dprint_wraps_long_lines(model):
         return re.sub(r"[\s|]", "", "".join(re.sub(r"^([ |]*)   \. ", r"\1", line) for line in lines))
 
     assert squash(narrow) == squash(wide)
+    # graph inputs wrap too (a long name, a constant's values)
+    long = dg.labeled("a_long_input_name_" * 4, dims=(county,))
+    lines = _printed(dg.exp(long * 2.5).sum(), width=40)
+    assert max(map(len, lines)) <= 40 and squash(lines) == squash(_printed(dg.exp(long * 2.5).sum(), width=1000))
 
 
 def test_function_repr_and_html(model):
@@ -60,6 +64,13 @@ def test_function_repr_and_html(model):
     page = f._repr_html_()
     assert page.count("<tr>") == 1 + 4  # header, 2 inputs, 2 outputs
     assert "<td>county: 3</td>" in page and "<td>obs: ?, county: 3</td>" in page and "<td>labeled</td>" in page
+
+
+def test_mapped_function_repr():
+    mu = dg.labeled("mu", dims=(county,))
+    f = dg.function([mu], mu.sum().rename("total"), backend="python", map_extra_dims=True)
+    assert repr(f).startswith("<dimgraph.Function (mu: float64(county: 3)) -> (total: float64()) | python, ")
+    assert repr(f).endswith(", mapped over extra dims>") and "<td>county: 3</td>" in f._repr_html_()
 
 
 def test_to_dot_text(model):

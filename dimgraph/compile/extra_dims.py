@@ -29,6 +29,9 @@ class MappedFunction:
             raise AttributeError(name)
         return getattr(self._base, name)
 
+    def __repr__(self):
+        return f"{repr(self._base)[:-1]}, mapped over extra dims>"
+
     @property
     def compiled_extra_dims(self):
         """The sets of extra dims this function has been compiled for."""
@@ -111,7 +114,9 @@ class MappedFunction:
             if nb:  # every extra dim leads; one the output did not depend on is broadcast along
                 shape = static_or_symbolic(low)
                 low = broadcast_to(low, tuple(sizes[d] if low.type.shape[a] == 1 else shape[a] for a, d in enumerate(order)) + shape[nb:])
-            outputs.append(from_positional(low, order[:nb] + tuple(out.type.dims)))
+            mapped = from_positional(low, order[:nb] + tuple(out.type.dims))
+            mapped.name = out.name  # the output DataArray's (and Dataset variable's) name
+            outputs.append(mapped)
         return function(new_inputs, outputs[0] if base._single else outputs, **self._options)
 
     def __reduce__(self):

@@ -20,6 +20,9 @@ from dimgraph.errors import InputError
 class FlatParams:
     """The layout of parameters (labeled or positional variables of static size) in one float64 vector.
 
+    Parameters are real (float32 or float64): a float32 parameter gets its slice of the
+    vector rounded to float32, as a float32 model computes anyway.
+
     >>> import dimgraph as dg, numpy as np
     >>> g = dg.Dim("g", coords=["a", "b"])
     >>> layout = dg.FlatParams([dg.labeled("mu", dims=(g,)), dg.scalar("log_sigma")])
@@ -32,7 +35,7 @@ class FlatParams:
 
     def __init__(self, params):
         self.params = list(params)
-        self.names, self.shapes, self.slices = [], [], []
+        self.names, self.shapes, self.slices, self.dtypes = [], [], [], []
         start = 0
         for k, p in enumerate(self.params):
             name = p.name or f"param {k}"
@@ -43,9 +46,16 @@ class FlatParams:
                 )
             if name in self.names:
                 raise ValueError(f"flat parameters: two parameters are named {name!r}")
+            dtype = np.dtype(p.type.dtype)
+            if dtype.kind != "f":
+                raise ValueError(
+                    f"flat parameters are real-valued (float32 or float64): {name!r} has dtype {dtype}; "
+                    "give it to the function as data instead"
+                )
             size = math.prod(shape)
             self.names.append(name)
             self.shapes.append(shape)
+            self.dtypes.append(dtype)
             self.slices.append(slice(start, start + size))
             start += size
         self.size = start
@@ -71,8 +81,7 @@ class FlatParams:
         if batch_dims:
             return self._unravel_batch(theta, tuple(batch_dims))
         theta = self.check(theta)
-        return {name: self._wrap(p, theta[where].reshape(shape)) for p, name, shape, where in zip(
-            self.params, self.names, self.shapes, self.slices)}  # fmt: skip
+        return {name: self._wrap(p, a) for p, name, a in zip(self.params, self.names, self.arrays(theta))}
 
     def _unravel_batch(self, theta, batch_dims):
         import xarray as xr
@@ -83,16 +92,18 @@ class FlatParams:
                 f"theta: expected shape (*{batch_dims}, {self.size}) for batch dims {batch_dims}, got {theta.shape}"
             )
         out = {}
-        for p, name, shape, where in zip(self.params, self.names, self.shapes, self.slices):
+        for p, name, shape, where, dtype in zip(self.params, self.names, self.shapes, self.slices, self.dtypes):
             one = self._wrap(p, np.zeros(shape))  # the parameter's dims and coords
             dims = one.dims if hasattr(one, "dims") else tuple(f"{name}_dim_{a}" for a in range(len(shape)))
             coords = dict(one.coords) if hasattr(one, "coords") else {}
-            out[name] = xr.DataArray(theta[..., where].reshape(lead + shape), dims=batch_dims + tuple(dims), coords=coords)
+            values = theta[..., where].reshape(lead + shape).astype(dtype, copy=False)
+            out[name] = xr.DataArray(values, dims=batch_dims + tuple(dims), coords=coords)
         return out
 
     def arrays(self, theta) -> list:
-        """The parameters' arrays (dims order) as views into `theta`."""
-        return [theta[where].reshape(shape) for shape, where in zip(self.shapes, self.slices)]
+        """The parameters' arrays (dims order): views into `theta`, or float32 copies for float32 parameters."""
+        layout = zip(self.shapes, self.slices, self.dtypes)
+        return [theta[where].reshape(shape).astype(dtype, copy=False) for shape, where, dtype in layout]
 
     def check(self, theta) -> np.ndarray:
         theta = np.asarray(theta, dtype=np.float64)

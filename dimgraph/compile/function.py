@@ -18,7 +18,7 @@ import numpy as np
 from dimgraph.backends import get_backend
 from dimgraph.compile import warm
 from dimgraph.compile.datasets import bind_dataset, dataset_names, is_dataset, to_dataset
-from dimgraph.compile.pickling import Recipe, rebuild
+from dimgraph.compile.pickling import Recipe, portable, rebuild, shared_values
 from dimgraph.compile.sharding import resolve_shard
 from dimgraph.compile.summary import function_html, function_repr
 from dimgraph.core.io import PYTHON_SCALARS, TensorInput, TensorOutput
@@ -227,8 +227,9 @@ class Function:
         return out
 
     def __reduce__(self):
-        # By value: the recipe (graph, backend, options) travels; unpickling compiles again or loads from the cache.
-        return rebuild, (self._recipe,)
+        # By value: the recipe (graph, backend, options) and the default context's shared values travel;
+        # unpickling compiles again or loads from the cache.
+        return rebuild, (portable(self._recipe), shared_values(self))
 
     def dprint(self, file=None, width=120):
         """Print the rewritten graph with types and static shapes (lines cut at `width`)."""

@@ -41,6 +41,7 @@ class Variable:
 
     @property
     def key(self):
+        """A hash of what the variable computes (its op and inputs), equal for equal subgraphs (merging)."""
         if self._key is None:
             if self.owner is not None:
                 self._key = hash((self.owner.key, self.index))
@@ -93,6 +94,7 @@ class Constant(Variable):
         return a.dtype == b.dtype and a.shape == b.shape and memoryview(data_bytes(a)) == memoryview(data_bytes(b))
 
     def equals(self, other) -> bool:
+        """Whether `other` is a constant of the same type and values (NaNs equal): `==` builds a graph."""
         return (
             isinstance(other, Constant)
             and self.type == other.type

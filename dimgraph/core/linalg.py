@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dimgraph.core import operands
 from dimgraph.core.basic import as_tensor, constant, is_float
 from dimgraph.core.blockwise import blockwise
 from dimgraph.core.broadcast import broadcast_shape, letter_sizes
@@ -146,6 +147,8 @@ def matmul(a, b):
     >>> (a @ np.ones(3)).type.shape
     (5, None)
     """
+    if operands.hands_to_labeled((a, b)):  # a DataArray operand: xarray's `@`, over dims
+        return operands.LABELED["dot"](a, b)
     return MatMul()(a, b)
 
 

@@ -11,6 +11,7 @@ import inspect
 
 import numpy as np
 
+from dimgraph.core import operands
 from dimgraph.core.basic import as_tensor, constant, is_python_scalar
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.graph import Variable
@@ -44,7 +45,9 @@ def pad_ndim(x, ndim):
 
 
 def elemwise(name, *args):
-    """Apply scalar op `name` elementwise with NumPy broadcasting."""
+    """Apply scalar op `name` elementwise with NumPy broadcasting (a DataArray operand: by dim name)."""
+    if operands.hands_to_labeled(args):
+        return operands.LABELED["elemwise"](name, *args)
     xs = _as_operands(args)
     ndim = max(x.type.ndim for x in xs)
     return Elemwise(ScalarOp(name))(*[pad_ndim(x, ndim) for x in xs])

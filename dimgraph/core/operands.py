@@ -6,10 +6,19 @@ that have a scalar op; any other ufunc, a ufunc method (`np.add.reduce`) or
 keyword (`out=`) is a TypeError that names the dimgraph spelling. Operators and
 ufuncs defer to an operand of higher `__array_priority__` (NumPy's own rule):
 labeled variables outrank positional ones, so `dg.scalar("s") * m` is handled
-by the labeled side in either order.
+by the labeled side in either order. An `xarray.DataArray` operand of a positional
+operation hands the operation to the labeled layer (its dims are kept, and the
+labeled rule for positional operands applies); the labeled layer registers its
+`elemwise` and `dot` here when imported, as core cannot import it.
 """
 
 from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+LABELED = {}  # set by dimgraph.labeled: "elemwise" (name, *operands) and "dot" (a, b) over labeled operands
 
 # NumPy ufunc name -> dimgraph scalar op name (the same name where they agree).
 UFUNC_OPS = {
@@ -33,6 +42,34 @@ def outranked(self, operands) -> bool:
     return any(getattr(o, "__array_priority__", mine) > mine for o in operands)
 
 
+def is_dataarray(x) -> bool:
+    return type(x).__name__ == "DataArray" and hasattr(x, "dims") and hasattr(x, "indexes")
+
+
+def hands_to_labeled(args) -> bool:
+    """Whether a positional operation over `args` belongs to the labeled layer (a DataArray is among them)."""
+    return bool(LABELED) and any(is_dataarray(a) for a in args)
+
+
+def inside_xarray_operator() -> bool:
+    """Whether an xarray binary operator is on the call stack (asked only before an error or an n-d ufunc operand)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name == "_binary_op" and frame.f_globals.get("__name__", "").startswith("xarray."):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def dataarray_on_the_left(what) -> TypeError:
+    """The error for `da <op> x`: xarray passes dimgraph the DataArray's bare data, its dims lost."""
+    return TypeError(
+        f"{what}: an xarray.DataArray left of a dimgraph variable reaches dimgraph as bare data, because "
+        "xarray's operators do not hand over to other array types (pydata/xarray#9944); write "
+        "dg.as_labeled(da) <op> x, or put the dimgraph variable first"
+    )
+
+
 def array_ufunc(self, ufunc, method, inputs, kwargs, elemwise):
     """NEP 13 `__array_ufunc__` for a variable class: `elemwise(op_name, *inputs)` or a pointed TypeError."""
     if outranked(self, inputs):
@@ -48,6 +85,8 @@ def array_ufunc(self, ufunc, method, inputs, kwargs, elemwise):
             f"numpy.{name}(..., {', '.join(f'{k}=' for k in kwargs)}) on symbolic dimgraph variables: keyword "
             f"arguments are not supported; call dg.{name}(...) or use .astype for a dtype"
         )
+    if any(type(a) is np.ndarray and a.ndim for a in inputs) and inside_xarray_operator():
+        raise dataarray_on_the_left(name)
     op = UFUNC_OPS.get(name)
     if op is None:
         raise TypeError(
@@ -55,6 +94,19 @@ def array_ufunc(self, ufunc, method, inputs, kwargs, elemwise):
             f"functions (dg.exp, dg.where, ...), or compile the graph and apply numpy.{name} to the results"
         )
     return elemwise(op, *inputs)
+
+
+def no_array(self, dtype=None, copy=None):
+    """`__array__` of a symbolic variable: a TypeError saying where its values come from.
+
+    Without it NumPy would wrap the variable in a 0-d object array, and `np.where(x > 0, x, 0)`
+    or `xarray.DataArray(x)` would fail far from the cause.
+    """
+    raise TypeError(
+        f"{self!r} is a symbolic dimgraph variable: it has values only once compiled and called "
+        "(dg.function, x.eval); NumPy ufuncs build graphs from it, other NumPy functions have dimgraph "
+        "spellings (dg.where, x.sum(...), dg.concat, ...)"
+    )
 
 
 def deferring(method):

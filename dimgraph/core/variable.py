@@ -22,6 +22,8 @@ class TensorOperators:
         """`np.exp(t)` is `dg.exp(t)` (NEP 13); ufuncs without a dimgraph op are a TypeError naming it."""
         return operands.array_ufunc(self, ufunc, method, inputs, kwargs, math.elemwise)
 
+    __array__ = operands.no_array
+
     # arithmetic
     def __add__(self, other):
         return math.add(self, other)

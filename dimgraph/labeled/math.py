@@ -8,12 +8,12 @@ the dtype the other operands promote to. The top-level `dg.exp`, `dg.where`, ...
 
 from __future__ import annotations
 
-import sys
 import inspect
 
 import numpy as np
 
 from dimgraph.core import math as core_math
+from dimgraph.core import operands as core_operands
 from dimgraph.core import reduce as core_reduce
 from dimgraph.core.basic import is_python_scalar
 from dimgraph.core.graph import Variable
@@ -39,23 +39,10 @@ def as_operand(x, what="operand"):
     arr = np.asarray(x)
     if arr.ndim == 0:
         return constant(arr)
-    if _inside_xarray_operator():
-        raise TypeError(
-            f"{what}: an xarray.DataArray left of a labeled variable reaches dimgraph as bare data, because "
-            "xarray's operators do not hand over to other array types (pydata/xarray#9944); write "
-            "dg.as_labeled(da) <op> x, or put the labeled variable first"
-        )
+    if core_operands.inside_xarray_operator():
+        raise core_operands.dataarray_on_the_left(what)
     raise TypeError(f"{what}: an array with shape {arr.shape} has no dims; use dg.constant(value, dims=...)")
 
-
-def _inside_xarray_operator() -> bool:
-    """Whether an xarray binary operator is on the call stack (only asked on the error path)."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        if frame.f_code.co_name == "_binary_op" and frame.f_globals.get("__name__", "").startswith("xarray."):
-            return True
-        frame = frame.f_back
-    return False
 
 
 # NumPy 2 computes these exactly for a Python int outside the other operand's integer dtype
@@ -85,6 +72,7 @@ def elemwise(name, *args):
     """Scalar op `name` over labeled operands, broadcast by dim name."""
     op = name if isinstance(name, ScalarOp) else ScalarOp(name)
     return LabeledElemwise(op)(*operands(args, str(op)))
+
 
 
 def any_labeled(args) -> bool:

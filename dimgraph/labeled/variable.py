@@ -34,6 +34,8 @@ class LabeledOperators:
         """`np.exp(x)` is `dg.exp(x)` (NEP 13, as xarray); ufuncs without a dimgraph op are a TypeError naming it."""
         return operands.array_ufunc(self, ufunc, method, inputs, kwargs, lmath.elemwise)
 
+    __array__ = operands.no_array
+
     __add__, __radd__ = _binary("add"), _binary("add", True)
     __sub__, __rsub__ = _binary("sub"), _binary("sub", True)
     __mul__, __rmul__ = _binary("mul"), _binary("mul", True)
@@ -293,6 +295,7 @@ class LabeledOperators:
         return lindex.sel(self, indexers, method, tolerance, drop, **kwargs)
 
     def __getitem__(self, key):
+        """`x[...]`: positions in dim order (ints, slices, arrays), or a dict by dim name, as `DataArray[...]`."""
         return lindex.getitem(self, key)
 
     @property
@@ -338,6 +341,7 @@ class LabeledConstant(LabeledOperators, Constant):
 
     @property
     def key(self):
+        """A hash of the constant's type and values (labels by value), equal for equal constants (merging)."""
         if self._key is None:
             if self.type.dtype == "object":  # labels (for sel): hashed by value, not by bytes
                 self._key = hash((tuple(np.asarray(self.data).reshape(-1).tolist()), np.shape(self.data), self.type))

@@ -17,6 +17,7 @@ pytest.importorskip("jax")
 SCRIPT = textwrap.dedent(
     """
     import json
+    import pickle
 
     import jax
     import numpy as np
@@ -48,8 +49,13 @@ SCRIPT = textwrap.dedent(
     out2 = [dg.exp(x2).sum(axis=1), (x2 @ dg.core.transpose(x2)).sum()]
     xv = rng.normal(size=(6, 4))
     a = dg.function([x2], out2, backend="jax")(xv)
-    b = dg.function([x2], out2, backend="jax", shard={x2: ("rows", "cols")}, mesh=mesh)(xv)
+    on_mesh = dg.function([x2], out2, backend="jax", shard={x2: ("rows", "cols")}, mesh=mesh)
+    b = on_mesh(xv)
     report["mesh_2x2"] = all(np.allclose(p, q, rtol=1e-13) for p, q in zip(a, b))
+    # it pickles: the mesh travels as device ids and axis names
+    copy = pickle.loads(pickle.dumps(on_mesh))
+    report["pickled_mesh"] = all(np.array_equal(p, q) for p, q in zip(b, copy(xv)))
+    report["pickled_mesh_spec"] = list(copy._compiled.placement.sharding_for(0, xv.shape).spec)
 
     # labeled: the dim obs over "data", wherever it appears
     obs, k = dg.Dim("obs"), dg.Dim("k", size=2)
@@ -80,7 +86,8 @@ def test_sharded_equals_unsharded_on_four_cpu_devices():
     assert report["placed_8"] == ["data", None]
     assert report["placed_6"] == [None, None]
     assert report["out_devices_8"] == 4
-    assert report["mesh_2x2"]
+    assert report["mesh_2x2"] and report["pickled_mesh"]
+    assert report["pickled_mesh_spec"] == ["rows", "cols"]
     assert report["labeled"]
     assert report["labeled_dims"] == ["k"]
     assert report["labeled_specs"] == {"0": "('data',)", "1": "(None, 'data')"}

@@ -71,3 +71,19 @@ def test_dataset_errors():
         dg.function([t], t, output="dataset")
     with pytest.raises(TypeError, match="two outputs are named 'logp'"):
         dg.function(inputs, [outputs[0], outputs[0]], output="dataset")
+
+
+def test_dataset_with_map_extra_dims_keeps_output_names():
+    """A posterior Dataset (chain, draw) in, a Dataset of named outputs with those dims first out."""
+    inputs, outputs = _model()
+    f = dg.function(inputs, outputs[:2], backend="python", output="dataset", map_extra_dims=True)
+    posterior = xr.Dataset({"mu": (("chain", "draw", "county"), np.arange(12.0).reshape(2, 2, 3))}, coords=DATA.coords)
+    got = f(posterior, y=DATA.y, scale=2.0)
+    assert list(got.data_vars) == ["logp", "resid"] and got.logp.dims == ("chain", "draw")
+    assert got.resid.dims == ("chain", "draw", "obs", "county")
+    resid = (DATA.y - posterior.mu) / 2.0
+    xr.testing.assert_allclose(got.resid, resid.transpose("chain", "draw", "obs", "county").rename("resid"))
+    xr.testing.assert_allclose(got.logp, (-0.5 * resid**2).sum(("obs", "county")).rename("logp"))
+    # one DataArray out keeps its name too
+    single = dg.function(inputs, outputs[0], backend="python", map_extra_dims=True)(posterior.mu, DATA.y, 2.0)
+    assert single.name == "logp"

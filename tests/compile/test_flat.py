@@ -65,7 +65,21 @@ def test_scipy_minimize_with_jac_finds_the_maximum_likelihood():
     np.testing.assert_allclose(np.exp(fit["log_sigma"]), float(np.sqrt(((DATA - means) ** 2).mean())), rtol=1e-5)
 
 
+def test_float32_parameters_take_any_vector():
+    """A float32 parameter gets its slice rounded to float32 (the function would refuse inexact float64 data)."""
+    mu32, y = dg.labeled("mu32", dims=(group,), dtype="float32"), dg.labeled("y", dims=(group,))
+    fn = dg.flat_value_and_grad(((mu32 - y) ** 2).sum() + LOG_SIGMA**2, [mu32, LOG_SIGMA], inputs=[y], backend="python")
+    theta, data = np.array([0.1, 0.2, 0.3, 0.4]), np.array([1.0, 2.0, 3.0])
+    value, grad = fn(theta, y=data)
+    rounded = theta[:3].astype(np.float32).astype(np.float64)
+    np.testing.assert_allclose(value, ((rounded - data) ** 2).sum() + 0.4**2, rtol=1e-6)
+    np.testing.assert_allclose(grad, np.append(2 * (rounded - data), 0.8), rtol=1e-6)
+    assert fn.unravel(theta)["mu32"].dtype == np.float32
+
+
 def test_flat_errors():
+    with pytest.raises(ValueError, match=r"real-valued \(float32 or float64\): 'k' has dtype int64"):
+        dg.FlatParams([dg.labeled("k", dims=(group,), dtype="int64")])
     with pytest.raises(ValueError, match=r"static sizes: 'y'"):
         dg.FlatParams([dg.labeled("y", dims=(obs,))])
     with pytest.raises(ValueError, match="two parameters are named 'mu'"):

@@ -8,6 +8,7 @@ import pytest
 import xarray as xr
 
 import dimgraph as dg
+from dimgraph.core.shared import DEFAULT_CONTEXT
 
 country = dg.Dim("country", coords=["USA", "Italy", "Chile"])
 obs = dg.Dim("obs")
@@ -54,6 +55,25 @@ def test_round_trip_with_shared_updates():
     ctx = dg.SharedContext()
     g = pickle.loads(pickle.dumps(f))
     assert [float(g(ctx=ctx)) for _ in range(3)] == [0.0, 2.0, 4.0]
+
+
+def test_round_trip_carries_the_default_contexts_shared_values():
+    """Values set or updated in the default context (positional, labeled, RNG states) travel with the function."""
+    w = dg.shared(np.zeros(2), name="w")
+    v = dg.shared(xr.DataArray([1.0, 2.0, 3.0], dims="country"), dims=(country,), name="v")
+    rng = dg.rng(3)
+    f = dg.function([], [w.sum() + v.sum(), rng.normal(0.0, 1.0)], updates={w: w + 1}, backend="python")
+    w.set([1.0, 2.0])
+    v.set(np.array([10.0, 20.0, 30.0]))
+    f()  # w is [2, 3] and the stream has moved on
+    held = len(DEFAULT_CONTEXT._values)
+    g = pickle.loads(pickle.dumps(f))
+    assert len(DEFAULT_CONTEXT._values) == held  # nothing kept per copy
+    for _ in range(2):
+        (total_f, draw_f), (total_g, draw_g) = f(), g()
+        assert float(total_f) == float(total_g) and float(draw_f) == float(draw_g)
+    assert float(total_g) == 3 + 4 + 60.0
+    assert w.get().tolist() == [4.0, 5.0]  # the copy's updates land on its own variables
 
 
 def test_graph_variables_pickle_and_compile_with_their_own_inputs(backend):

@@ -68,6 +68,30 @@ def test_dataarray_operands():
     xr.testing.assert_allclose(dg.function([m], dg.as_labeled(M_DATA) - m, backend="python")(M_DATA), 0 * M_DATA)
 
 
+def test_dataarray_with_positional_operands():
+    """A DataArray right of a positional variable is labeled data: the labeled rule applies (0-d joins)."""
+    s, t = dg.scalar("s"), dg.tensor("t", shape=(3,))
+    outs = [s + M_DATA, s * M_DATA, np.maximum(s, M_DATA), dg.core.where(s > 0, M_DATA, s), s @ M_DATA]
+    assert all(isinstance(o, LabeledVariable) and o.dims == (c,) for o in outs)
+    got = dg.function([s], outs, backend="python")(2.0)
+    for g, w in zip(got, [2.0 + M_DATA, 2.0 * M_DATA, np.maximum(2.0, M_DATA), M_DATA, 2.0 * M_DATA]):
+        xr.testing.assert_allclose(g, w)
+    for op in (operator.add, operator.matmul):
+        with pytest.raises(TypeError, match=r"positional tensor with 1 axes \(t: .*dg.from_positional"):
+            op(t, M_DATA)
+    for op in (operator.add, operator.lt):  # left of it: xarray's operator gets there first
+        with pytest.raises(TypeError, match=r"dg.as_labeled\(da\) <op> x"):
+            op(M_DATA, s)
+
+
+@pytest.mark.parametrize("var", [dg.labeled("m", dims=(c,)), dg.tensor("t", shape=(3,))], ids=["labeled", "positional"])
+def test_variables_have_no_array_values(var):
+    """NumPy functions that would coerce a variable to an array say it is symbolic (not a 0-d object array)."""
+    for coerce in (np.asarray, lambda v: np.where(v > 0, v, 0), lambda v: xr.DataArray(v, dims="c")):
+        with pytest.raises(TypeError, match="is a symbolic dimgraph variable: it has values only once compiled"):
+            coerce(var)
+
+
 def test_numpy_arrays_and_scalars():
     m = dg.labeled("m", dims=(c,))
     assert isinstance(np.float64(2.0) * m, LabeledVariable) and isinstance(m * np.float64(2.0), LabeledVariable)
