@@ -106,8 +106,13 @@ def check_outputs(backend, inputs, outputs, values, expected, key=None, rtol=Non
 
 
 def assert_values(got, expected, rtol=0.0, atol=0.0, exact=False):
+    """`atol` may be an array (a tolerance per element, broadcast against the values)."""
     if exact or got.dtype.kind in "biu":
         np.testing.assert_array_equal(got, expected)
+    elif np.ndim(atol):
+        close = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
+        bad = np.argwhere(~close)[:5]
+        assert close.all(), f"not close at {bad.tolist()}: got {got[~close][:5]}, expected {expected[~close][:5]}"
     else:
         np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
 
