@@ -9,7 +9,8 @@
   a number that looks valid; `check="raise"` makes the compiled function raise
   instead (an assert in the graph).
 - `draw(state, extra_dims=())`: `(next state, draws)`, the draws on
-  `extra_dims` then the parameters' dims, from primitive draws
+  `extra_dims` then the parameters' dims (NaN, or -1 for counts, where the
+  parameters are invalid: the rule of the primitives), from primitive draws
   (`dimgraph.labeled.random`) and plain math, so they differentiate with
   respect to location/scale parameters where the draw is reparameterized.
 
@@ -153,7 +154,7 @@ class Distribution:
         """
         dims = draw_dims(list(self.params.values()), extra_dims, f"{type(self).__name__.lower()} draw")
         state, value = self.sample(state, dims, **self.params)
-        return state, value.transpose(*self.out_dims(dims))
+        return state, _invalid_draws(value, self.valid(**self.params)).transpose(*self.out_dims(dims))
 
     def out_dims(self, dims):
         return dims
@@ -169,6 +170,15 @@ def _invalid_to_nan(density, valid, check, what):
     if check == "raise":
         return _checked(density, valid, f"{what} logp: invalid parameters")
     return density + _nan_unless(valid)
+
+
+def _invalid_draws(value, valid):
+    """Draws where the parameters are valid, NaN (float draws) or -1 (counts) elsewhere, as the primitives give."""
+    if valid is None:
+        return value
+    if np.dtype(value.type.dtype).kind == "f":
+        return value + _nan_unless(valid)
+    return lmath.where(valid, value, -1)
 
 
 def _checked(value, valid, message):
@@ -454,8 +464,10 @@ class Categorical(_CoreDim):
         picked = lmath.where(hit, logp, 0.0).sum(self.dim)
         inside = hit.any(self.dim)
         density = lmath.where(inside, picked, -np.inf)
-        valid = ((p >= 0) & lmath.isfinite(p)).all(self.dim) & (p.sum(self.dim) > 0)
-        return _invalid_to_nan(density, valid, check, "categorical")
+        return _invalid_to_nan(density, self.valid(p), check, "categorical")
+
+    def valid(self, p):
+        return ((p >= 0) & lmath.isfinite(p)).all(self.dim) & (p.sum(self.dim) > 0)
 
     def sample(self, state, dims, p):
         # Gumbel-max: argmax over dim of log p + G, G = -log(-log U)
@@ -554,8 +566,14 @@ class MultivariateNormal(Distribution):
         diag = linalg.diagonal(chol, dims=self.dims)
         k = row.size
         density = -0.5 * (z * z).sum(col) - lmath.log(diag).sum(row) - 0.5 * k * _LOG_2PI
-        valid = ((diag > 0) & lmath.isfinite(diag)).all(row)
-        return _invalid_to_nan(density, valid, check, "multivariate_normal")
+        return _invalid_to_nan(density, self.valid(mu, chol), check, "multivariate_normal")
+
+    def valid(self, mu, chol):
+        """A Cholesky factor with a positive finite diagonal (a covariance that is not positive definite gives NaNs)."""
+        from dimgraph.labeled import linalg
+
+        diag = linalg.diagonal(chol, dims=self.dims)
+        return ((diag > 0) & lmath.isfinite(diag)).all(self.dims[0])
 
     def sample(self, state, dims, mu, chol):
         row, col = self.dims

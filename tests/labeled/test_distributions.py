@@ -39,8 +39,20 @@ DISCRETE = {
     "poisson_large": ({"mu": 250.0}, stats.poisson(250.0)),
     "negative_binomial": ({"n": 2.5, "p": 0.4}, stats.nbinom(2.5, 0.4)),
 }
+INVALID_DRAWS = {  # parameters outside the domain: NaN draws (counts: -1), as the log densities give NaN
+    "normal": {"mu": 0.0, "sigma": -1.0},
+    "exponential": {"lam": -2.0},
+    "uniform": {"lower": 2.0, "upper": 1.0},
+    "gamma": {"alpha": 0.0, "beta": 1.0},
+    "beta": {"alpha": 1.0, "beta": -1.0},
+    "bernoulli": {"p": 1.5},
+    "binomial": {"n": 2.5, "p": 0.5},
+    "poisson": {"mu": -1.0},
+    "negative_binomial": {"n": 0.0, "p": 0.5},
+}
 CAT_P = np.array([0.2, 0.5, 0.3])
 DIR_A = np.array([0.5, 2.0, 4.0])
+COV = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, -0.3], [0.1, -0.3, 0.8]])
 
 _DRAWS = {}
 
@@ -58,6 +70,10 @@ def draws(backend):
             outs[name] = getattr(rng, _dist_name(name))(**params, extra_dims=(N,))
         outs["categorical"] = rng.categorical(dg.constant(CAT_P, dims=(K,)), dim=K, extra_dims=(N,))
         outs["dirichlet"] = rng.dirichlet(dg.constant(DIR_A, dims=(K,)), dim="k", extra_dims=(N,))
+        bad = dg.Dim("bad", size=2)
+        for name, params in INVALID_DRAWS.items():
+            outs[f"invalid {name}"] = getattr(rng, name)(**params, extra_dims=(bad,))
+        outs["invalid categorical"] = rng.categorical(dg.constant(CAT_P - 0.3, dims=(K,)), dim=K, extra_dims=(bad,))
         f = dg.function([], list(outs.values()), backend=backend)
         _DRAWS[backend] = dict(zip(outs, f()))
     return _DRAWS[backend]
@@ -71,6 +87,14 @@ def test_continuous_draws_match_scipy(backend, name):
     assert stats.kstest(x.values, ref.cdf).pvalue > 1e-3
     if np.isfinite(ref.var()):
         assert abs(x.values.mean() - ref.mean()) < 5 * np.sqrt(ref.var() / N.size)
+    _assert_variance(x.values, ref)
+
+
+def _assert_variance(values, ref):
+    """The sample variance within 5 standard errors (var(s^2) = sigma^4 (excess kurtosis + 2) / n) where finite."""
+    var, kurtosis = ref.stats(moments="vk")
+    if np.isfinite(var) and np.isfinite(kurtosis):
+        assert abs(values.var(ddof=1) - var) < 5 * var * np.sqrt((kurtosis + 2) / len(values))
 
 
 def _chi_square_pvalue(values, ref, support):
@@ -92,6 +116,17 @@ def test_discrete_draws_match_scipy(backend, name):
     lo, hi = ref.ppf(1e-6), ref.ppf(1 - 1e-6)
     assert _chi_square_pvalue(x.values, ref, list(range(int(lo), int(hi) + 1))) > 1e-3
     assert abs(x.values.mean() - ref.mean()) < 5 * np.sqrt(ref.var() / N.size)
+    _assert_variance(x.values, ref)
+
+
+def test_invalid_parameters_give_nan_draws(backend):
+    d = draws(backend)
+    for name in [*INVALID_DRAWS, "categorical"]:
+        x = d[f"invalid {name}"]
+        if x.dtype.kind == "f":
+            assert np.isnan(x.values).all(), name
+        else:
+            assert (x.values == -1).all(), name
 
 
 def test_categorical_and_dirichlet_draws(backend):
@@ -236,36 +271,62 @@ def test_categorical_and_dirichlet_logp(backend):
     np.testing.assert_allclose(dirichlet.values, want, rtol=1e-9)
 
 
-@pytest.mark.parametrize(
-    "name, params, x",
-    [
-        ("normal", [0.3, 1.7], 0.9),
-        ("student_t", [4.0, 0.3, 1.7], 0.9),
-        ("gamma", [2.5, 1.5], 0.8),
-        ("invgamma", [2.5, 1.5], 0.8),
-        ("beta", [2.5, 1.5], 0.3),
-        ("lognormal", [0.3, 0.8], 1.2),
-        ("cauchy", [0.3, 0.8], 1.2),
-        ("negative_binomial", [2.5, 0.3], 4.0),
-        ("binomial", [12.0, 0.3], 4.0),
-        ("poisson", [3.5], 4.0),
-    ],
-)
-def test_logp_gradients_match_finite_differences(name, params, x):
-    continuous = name not in ("negative_binomial", "binomial", "poisson")
-    variables = [dg.labeled(f"v{k}", dims=()) for k in range(len(params) + 1)]
-    cost = getattr(dg.dist, name)(*variables[:-1]).logp(variables[-1])
-    wrt = variables if continuous else variables[:-1]
-    if name == "binomial":
-        wrt = variables[1:2]  # n is a count
-    f = dg.function(variables, dg.grad(cost, wrt), backend="python")
-    values = [*params, x]
-    got = [float(g) for g in f(*values)]
-    cost_fn = dg.function(variables, cost, backend="python")
-    for g, v in zip(got, wrt):
-        k = next(i for i, u in enumerate(variables) if u is v)
-        fd = numeric_grad(lambda *vals: float(cost_fn(*vals)), [np.float64(u) for u in values], k)
-        assert g == pytest.approx(float(fd), rel=1e-5, abs=1e-7), (name, k)
+GRAD_CASES = {  # name -> (parameters, x, whether x is continuous); counts differentiate w.r.t. the real parameters
+    "normal": ([0.3, 1.7], 0.9, True),
+    "halfnormal": ([1.3], 0.9, True),
+    "lognormal": ([0.3, 0.8], 1.2, True),
+    "student_t": ([4.0, 0.3, 1.7], 0.9, True),
+    "cauchy": ([0.3, 0.8], 1.2, True),
+    "uniform": ([-1.0, 2.0], 0.5, True),
+    "exponential": ([1.5], 0.7, True),
+    "gamma": ([2.5, 1.5], 0.8, True),
+    "invgamma": ([2.5, 1.5], 0.8, True),
+    "beta": ([2.5, 1.5], 0.3, True),
+    "bernoulli": ([0.3], 1.0, False),
+    "binomial": ([12.0, 0.3], 4.0, False),
+    "poisson": ([3.5], 4.0, False),
+    "negative_binomial": ([2.5, 0.3], 4.0, False),
+}
+_GRADS = {}
+
+
+def gradient_cases():
+    """[(label, cost, variables, wrt, values)]: every distribution's logp w.r.t. the value and each real parameter."""
+    if not _GRADS:
+        cases = []
+        for name, (params, x, continuous) in GRAD_CASES.items():
+            vs = [dg.labeled(f"{name}_{k}", dims=()) for k in range(len(params) + 1)]
+            cost = getattr(dg.dist, name)(*vs[:-1]).logp(vs[-1])
+            wrt = vs if continuous else vs[:-1]
+            if name == "binomial":
+                wrt = vs[1:2]  # n is a count
+            cases.append((name, cost, vs, wrt, [*params, x]))
+        row, col = K, K.rename("k2")
+        p, a, s = (dg.labeled(n, dims=(K,)) for n in ("cat_p", "dir_a", "dir_x"))
+        cases.append(("categorical", dg.dist.categorical(p, dim=K).logp(1), [p], [p], [CAT_P]))
+        cases.append(("dirichlet", dg.dist.dirichlet(a, dim=K).logp(s), [a, s], [a, s], [DIR_A, np.array([0.2, 0.3, 0.5])]))
+        mu, cov, x = dg.labeled("mvn_mu", dims=(row,)), dg.labeled("mvn_cov", dims=(row, col)), dg.labeled("mvn_x", dims=(row,))
+        mvn = dg.dist.multivariate_normal(mu, cov=cov, dims=(row, col)).logp(x)
+        cases.append(("multivariate_normal", mvn, [mu, cov, x], [mu, cov, x], [np.array([0.0, 1.0, -1.0]), COV, np.array([0.5, 0.0, 2.0])]))
+        _GRADS["cases"] = cases
+    return _GRADS["cases"]
+
+
+def test_logp_gradients_match_finite_differences(backend):
+    """Gradients w.r.t. the value and every parameter, all in one compiled function per backend."""
+    cases = gradient_cases()
+    inputs = [v for _, _, vs, _, _ in cases for v in vs]
+    f = dg.function(inputs, [g for _, cost, _, wrt, _ in cases for g in dg.grad(cost, wrt)], backend=backend)
+    got = iter(f(*[v for *_, values in cases for v in values]))
+    for name, cost, vs, wrt, values in cases:
+        cost_fn = dg.function(vs, cost, backend="python")
+        for v in wrt:
+            k = next(i for i, u in enumerate(vs) if u is v)
+            g = np.asarray(next(got))
+            fd = numeric_grad(lambda *vals: float(cost_fn(*vals)), [np.asarray(u, dtype=float) for u in values], k)
+            if v.type.ndim == 2:  # a covariance: only its symmetric part is seen by the density
+                g, fd = (g + g.T) / 2, (fd + fd.T) / 2
+            np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7, err_msg=f"{name} d/d{v.name}")
 
 
 def test_same_seed_same_numbers_and_contexts_are_independent(backend):
@@ -402,9 +463,6 @@ def test_positional_outputs_of_labeled_draws_compile():
     nxt, z = dg.dist.normal().draw(s, extra_dims=(dg.Dim("n", size=4),))
     following, values = dg.function([s], [nxt, z.to_positional()], backend="python")(dg.seed_state(0))
     assert values.shape == (4,) and int(following[2]) == 1
-
-
-COV = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, -0.3], [0.1, -0.3, 0.8]])
 
 
 def test_multivariate_normal_logp_and_draws(backend):
