@@ -258,7 +258,8 @@ class StudentT(Distribution):
 
     def log_density(self, x, nu, mu, sigma):
         z = (x - mu) / sigma
-        norm = lmath.gammaln((nu + 1) / 2) - lmath.gammaln(nu / 2) - 0.5 * lmath.log(nu * math.pi) - lmath.log(sigma)
+        # gammaln((nu + 1) / 2) - gammaln(nu / 2) = log(pi) / 2 - betaln(nu / 2, 1 / 2): no cancellation for large nu
+        norm = -lmath.betaln(nu / 2, 0.5) - 0.5 * lmath.log(nu) - lmath.log(sigma)
         return norm - (nu + 1) / 2 * lmath.log1p(z * z / nu)
 
     def sample(self, state, dims, nu, mu, sigma):

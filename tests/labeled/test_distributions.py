@@ -161,7 +161,7 @@ LOGP_CASES = {
     ),
     "student_t": (
         ["nu", "mu", "sigma"],
-        _grid((3, 0, 1, 0.5), (0.5, 1, 2, 1e6), (1e4, 0, 1, -3), (1, 0, 1e-5, 1e-5)),
+        _grid((3, 0, 1, 0.5), (0.5, 1, 2, 1e6), (1e4, 0, 1, -3), (1, 0, 1e-5, 1e-5), (1e10, 0, 1, 1), (1e300, 0, 1, 1)),
         lambda x, nu, mu, s: stats.t(nu, mu, s).logpdf(x),
     ),
     "cauchy": (["alpha", "beta"], _grid((0, 1, 3), (0, 1e-6, 1e10), (2, 5, 2)), lambda x, a, b: stats.cauchy(a, b).logpdf(x)),
