@@ -65,6 +65,17 @@ def is_rng_state(x) -> bool:
     return isinstance(getattr(x, "type", None), RNGStateType)
 
 
+def seed_sequence(seed, what="seed") -> np.random.SeedSequence:
+    """`seed` as a `numpy.random.SeedSequence`: a non-negative int (or a sequence of them), a SeedSequence, or None
+    for fresh entropy; anything else is a TypeError / ValueError naming `what`, raised before any work."""
+    if seed is None or isinstance(seed, np.random.SeedSequence):
+        return seed if seed is not None else np.random.SeedSequence()
+    try:
+        return np.random.SeedSequence(seed)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{what}: expected a non-negative int, a sequence of them, a numpy SeedSequence or None, got {seed!r}") from None
+
+
 def seed_state(seed=None) -> np.ndarray:
     """The state words for `seed` (an int, a `numpy.random.SeedSequence`, or None for fresh entropy).
 
@@ -73,8 +84,7 @@ def seed_state(seed=None) -> np.ndarray:
     >>> s.dtype.name, s.shape, int(s[2])
     ('uint64', (3,), 0)
     """
-    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    key = seq.generate_state(2, dtype=np.uint64)
+    key = seed_sequence(seed, "seed_state").generate_state(2, dtype=np.uint64)
     return np.array([key[0], key[1], 0], dtype=np.uint64)
 
 

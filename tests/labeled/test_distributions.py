@@ -421,6 +421,11 @@ def test_draw_errors():
         dg.dist.normal(np.zeros(3))
     with pytest.raises(TypeError, match="RNG state"):
         dg.dist.normal().draw(dg.labeled("s", dims=()))
+    for make in (dg.rng, dg.seed_state, dg.SharedContext):
+        with pytest.raises(TypeError, match=r"expected a non-negative int.*got 'a'"):
+            make("a")
+        with pytest.raises(ValueError, match=r"expected a non-negative int.*got -1"):
+            make(-1)
 
 
 def test_softmax_and_log_softmax_match_scipy(backend):
