@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from dimgraph.core import reduce as core_reduce
 from dimgraph.labeled import math as lmath
 from dimgraph.labeled.dims import resolve_dims
 from dimgraph.labeled.shape import arange
@@ -37,25 +38,34 @@ def xlog1py(x, y):
     return lmath.where(x == 0, 0.0, x * lmath.log1p(lmath.where(x == 0, 0.0, y)))
 
 
-def softmax(x, dim):
-    """exp(x) normalized to sum 1 over `dim` (stable: computed as exp(log_softmax)).
+def softmax(x, dim=None, axis=None):
+    """exp(x) normalized to sum 1 over `dim` (stable: computed as exp(log_softmax)); positional tensors take
+    `axis` as scipy.special.softmax.
 
     >>> import dimgraph as dg, numpy as np
     >>> k = dg.Dim("k", size=2)
     >>> dg.softmax(dg.constant(np.array([0.0, 1000.0]), dims=(k,)), k).eval().values.tolist()
     [0.0, 1.0]
     """
+    if not lmath.any_labeled((x,)):
+        return core_reduce.softmax(x, axis=axis if axis is not None else dim)
     return lmath.exp(log_softmax(x, dim))
 
 
-def log_softmax(x, dim):
-    """x - logsumexp(x) over `dim`: the log of the softmax, finite where softmax underflows.
+def log_softmax(x, dim=None, axis=None):
+    """x - logsumexp(x) over `dim`: the log of the softmax, finite where softmax underflows; positional
+    tensors take `axis` as scipy.special.log_softmax.
 
     >>> import dimgraph as dg, numpy as np
     >>> k = dg.Dim("k", size=2)
     >>> dg.log_softmax(dg.constant(np.array([0.0, 1000.0]), dims=(k,)), "k").eval().values.tolist()
     [-1000.0, 0.0]
+    >>> x = dg.tensor("x", shape=(2,))
+    >>> dg.function([x], dg.log_softmax(x, axis=0))(np.array([0.0, 1000.0])).tolist()
+    [-1000.0, 0.0]
     """
+    if not lmath.any_labeled((x,)):
+        return core_reduce.log_softmax(x, axis=axis if axis is not None else dim)
     x = lmath.as_operand(x, "log_softmax")
     (dim,) = resolve_dims(x.dims, dim, "log_softmax")
     return (x - lmath.logsumexp(x, dim)).transpose(*x.dims)

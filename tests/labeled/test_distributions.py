@@ -433,12 +433,16 @@ def test_softmax_and_log_softmax_match_scipy(backend):
 
     row = dg.Dim("row", size=2)
     x = dg.labeled("x", dims=(K, row))
-    f = dg.function([x], [dg.softmax(x, K), dg.log_softmax(x, "k")], backend=backend)
+    t = dg.tensor("t", shape=(3, 2))  # the positional layer: axis=, all axes by default (scipy)
+    outputs = [dg.softmax(x, K), dg.log_softmax(x, "k"), dg.softmax(t, axis=1), dg.log_softmax(t, axis=0), dg.softmax(t)]
+    f = dg.function([x, t], outputs, backend=backend)
     data = np.array([[1.0, -800.0], [2.0, 0.0], [3.0, 800.0]])
-    sm, lsm = f(data)
+    sm, lsm, *positional = f(data, data)
     assert sm.dims == ("k", "row")
     np.testing.assert_allclose(sm.values, softmax(data, axis=0), rtol=1e-12)
     np.testing.assert_allclose(lsm.values, log_softmax(data, axis=0), rtol=1e-12)
+    for got, want in zip(positional, [softmax(data, axis=1), log_softmax(data, axis=0), softmax(data)]):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_random_walk_in_scan_threads_the_state(backend):
