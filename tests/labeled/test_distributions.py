@@ -358,18 +358,24 @@ def test_a_stream_advances_only_in_its_context_and_reproduces():
     assert int(state.get(ctx=ctx)[2]) == 2
 
 
-def test_a_failing_call_changes_no_rng_state():
+def test_a_failing_call_changes_no_rng_state(backend):
+    """Refused inputs and errors raised by the compiled code (a position out of range) alike."""
     obs = dg.Dim("obs")
     y = dg.labeled("y", dims=(obs,))
+    i = dg.labeled("i", dims=(), dtype="int64")
     rng = dg.rng(3)
     noise = rng.normal(0.0, 1.0, extra_dims=(dg.Dim("draw", size=2),))
-    f = dg.function([y], (y + noise).sum(), backend="python")
+    f = dg.function([y, i], (y + noise.isel(draw=i)).sum(), backend=backend)
     ctx = dg.SharedContext(seed=0)
-    f(np.zeros(3), ctx=ctx)
+    f(np.zeros(3), 0, ctx=ctx)
     before = rng.states[0].get(ctx=ctx)
     with pytest.raises(dg.InputError):
-        f(np.zeros((3, 2)), ctx=ctx)
+        f(np.zeros((3, 2)), 0, ctx=ctx)
+    with pytest.raises(IndexError):
+        f(np.zeros(3), 5, ctx=ctx)
     np.testing.assert_array_equal(rng.states[0].get(ctx=ctx), before)
+    f(np.zeros(3), 1, ctx=ctx)
+    assert int(rng.states[0].get(ctx=ctx)[2]) == int(before[2]) + 1
 
 
 def test_explicit_states_are_pure_values(backend):
