@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.core.graph import Apply
-from dimgraph.core.random import PRIMITIVES, RNGStateType, is_rng_state
+from dimgraph.core.random import PRIMITIVES, RNGStateType, is_rng_state, mark_draw
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import as_dim_tuple, fmt_dims, unify_dims
 from dimgraph.labeled.math import astype, operands
@@ -43,7 +43,7 @@ class LabeledRandomDraw(LabeledOp):
             missing = [d.name for d in p.type.dims if d not in self.dims]
             if missing:
                 raise DimError(f"{self}: parameter dims {missing} are not among the draws' dims {fmt_dims(self.dims)}")
-        return Apply(self, [state, *params], [RNGStateType(), LabeledType(dtype, self.dims)])
+        return mark_draw(Apply(self, [state, *params], [RNGStateType(), LabeledType(dtype, self.dims)]))
 
     def __str__(self):
         return f"LabeledRandomDraw{{{self.kind}, {', '.join(d.name for d in self.dims)}}}"

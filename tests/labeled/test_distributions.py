@@ -464,12 +464,43 @@ def test_random_walk_in_scan_threads_the_state(backend):
     for _ in range(4):  # the same draws made one after another outside a loop
         state, eps = dg.dist.normal(0.0, 1.0).draw(state, extra_dims=(chain,))
         unrolled.append(eps)
-    f = dg.function([s], [walk, final_state, *unrolled], backend=backend)
-    walk_values, after, *steps = f(dg.seed_state(9))
+
+    def waiting(total, state):  # a while loop carries the state too: exponential waits until the total passes 3
+        state, wait = dg.dist.exponential(2.0).draw(state)
+        return total + wait, state
+
+    total, total_state = dg.while_loop(lambda total, state: total < 3.0, waiting, init=[dg.constant(0.0, dims=()), s], max_steps=10)
+    waits, state = [], s
+    for _ in range(10):
+        state, wait = dg.dist.exponential(2.0).draw(state)
+        waits.append(wait)
+    f = dg.function([s], [walk, final_state, total, total_state, *unrolled, *waits], backend=backend)
+    walk_values, after, total_value, total_after, *draws = f(dg.seed_state(9))
+    steps, waits = draws[:4], np.cumsum([float(w) for w in draws[4:]])
     assert walk_values.dims == ("t", "chain")
     np.testing.assert_allclose(walk_values.values, np.cumsum([e.values for e in steps], axis=0), rtol=1e-12)
     assert int(after[2]) == 4
     assert stats.kstest(np.diff(walk_values.values, axis=0).ravel(), stats.norm().cdf).pvalue > 1e-3
+    taken = min(int(np.argmax(waits >= 3.0)) + 1 if (waits >= 3.0).any() else 10, 10)
+    assert int(total_after[2]) == taken
+    assert float(total_value) == pytest.approx(waits[taken - 1], rel=1e-12)
+
+
+def test_a_step_drawing_from_a_state_it_does_not_carry_is_refused():
+    """Such a draw would repeat the same numbers at every step; a draw made before the loop may be read."""
+    t = dg.Dim("t", size=3)
+    zero = dg.constant(0.0, dims=())
+    with pytest.raises(ValueError, match="scan: the step draws from the RNG state 'rng_state_0' without carrying it"):
+        dg.scan(lambda x: x + dg.rng(0).normal(0.0, 1.0), init=[zero], dim=t)
+    s = dg.rng_state("s")
+    with pytest.raises(ValueError, match="while_loop: the step draws from the RNG state 's'"):
+        dg.while_loop(lambda x: x < 1.0, lambda x: x + dg.dist.exponential(1.0).draw(s)[1], init=[zero], max_steps=5)
+    with pytest.raises(ValueError, match="scan: the step draws from the RNG state 's'"):
+        dg.scan(lambda x: x + dg.core.random_draw("normal", s)[1], init=[dg.core.constant(0.0)], n_steps=3)
+    theta = dg.rng(4).normal(0.0, 1.0)
+    _, trace = dg.scan(lambda x: x + theta, init=zero, dim=t)
+    got, value = dg.function([], [trace, theta], backend="python")()
+    np.testing.assert_allclose(got.values, float(value) * np.arange(1, 4), rtol=1e-12)
 
 
 def test_positional_outputs_of_labeled_draws_compile():
@@ -536,3 +567,18 @@ def test_extra_dims_sized_by_an_input(backend):
     first, second = f(np.zeros(4)), f(np.full(2, 10.0))
     assert first.sizes["obs"] == 4 and second.sizes["obs"] == 2 and (second > 5).all()
     assert int(rng.states[0].get()[2]) == 2
+
+
+def test_mapped_over_extra_dims_each_element_draws_anew(backend):
+    """`map_extra_dims=True` (a posterior predictive over `draw`): every element draws its own numbers."""
+    group = dg.Dim("group", size=2)
+    mu = dg.labeled("mu", dims=(group,))
+    rng = dg.rng(6)
+    f = dg.function([mu], [rng.normal(mu, 1.0), rng.gamma(dg.exp(mu), 1.0)], map_extra_dims=True, backend=backend)
+    posterior = xr.DataArray(np.tile([0.0, 1.0], (1500, 1)), dims=("draw", "group"))
+    y, g = f(posterior)
+    assert y.dims == ("draw", "group") and g.dims == ("draw", "group")
+    assert stats.kstest((y - posterior).values.ravel(), stats.norm().cdf).pvalue > 1e-3
+    for j, alpha in enumerate([1.0, np.e]):
+        assert stats.kstest(g.values[:, j], stats.gamma(alpha).cdf).pvalue > 1e-3
+    assert [int(s.get()[2]) for s in rng.states] == [1, 1]
