@@ -464,26 +464,18 @@ def test_random_walk_in_scan_threads_the_state(backend):
     for _ in range(4):  # the same draws made one after another outside a loop
         state, eps = dg.dist.normal(0.0, 1.0).draw(state, extra_dims=(chain,))
         unrolled.append(eps)
-
-    def waiting(total, state):  # a while loop carries the state too: exponential waits until the total passes 3
-        state, wait = dg.dist.exponential(2.0).draw(state)
-        return total + wait, state
-
-    total, total_state = dg.while_loop(lambda total, state: total < 3.0, waiting, init=[dg.constant(0.0, dims=()), s], max_steps=10)
-    waits, state = [], s
-    for _ in range(10):
-        state, wait = dg.dist.exponential(2.0).draw(state)
-        waits.append(wait)
-    f = dg.function([s], [walk, final_state, total, total_state, *unrolled, *waits], backend=backend)
-    walk_values, after, total_value, total_after, *draws = f(dg.seed_state(9))
-    steps, waits = draws[:4], np.cumsum([float(w) for w in draws[4:]])
+    init = [dg.constant(np.zeros(500), dims=(chain,)), s]  # a while loop carries the state too: until a chain passes 4
+    until_x, until_state = dg.while_loop(lambda x, state: x.max() < 4.0, step, init=init, max_steps=4)
+    f = dg.function([s], [walk, final_state, until_x, until_state, *unrolled], backend=backend)
+    walk_values, after, until_value, until_after, *steps = f(dg.seed_state(9))
     assert walk_values.dims == ("t", "chain")
     np.testing.assert_allclose(walk_values.values, np.cumsum([e.values for e in steps], axis=0), rtol=1e-12)
     assert int(after[2]) == 4
     assert stats.kstest(np.diff(walk_values.values, axis=0).ravel(), stats.norm().cdf).pvalue > 1e-3
-    taken = min(int(np.argmax(waits >= 3.0)) + 1 if (waits >= 3.0).any() else 10, 10)
-    assert int(total_after[2]) == taken
-    assert float(total_value) == pytest.approx(waits[taken - 1], rel=1e-12)
+    passed = walk_values.values.max(axis=1) >= 4.0
+    taken = int(np.argmax(passed)) + 1 if passed.any() else 4
+    assert int(until_after[2]) == taken
+    np.testing.assert_allclose(until_value.values, walk_values.values[taken - 1], rtol=1e-12)
 
 
 def test_a_step_drawing_from_a_state_it_does_not_carry_is_refused():
