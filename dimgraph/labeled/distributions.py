@@ -132,7 +132,12 @@ class Distribution:
             density = self.log_density(x, **p)
         else:  # the formula is evaluated at a safe point outside, so no NaN reaches the gradient
             density = lmath.where(inside, self.log_density(lmath.where(inside, x, self.safe_value), **p), -np.inf)
-        return _invalid_to_nan(density, self.valid(**p), check, type(self).__name__.lower())
+        norm, valid, what = self.normalizer(**p), self.valid(**p), type(self).__name__.lower()
+        if norm is None:
+            return _invalid_to_nan(density, valid, check, what)
+        if check == "raise":
+            return _invalid_to_nan(density + norm, valid, check, what)
+        return density + (norm + _nan_unless(valid))  # the parameters' terms first: one add per element
 
     safe_value = 0.5
     positive: tuple = ()  # the parameters that must be > 0 (the default `valid`)
@@ -149,7 +154,13 @@ class Distribution:
         return ((x >= 0) if self.domain == "nonnegative" else (x > 0)) & lmath.isfinite(x)
 
     def log_density(self, x, **p):
+        """The log density's terms in x (all of it unless `normalizer` gives the parameters' own terms)."""
         raise NotImplementedError(type(self).__name__)
+
+    def normalizer(self, **p):
+        """The terms of the log density that depend on the parameters alone, kept out of `log_density` so
+        they are summed on the parameters' dims (None: `log_density` is all of it)."""
+        return None
 
     # --- draws
     def draw(self, state, extra_dims=()):
@@ -225,7 +236,10 @@ class Normal(Distribution):
 
     def log_density(self, x, mu, sigma):
         z = (x - mu) / sigma
-        return -0.5 * z * z - lmath.log(sigma) - 0.5 * _LOG_2PI
+        return -0.5 * z * z
+
+    def normalizer(self, mu, sigma):
+        return -lmath.log(sigma) - 0.5 * _LOG_2PI
 
     def sample(self, state, dims, mu, sigma):
         state, z = primitive_draw("normal", state, dims=dims)
@@ -239,7 +253,10 @@ class HalfNormal(Distribution):
 
     def log_density(self, x, sigma):
         z = x / sigma
-        return 0.5 * math.log(2 / math.pi) - lmath.log(sigma) - 0.5 * z * z
+        return -0.5 * z * z
+
+    def normalizer(self, sigma):
+        return 0.5 * math.log(2 / math.pi) - lmath.log(sigma)
 
     def sample(self, state, dims, sigma):
         state, z = primitive_draw("normal", state, dims=dims)
@@ -255,7 +272,10 @@ class LogNormal(Distribution):
     def log_density(self, x, mu, sigma):
         lx = lmath.log(x)
         z = (lx - mu) / sigma
-        return -0.5 * z * z - lmath.log(sigma) - 0.5 * _LOG_2PI - lx
+        return -0.5 * z * z - lx
+
+    def normalizer(self, mu, sigma):
+        return -lmath.log(sigma) - 0.5 * _LOG_2PI
 
     def sample(self, state, dims, mu, sigma):
         state, z = primitive_draw("normal", state, dims=dims)
@@ -268,9 +288,11 @@ class StudentT(Distribution):
 
     def log_density(self, x, nu, mu, sigma):
         z = (x - mu) / sigma
+        return -(nu + 1) / 2 * lmath.log1p(z * z / nu)
+
+    def normalizer(self, nu, mu, sigma):
         # gammaln((nu + 1) / 2) - gammaln(nu / 2) = log(pi) / 2 - betaln(nu / 2, 1 / 2): no cancellation for large nu
-        norm = -lmath.betaln(nu / 2, 0.5) - 0.5 * lmath.log(nu) - lmath.log(sigma)
-        return norm - (nu + 1) / 2 * lmath.log1p(z * z / nu)
+        return -lmath.betaln(nu / 2, 0.5) - 0.5 * lmath.log(nu) - lmath.log(sigma)
 
     def sample(self, state, dims, nu, mu, sigma):
         state, z = primitive_draw("normal", state, dims=dims)
@@ -284,7 +306,10 @@ class Cauchy(Distribution):
 
     def log_density(self, x, alpha, beta):
         z = (x - alpha) / beta
-        return -math.log(math.pi) - lmath.log(beta) - lmath.log1p(z * z)
+        return -lmath.log1p(z * z)
+
+    def normalizer(self, alpha, beta):
+        return -math.log(math.pi) - lmath.log(beta)
 
     def sample(self, state, dims, alpha, beta):
         state, u = primitive_draw("uniform", state, dims=dims)
