@@ -479,9 +479,11 @@ class NegativeBinomial(Distribution):
 class _CoreDim(Distribution):
     """A distribution whose parameter has a core dim (`dim=`): the categories or the simplex."""
 
-    def __init__(self, *args, dim, **kwargs):
+    def __init__(self, *args, dim=None, **kwargs):
         super().__init__(*args, **kwargs)
         first = next(iter(self.params.values()))
+        if dim is None:
+            raise TypeError(f"{type(self).__name__.lower()}: give the core dim of {self.names[0]!r} as dim= (one of {first.dims})")
         (self.dim,) = resolve_dims(first.dims, dim, type(self).__name__.lower())
 
 

@@ -408,10 +408,12 @@ def test_draw_dims_broadcast_by_name(backend):
     mu = dg.labeled("mu", dims=(group,))
     rng = dg.rng(1)
     y = rng.normal(mu, 0.01, extra_dims=(obs,))
-    f = dg.function([mu], y, backend=backend)
-    out = f(xr.DataArray([0.0, 10.0, -10.0], dims="group"))
+    one = rng.normal(mu, 0.01, extra_dims=obs)  # a single Dim is taken as a tuple of one
+    f = dg.function([mu], [y, one], backend=backend)
+    out, out_one = f(xr.DataArray([0.0, 10.0, -10.0], dims="group"))
     assert out.dims == ("obs", "group") and list(out.coords["group"].values) == ["a", "b", "c"]
     np.testing.assert_allclose(out.mean("obs"), [0.0, 10.0, -10.0], atol=0.01)
+    assert out_one.dims == ("obs", "group") and not np.allclose(out, out_one)
 
 
 def test_draw_errors():
@@ -427,6 +429,8 @@ def test_draw_errors():
         dg.dist.normal(np.zeros(3))
     with pytest.raises(TypeError, match="RNG state"):
         dg.dist.normal().draw(dg.labeled("s", dims=()))
+    with pytest.raises(TypeError, match=r"categorical: give the core dim of 'p' as dim="):
+        dg.dist.categorical(dg.constant(CAT_P, dims=(K,)))
     for make in (dg.rng, dg.seed_state, dg.SharedContext):
         with pytest.raises(TypeError, match=r"expected a non-negative int.*got 'a'"):
             make("a")
