@@ -578,3 +578,14 @@ def test_mapped_over_extra_dims_each_element_draws_anew(backend):
     for j, alpha in enumerate([1.0, np.e]):
         assert stats.kstest(g.values[:, j], stats.gamma(alpha).cdf).pvalue > 1e-3
     assert [int(s.get()[2]) for s in rng.states] == [1, 1]
+
+
+def test_reparameterized_draws_differentiate(backend):
+    """x = mu + sigma z: d sum(x) / d mu = n and d sum(x) / d sigma = sum(z), the z of the same state."""
+    mu, sigma = dg.labeled("mu", dims=()), dg.labeled("sigma", dims=())
+    s, obs = dg.rng_state("s"), dg.Dim("obs", size=4)
+    _, x = dg.dist.normal(mu, sigma).draw(s, extra_dims=(obs,))
+    _, z = dg.dist.normal().draw(s, extra_dims=(obs,))
+    f = dg.function([s, mu, sigma], [*dg.grad(x.sum(), [mu, sigma]), z.sum()], backend=backend)
+    d_mu, d_sigma, z_sum = f(dg.seed_state(0), 1.0, 2.0)
+    assert float(d_mu) == 4.0 and float(d_sigma) == pytest.approx(float(z_sum), rel=1e-12)
