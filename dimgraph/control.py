@@ -16,12 +16,12 @@ import numpy as np
 
 from dimgraph.core.basic import as_tensor, tensor
 from dimgraph.core.extra import assert_op
-from dimgraph.core.graph import Constant, Variable
+from dimgraph.core.graph import Constant, Variable, toposort
 from dimgraph.core.ifelse import ifelse as core_ifelse
 from dimgraph.core.loop import loop_from_graph, scan_from_graph
 from dimgraph.core.opfromgraph import op_from_graph as core_op_from_graph
 from dimgraph.core.math import eq, ge
-from dimgraph.core.random import is_rng_state
+from dimgraph.core.random import draws_made, is_rng_state
 from dimgraph.core.shape import ShapeI
 from dimgraph.core.subtensor import getitem
 from dimgraph.core.type import TensorType
@@ -217,7 +217,9 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
         n = assert_op(n, eq(n, size), msg=f"{name}: n_steps and the length of every sequence must agree")
     if labeled and dim.size is not None and isinstance(n, Constant) and int(n.data) != dim.size:
         raise DimError(f"{name}: n_steps is {int(n.data)} but the step dim {dim.name!r} has size {dim.size}")
+    since = draws_made()
     outs, _ = _as_list(step(*body.user_states, *slices))
+    _check_step_draws(outs, [*body.user_states, *slices], since, name)
     if len(outs) != len(init):
         raise ValueError(f"{name}: the step returns {len(outs)} values for {len(init)} states")
     new = body.new_states(outs, init)
@@ -251,7 +253,9 @@ def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_l
     labeled = _labeled_mode(init, name)
     init = [v if isinstance(v, Variable) else (labeled_constant(v) if labeled else as_tensor(v)) for v in init]
     body = _Body(name, init, labeled)
+    since = draws_made()
     outs, _ = _as_list(step(*body.user_states))
+    _check_step_draws(outs, body.user_states, since, name)
     if len(outs) != len(init):
         raise ValueError(f"{name}: the step returns {len(outs)} values for {len(init)} states")
     new = body.new_states(outs, init)
@@ -284,7 +288,7 @@ def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_l
     outs = loop_from_graph(body.index, states, [], new, n, start, [], until=len(init), traced=traced, name=name)
     finals = outs[: len(init)]
     if labeled:
-        finals = [from_positional(f, v.type.dims) for f, v in zip(finals, init)]
+        finals = [f if is_rng_state(v) else from_positional(f, v.type.dims) for f, v in zip(finals, init)]
     if not trace:
         return finals[0] if single else finals
     taken = outs[len(states) - 1]
@@ -295,9 +299,28 @@ def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_l
     return (finals[0], traces[0]) if single else (finals, traces)
 
 
+def _check_step_draws(outs, placeholders, since, name):
+    """Refuse draws made by the step from an RNG state it does not carry (a `dg.rng` stream's, or one from
+    outside): they would repeat the same numbers at every step. Draws made before the loop may be read."""
+    inner = {id(p) for p in placeholders}
+    for node in toposort([o for o in outs if isinstance(o, Variable)], blockers=placeholders):
+        if node.tag.get("draw", 0) > since and id(node.inputs[0]) not in inner:
+            state = node.inputs[0]
+            raise ValueError(
+                f"{name}: the step draws from the RNG state {state.name or state!r} without carrying it, so every step "
+                "would repeat the same numbers; make the state a loop state: pass it in init and return the next one "
+                "(`state, x = dg.dist.normal(mu, sigma).draw(state)` in the step), or draw before the loop with the "
+                "step dim in extra_dims"
+            )
+        if any(id(i) in inner for i in node.inputs):
+            inner.update(id(o) for o in node.outputs)
+
+
 def _user_after(body, k, new):
     """A labeled view of the new value of state k, lowering to `new` (the condition reads the states after a step)."""
     v = body.user_states[k]
+    if is_rng_state(v):  # positional in every mode
+        return new
     user = LabeledType(v.type.dtype, v.type.dims).make_variable()
     body.inner.memo[id(user)] = new
     return user

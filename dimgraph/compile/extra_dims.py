@@ -7,7 +7,8 @@ a new set of extra dims (by input and name) builds the vectorized graph
 (the lowered graph through `vectorize_graph`, one graph for the whole batch) and compiles it once;
 later calls with the same names reuse it, whatever their sizes. Outputs carry
 the extra dims first, in order of first appearance over the inputs, with the
-coords the DataArrays give them.
+coords the DataArrays give them. Random draws are made anew for every element
+of the extra dims (a posterior predictive), as separate calls would.
 """
 
 from __future__ import annotations
@@ -81,9 +82,11 @@ class MappedFunction:
         contiguous runs (`dimgraph.core.vectorize`).
         """
         from dimgraph.compile.function import function
+        from dimgraph.compile.random import default_updates
         from dimgraph.core.shape import ShapeI
         from dimgraph.core.shape_ops import broadcast_to
         from dimgraph.core.shape import static_or_symbolic
+        from dimgraph.core.random import draw_over_batch
         from dimgraph.core.vectorize import vectorize_graph
         from dimgraph.labeled.basic import from_positional
         from dimgraph.labeled.dims import Dim
@@ -107,9 +110,16 @@ class MappedFunction:
             for ax, d in enumerate(present):
                 sizes.setdefault(d, ShapeI(ax)(ToPositional(present + tuple(var.type.dims))(new)))
             replace[positional_twin(var)] = _to_batched_positional(new, var.type.dims, order)
-        lowered = lower(list(base.outputs))
+        # the streams' next states go through the same vectorizing: theirs read the draws' parameters and sizes
+        explicit = dict(self._options.get("updates") or {})
+        streams = default_updates(base.outputs, explicit)
+        lowered = lower(list(base.outputs) + list(streams.values()))
         outputs = []
-        for out, low in zip(base.outputs, vectorize_graph(lowered, replace)):
+        batch_sizes = [sizes[d] for d in order]
+        fresh_draws = lambda node, ins: draw_over_batch(node, ins, batch_sizes)  # noqa: E731 - each element draws anew
+        vectorized = vectorize_graph(lowered, replace, node_rule=fresh_draws)
+        options = dict(self._options, updates={**explicit, **dict(zip(streams, vectorized[len(base.outputs) :]))})
+        for out, low in zip(base.outputs, vectorized):
             nb = low.type.ndim - out.type.ndim
             if nb:  # every extra dim leads; one the output did not depend on is broadcast along
                 shape = static_or_symbolic(low)
@@ -117,7 +127,7 @@ class MappedFunction:
             mapped = from_positional(low, order[:nb] + tuple(out.type.dims))
             mapped.name = out.name  # the output DataArray's (and Dataset variable's) name
             outputs.append(mapped)
-        return function(new_inputs, outputs[0] if base._single else outputs, **self._options)
+        return function(new_inputs, outputs[0] if base._single else outputs, **options)
 
     def __reduce__(self):
         """Pickles as the base function and its options; vectorized versions compile again when called."""

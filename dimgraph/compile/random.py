@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.core.shared import SharedTensor
-from dimgraph.core.random import RNGStateType, seed_state
+from dimgraph.core.random import RNGStateType, seed_sequence, seed_state
 from dimgraph.labeled.distributions import DISTRIBUTIONS
 
 
@@ -63,7 +63,7 @@ class RandomStream:
     """
 
     def __init__(self, seed=None):
-        self.seed_sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        self.seed_sequence = seed_sequence(seed, "dg.rng")
         self.states = []  # the shared states, one per draw made so far
 
     def draw(self, dist, extra_dims=()):

@@ -27,9 +27,10 @@ from dimgraph.core.basic import as_tensor, constant
 from dimgraph.core.elemwise import DimShuffle
 from dimgraph.core.graph import Apply, Constant, Op
 from dimgraph.core.math import as_float, cast
-from dimgraph.core.shape import to_static
+from dimgraph.core.shape import shape_entry_as_variable, to_static
 from dimgraph.core.type import TensorType
 from dimgraph.core.variable import TensorVariable
+from dimgraph.core.vectorize import pad
 from dimgraph.errors import NonDifferentiable
 
 STATE_WORDS = 3
@@ -65,6 +66,32 @@ def is_rng_state(x) -> bool:
     return isinstance(getattr(x, "type", None), RNGStateType)
 
 
+_draws_made = [0]
+
+
+def draws_made() -> int:
+    """How many draw nodes (positional or labeled) were made so far: a loop compares it before and after its step."""
+    return _draws_made[0]
+
+
+def mark_draw(node):
+    """Number the draw node `node` (in `node.tag["draw"]`) and return it."""
+    _draws_made[0] += 1
+    node.tag["draw"] = _draws_made[0]
+    return node
+
+
+def seed_sequence(seed, what="seed") -> np.random.SeedSequence:
+    """`seed` as a `numpy.random.SeedSequence`: a non-negative int (or a sequence of them), a SeedSequence, or None
+    for fresh entropy; anything else is a TypeError / ValueError naming `what`, raised before any work."""
+    if seed is None or isinstance(seed, np.random.SeedSequence):
+        return seed if seed is not None else np.random.SeedSequence()
+    try:
+        return np.random.SeedSequence(seed)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{what}: expected a non-negative int, a sequence of them, a numpy SeedSequence or None, got {seed!r}") from None
+
+
 def seed_state(seed=None) -> np.ndarray:
     """The state words for `seed` (an int, a `numpy.random.SeedSequence`, or None for fresh entropy).
 
@@ -73,8 +100,7 @@ def seed_state(seed=None) -> np.ndarray:
     >>> s.dtype.name, s.shape, int(s[2])
     ('uint64', (3,), 0)
     """
-    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    key = seq.generate_state(2, dtype=np.uint64)
+    key = seed_sequence(seed, "seed_state").generate_state(2, dtype=np.uint64)
     return np.array([key[0], key[1], 0], dtype=np.uint64)
 
 
@@ -160,7 +186,7 @@ class RandomDraw(Op):
                 s = to_static(s)
                 if ps is not None and ps != 1 and s is not None and ps != s:
                     raise ValueError(f"{self}: parameter {p!r} has size {ps} on axis {k}, the draws {s}")
-        return Apply(self, inputs, [RNGStateType(), TensorType(self.dtype, tuple(to_static(s) for s in shape))])
+        return mark_draw(Apply(self, inputs, [RNGStateType(), TensorType(self.dtype, tuple(to_static(s) for s in shape))]))
 
     def infer_shape(self, inputs, input_shapes):
         size = inputs[1 + self.nparams :]
@@ -181,6 +207,21 @@ class RandomDraw(Op):
 
     def __str__(self):
         return f"RandomDraw{{{self.kind}}}"
+
+
+def draw_over_batch(node, inputs, batch):
+    """The outputs of the draw `node` with leading batch axes of sizes `batch`: fresh numbers for every batch
+    element, from its one state (what `dg.function(..., map_extra_dims=True)` gives each (chain, draw), as
+    separate calls would). `inputs` are the node's new inputs, parameters with some leading batch axes or
+    none; None for a node that is not a draw.
+    """
+    if not isinstance(node.op, RandomDraw):
+        return None
+    op, (state, *rest) = node.op, inputs
+    if state.type.ndim != 1 or any(s.type.ndim for s in rest[op.nparams :]):
+        raise ValueError(f"{op}: a batch of RNG states or of draw sizes cannot be mapped over")
+    params = [pad(p, len(batch) + q.type.ndim - p.type.ndim) for p, q in zip(rest[: op.nparams], node.inputs[1:])]
+    return list(RandomDraw(op.kind)(state, *params, *[shape_entry_as_variable(b) for b in batch], *rest[op.nparams :]))
 
 
 def _numpy_draw(kind, gen, size, params):

@@ -211,6 +211,17 @@ def logsumexp(x, axis=None, keepdims=False):
     return DimShuffle(x.type.ndim, keep)(out)
 
 
+def log_softmax(x, axis=None):
+    """x - logsumexp(x) along `axis` (all axes for None, as scipy.special.log_softmax): finite where softmax underflows."""
+    x = m.as_float(x)
+    return x - logsumexp(x, axis, keepdims=True)
+
+
+def softmax(x, axis=None):
+    """exp(x) normalized to sum 1 along `axis` (all axes for None, as scipy.special.softmax), as exp(log_softmax)."""
+    return m.exp(log_softmax(x, axis))
+
+
 def _arg(mode, x, axis, keepdims):
     x = as_tensor(x)
     if axis is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.core.io import TensorInput
+from dimgraph.core.random import seed_sequence
 from dimgraph.core.type import TensorType
 from dimgraph.core.variable import TensorVariable
 
@@ -25,7 +26,7 @@ class SharedContext:
 
     def __init__(self, seed=None):
         self._values = {}
-        self.seed_sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        self.seed_sequence = seed_sequence(seed, "SharedContext")
 
     def get(self, var):
         found = self._values.get(var, _UNSET)

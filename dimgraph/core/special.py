@@ -129,8 +129,8 @@ def gamma_inc(a: float, x: float, upper: bool) -> float:
     """The regularized incomplete gamma function: P(a, x) (lower) or Q(a, x) = 1 - P (upper, `upper=True`).
 
     The power series of P where x < a + 1, Legendre's continued fraction of Q
-    (modified Lentz) elsewhere, so the one computed is never a difference close
-    to 1. About 1e-14 relative for a up to a few hundred. a = 0 gives the limit
+    (modified Lentz) elsewhere, and Q's own series for a < 1/2 where x < a + 1
+    (P is near 1 there), so the one computed is never a difference close to 1. About 1e-14 relative for a up to a few hundred. a = 0 gives the limit
     (P = 1 for x > 0); a < 0 or x < 0 is nan, as scipy.special.gammainc.
     """
     if a != a or x != x or a < 0.0 or x < 0.0 or (a == math.inf and x == math.inf):
@@ -145,6 +145,24 @@ def gamma_inc(a: float, x: float, upper: bool) -> float:
         return 1.0 if upper else 0.0
     if math.isinf(x):
         return 0.0 if upper else 1.0
+    if upper and a < 0.5 and x < a + 1.0:
+        # Q for small a without 1 - P (P is near 1 there: Q(1e-300, 1e-300) came out negative), DLMF 8.7.3:
+        # Q = -expm1(e) - exp(e) a sum_{n>=1} (-x)^n / (n! (a + n)),  e = a log x - lgamma(1 + a)
+        if a < 0.01:  # lgamma(1 + a) = -euler a + sum_k (-1)^k zeta(k) a^k / k: 1 + a would round a off
+            lgamma1p = a * (-0.5772156649015329 + a * (0.8224670334241132 + a * (-0.40068563438653143 + a * (
+                0.27058080842778454 + a * (-0.207385551028674 + a * (0.16955717699740822 + a * (
+                    -0.14404989676884614 + a * 0.12550966952474304)))))))
+        else:
+            lgamma1p = math.lgamma(1.0 + a)
+        e = a * math.log(x) - lgamma1p
+        term = 1.0
+        total = 0.0
+        for n in range(1, 200):
+            term *= -x / n
+            total += term / (a + n)
+            if abs(term) < _EPS * abs(total):
+                break
+        return -math.expm1(e) - math.exp(e) * a * total
     log_front = a * math.log(x) - x - math.lgamma(a)
     if x < a + 1.0:
         term = 1.0 / a

@@ -9,7 +9,8 @@
   a number that looks valid; `check="raise"` makes the compiled function raise
   instead (an assert in the graph).
 - `draw(state, extra_dims=())`: `(next state, draws)`, the draws on
-  `extra_dims` then the parameters' dims, from primitive draws
+  `extra_dims` then the parameters' dims (NaN, or -1 for counts, where the
+  parameters are invalid: the rule of the primitives), from primitive draws
   (`dimgraph.labeled.random`) and plain math, so they differentiate with
   respect to location/scale parameters where the draw is reparameterized.
 
@@ -23,6 +24,7 @@ import math
 
 import numpy as np
 
+from dimgraph.core import reduce as core_reduce
 from dimgraph.labeled import math as lmath
 from dimgraph.labeled.dims import resolve_dims
 from dimgraph.labeled.shape import arange
@@ -36,25 +38,34 @@ def xlog1py(x, y):
     return lmath.where(x == 0, 0.0, x * lmath.log1p(lmath.where(x == 0, 0.0, y)))
 
 
-def softmax(x, dim):
-    """exp(x) normalized to sum 1 over `dim` (stable: computed as exp(log_softmax)).
+def softmax(x, dim=None, axis=None):
+    """exp(x) normalized to sum 1 over `dim` (stable: computed as exp(log_softmax)); positional tensors take
+    `axis` as scipy.special.softmax.
 
     >>> import dimgraph as dg, numpy as np
     >>> k = dg.Dim("k", size=2)
     >>> dg.softmax(dg.constant(np.array([0.0, 1000.0]), dims=(k,)), k).eval().values.tolist()
     [0.0, 1.0]
     """
+    if not lmath.any_labeled((x,)):
+        return core_reduce.softmax(x, axis=axis if axis is not None else dim)
     return lmath.exp(log_softmax(x, dim))
 
 
-def log_softmax(x, dim):
-    """x - logsumexp(x) over `dim`: the log of the softmax, finite where softmax underflows.
+def log_softmax(x, dim=None, axis=None):
+    """x - logsumexp(x) over `dim`: the log of the softmax, finite where softmax underflows; positional
+    tensors take `axis` as scipy.special.log_softmax.
 
     >>> import dimgraph as dg, numpy as np
     >>> k = dg.Dim("k", size=2)
     >>> dg.log_softmax(dg.constant(np.array([0.0, 1000.0]), dims=(k,)), "k").eval().values.tolist()
     [-1000.0, 0.0]
+    >>> x = dg.tensor("x", shape=(2,))
+    >>> dg.function([x], dg.log_softmax(x, axis=0))(np.array([0.0, 1000.0])).tolist()
+    [-1000.0, 0.0]
     """
+    if not lmath.any_labeled((x,)):
+        return core_reduce.log_softmax(x, axis=axis if axis is not None else dim)
     x = lmath.as_operand(x, "log_softmax")
     (dim,) = resolve_dims(x.dims, dim, "log_softmax")
     return (x - lmath.logsumexp(x, dim)).transpose(*x.dims)
@@ -121,7 +132,12 @@ class Distribution:
             density = self.log_density(x, **p)
         else:  # the formula is evaluated at a safe point outside, so no NaN reaches the gradient
             density = lmath.where(inside, self.log_density(lmath.where(inside, x, self.safe_value), **p), -np.inf)
-        return _invalid_to_nan(density, self.valid(**p), check, type(self).__name__.lower())
+        norm, valid, what = self.normalizer(**p), self.valid(**p), type(self).__name__.lower()
+        if norm is None:
+            return _invalid_to_nan(density, valid, check, what)
+        if check == "raise":
+            return _invalid_to_nan(density + norm, valid, check, what)
+        return density + (norm + _nan_unless(valid))  # the parameters' terms first: one add per element
 
     safe_value = 0.5
     positive: tuple = ()  # the parameters that must be > 0 (the default `valid`)
@@ -138,7 +154,13 @@ class Distribution:
         return ((x >= 0) if self.domain == "nonnegative" else (x > 0)) & lmath.isfinite(x)
 
     def log_density(self, x, **p):
+        """The log density's terms in x (all of it unless `normalizer` gives the parameters' own terms)."""
         raise NotImplementedError(type(self).__name__)
+
+    def normalizer(self, **p):
+        """The terms of the log density that depend on the parameters alone, kept out of `log_density` so
+        they are summed on the parameters' dims (None: `log_density` is all of it)."""
+        return None
 
     # --- draws
     def draw(self, state, extra_dims=()):
@@ -153,7 +175,7 @@ class Distribution:
         """
         dims = draw_dims(list(self.params.values()), extra_dims, f"{type(self).__name__.lower()} draw")
         state, value = self.sample(state, dims, **self.params)
-        return state, value.transpose(*self.out_dims(dims))
+        return state, _invalid_draws(value, self.valid(**self.params)).transpose(*self.out_dims(dims))
 
     def out_dims(self, dims):
         return dims
@@ -169,6 +191,15 @@ def _invalid_to_nan(density, valid, check, what):
     if check == "raise":
         return _checked(density, valid, f"{what} logp: invalid parameters")
     return density + _nan_unless(valid)
+
+
+def _invalid_draws(value, valid):
+    """Draws where the parameters are valid, NaN (float draws) or -1 (counts) elsewhere, as the primitives give."""
+    if valid is None:
+        return value
+    if np.dtype(value.type.dtype).kind == "f":
+        return value + _nan_unless(valid)
+    return lmath.where(valid, value, -1)
 
 
 def _checked(value, valid, message):
@@ -205,7 +236,10 @@ class Normal(Distribution):
 
     def log_density(self, x, mu, sigma):
         z = (x - mu) / sigma
-        return -0.5 * z * z - lmath.log(sigma) - 0.5 * _LOG_2PI
+        return -0.5 * z * z
+
+    def normalizer(self, mu, sigma):
+        return -lmath.log(sigma) - 0.5 * _LOG_2PI
 
     def sample(self, state, dims, mu, sigma):
         state, z = primitive_draw("normal", state, dims=dims)
@@ -219,7 +253,10 @@ class HalfNormal(Distribution):
 
     def log_density(self, x, sigma):
         z = x / sigma
-        return 0.5 * math.log(2 / math.pi) - lmath.log(sigma) - 0.5 * z * z
+        return -0.5 * z * z
+
+    def normalizer(self, sigma):
+        return 0.5 * math.log(2 / math.pi) - lmath.log(sigma)
 
     def sample(self, state, dims, sigma):
         state, z = primitive_draw("normal", state, dims=dims)
@@ -235,7 +272,10 @@ class LogNormal(Distribution):
     def log_density(self, x, mu, sigma):
         lx = lmath.log(x)
         z = (lx - mu) / sigma
-        return -0.5 * z * z - lmath.log(sigma) - 0.5 * _LOG_2PI - lx
+        return -0.5 * z * z - lx
+
+    def normalizer(self, mu, sigma):
+        return -lmath.log(sigma) - 0.5 * _LOG_2PI
 
     def sample(self, state, dims, mu, sigma):
         state, z = primitive_draw("normal", state, dims=dims)
@@ -248,8 +288,11 @@ class StudentT(Distribution):
 
     def log_density(self, x, nu, mu, sigma):
         z = (x - mu) / sigma
-        norm = lmath.gammaln((nu + 1) / 2) - lmath.gammaln(nu / 2) - 0.5 * lmath.log(nu * math.pi) - lmath.log(sigma)
-        return norm - (nu + 1) / 2 * lmath.log1p(z * z / nu)
+        return -(nu + 1) / 2 * lmath.log1p(z * z / nu)
+
+    def normalizer(self, nu, mu, sigma):
+        # gammaln((nu + 1) / 2) - gammaln(nu / 2) = log(pi) / 2 - betaln(nu / 2, 1 / 2): no cancellation for large nu
+        return -lmath.betaln(nu / 2, 0.5) - 0.5 * lmath.log(nu) - lmath.log(sigma)
 
     def sample(self, state, dims, nu, mu, sigma):
         state, z = primitive_draw("normal", state, dims=dims)
@@ -263,7 +306,10 @@ class Cauchy(Distribution):
 
     def log_density(self, x, alpha, beta):
         z = (x - alpha) / beta
-        return -math.log(math.pi) - lmath.log(beta) - lmath.log1p(z * z)
+        return -lmath.log1p(z * z)
+
+    def normalizer(self, alpha, beta):
+        return -math.log(math.pi) - lmath.log(beta)
 
     def sample(self, state, dims, alpha, beta):
         state, u = primitive_draw("uniform", state, dims=dims)
@@ -433,9 +479,11 @@ class NegativeBinomial(Distribution):
 class _CoreDim(Distribution):
     """A distribution whose parameter has a core dim (`dim=`): the categories or the simplex."""
 
-    def __init__(self, *args, dim, **kwargs):
+    def __init__(self, *args, dim=None, **kwargs):
         super().__init__(*args, **kwargs)
         first = next(iter(self.params.values()))
+        if dim is None:
+            raise TypeError(f"{type(self).__name__.lower()}: give the core dim of {self.names[0]!r} as dim= (one of {first.dims})")
         (self.dim,) = resolve_dims(first.dims, dim, type(self).__name__.lower())
 
 
@@ -454,8 +502,10 @@ class Categorical(_CoreDim):
         picked = lmath.where(hit, logp, 0.0).sum(self.dim)
         inside = hit.any(self.dim)
         density = lmath.where(inside, picked, -np.inf)
-        valid = ((p >= 0) & lmath.isfinite(p)).all(self.dim) & (p.sum(self.dim) > 0)
-        return _invalid_to_nan(density, valid, check, "categorical")
+        return _invalid_to_nan(density, self.valid(p), check, "categorical")
+
+    def valid(self, p):
+        return ((p >= 0) & lmath.isfinite(p)).all(self.dim) & (p.sum(self.dim) > 0)
 
     def sample(self, state, dims, p):
         # Gumbel-max: argmax over dim of log p + G, G = -log(-log U)
@@ -554,8 +604,14 @@ class MultivariateNormal(Distribution):
         diag = linalg.diagonal(chol, dims=self.dims)
         k = row.size
         density = -0.5 * (z * z).sum(col) - lmath.log(diag).sum(row) - 0.5 * k * _LOG_2PI
-        valid = ((diag > 0) & lmath.isfinite(diag)).all(row)
-        return _invalid_to_nan(density, valid, check, "multivariate_normal")
+        return _invalid_to_nan(density, self.valid(mu, chol), check, "multivariate_normal")
+
+    def valid(self, mu, chol):
+        """A Cholesky factor with a positive finite diagonal (a covariance that is not positive definite gives NaNs)."""
+        from dimgraph.labeled import linalg
+
+        diag = linalg.diagonal(chol, dims=self.dims)
+        return ((diag > 0) & lmath.isfinite(diag)).all(self.dims[0])
 
     def sample(self, state, dims, mu, chol):
         row, col = self.dims

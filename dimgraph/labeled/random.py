@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.core.graph import Apply
-from dimgraph.core.random import PRIMITIVES, RNGStateType, is_rng_state
+from dimgraph.core.random import PRIMITIVES, RNGStateType, is_rng_state, mark_draw
 from dimgraph.errors import DimError
-from dimgraph.labeled.dims import as_dim_tuple, fmt_dims, unify_dims
+from dimgraph.labeled.dims import Dim, as_dim_tuple, fmt_dims, unify_dims
 from dimgraph.labeled.math import astype, operands
 from dimgraph.labeled.ops import LabeledOp, is_labeled
 from dimgraph.labeled.type import LabeledType
@@ -43,7 +43,7 @@ class LabeledRandomDraw(LabeledOp):
             missing = [d.name for d in p.type.dims if d not in self.dims]
             if missing:
                 raise DimError(f"{self}: parameter dims {missing} are not among the draws' dims {fmt_dims(self.dims)}")
-        return Apply(self, [state, *params], [RNGStateType(), LabeledType(dtype, self.dims)])
+        return mark_draw(Apply(self, [state, *params], [RNGStateType(), LabeledType(dtype, self.dims)]))
 
     def __str__(self):
         return f"LabeledRandomDraw{{{self.kind}, {', '.join(d.name for d in self.dims)}}}"
@@ -51,7 +51,7 @@ class LabeledRandomDraw(LabeledOp):
 
 def draw_dims(params, extra_dims, what):
     """`extra_dims` then the dims of `params` (order of first appearance); a name in both is a DimError."""
-    extra = as_dim_tuple(tuple(extra_dims), what)
+    extra = as_dim_tuple((extra_dims,) if isinstance(extra_dims, Dim) else tuple(extra_dims), what)
     param_dims = unify_dims(what, params) if params else ()
     clashes = [d.name for d in extra if d.name in {p.name for p in param_dims}]
     if clashes:

@@ -39,8 +39,20 @@ DISCRETE = {
     "poisson_large": ({"mu": 250.0}, stats.poisson(250.0)),
     "negative_binomial": ({"n": 2.5, "p": 0.4}, stats.nbinom(2.5, 0.4)),
 }
+INVALID_DRAWS = {  # parameters outside the domain: NaN draws (counts: -1), as the log densities give NaN
+    "normal": {"mu": 0.0, "sigma": -1.0},
+    "exponential": {"lam": -2.0},
+    "uniform": {"lower": 2.0, "upper": 1.0},
+    "gamma": {"alpha": 0.0, "beta": 1.0},
+    "beta": {"alpha": 1.0, "beta": -1.0},
+    "bernoulli": {"p": 1.5},
+    "binomial": {"n": 2.5, "p": 0.5},
+    "poisson": {"mu": -1.0},
+    "negative_binomial": {"n": 0.0, "p": 0.5},
+}
 CAT_P = np.array([0.2, 0.5, 0.3])
 DIR_A = np.array([0.5, 2.0, 4.0])
+COV = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, -0.3], [0.1, -0.3, 0.8]])
 
 _DRAWS = {}
 
@@ -58,6 +70,10 @@ def draws(backend):
             outs[name] = getattr(rng, _dist_name(name))(**params, extra_dims=(N,))
         outs["categorical"] = rng.categorical(dg.constant(CAT_P, dims=(K,)), dim=K, extra_dims=(N,))
         outs["dirichlet"] = rng.dirichlet(dg.constant(DIR_A, dims=(K,)), dim="k", extra_dims=(N,))
+        bad = dg.Dim("bad", size=2)
+        for name, params in INVALID_DRAWS.items():
+            outs[f"invalid {name}"] = getattr(rng, name)(**params, extra_dims=(bad,))
+        outs["invalid categorical"] = rng.categorical(dg.constant(CAT_P - 0.3, dims=(K,)), dim=K, extra_dims=(bad,))
         f = dg.function([], list(outs.values()), backend=backend)
         _DRAWS[backend] = dict(zip(outs, f()))
     return _DRAWS[backend]
@@ -71,6 +87,14 @@ def test_continuous_draws_match_scipy(backend, name):
     assert stats.kstest(x.values, ref.cdf).pvalue > 1e-3
     if np.isfinite(ref.var()):
         assert abs(x.values.mean() - ref.mean()) < 5 * np.sqrt(ref.var() / N.size)
+    _assert_variance(x.values, ref)
+
+
+def _assert_variance(values, ref):
+    """The sample variance within 5 standard errors (var(s^2) = sigma^4 (excess kurtosis + 2) / n) where finite."""
+    var, kurtosis = ref.stats(moments="vk")
+    if np.isfinite(var) and np.isfinite(kurtosis):
+        assert abs(values.var(ddof=1) - var) < 5 * var * np.sqrt((kurtosis + 2) / len(values))
 
 
 def _chi_square_pvalue(values, ref, support):
@@ -92,6 +116,17 @@ def test_discrete_draws_match_scipy(backend, name):
     lo, hi = ref.ppf(1e-6), ref.ppf(1 - 1e-6)
     assert _chi_square_pvalue(x.values, ref, list(range(int(lo), int(hi) + 1))) > 1e-3
     assert abs(x.values.mean() - ref.mean()) < 5 * np.sqrt(ref.var() / N.size)
+    _assert_variance(x.values, ref)
+
+
+def test_invalid_parameters_give_nan_draws(backend):
+    d = draws(backend)
+    for name in [*INVALID_DRAWS, "categorical"]:
+        x = d[f"invalid {name}"]
+        if x.dtype.kind == "f":
+            assert np.isnan(x.values).all(), name
+        else:
+            assert (x.values == -1).all(), name
 
 
 def test_categorical_and_dirichlet_draws(backend):
@@ -126,7 +161,7 @@ LOGP_CASES = {
     ),
     "student_t": (
         ["nu", "mu", "sigma"],
-        _grid((3, 0, 1, 0.5), (0.5, 1, 2, 1e6), (1e4, 0, 1, -3), (1, 0, 1e-5, 1e-5)),
+        _grid((3, 0, 1, 0.5), (0.5, 1, 2, 1e6), (1e4, 0, 1, -3), (1, 0, 1e-5, 1e-5), (1e10, 0, 1, 1), (1e300, 0, 1, 1)),
         lambda x, nu, mu, s: stats.t(nu, mu, s).logpdf(x),
     ),
     "cauchy": (["alpha", "beta"], _grid((0, 1, 3), (0, 1e-6, 1e10), (2, 5, 2)), lambda x, a, b: stats.cauchy(a, b).logpdf(x)),
@@ -236,36 +271,62 @@ def test_categorical_and_dirichlet_logp(backend):
     np.testing.assert_allclose(dirichlet.values, want, rtol=1e-9)
 
 
-@pytest.mark.parametrize(
-    "name, params, x",
-    [
-        ("normal", [0.3, 1.7], 0.9),
-        ("student_t", [4.0, 0.3, 1.7], 0.9),
-        ("gamma", [2.5, 1.5], 0.8),
-        ("invgamma", [2.5, 1.5], 0.8),
-        ("beta", [2.5, 1.5], 0.3),
-        ("lognormal", [0.3, 0.8], 1.2),
-        ("cauchy", [0.3, 0.8], 1.2),
-        ("negative_binomial", [2.5, 0.3], 4.0),
-        ("binomial", [12.0, 0.3], 4.0),
-        ("poisson", [3.5], 4.0),
-    ],
-)
-def test_logp_gradients_match_finite_differences(name, params, x):
-    continuous = name not in ("negative_binomial", "binomial", "poisson")
-    variables = [dg.labeled(f"v{k}", dims=()) for k in range(len(params) + 1)]
-    cost = getattr(dg.dist, name)(*variables[:-1]).logp(variables[-1])
-    wrt = variables if continuous else variables[:-1]
-    if name == "binomial":
-        wrt = variables[1:2]  # n is a count
-    f = dg.function(variables, dg.grad(cost, wrt), backend="python")
-    values = [*params, x]
-    got = [float(g) for g in f(*values)]
-    cost_fn = dg.function(variables, cost, backend="python")
-    for g, v in zip(got, wrt):
-        k = next(i for i, u in enumerate(variables) if u is v)
-        fd = numeric_grad(lambda *vals: float(cost_fn(*vals)), [np.float64(u) for u in values], k)
-        assert g == pytest.approx(float(fd), rel=1e-5, abs=1e-7), (name, k)
+GRAD_CASES = {  # name -> (parameters, x, whether x is continuous); counts differentiate w.r.t. the real parameters
+    "normal": ([0.3, 1.7], 0.9, True),
+    "halfnormal": ([1.3], 0.9, True),
+    "lognormal": ([0.3, 0.8], 1.2, True),
+    "student_t": ([4.0, 0.3, 1.7], 0.9, True),
+    "cauchy": ([0.3, 0.8], 1.2, True),
+    "uniform": ([-1.0, 2.0], 0.5, True),
+    "exponential": ([1.5], 0.7, True),
+    "gamma": ([2.5, 1.5], 0.8, True),
+    "invgamma": ([2.5, 1.5], 0.8, True),
+    "beta": ([2.5, 1.5], 0.3, True),
+    "bernoulli": ([0.3], 1.0, False),
+    "binomial": ([12.0, 0.3], 4.0, False),
+    "poisson": ([3.5], 4.0, False),
+    "negative_binomial": ([2.5, 0.3], 4.0, False),
+}
+_GRADS = {}
+
+
+def gradient_cases():
+    """[(label, cost, variables, wrt, values)]: every distribution's logp w.r.t. the value and each real parameter."""
+    if not _GRADS:
+        cases = []
+        for name, (params, x, continuous) in GRAD_CASES.items():
+            vs = [dg.labeled(f"{name}_{k}", dims=()) for k in range(len(params) + 1)]
+            cost = getattr(dg.dist, name)(*vs[:-1]).logp(vs[-1])
+            wrt = vs if continuous else vs[:-1]
+            if name == "binomial":
+                wrt = vs[1:2]  # n is a count
+            cases.append((name, cost, vs, wrt, [*params, x]))
+        row, col = K, K.rename("k2")
+        p, a, s = (dg.labeled(n, dims=(K,)) for n in ("cat_p", "dir_a", "dir_x"))
+        cases.append(("categorical", dg.dist.categorical(p, dim=K).logp(1), [p], [p], [CAT_P]))
+        cases.append(("dirichlet", dg.dist.dirichlet(a, dim=K).logp(s), [a, s], [a, s], [DIR_A, np.array([0.2, 0.3, 0.5])]))
+        mu, cov, x = dg.labeled("mvn_mu", dims=(row,)), dg.labeled("mvn_cov", dims=(row, col)), dg.labeled("mvn_x", dims=(row,))
+        mvn = dg.dist.multivariate_normal(mu, cov=cov, dims=(row, col)).logp(x)
+        cases.append(("multivariate_normal", mvn, [mu, cov, x], [mu, cov, x], [np.array([0.0, 1.0, -1.0]), COV, np.array([0.5, 0.0, 2.0])]))
+        _GRADS["cases"] = cases
+    return _GRADS["cases"]
+
+
+def test_logp_gradients_match_finite_differences(backend):
+    """Gradients w.r.t. the value and every parameter, all in one compiled function per backend."""
+    cases = gradient_cases()
+    inputs = [v for _, _, vs, _, _ in cases for v in vs]
+    f = dg.function(inputs, [g for _, cost, _, wrt, _ in cases for g in dg.grad(cost, wrt)], backend=backend)
+    got = iter(f(*[v for *_, values in cases for v in values]))
+    for name, cost, vs, wrt, values in cases:
+        cost_fn = dg.function(vs, cost, backend="python")
+        for v in wrt:
+            k = next(i for i, u in enumerate(vs) if u is v)
+            g = np.asarray(next(got))
+            fd = numeric_grad(lambda *vals: float(cost_fn(*vals)), [np.asarray(u, dtype=float) for u in values], k)
+            if v.type.ndim == 2:  # a covariance: only its symmetric part is seen by the density
+                g, fd = (g + g.T) / 2, (fd + fd.T) / 2
+            np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7, err_msg=f"{name} d/d{v.name}")
 
 
 def test_same_seed_same_numbers_and_contexts_are_independent(backend):
@@ -297,18 +358,24 @@ def test_a_stream_advances_only_in_its_context_and_reproduces():
     assert int(state.get(ctx=ctx)[2]) == 2
 
 
-def test_a_failing_call_changes_no_rng_state():
+def test_a_failing_call_changes_no_rng_state(backend):
+    """Refused inputs and errors raised by the compiled code (a position out of range) alike."""
     obs = dg.Dim("obs")
     y = dg.labeled("y", dims=(obs,))
+    i = dg.labeled("i", dims=(), dtype="int64")
     rng = dg.rng(3)
     noise = rng.normal(0.0, 1.0, extra_dims=(dg.Dim("draw", size=2),))
-    f = dg.function([y], (y + noise).sum(), backend="python")
+    f = dg.function([y, i], (y + noise.isel(draw=i)).sum(), backend=backend)
     ctx = dg.SharedContext(seed=0)
-    f(np.zeros(3), ctx=ctx)
+    f(np.zeros(3), 0, ctx=ctx)
     before = rng.states[0].get(ctx=ctx)
     with pytest.raises(dg.InputError):
-        f(np.zeros((3, 2)), ctx=ctx)
+        f(np.zeros((3, 2)), 0, ctx=ctx)
+    with pytest.raises(IndexError):
+        f(np.zeros(3), 5, ctx=ctx)
     np.testing.assert_array_equal(rng.states[0].get(ctx=ctx), before)
+    f(np.zeros(3), 1, ctx=ctx)
+    assert int(rng.states[0].get(ctx=ctx)[2]) == int(before[2]) + 1
 
 
 def test_explicit_states_are_pure_values(backend):
@@ -341,10 +408,12 @@ def test_draw_dims_broadcast_by_name(backend):
     mu = dg.labeled("mu", dims=(group,))
     rng = dg.rng(1)
     y = rng.normal(mu, 0.01, extra_dims=(obs,))
-    f = dg.function([mu], y, backend=backend)
-    out = f(xr.DataArray([0.0, 10.0, -10.0], dims="group"))
+    one = rng.normal(mu, 0.01, extra_dims=obs)  # a single Dim is taken as a tuple of one
+    f = dg.function([mu], [y, one], backend=backend)
+    out, out_one = f(xr.DataArray([0.0, 10.0, -10.0], dims="group"))
     assert out.dims == ("obs", "group") and list(out.coords["group"].values) == ["a", "b", "c"]
     np.testing.assert_allclose(out.mean("obs"), [0.0, 10.0, -10.0], atol=0.01)
+    assert out_one.dims == ("obs", "group") and not np.allclose(out, out_one)
 
 
 def test_draw_errors():
@@ -360,6 +429,13 @@ def test_draw_errors():
         dg.dist.normal(np.zeros(3))
     with pytest.raises(TypeError, match="RNG state"):
         dg.dist.normal().draw(dg.labeled("s", dims=()))
+    with pytest.raises(TypeError, match=r"categorical: give the core dim of 'p' as dim="):
+        dg.dist.categorical(dg.constant(CAT_P, dims=(K,)))
+    for make in (dg.rng, dg.seed_state, dg.SharedContext):
+        with pytest.raises(TypeError, match=r"expected a non-negative int.*got 'a'"):
+            make("a")
+        with pytest.raises(ValueError, match=r"expected a non-negative int.*got -1"):
+            make(-1)
 
 
 def test_softmax_and_log_softmax_match_scipy(backend):
@@ -367,12 +443,16 @@ def test_softmax_and_log_softmax_match_scipy(backend):
 
     row = dg.Dim("row", size=2)
     x = dg.labeled("x", dims=(K, row))
-    f = dg.function([x], [dg.softmax(x, K), dg.log_softmax(x, "k")], backend=backend)
+    t = dg.tensor("t", shape=(3, 2))  # the positional layer: axis=, all axes by default (scipy)
+    outputs = [dg.softmax(x, K), dg.log_softmax(x, "k"), dg.softmax(t, axis=1), dg.log_softmax(t, axis=0), dg.softmax(t)]
+    f = dg.function([x, t], outputs, backend=backend)
     data = np.array([[1.0, -800.0], [2.0, 0.0], [3.0, 800.0]])
-    sm, lsm = f(data)
+    sm, lsm, *positional = f(data, data)
     assert sm.dims == ("k", "row")
     np.testing.assert_allclose(sm.values, softmax(data, axis=0), rtol=1e-12)
     np.testing.assert_allclose(lsm.values, log_softmax(data, axis=0), rtol=1e-12)
+    for got, want in zip(positional, [softmax(data, axis=1), log_softmax(data, axis=0), softmax(data)]):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_random_walk_in_scan_threads_the_state(backend):
@@ -388,12 +468,35 @@ def test_random_walk_in_scan_threads_the_state(backend):
     for _ in range(4):  # the same draws made one after another outside a loop
         state, eps = dg.dist.normal(0.0, 1.0).draw(state, extra_dims=(chain,))
         unrolled.append(eps)
-    f = dg.function([s], [walk, final_state, *unrolled], backend=backend)
-    walk_values, after, *steps = f(dg.seed_state(9))
+    init = [dg.constant(np.zeros(500), dims=(chain,)), s]  # a while loop carries the state too: until a chain passes 4
+    until_x, until_state = dg.while_loop(lambda x, state: x.max() < 4.0, step, init=init, max_steps=4)
+    f = dg.function([s], [walk, final_state, until_x, until_state, *unrolled], backend=backend)
+    walk_values, after, until_value, until_after, *steps = f(dg.seed_state(9))
     assert walk_values.dims == ("t", "chain")
     np.testing.assert_allclose(walk_values.values, np.cumsum([e.values for e in steps], axis=0), rtol=1e-12)
     assert int(after[2]) == 4
     assert stats.kstest(np.diff(walk_values.values, axis=0).ravel(), stats.norm().cdf).pvalue > 1e-3
+    passed = walk_values.values.max(axis=1) >= 4.0
+    taken = int(np.argmax(passed)) + 1 if passed.any() else 4
+    assert int(until_after[2]) == taken
+    np.testing.assert_allclose(until_value.values, walk_values.values[taken - 1], rtol=1e-12)
+
+
+def test_a_step_drawing_from_a_state_it_does_not_carry_is_refused():
+    """Such a draw would repeat the same numbers at every step; a draw made before the loop may be read."""
+    t = dg.Dim("t", size=3)
+    zero = dg.constant(0.0, dims=())
+    with pytest.raises(ValueError, match="scan: the step draws from the RNG state 'rng_state_0' without carrying it"):
+        dg.scan(lambda x: x + dg.rng(0).normal(0.0, 1.0), init=[zero], dim=t)
+    s = dg.rng_state("s")
+    with pytest.raises(ValueError, match="while_loop: the step draws from the RNG state 's'"):
+        dg.while_loop(lambda x: x < 1.0, lambda x: x + dg.dist.exponential(1.0).draw(s)[1], init=[zero], max_steps=5)
+    with pytest.raises(ValueError, match="scan: the step draws from the RNG state 's'"):
+        dg.scan(lambda x: x + dg.core.random_draw("normal", s)[1], init=[dg.core.constant(0.0)], n_steps=3)
+    theta = dg.rng(4).normal(0.0, 1.0)
+    _, trace = dg.scan(lambda x: x + theta, init=zero, dim=t)
+    got, value = dg.function([], [trace, theta], backend="python")()
+    np.testing.assert_allclose(got.values, float(value) * np.arange(1, 4), rtol=1e-12)
 
 
 def test_positional_outputs_of_labeled_draws_compile():
@@ -402,9 +505,6 @@ def test_positional_outputs_of_labeled_draws_compile():
     nxt, z = dg.dist.normal().draw(s, extra_dims=(dg.Dim("n", size=4),))
     following, values = dg.function([s], [nxt, z.to_positional()], backend="python")(dg.seed_state(0))
     assert values.shape == (4,) and int(following[2]) == 1
-
-
-COV = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, -0.3], [0.1, -0.3, 0.8]])
 
 
 def test_multivariate_normal_logp_and_draws(backend):
@@ -463,3 +563,29 @@ def test_extra_dims_sized_by_an_input(backend):
     first, second = f(np.zeros(4)), f(np.full(2, 10.0))
     assert first.sizes["obs"] == 4 and second.sizes["obs"] == 2 and (second > 5).all()
     assert int(rng.states[0].get()[2]) == 2
+
+
+def test_mapped_over_extra_dims_each_element_draws_anew(backend):
+    """`map_extra_dims=True` (a posterior predictive over `draw`): every element draws its own numbers."""
+    group = dg.Dim("group", size=2)
+    mu = dg.labeled("mu", dims=(group,))
+    rng = dg.rng(6)
+    f = dg.function([mu], [rng.normal(mu, 1.0), rng.gamma(dg.exp(mu), 1.0)], map_extra_dims=True, backend=backend)
+    posterior = xr.DataArray(np.tile([0.0, 1.0], (1500, 1)), dims=("draw", "group"))
+    y, g = f(posterior)
+    assert y.dims == ("draw", "group") and g.dims == ("draw", "group")
+    assert stats.kstest((y - posterior).values.ravel(), stats.norm().cdf).pvalue > 1e-3
+    for j, alpha in enumerate([1.0, np.e]):
+        assert stats.kstest(g.values[:, j], stats.gamma(alpha).cdf).pvalue > 1e-3
+    assert [int(s.get()[2]) for s in rng.states] == [1, 1]
+
+
+def test_reparameterized_draws_differentiate(backend):
+    """x = mu + sigma z: d sum(x) / d mu = n and d sum(x) / d sigma = sum(z), the z of the same state."""
+    mu, sigma = dg.labeled("mu", dims=()), dg.labeled("sigma", dims=())
+    s, obs = dg.rng_state("s"), dg.Dim("obs", size=4)
+    _, x = dg.dist.normal(mu, sigma).draw(s, extra_dims=(obs,))
+    _, z = dg.dist.normal().draw(s, extra_dims=(obs,))
+    f = dg.function([s, mu, sigma], [*dg.grad(x.sum(), [mu, sigma]), z.sum()], backend=backend)
+    d_mu, d_sigma, z_sum = f(dg.seed_state(0), 1.0, 2.0)
+    assert float(d_mu) == 4.0 and float(d_sigma) == pytest.approx(float(z_sum), rel=1e-12)

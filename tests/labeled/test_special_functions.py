@@ -72,3 +72,14 @@ def test_labeled_gradient_matches_finite_differences(name):
 
     expected = numeric_grad(cost_at, [P.values, X.values, S.values], k)
     np.testing.assert_allclose(g.values, expected, rtol=1e-6, atol=1e-8)
+
+
+def test_incomplete_gamma_small_shapes(backend):
+    """Q(a, x) for small a, where P is near 1 (1 - P gave -2e-14 for Q(1e-300, 1e-300)), vs scipy, on every backend."""
+    a, x = dg.tensor("a", shape=(None,)), dg.tensor("x", shape=(None,))
+    f = dg.function([a, x], [dg.gammaincc(a, x), dg.gammainc(a, x)], backend=backend)
+    grid_a, grid_x = np.meshgrid([1e-300, 1e-12, 1e-5, 0.009, 0.011, 0.3, 0.49], [1e-300, 1e-10, 0.1, 0.9, 1.3])
+    av, xv = grid_a.ravel(), grid_x.ravel()
+    q, p = f(av, xv)
+    np.testing.assert_allclose(q, sp.gammaincc(av, xv), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(p, sp.gammainc(av, xv), rtol=1e-12, atol=0)

@@ -332,13 +332,26 @@ static double dg_betaln(double a, double b) {
   return lgamma(a) + lgamma(b) - lgamma(s);
 }
 
-/* As dimgraph.core.special.gamma_inc: the series of P for x < a + 1, Legendre's continued fraction of Q elsewhere. */
+/* As dimgraph.core.special.gamma_inc: the series of P for x < a + 1 (of Q for a < 1/2), Legendre's continued fraction of Q elsewhere. */
 static double dg_gamma_inc(double a, double x, int upper) {
   if (isnan(a) || isnan(x) || a < 0.0 || x < 0.0 || (isinf(a) && isinf(x))) return NAN;
   if (a == 0.0) return x > 0.0 ? (upper ? 0.0 : 1.0) : NAN;
   if (x == 0.0) return upper ? 1.0 : 0.0;
   if (isinf(a)) return upper ? 1.0 : 0.0;
   if (isinf(x)) return upper ? 0.0 : 1.0;
+  if (upper && a < 0.5 && x < a + 1.0) {  /* Q's own series for small a (DLMF 8.7.3), not 1 - P */
+    double lgamma1p = a < 0.01
+        ? a * (-0.5772156649015329 + a * (0.8224670334241132 + a * (-0.40068563438653143 + a * (
+              0.27058080842778454 + a * (-0.207385551028674 + a * (0.16955717699740822 + a * (
+                  -0.14404989676884614 + a * 0.12550966952474304)))))))
+        : lgamma(1.0 + a);
+    double e = a * log(x) - lgamma1p, term = 1.0, total = 0.0;
+    for (int n = 1; n < 200; n++) {
+      term *= -x / n; total += term / (a + n);
+      if (fabs(term) < 1e-16 * fabs(total)) break;
+    }
+    return -expm1(e) - exp(e) * a * total;
+  }
   double log_front = a * log(x) - x - lgamma(a);
   if (x < a + 1.0) {
     double term = 1.0 / a, total = term, n = a;

@@ -176,6 +176,20 @@ def _betaln(a, b):
     return jnp.where(infinite, jnp.inf, out)
 
 
+def _small_a_gammaincc(a, x):
+    """Q(a, x) for a < 1/2 and x < a + 1 from its own series, as dimgraph.core.special.gamma_inc (jax's 1 - P goes negative)."""
+    horner = a * (-0.5772156649015329 + a * (0.8224670334241132 + a * (-0.40068563438653143 + a * (
+        0.27058080842778454 + a * (-0.207385551028674 + a * (0.16955717699740822 + a * (
+            -0.14404989676884614 + a * 0.12550966952474304)))))))
+    lgamma1p = jnp.where(a < 0.01, horner, jsp.gammaln(1.0 + a))
+    e = a * jnp.log(x) - lgamma1p
+    term, total = jnp.ones_like(x), jnp.zeros_like(x)
+    for n in range(1, 41):  # x < 1.5: 1.5^40 / 40! is below 1e-40
+        term = term * (-x / n)
+        total = total + term / (a + n)
+    return -jnp.expm1(e) - jnp.exp(e) * a * total
+
+
 def _gamma_inc(upper):
     """jax's regularized incomplete gamma with scipy's limits: P(0, x > 0) = 1, P(inf, finite x) = 0."""
     fn = jsp.gammaincc if upper else jsp.gammainc
@@ -183,6 +197,9 @@ def _gamma_inc(upper):
     def gamma_inc(a, x):
         one, zero = (0.0, 1.0) if upper else (1.0, 0.0)  # the values P takes as 1 and 0 (Q: swapped)
         out = fn(a, x)
+        if upper:
+            small = (a > 0) & (a < 0.5) & (x > 0) & (x < a + 1)
+            out = jnp.where(small, _small_a_gammaincc(jnp.where(small, a, 0.25), jnp.where(small, x, 0.5)), out)
         out = jnp.where((a == 0) & (x > 0), one, out)
         out = jnp.where((a == jnp.inf) & (x >= 0) & (x < jnp.inf), zero, out)
         return jnp.where((a == jnp.inf) & (x == jnp.inf), jnp.nan, out).astype(out.dtype)
