@@ -81,7 +81,7 @@ def _matrix_impl(op, node, nb):
     types += [(o.type.dtype, nb + k) for o, k in zip(node.outputs, out_nd)]
     types += [("uint64", 1), (dtype, 1), ("int32", 1)]
     pointer = np.array([lapack_pointer(_prefix(dtype) + ROUTINES[type(op)])], dtype=np.uint64)
-    name = type(op).__name__.lower()
+    name = getattr(op, "function_name", type(op).__name__.lower())  # solve_triangular, not solvetriangular
 
     def plan(ctx, ins):
         a = ins[0]

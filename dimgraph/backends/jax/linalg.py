@@ -36,7 +36,8 @@ def _square(name, a):
 def _cholesky(op):
     def fn(a):
         _square("cholesky", a)
-        chol = jnp.linalg.cholesky(a, symmetrize_input=False)
+        # jnp reads the lower triangle; the upper factor reads a's upper one, the lower triangle of a.T
+        chol = jnp.linalg.cholesky(a if op.lower else jnp.swapaxes(a, -1, -2), symmetrize_input=False)
         chol = jnp.where(jnp.isnan(chol).any(axis=(-2, -1), keepdims=True), jnp.nan, chol)  # all NaN, as NumPy's rule here
         return [chol if op.lower else jnp.swapaxes(chol, -1, -2)]
 
@@ -46,6 +47,8 @@ def _cholesky(op):
 def _solve_triangular(op):
     def fn(a, b):
         _square("solve_triangular", a)
+        if a.shape[-1] != b.shape[a.ndim - 2]:
+            raise ShapeError(f"solve_triangular: a is {a.shape[-2]}x{a.shape[-1]} but b has {b.shape[a.ndim - 2]} rows")
         rhs = b[..., None] if op.b_ndim == 1 else b
         x = jsl.solve_triangular(a, rhs, lower=op.lower, trans=int(op.trans), unit_diagonal=op.unit_diagonal)
         return [x[..., 0] if op.b_ndim == 1 else x]
