@@ -65,6 +65,19 @@ def test_extra_dims_call_matches_apply_ufunc_and_compiles_once_per_set(backend):
     assert len(f.compiled_extra_dims) == 2
 
 
+def test_extra_dims_reach_every_output_as_apply_ufunc():
+    """An output that depends on no extra dim is repeated along them all, with their coords."""
+    x, mu, sigma, logp = _model()
+    f = dg.function([x, mu, sigma], [logp, x * 2.0], backend="python", map_extra_dims=True)
+    X, MU, SIGMA = _posterior()
+    got, doubled = f(X, MU, SIGMA.isel(draw=0, chain=0))
+    expected = xr.apply_ufunc(lambda a, m, s: a * 2.0, X, MU, SIGMA.isel(draw=0, chain=0), input_core_dims=[["obs"], ["k"], []],
+                              output_core_dims=[["obs"]], vectorize=True)
+    assert got.dims == ("chain", "draw") and doubled.dims == ("chain", "draw", "obs")
+    xr.testing.assert_allclose(doubled, expected)
+    assert list(doubled.indexes["draw"]) == [0, 10, 20, 30]
+
+
 def test_extra_dims_errors():
     x, mu, sigma, logp = _model()
     X, MU, SIGMA = _posterior()
