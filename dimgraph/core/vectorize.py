@@ -21,6 +21,8 @@ from __future__ import annotations
 import string
 from functools import singledispatch
 
+import numpy as np
+
 from dimgraph.core import extra, join, linalg, reduce, shape_ops, subtensor
 from dimgraph.core.basic import as_tensor
 from dimgraph.core.blockwise import Blockwise, signature_of
@@ -318,14 +320,88 @@ def _arrays_adjacent(index):
 
 @vectorize_node.register(subtensor.AdvancedSubtensor)
 def _advanced_subtensor(op, node, inputs, batched, nb):
-    if any(batched[1:]) or not _arrays_adjacent(op.index):
+    if not any(batched[1:]):
+        if not _arrays_adjacent(op.index):
+            return blockwise_fallback(op, node, inputs, batched, nb)
+        return subtensor.AdvancedSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index))(*inputs)
+    return _batched_gather(op, node, inputs, batched, nb)
+
+
+def _batched_index(op, node, x, idx, idx_batched, nb):
+    """For batched integer index arrays: `(x, index, index inputs, order)` of one advanced index
+    that reads (or writes) `x[b][..., idx[b], ...]` for every batch element b; None where it cannot
+    (masks, whose size varies with the batch; newaxis; batched slice bounds).
+
+    Every index array gets the batch axes first and length-1 axes up to the
+    broadcast rank of the originals; `x` (batched, broadcast to the full batch)
+    is indexed along its batch axes by aranges. NumPy puts the broadcast index
+    axes first when the arrays are not adjacent, which the original index does
+    not when its arrays are adjacent after some slices: `order` is then the
+    permutation from the indexed layout (batch, index axes, slices before,
+    slices after) to the original one with the batch first.
+    """
+    index, n_idx = tuple(op.index), len(idx)
+    roles = []  # per index input: "array" or "slice part"
+    for e in index:
+        if e == subtensor.ARRAY:
+            roles.append("array")
+        elif isinstance(e, tuple):
+            roles += ["slice part"] * sum(p == subtensor.SYMBOLIC for p in e[1:])
+    originals = node.inputs[len(node.inputs) - n_idx :]
+    arrays = [k for k, r in enumerate(roles) if r == "array"]
+    if (
+        subtensor.NEWAXIS in index
+        or any(np.dtype(originals[k].type.dtype).kind == "b" for k in arrays)
+        or any(b for b, r in zip(idx_batched, roles) if r == "slice part")
+    ):
+        return None
+    rank = max(originals[k].type.ndim for k in arrays)
+    idx = list(idx)
+    for k in arrays:
+        a = idx[k] if idx_batched[k] else pad(idx[k], nb)
+        core = originals[k].type.ndim
+        idx[k] = DimShuffle(a.type.ndim, tuple(range(nb)) + ("x",) * (rank - core) + tuple(range(nb, a.type.ndim)))(a)
+    shape = batch_shape([x] + [idx[k] for k in arrays], [True] + [idx_batched[k] for k in arrays], nb)
+    x = full_batch(x, shape, nb)
+    ranges = []
+    for j in range(nb):
+        r = extra.arange(0, shape_entry_as_variable(shape_of(x)[j]), 1, dtype="int64")
+        ranges.append(DimShuffle(1, ("x",) * j + (0,) + ("x",) * (nb + rank - j - 1))(r))
+    first = index.index(subtensor.ARRAY)
+    order = None
+    if _arrays_adjacent(index) and first > 0:
+        order = list(range(nb)) + [nb + rank + i for i in range(first)] + [nb + i for i in range(rank)]
+    return x, (subtensor.ARRAY,) * nb + index, ranges + idx, order
+
+
+def _with_rest(order, ndim):
+    return tuple(order) + tuple(range(len(order), ndim))
+
+
+def _batched_gather(op, node, inputs, batched, nb):
+    """`x[..., idx, ...]` with batched index arrays: one gather (`_batched_index`)."""
+    x = inputs[0] if batched[0] else pad(inputs[0], nb)
+    found = _batched_index(op, node, x, inputs[1:], batched[1:], nb)
+    if found is None:
         return blockwise_fallback(op, node, inputs, batched, nb)
-    return subtensor.AdvancedSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index))(*inputs)
+    x, index, idx, order = found
+    out = subtensor.AdvancedSubtensor(index)(x, *idx)
+    return out if order is None else DimShuffle(out.type.ndim, _with_rest(order, out.type.ndim))(out)
 
 
 @vectorize_node.register(subtensor.AdvancedIncSubtensor)
 def _advanced_inc_subtensor(op, node, inputs, batched, nb):
-    if any(batched[2:]) or not _arrays_adjacent(op.index):
+    if any(batched[2:]):  # batched positions: one scatter (`_batched_index`)
+        x, v = _inc_inputs(node, inputs, batched, nb)
+        found = _batched_index(op, node, x, inputs[2:], batched[2:], nb)
+        if found is None:
+            return blockwise_fallback(op, node, inputs, batched, nb)
+        x, index, idx, order = found
+        if order is not None:  # v is in the original layout; the scatter reads it in the indexed one
+            inverse = [order.index(a) for a in range(len(order))]
+            v = DimShuffle(v.type.ndim, _with_rest(inverse, v.type.ndim))(v)
+        return subtensor.AdvancedIncSubtensor(index, op.mode)(x, v, *idx)
+    if not _arrays_adjacent(op.index):
         return blockwise_fallback(op, node, inputs, batched, nb)
     x, v = _inc_inputs(node, inputs, batched, nb)
     return subtensor.AdvancedIncSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index), op.mode)(x, v, *inputs[2:])

@@ -2,7 +2,8 @@
 
 Random graphs chain steps drawn from every op family (elemwise, reductions,
 DimShuffle, Reshape, Alloc, basic and advanced indexing with set/inc, Join,
-Split, MatMul, Einsum, cumulative ops, Argmax, shapes, matrix functions) and
+Split, MatMul, Einsum, cumulative ops, Argmax, shapes, matrix functions, and
+gathers whose positions depend on the batched data) and
 end with a gradient, so the batching rules and the Blockwise fallback are all
 exercised, on every backend. The oracle is the python backend on each batch
 element of the unbatched graph.
@@ -41,6 +42,7 @@ def _steps():
         "split": lambda v: core.concatenate(core.split(v, [1, 3], axis=1)[::-1], axis=1),
         "alloc": lambda v: v + core.broadcast_to(core.sum(v, axis=0), SHAPE),
         "argmax": lambda v: v + core.cast(core.argmax(v, axis=1), "float64")[:, None],
+        "gather_batched": lambda v: v[core.argmax(v, axis=1) % 3] * 0.5 + v[:, core.argmax(v, axis=0)],  # positions vary with the batch
         "shape": lambda v: v * core.cast(core.shape_of(v)[0], "float64"),
         "matrix": lambda v: la.cholesky(v @ core.transpose(v) + 4.0 * np.eye(3)) @ v + la.slogdet(v[:, :3] @ core.transpose(v[:, :3]) + np.eye(3))[1],
     }
@@ -109,6 +111,18 @@ def test_native_families_do_not_become_blockwise():
         assert "Blockwise" not in _op_types([yb]), name
     (mb,) = vectorize_graph([STEPS["matrix"](x)], {x: xb})
     assert "Blockwise" in _op_types([mb])
+
+
+def test_a_blockwise_fallback_checks_every_batch_element(backend):
+    """A Blockwise of an op with run-time checks (here a gather by a mask-free positions array) raises for a bad element."""
+    from dimgraph.core.subtensor import ARRAY, AdvancedSubtensor
+
+    x, i = dg.tensor("x", shape=(3, 4)), dg.tensor("i", shape=(3, 2), dtype="int64")  # static: c unrolls it
+    f = dg.function([x, i], Blockwise(AdvancedSubtensor((ARRAY,)), "(a),(b)->(b)")(x, i), backend=backend)
+    data = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_allclose(f(data, np.array([[0, 3], [1, 1], [2, 0]])), [[0.0, 3.0], [5.0, 5.0], [10.0, 8.0]])
+    with pytest.raises(IndexError):
+        f(data, np.array([[0, 3], [1, 4], [2, 0]]))
 
 
 def test_batch_axes_of_several_replacements_broadcast():
