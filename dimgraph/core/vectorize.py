@@ -330,7 +330,8 @@ def _advanced_subtensor(op, node, inputs, batched, nb):
 def _batched_index(op, node, x, idx, idx_batched, nb):
     """For batched integer index arrays: `(x, index, index inputs, order)` of one advanced index
     that reads (or writes) `x[b][..., idx[b], ...]` for every batch element b; None where it cannot
-    (masks, whose size varies with the batch; newaxis; batched slice bounds).
+    (an unbatched mask among them, newaxis, batched slice bounds). A batched mask is `NotBatchable`:
+    the number of positions it selects varies with the batch.
 
     Every index array gets the batch axes first and length-1 axes up to the
     broadcast rank of the originals; `x` (batched, broadcast to the full batch)
@@ -349,6 +350,8 @@ def _batched_index(op, node, x, idx, idx_batched, nb):
             roles += ["slice part"] * sum(p == subtensor.SYMBOLIC for p in e[1:])
     originals = node.inputs[len(node.inputs) - n_idx :]
     arrays = [k for k, r in enumerate(roles) if r == "array"]
+    if any(idx_batched[k] and np.dtype(originals[k].type.dtype).kind == "b" for k in arrays):
+        raise NotBatchable(f"vectorize_graph: {op} cannot be batched over a boolean mask: the number of positions it selects varies with the batch")
     if (
         subtensor.NEWAXIS in index
         or any(np.dtype(originals[k].type.dtype).kind == "b" for k in arrays)

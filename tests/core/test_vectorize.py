@@ -114,10 +114,11 @@ def test_native_families_do_not_become_blockwise():
 
 
 def test_a_blockwise_fallback_checks_every_batch_element(backend):
-    """A Blockwise of an op with run-time checks (here a gather by a mask-free positions array) raises for a bad element."""
+    """A Blockwise of an op with run-time checks (a gather) raises for a bad element; an unknown batch size
+    (no unrolling on c: its host loop; numba: objmode; jax: vmap) matches NumPy."""
     from dimgraph.core.subtensor import ARRAY, AdvancedSubtensor
 
-    x, i = dg.tensor("x", shape=(3, 4)), dg.tensor("i", shape=(3, 2), dtype="int64")  # static: c unrolls it
+    x, i = dg.tensor("x", shape=(None, 4)), dg.tensor("i", shape=(None, 2), dtype="int64")
     f = dg.function([x, i], Blockwise(AdvancedSubtensor((ARRAY,)), "(a),(b)->(b)")(x, i), backend=backend)
     data = np.arange(12.0).reshape(3, 4)
     np.testing.assert_allclose(f(data, np.array([[0, 3], [1, 1], [2, 0]])), [[0.0, 3.0], [5.0, 5.0], [10.0, 8.0]])
@@ -157,6 +158,19 @@ def test_an_op_that_cannot_be_batched_is_named():
     y = core.arange(n)
     with pytest.raises(NotBatchable, match="ARange"):
         vectorize_graph(y, {n: dg.tensor("ns", shape=(2,), dtype="int64")})
+    v, m = dg.tensor("v", shape=(4,)), dg.tensor("m", shape=(4,), dtype="bool")
+    with pytest.raises(NotBatchable, match="AdvancedSubtensor.*boolean mask"):
+        vectorize_graph((v[m] ** 2).sum(), {m: dg.tensor("ms", shape=(2, 4), dtype="bool")})
+
+
+def test_a_blockwise_whose_core_shape_varies_is_a_shape_error():
+    from dimgraph.core.subtensor import ARRAY, AdvancedSubtensor
+
+    v, m = dg.tensor("v", shape=(2, 4)), dg.tensor("m", shape=(2, 4), dtype="bool")
+    f = dg.function([v, m], Blockwise(AdvancedSubtensor((ARRAY,)), "(a),(b)->(c)")(v, m), backend="python")
+    np.testing.assert_allclose(f(np.ones((2, 4)), np.array([[1, 0, 1, 0], [0, 1, 1, 0]], bool)), np.ones((2, 2)))
+    with pytest.raises(ShapeError, match=r"batch element \(1,\) gives an output of shape \(4,\).*cannot be batched"):
+        f(np.ones((2, 4)), np.array([[1, 0, 1, 0], [1, 1, 1, 1]], bool))
 
 
 def test_blockwise_gradient_sums_broadcast_batch_axes():
