@@ -126,6 +126,17 @@ def test_a_blockwise_fallback_checks_every_batch_element(backend):
         f(data, np.array([[0, 3], [1, 4], [2, 0]]))
 
 
+def test_batched_elementwise_work_stays_fused():
+    x, mu = dg.tensor("x", shape=(5,)), dg.scalar("mu")
+    y = ((dg.exp(x - mu) * 2 + 1) ** 2).sum()
+    mus = dg.tensor("mus", shape=(None,))
+    f = dg.function([x, mus], vectorize_graph(y, {mu: mus}), backend="python")
+    kernels = [type(n.op).__name__ for n in f.fgraph.toposort() if type(n.op).__name__ != "DimShuffle"]
+    assert kernels == ["CAReduceElemwise"]  # one fused loop and reduction, as unbatched
+    xv, mv = np.arange(5.0), np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(f(xv, mv), [((np.exp(xv - m) * 2 + 1) ** 2).sum() for m in mv])
+
+
 def test_batch_axes_of_several_replacements_broadcast():
     x, w = dg.tensor("x", shape=(3,)), dg.tensor("w", shape=(3,))
     y = (x * w).sum()
