@@ -31,9 +31,9 @@ from dimgraph.core.fused import CAReduceElemwise
 from dimgraph.core.graph import Variable, rebuild_node, toposort
 from dimgraph.core.join import stack
 from dimgraph.core.reduce import all as reduce_all
-from dimgraph.core.shape import Shape, ShapeI, shape_entry_as_variable
+from dimgraph.core.shape import Shape, ShapeI, product, shape_entry_as_variable
 from dimgraph.core.shape import static_or_symbolic as shape_of  # never walks into (labeled) owners
-from dimgraph.core.shape_ops import broadcast_to, expand_dims, squeeze
+from dimgraph.core.shape_ops import broadcast_to, expand_dims, reshape, squeeze, transpose
 from dimgraph.errors import ShapeError
 
 
@@ -256,12 +256,30 @@ def _matmul(op, node, inputs, batched, nb):
         return linalg.MatMul()(inputs[0], inputs[1])
     if batched == [False, True] and b_vec and node.inputs[0].type.ndim == 2:
         return linalg.MatMul()(inputs[1], DimShuffle(2, (1, 0))(inputs[0]))
+    if node.inputs[0].type.ndim == 2 and node.inputs[1].type.ndim == 2 and batched.count(True) == 1:
+        return _one_matmul(*inputs, batched[0], nb)
     a, b = _pad_all(inputs, batched, nb)
     a2 = expand_dims(a, a.type.ndim - 1) if a_vec else a
     b2 = expand_dims(b, b.type.ndim) if b_vec else b
     out = linalg.MatMul()(a2, b2)
     drop = ([out.type.ndim - 2] if a_vec else []) + ([out.type.ndim - 1] if b_vec else [])
     return squeeze(out, tuple(drop)) if drop else out
+
+
+def _one_matmul(a, b, a_batched, nb):
+    """A stack of matrices times one matrix as one 2-d product (a GEMM, not a batch of small ones).
+
+    (B.., m, k) @ (k, n): the stack's rows are one (B*m, k) matrix. (m, k) @ (B.., k, n): the
+    stack's columns side by side, (k, B*n), and the result's columns split back into the batch.
+    """
+    if a_batched:
+        shape = shape_of(a)
+        out = linalg.MatMul()(reshape(a, (product(shape[: nb + 1]), shape[nb + 1])), b)
+        return reshape(out, tuple(shape[: nb + 1]) + (shape_of(b)[1],))
+    shape = shape_of(b)
+    cols = reshape(transpose(b, (nb,) + tuple(range(nb)) + (nb + 1,)), (shape[nb], product(shape[:nb] + (shape[nb + 1],))))
+    out = reshape(linalg.MatMul()(a, cols), (shape_of(a)[0],) + tuple(shape[:nb]) + (shape[nb + 1],))
+    return transpose(out, tuple(range(1, nb + 1)) + (0, nb + 1))
 
 
 @vectorize_node.register(linalg.Einsum)

@@ -33,6 +33,7 @@ def _steps():
         "elemwise": lambda v: v * 0.5 + dg.sin(v),
         "reduce": lambda v: v - core.sum(v, axis=1, keepdims=True) / 4 + core.max(v, axis=0, keepdims=True),
         "matmul_dimshuffle": lambda v: v + 0.1 * (v @ (core.transpose(v) @ v)),
+        "matmul_one_side": lambda v: core.constant(np.arange(9.0).reshape(3, 3) * 0.1) @ v + v @ (np.eye(4) * 0.5),  # one GEMM each
         "reshape_slice": lambda v: core.reshape(core.reshape(v, (12,))[::-1], (3, 4)),
         "join_subtensor": lambda v: core.concatenate([v[1:], v[:1]], axis=0),
         "advanced": lambda v: v[np.array([2, 0, 1])] * v[:, np.array([1, 1, 0, 3])],
