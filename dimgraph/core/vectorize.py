@@ -27,7 +27,7 @@ from dimgraph.core import extra, join, linalg, reduce, shape_ops, subtensor
 from dimgraph.core.basic import as_tensor
 from dimgraph.core.blockwise import Blockwise, signature_of
 from dimgraph.core.elemwise import DimShuffle, Elemwise
-from dimgraph.core.fused import CAReduceElemwise
+from dimgraph.core.fused import CAReduceElemwise, GatherElemwise
 from dimgraph.core.graph import Variable, rebuild_node, toposort
 from dimgraph.core.join import stack
 from dimgraph.core.reduce import all as reduce_all
@@ -191,6 +191,17 @@ def _careduce(op, node, inputs, batched, nb):
 @vectorize_node.register(CAReduceElemwise)
 def _careduce_elemwise(op, node, inputs, batched, nb):
     return _out_list(CAReduceElemwise(op.scalar_op, op.reducer, _shift(op.axis, nb))(*_pad_all(inputs, batched, nb)))
+
+
+@vectorize_node.register(GatherElemwise)
+def _gather_elemwise(op, node, inputs, batched, nb):
+    n = op.scalar_op.nin
+    if any(b for b, a in zip(batched[:n], op.gather_axes) if a is not None):  # batched positions
+        return blockwise_fallback(op, node, inputs, batched, nb)
+    loop = [x if a is not None else (x if b else pad(x, nb)) for x, b, a in zip(inputs[:n], batched[:n], op.gather_axes)]
+    tables = _pad_all(inputs[n:], batched[n:], nb)
+    axes = tuple(None if a is None else a + nb for a in op.gather_axes)
+    return _out_list(GatherElemwise(op.scalar_op, axes, op.reducer, _shift(op.axis, nb))(*loop, *tables))
 
 
 @vectorize_node.register(reduce.Argmax)

@@ -127,6 +127,23 @@ def test_a_blockwise_fallback_checks_every_batch_element(backend):
         f(data, np.array([[0, 3], [1, 4], [2, 0]]))
 
 
+def test_a_fused_gather_batches_natively(backend):
+    """GatherElemwise (a gather inside an elementwise loop, reduced) gets the batch axes itself, not a Blockwise."""
+    from dimgraph.core.fused import GatherElemwise
+    from dimgraph.core.scalar import Composite, ScalarOp
+
+    add = Composite(in_dtypes=("float64", "float64"), steps=((ScalarOp("add"), (0, 1)),), outs=(2,))
+    data, idx, w = dg.matrix("data"), dg.vector("idx", dtype="int64"), dg.matrix("w")
+    y = GatherElemwise(add, gather_axes=(0, None), reducer="add", axis=(1,))(idx, w, data)  # sum_j data[idx[i], j] + w[i, j]
+    db, wb = dg.tensor("db", shape=(1, None, None)), dg.tensor("wb", shape=(2, None, None))
+    yb = vectorize_graph(y, {data: db, w: wb})
+    assert "Blockwise" not in _op_types([yb])
+    rng = np.random.default_rng(0)
+    D, I, W = rng.normal(size=(1, 3, 4)), np.array([2, 0, 1, 1, -1]), rng.normal(size=(2, 5, 4))
+    got = dg.function([db, idx, wb], yb, backend=backend)(D, I, W)
+    np.testing.assert_allclose(got, (D[:, I] + W).sum(axis=2))
+
+
 def test_batched_elementwise_work_stays_fused():
     x, mu = dg.tensor("x", shape=(5,)), dg.scalar("mu")
     y = ((dg.exp(x - mu) * 2 + 1) ** 2).sum()
