@@ -125,7 +125,7 @@ def _positional_params(node, ins):
     if isinstance(op, Transpose):
         return [Transpose(extra + tuple(op.dims))(x)]
     if isinstance(op, BroadcastTo):
-        return [BroadcastTo(extra + tuple(op.dims))(x)]
+        return [BroadcastTo(extra + tuple(op.dims))(*ins)]
     if isinstance(op, Relabel):
         renamed = dict(zip(old, op.dims))
         return [Relabel(tuple(renamed.get(d, d) for d in x.type.dims))(x)]
@@ -204,7 +204,7 @@ def vectorize(fn, core_dims_in, core_dims_out):
             elif all(d in o.type.dims for d in batch):
                 final.append(o.transpose(*[d.name for d in target]))
             else:  # an output that does not depend on some batch dim is repeated along it, as apply_ufunc's
-                final.append(broadcast_to_dims(o, target))
+                final.append(broadcast_to_dims(o, target, like=args))
         return final[0] if single else tuple(final)
 
     return vectorized
