@@ -27,7 +27,7 @@ from dimgraph.core import extra, join, linalg, reduce, shape_ops, subtensor
 from dimgraph.core.basic import as_tensor
 from dimgraph.core.blockwise import Blockwise, signature_of
 from dimgraph.core.elemwise import DimShuffle, Elemwise
-from dimgraph.core.fused import CAReduceElemwise, GatherElemwise
+from dimgraph.core.fused import CAReduceElemwise, GatherElemwise, IndexedLoop
 from dimgraph.core.graph import Variable, rebuild_node, toposort
 from dimgraph.core.join import stack
 from dimgraph.core.reduce import all as reduce_all
@@ -202,6 +202,13 @@ def _gather_elemwise(op, node, inputs, batched, nb):
     tables = _pad_all(inputs[n:], batched[n:], nb)
     axes = tuple(None if a is None else a + nb for a in op.gather_axes)
     return _out_list(GatherElemwise(op.scalar_op, axes, op.reducer, _shift(op.axis, nb))(*loop, *tables))
+
+
+@vectorize_node.register(IndexedLoop)
+def _indexed_loop(op, node, inputs, batched, nb):
+    # The loop is 1-d by construction; its parts (gathers, Elemwise, reductions, scatter-adds)
+    # each batch natively, and the fusion rewrites join the batched ones into fused loops again.
+    return vectorize_graph(op.unfused(node.inputs), dict(zip(node.inputs, inputs)))
 
 
 @vectorize_node.register(reduce.Argmax)

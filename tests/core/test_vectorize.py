@@ -144,6 +144,31 @@ def test_a_fused_gather_batches_natively(backend):
     np.testing.assert_allclose(got, (D[:, I] + W).sum(axis=2))
 
 
+def test_an_indexed_loop_batches_through_its_parts(backend):
+    """IndexedLoop (gather, elementwise, sum and scatter-add in one 1-d loop) batches as its unfused ops, not a Blockwise."""
+    from dimgraph.core.fused import IndexedLoop
+    from dimgraph.core.scalar import Composite, ScalarOp
+
+    mul_add = Composite(in_dtypes=("float64", "float64"), steps=((ScalarOp("mul"), (0, 1)), (ScalarOp("add"), (2, 0))), outs=(3,))
+    loop = IndexedLoop(mul_add, gathered=(True, False), results=((0, "reduce", "add"), (0, "scatter", None), (0, "full", None)))
+    table, x, idx, base = dg.vector("table"), dg.vector("x"), dg.vector("idx", dtype="int64"), dg.vector("base")
+    outs = loop(idx, x, table, base, idx)  # o = t * x + t with t = table[idx]: sum(o), base.at[idx].add(o), o
+    tb, xb, bb = dg.tensor("tb", shape=(None, 1, 3)), dg.tensor("xb", shape=(2, None, 5)), dg.tensor("bb", shape=(1, 3))
+    batched = vectorize_graph(outs, {table: tb, x: xb, base: bb})
+    assert "Blockwise" not in _op_types(batched) and "IndexedLoop" not in _op_types(batched)
+    rng = np.random.default_rng(4)
+    T, X, B, I = rng.normal(size=(2, 1, 3)), rng.normal(size=(2, 4, 5)), rng.normal(size=(1, 3)), np.array([2, 0, -1, 2, 1])
+    got = dg.function([tb, xb, bb, idx], batched, backend=backend)(T, X, B, I)
+    o = T[..., I] * X + T[..., I]
+    scattered = np.broadcast_to(B, (2, 4, 3)).copy()
+    for j, i in enumerate(I):
+        scattered[..., i] += o[..., j]
+    for g, want in zip(got, [o.sum(axis=-1), scattered, o]):
+        np.testing.assert_allclose(g, want, rtol=1e-12)
+    with pytest.raises(IndexError):
+        dg.function([tb, xb, bb, idx], batched, backend=backend)(T, X, B, np.array([0, 1, 3, 0, 0]))
+
+
 def test_batched_elementwise_work_stays_fused():
     x, mu = dg.tensor("x", shape=(5,)), dg.scalar("mu")
     y = ((dg.exp(x - mu) * 2 + 1) ** 2).sum()
