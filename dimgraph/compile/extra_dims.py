@@ -87,7 +87,7 @@ class MappedFunction:
         from dimgraph.core.shape_ops import broadcast_to
         from dimgraph.core.shape import static_or_symbolic
         from dimgraph.core.random import draw_over_batch
-        from dimgraph.core.vectorize import vectorize_graph
+        from dimgraph.core.vectorize import pad, vectorize_graph
         from dimgraph.labeled.basic import from_positional
         from dimgraph.labeled.dims import Dim
         from dimgraph.labeled.ops import ToPositional
@@ -120,11 +120,12 @@ class MappedFunction:
         vectorized = vectorize_graph(lowered, replace, node_rule=fresh_draws)
         options = dict(self._options, updates={**explicit, **dict(zip(streams, vectorized[len(base.outputs) :]))})
         for out, low in zip(base.outputs, vectorized):
-            nb = low.type.ndim - out.type.ndim
-            if nb:  # every extra dim leads; one the output did not depend on is broadcast along
-                shape = static_or_symbolic(low)
-                low = broadcast_to(low, tuple(sizes[d] if low.type.shape[a] == 1 else shape[a] for a, d in enumerate(order)) + shape[nb:])
-            mapped = from_positional(low, order[:nb] + tuple(out.type.dims))
+            if low.type.ndim == out.type.ndim:  # an output of no extra dim gets them all, as apply_ufunc's
+                low = pad(low, len(order))
+            # every extra dim leads; one the output did not depend on is broadcast along
+            nb, shape = len(order), static_or_symbolic(low)
+            low = broadcast_to(low, tuple(sizes[d] if low.type.shape[a] == 1 else shape[a] for a, d in enumerate(order)) + shape[nb:])
+            mapped = from_positional(low, order + tuple(out.type.dims))
             mapped.name = out.name  # the output DataArray's (and Dataset variable's) name
             outputs.append(mapped)
         return function(new_inputs, outputs[0] if base._single else outputs, **options)

@@ -139,6 +139,11 @@ class Blockwise(Op):
             if results is None:
                 results = [np.empty(batch + np.shape(o), dtype=v.type.dtype) for o, v in zip(outs, node.outputs)]
             for r, o in zip(results, outs):
+                if np.shape(o) != r.shape[nb:]:
+                    raise ShapeError(
+                        f"{self}: batch element {idx} gives an output of shape {np.shape(o)}, the first gave "
+                        f"{r.shape[nb:]}; the core op's output shape depends on the data, so it cannot be batched"
+                    )
                 r[idx] = o
         if results is None:  # an empty batch: the core shapes come from the core op's shape rule
             shapes = self.core_op.infer_shape(core.inputs, [x.shape[nb:] for x in inputs])

@@ -433,10 +433,12 @@ class GatherElemwise(Op):
         """The outputs rebuilt from primitive ops (AdvancedSubtensor gathers, Elemwise, CAReduce)."""
         loop, tables = self.split_inputs(inputs)
         table_of = iter(tables)
-        values = [
-            v if a is None else AdvancedSubtensor((FULL_SLICE,) * a + (ARRAY,))(next(table_of), v)
-            for v, a in zip(loop, self.gather_axes)
-        ]
+        values = []
+        for v, a in zip(loop, self.gather_axes):
+            if a is not None:  # the table's axes after `a` are kept whole
+                t = next(table_of)
+                v = AdvancedSubtensor((FULL_SLICE,) * a + (ARRAY,) + (FULL_SLICE,) * (t.type.ndim - a - 1))(t, v)
+            values.append(v)
         if self.scalar_op.steps or self.scalar_op.outs != (0,):
             full = self.elemwise(*values)
             full = full if isinstance(full, (list, tuple)) else [full]

@@ -21,17 +21,19 @@ from __future__ import annotations
 import string
 from functools import singledispatch
 
+import numpy as np
+
 from dimgraph.core import extra, join, linalg, reduce, shape_ops, subtensor
 from dimgraph.core.basic import as_tensor
 from dimgraph.core.blockwise import Blockwise, signature_of
 from dimgraph.core.elemwise import DimShuffle, Elemwise
-from dimgraph.core.fused import CAReduceElemwise
+from dimgraph.core.fused import CAReduceElemwise, GatherElemwise, IndexedLoop
 from dimgraph.core.graph import Variable, rebuild_node, toposort
 from dimgraph.core.join import stack
 from dimgraph.core.reduce import all as reduce_all
-from dimgraph.core.shape import Shape, ShapeI, shape_entry_as_variable
+from dimgraph.core.shape import Shape, ShapeI, product, shape_entry_as_variable
 from dimgraph.core.shape import static_or_symbolic as shape_of  # never walks into (labeled) owners
-from dimgraph.core.shape_ops import broadcast_to, expand_dims, squeeze
+from dimgraph.core.shape_ops import broadcast_to, expand_dims, reshape, squeeze, transpose
 from dimgraph.errors import ShapeError
 
 
@@ -191,6 +193,24 @@ def _careduce_elemwise(op, node, inputs, batched, nb):
     return _out_list(CAReduceElemwise(op.scalar_op, op.reducer, _shift(op.axis, nb))(*_pad_all(inputs, batched, nb)))
 
 
+@vectorize_node.register(GatherElemwise)
+def _gather_elemwise(op, node, inputs, batched, nb):
+    n = op.scalar_op.nin
+    if any(b for b, a in zip(batched[:n], op.gather_axes) if a is not None):  # batched positions
+        return blockwise_fallback(op, node, inputs, batched, nb)
+    loop = [x if a is not None else (x if b else pad(x, nb)) for x, b, a in zip(inputs[:n], batched[:n], op.gather_axes)]
+    tables = _pad_all(inputs[n:], batched[n:], nb)
+    axes = tuple(None if a is None else a + nb for a in op.gather_axes)
+    return _out_list(GatherElemwise(op.scalar_op, axes, op.reducer, _shift(op.axis, nb))(*loop, *tables))
+
+
+@vectorize_node.register(IndexedLoop)
+def _indexed_loop(op, node, inputs, batched, nb):
+    # The loop is 1-d by construction; its parts (gathers, Elemwise, reductions, scatter-adds)
+    # each batch natively, and the fusion rewrites join the batched ones into fused loops again.
+    return vectorize_graph(op.unfused(node.inputs), dict(zip(node.inputs, inputs)))
+
+
 @vectorize_node.register(reduce.Argmax)
 def _argmax(op, node, inputs, batched, nb):
     return reduce.Argmax(op.axis + nb, op.mode)(inputs[0])
@@ -254,12 +274,30 @@ def _matmul(op, node, inputs, batched, nb):
         return linalg.MatMul()(inputs[0], inputs[1])
     if batched == [False, True] and b_vec and node.inputs[0].type.ndim == 2:
         return linalg.MatMul()(inputs[1], DimShuffle(2, (1, 0))(inputs[0]))
+    if node.inputs[0].type.ndim == 2 and node.inputs[1].type.ndim == 2 and batched.count(True) == 1:
+        return _one_matmul(*inputs, batched[0], nb)
     a, b = _pad_all(inputs, batched, nb)
     a2 = expand_dims(a, a.type.ndim - 1) if a_vec else a
     b2 = expand_dims(b, b.type.ndim) if b_vec else b
     out = linalg.MatMul()(a2, b2)
     drop = ([out.type.ndim - 2] if a_vec else []) + ([out.type.ndim - 1] if b_vec else [])
     return squeeze(out, tuple(drop)) if drop else out
+
+
+def _one_matmul(a, b, a_batched, nb):
+    """A stack of matrices times one matrix as one 2-d product (a GEMM, not a batch of small ones).
+
+    (B.., m, k) @ (k, n): the stack's rows are one (B*m, k) matrix. (m, k) @ (B.., k, n): the
+    stack's columns side by side, (k, B*n), and the result's columns split back into the batch.
+    """
+    if a_batched:
+        shape = shape_of(a)
+        out = linalg.MatMul()(reshape(a, (product(shape[: nb + 1]), shape[nb + 1])), b)
+        return reshape(out, tuple(shape[: nb + 1]) + (shape_of(b)[1],))
+    shape = shape_of(b)
+    cols = reshape(transpose(b, (nb,) + tuple(range(nb)) + (nb + 1,)), (shape[nb], product(shape[:nb] + (shape[nb + 1],))))
+    out = reshape(linalg.MatMul()(a, cols), (shape_of(a)[0],) + tuple(shape[:nb]) + (shape[nb + 1],))
+    return transpose(out, tuple(range(1, nb + 1)) + (0, nb + 1))
 
 
 @vectorize_node.register(linalg.Einsum)
@@ -318,14 +356,91 @@ def _arrays_adjacent(index):
 
 @vectorize_node.register(subtensor.AdvancedSubtensor)
 def _advanced_subtensor(op, node, inputs, batched, nb):
-    if any(batched[1:]) or not _arrays_adjacent(op.index):
+    if not any(batched[1:]):
+        if not _arrays_adjacent(op.index):
+            return blockwise_fallback(op, node, inputs, batched, nb)
+        return subtensor.AdvancedSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index))(*inputs)
+    return _batched_gather(op, node, inputs, batched, nb)
+
+
+def _batched_index(op, node, x, idx, idx_batched, nb):
+    """For batched integer index arrays: `(x, index, index inputs, order)` of one advanced index
+    that reads (or writes) `x[b][..., idx[b], ...]` for every batch element b; None where it cannot
+    (an unbatched mask among them, newaxis, batched slice bounds). A batched mask is `NotBatchable`:
+    the number of positions it selects varies with the batch.
+
+    Every index array gets the batch axes first and length-1 axes up to the
+    broadcast rank of the originals; `x` (batched, broadcast to the full batch)
+    is indexed along its batch axes by aranges. NumPy puts the broadcast index
+    axes first when the arrays are not adjacent, which the original index does
+    not when its arrays are adjacent after some slices: `order` is then the
+    permutation from the indexed layout (batch, index axes, slices before,
+    slices after) to the original one with the batch first.
+    """
+    index, n_idx = tuple(op.index), len(idx)
+    roles = []  # per index input: "array" or "slice part"
+    for e in index:
+        if e == subtensor.ARRAY:
+            roles.append("array")
+        elif isinstance(e, tuple):
+            roles += ["slice part"] * sum(p == subtensor.SYMBOLIC for p in e[1:])
+    originals = node.inputs[len(node.inputs) - n_idx :]
+    arrays = [k for k, r in enumerate(roles) if r == "array"]
+    if any(idx_batched[k] and np.dtype(originals[k].type.dtype).kind == "b" for k in arrays):
+        raise NotBatchable(f"vectorize_graph: {op} cannot be batched over a boolean mask: the number of positions it selects varies with the batch")
+    if (
+        subtensor.NEWAXIS in index
+        or any(np.dtype(originals[k].type.dtype).kind == "b" for k in arrays)
+        or any(b for b, r in zip(idx_batched, roles) if r == "slice part")
+    ):
+        return None
+    rank = max(originals[k].type.ndim for k in arrays)
+    idx = list(idx)
+    for k in arrays:
+        a = idx[k] if idx_batched[k] else pad(idx[k], nb)
+        core = originals[k].type.ndim
+        idx[k] = DimShuffle(a.type.ndim, tuple(range(nb)) + ("x",) * (rank - core) + tuple(range(nb, a.type.ndim)))(a)
+    shape = batch_shape([x] + [idx[k] for k in arrays], [True] + [idx_batched[k] for k in arrays], nb)
+    x = full_batch(x, shape, nb)
+    ranges = []
+    for j in range(nb):
+        r = extra.arange(0, shape_entry_as_variable(shape_of(x)[j]), 1, dtype="int64")
+        ranges.append(DimShuffle(1, ("x",) * j + (0,) + ("x",) * (nb + rank - j - 1))(r))
+    first = index.index(subtensor.ARRAY)
+    order = None
+    if _arrays_adjacent(index) and first > 0:
+        order = list(range(nb)) + [nb + rank + i for i in range(first)] + [nb + i for i in range(rank)]
+    return x, (subtensor.ARRAY,) * nb + index, ranges + idx, order
+
+
+def _with_rest(order, ndim):
+    return tuple(order) + tuple(range(len(order), ndim))
+
+
+def _batched_gather(op, node, inputs, batched, nb):
+    """`x[..., idx, ...]` with batched index arrays: one gather (`_batched_index`)."""
+    x = inputs[0] if batched[0] else pad(inputs[0], nb)
+    found = _batched_index(op, node, x, inputs[1:], batched[1:], nb)
+    if found is None:
         return blockwise_fallback(op, node, inputs, batched, nb)
-    return subtensor.AdvancedSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index))(*inputs)
+    x, index, idx, order = found
+    out = subtensor.AdvancedSubtensor(index)(x, *idx)
+    return out if order is None else DimShuffle(out.type.ndim, _with_rest(order, out.type.ndim))(out)
 
 
 @vectorize_node.register(subtensor.AdvancedIncSubtensor)
 def _advanced_inc_subtensor(op, node, inputs, batched, nb):
-    if any(batched[2:]) or not _arrays_adjacent(op.index):
+    if any(batched[2:]):  # batched positions: one scatter (`_batched_index`)
+        x, v = _inc_inputs(node, inputs, batched, nb)
+        found = _batched_index(op, node, x, inputs[2:], batched[2:], nb)
+        if found is None:
+            return blockwise_fallback(op, node, inputs, batched, nb)
+        x, index, idx, order = found
+        if order is not None:  # v is in the original layout; the scatter reads it in the indexed one
+            inverse = [order.index(a) for a in range(len(order))]
+            v = DimShuffle(v.type.ndim, _with_rest(inverse, v.type.ndim))(v)
+        return subtensor.AdvancedIncSubtensor(index, op.mode)(x, v, *idx)
+    if not _arrays_adjacent(op.index):
         return blockwise_fallback(op, node, inputs, batched, nb)
     x, v = _inc_inputs(node, inputs, batched, nb)
     return subtensor.AdvancedIncSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index), op.mode)(x, v, *inputs[2:])

@@ -258,12 +258,19 @@ class Squeeze(LabeledOp):
 
 @dataclass(frozen=True)
 class BroadcastTo(LabeledOp):
-    """The input repeated over the dims it lacks, with dims in `dims` order (broadcast_like, broadcast)."""
+    """The input repeated over the dims it lacks, with dims in `dims` order (broadcast_like, broadcast).
+
+    `like`: the variables whose dims `x` is broadcast to. They bring those dims' labels
+    to the output (xarray's `broadcast_like` takes the other's index), not data: the
+    lowering reads only `x`.
+    """
 
     dims: tuple
 
-    def make_node(self, x):
+    def make_node(self, x, *like):
         _check_labeled(str(self), x)
+        for v in like:
+            _check_labeled(str(self), v)
         target = {d.name: d for d in self.dims}
         for d in x.type.dims:
             if d.name in target and target[d.name] != d:
@@ -271,7 +278,7 @@ class BroadcastTo(LabeledOp):
         missing = [d.name for d in x.type.dims if d not in self.dims]
         if missing:
             raise DimError(f"broadcast: the target dims {fmt_dims(self.dims)} lack {missing} of {x.name or 'the variable'}")
-        return Apply(self, [x], [LabeledType(x.type.dtype, self.dims)])
+        return Apply(self, [x, *like], [LabeledType(x.type.dtype, self.dims)])
 
     def __str__(self):
         return f"broadcast{{{_names(self.dims)}}}"

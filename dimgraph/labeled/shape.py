@@ -91,22 +91,26 @@ def squeeze(x, dim=None):
     return Squeeze(dims)(x) if dims else x
 
 
-def broadcast_to_dims(x, dims):
+def broadcast_to_dims(x, dims, like=()):
+    """`x` repeated to `dims`; the variables in `like` that carry the dims it gains give them their labels."""
     x = as_operand(x, "broadcast")
-    return x if tuple(dims) == x.type.dims else BroadcastTo(tuple(dims))(x)
+    if tuple(dims) == x.type.dims:
+        return x
+    gained = set(dims) - set(x.type.dims)
+    return BroadcastTo(tuple(dims))(x, *(v for v in like if v is not x and gained & set(v.type.dims)))
 
 
 def broadcast_like(x, other):
     """`x` repeated over the dims of `other` it lacks; dims: other's first, then x's others (xarray)."""
     x, other = as_operand(x, "broadcast_like"), as_operand(other, "broadcast_like")
-    return broadcast_to_dims(x, unify_dims("broadcast_like", [other, x]))
+    return broadcast_to_dims(x, unify_dims("broadcast_like", [other, x]), like=(other,))
 
 
 def broadcast(*xs):
     """Every input repeated to the dims of all of them (in order of first appearance), as `xarray.broadcast`."""
     xs = [as_operand(x, "broadcast") for x in xs]
     dims = unify_dims("broadcast", xs)
-    return tuple(broadcast_to_dims(x, dims) for x in xs)
+    return tuple(broadcast_to_dims(x, dims, like=xs) for x in xs)
 
 
 def full_like(x, fill_value, dtype=None):

@@ -125,7 +125,7 @@ def _positional_params(node, ins):
     if isinstance(op, Transpose):
         return [Transpose(extra + tuple(op.dims))(x)]
     if isinstance(op, BroadcastTo):
-        return [BroadcastTo(extra + tuple(op.dims))(x)]
+        return [BroadcastTo(extra + tuple(op.dims))(*ins)]
     if isinstance(op, Relabel):
         renamed = dict(zip(old, op.dims))
         return [Relabel(tuple(renamed.get(d, d) for d in x.type.dims))(x)]
@@ -149,8 +149,8 @@ def vectorize(fn, core_dims_in, core_dims_out):
 
     `core_dims_in[k]` names the dims `fn` sees of input k (Dims or names);
     `core_dims_out[k]` those of output k. Every other dim of the inputs is a
-    batch dim: the result has the batch dims first (in order of first
-    appearance over the inputs), then the core dims. It is one graph, compiled
+    batch dim: every result has all the batch dims first (in order of first
+    appearance over the inputs), then its core dims. It is one graph, compiled
     and differentiated with the rest (as `xarray.apply_ufunc(..., vectorize=True)`
     or Penzai's `nmap`, but symbolic).
 
@@ -166,6 +166,7 @@ def vectorize(fn, core_dims_in, core_dims_out):
 
     def vectorized(*args):
         from dimgraph.labeled.basic import as_labeled, is_dataarray
+        from dimgraph.labeled.shape import broadcast_to_dims
         from dimgraph.labeled.type import LabeledType
 
         if len(args) != len(core_in):
@@ -196,8 +197,14 @@ def vectorize(fn, core_dims_in, core_dims_out):
         outs = vectorize_graph(res, dict(zip(stand_ins, args)))
         final = []
         for o, core in zip(outs, core_out):
-            order = [d.name for d in batch if d in o.type.dims] + list(core)
-            final.append(o.transpose(*order) if [d.name for d in o.type.dims] != order else o)
+            have = {d.name: d for d in o.type.dims}
+            target = tuple(batch) + tuple(have[c] for c in core)
+            if o.type.dims == target:
+                final.append(o)
+            elif all(d in o.type.dims for d in batch):
+                final.append(o.transpose(*[d.name for d in target]))
+            else:  # an output that does not depend on some batch dim is repeated along it, as apply_ufunc's
+                final.append(broadcast_to_dims(o, target, like=args))
         return final[0] if single else tuple(final)
 
     return vectorized

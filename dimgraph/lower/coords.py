@@ -200,7 +200,7 @@ def _squeeze_coords(node, found, inputs):
 def output_coords(var, inputs) -> dict:
     """{name: StaticCoord | PickedCoord} for labeled output `var` of a function with `inputs`."""
     from dimgraph.labeled.indexing import Isel, IselUpdate
-    from dimgraph.labeled.ops import Squeeze
+    from dimgraph.labeled.ops import BroadcastTo, Squeeze
 
     positions = {id(v): k for k, v in enumerate(inputs)}
     found = {
@@ -219,7 +219,8 @@ def output_coords(var, inputs) -> dict:
             coords = _squeeze_coords(node, found, inputs)
         else:
             coords = {}
-            for parts in (found.get(id(i)) for i in node.inputs if is_labeled(i)):
+            operands = node.inputs[:1] if isinstance(node.op, BroadcastTo) else node.inputs  # xarray: the others bring only their indexes
+            for parts in (found.get(id(i)) for i in operands if is_labeled(i)):
                 coords = _merge([coords, parts or {}], node.outputs[0].type.dims) if coords or parts else {}
         for o in node.outputs:
             found[id(o)] = _merge([coords], o.type.dims)

@@ -79,6 +79,33 @@ def test_ops_without_a_printed_kernel_run_by_numpy_in_the_driver():
     np.testing.assert_allclose(f(av, bv), np.einsum("ijk,kj->i", av, bv))
 
 
+def test_lapack_functions_run_by_numpy_in_the_driver_and_jitted_in_loop_bodies():
+    """solve/inv/det/slogdet/eigh skip Numba's np.linalg compile (seconds cold) at the top level;
+    a scan body, which must be jitted, still prints them; cholesky stays a printed loop."""
+    rng = np.random.default_rng(3)
+    g = rng.normal(size=(5, 4, 4))
+    A, B = g @ g.transpose(0, 2, 1) + 4 * np.eye(4), rng.normal(size=(5, 4))
+    a, b = dg.tensor("a", shape=(None, 4, 4)), dg.tensor("b", shape=(None, 4))
+    L = dg.linalg
+    outs = [L.solve(a, b, b_ndim=1), L.inv(a), L.det(a), L.slogdet(a)[1], L.eigh(a)[0], L.cholesky(a)]
+    f = dg.function([a, b], outs, backend="numba")
+    assert len(f._compiled.host_ops) == 5 and len(f._compiled.kernel_digests) == 1, f.source  # the cholesky
+    want = [np.linalg.solve(A, B[..., None])[..., 0], np.linalg.inv(A), np.linalg.det(A), np.linalg.slogdet(A)[1],
+            np.linalg.eigh(A)[0], np.linalg.cholesky(A)]
+    for got, expected in zip(f(A, B), want):
+        np.testing.assert_allclose(got, expected, rtol=1e-10)
+    A[2] = 0.0  # singular: NaNs or infs by the failure rule, never an exception
+    assert not np.isfinite(f(A, B)[0][2]).all() and np.isfinite(f(A, B)[0][[0, 1, 3, 4]]).all()
+    final, _ = dg.scan(lambda x, m: L.solve(m, x, b_ndim=1) + L.det(m), init=b[0], sequences=[a])
+    g2 = dg.function([a, b], final, backend="numba")
+    assert "np.linalg.solve" in g2.source and "np.linalg.det" in g2.source
+    A = g @ g.transpose(0, 2, 1) + 4 * np.eye(4)
+    x = B[0]
+    for m in A:
+        x = np.linalg.solve(m, x) + np.linalg.det(m)
+    np.testing.assert_allclose(g2(A, B), x, rtol=1e-10)
+
+
 def test_unknown_options_are_an_error_naming_the_accepted_ones():
     x = dg.tensor("x", shape=(None,))
     with pytest.raises(TypeError, match=r"unknown options \['jit_graph'\]; accepted"):

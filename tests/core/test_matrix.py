@@ -138,6 +138,28 @@ def test_gradients_match_finite_differences(backend, seed):
     np.testing.assert_allclose((ga * da).sum() + (gb * db).sum(), fd, rtol=1e-5, atol=1e-6)
 
 
+def test_each_function_reads_only_its_triangle(backend):
+    """The other triangle holds garbage: cholesky and eigh read `lower` (or the upper) one, as NumPy's UPLO."""
+    a = dg.tensor("a", shape=(B, M, M))
+    b = dg.tensor("b", shape=(M,))
+    outs = [la.cholesky(a), la.cholesky(a, lower=False), *la.eigh(a), la.eigh(a, lower=False)[0]]
+    outs += [la.solve_triangular(a, b, lower=False), la.solve_triangular(a, b, lower=False, trans=True, unit_diagonal=True)]
+    f = dg.function([a, b], outs, backend=backend)
+    A, rhs = _spd(3), np.arange(1.0, M + 1)
+    garbage = np.triu(np.full((M, M), 1e3), 1)
+    low_read, up_read = A + garbage, A + np.swapaxes(garbage, -1, -2)
+    chol_l, _, w, _, _, _, _ = f(low_read, rhs)
+    _, chol_u, _, _, w_u, tri, tri_unit = f(up_read, rhs)
+    np.testing.assert_allclose(chol_l, np.linalg.cholesky(A), rtol=1e-9)
+    np.testing.assert_allclose(chol_u, np.linalg.cholesky(A, upper=True), rtol=1e-9)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(A), rtol=1e-9)
+    np.testing.assert_allclose(w_u, np.linalg.eigvalsh(A), rtol=1e-9)
+    np.testing.assert_allclose(tri, np.linalg.solve(np.triu(up_read), np.broadcast_to(rhs, (B, M))[..., None])[..., 0], rtol=1e-9)
+    unit = np.triu(up_read, 1) + np.eye(M)
+    expected = np.linalg.solve(np.swapaxes(unit, -1, -2), np.broadcast_to(rhs, (B, M))[..., None])[..., 0]
+    np.testing.assert_allclose(tri_unit, expected, rtol=1e-9)
+
+
 def test_not_positive_definite_gives_nans_and_singular_solves_are_not_finite(backend):
     f = _forward(backend, "float64")
     A = _spd(0)

@@ -2,7 +2,8 @@
 
 Random graphs chain steps drawn from every op family (elemwise, reductions,
 DimShuffle, Reshape, Alloc, basic and advanced indexing with set/inc, Join,
-Split, MatMul, Einsum, cumulative ops, Argmax, shapes, matrix functions) and
+Split, MatMul, Einsum, cumulative ops, Argmax, shapes, matrix functions, and
+gathers whose positions depend on the batched data) and
 end with a gradient, so the batching rules and the Blockwise fallback are all
 exercised, on every backend. The oracle is the python backend on each batch
 element of the unbatched graph.
@@ -32,6 +33,7 @@ def _steps():
         "elemwise": lambda v: v * 0.5 + dg.sin(v),
         "reduce": lambda v: v - core.sum(v, axis=1, keepdims=True) / 4 + core.max(v, axis=0, keepdims=True),
         "matmul_dimshuffle": lambda v: v + 0.1 * (v @ (core.transpose(v) @ v)),
+        "matmul_one_side": lambda v: core.constant(np.arange(9.0).reshape(3, 3) * 0.1) @ v + v @ (np.eye(4) * 0.5),  # one GEMM each
         "reshape_slice": lambda v: core.reshape(core.reshape(v, (12,))[::-1], (3, 4)),
         "join_subtensor": lambda v: core.concatenate([v[1:], v[:1]], axis=0),
         "advanced": lambda v: v[np.array([2, 0, 1])] * v[:, np.array([1, 1, 0, 3])],
@@ -41,6 +43,7 @@ def _steps():
         "split": lambda v: core.concatenate(core.split(v, [1, 3], axis=1)[::-1], axis=1),
         "alloc": lambda v: v + core.broadcast_to(core.sum(v, axis=0), SHAPE),
         "argmax": lambda v: v + core.cast(core.argmax(v, axis=1), "float64")[:, None],
+        "gather_batched": lambda v: v[core.argmax(v, axis=1) % 3] * 0.5 + v[:, core.argmax(v, axis=0)],  # positions vary with the batch
         "shape": lambda v: v * core.cast(core.shape_of(v)[0], "float64"),
         "matrix": lambda v: la.cholesky(v @ core.transpose(v) + 4.0 * np.eye(3)) @ v + la.slogdet(v[:, :3] @ core.transpose(v[:, :3]) + np.eye(3))[1],
     }
@@ -111,6 +114,72 @@ def test_native_families_do_not_become_blockwise():
     assert "Blockwise" in _op_types([mb])
 
 
+def test_a_blockwise_fallback_checks_every_batch_element(backend):
+    """A Blockwise of an op with run-time checks (a gather) raises for a bad element; an unknown batch size
+    (no unrolling on c: its host loop; numba: objmode; jax: vmap) matches NumPy."""
+    from dimgraph.core.subtensor import ARRAY, AdvancedSubtensor
+
+    x, i = dg.tensor("x", shape=(None, 4)), dg.tensor("i", shape=(None, 2), dtype="int64")
+    f = dg.function([x, i], Blockwise(AdvancedSubtensor((ARRAY,)), "(a),(b)->(b)")(x, i), backend=backend)
+    data = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_allclose(f(data, np.array([[0, 3], [1, 1], [2, 0]])), [[0.0, 3.0], [5.0, 5.0], [10.0, 8.0]])
+    with pytest.raises(IndexError):
+        f(data, np.array([[0, 3], [1, 4], [2, 0]]))
+
+
+def test_a_fused_gather_batches_natively(backend):
+    """GatherElemwise (a gather inside an elementwise loop, reduced) gets the batch axes itself, not a Blockwise."""
+    from dimgraph.core.fused import GatherElemwise
+    from dimgraph.core.scalar import Composite, ScalarOp
+
+    add = Composite(in_dtypes=("float64", "float64"), steps=((ScalarOp("add"), (0, 1)),), outs=(2,))
+    data, idx, w = dg.matrix("data"), dg.vector("idx", dtype="int64"), dg.matrix("w")
+    y = GatherElemwise(add, gather_axes=(0, None), reducer="add", axis=(1,))(idx, w, data)  # sum_j data[idx[i], j] + w[i, j]
+    db, wb = dg.tensor("db", shape=(1, None, None)), dg.tensor("wb", shape=(2, None, None))
+    yb = vectorize_graph(y, {data: db, w: wb})
+    assert "Blockwise" not in _op_types([yb])
+    rng = np.random.default_rng(0)
+    D, I, W = rng.normal(size=(1, 3, 4)), np.array([2, 0, 1, 1, -1]), rng.normal(size=(2, 5, 4))
+    got = dg.function([db, idx, wb], yb, backend=backend)(D, I, W)
+    np.testing.assert_allclose(got, (D[:, I] + W).sum(axis=2))
+
+
+def test_an_indexed_loop_batches_through_its_parts(backend):
+    """IndexedLoop (gather, elementwise, sum and scatter-add in one 1-d loop) batches as its unfused ops, not a Blockwise."""
+    from dimgraph.core.fused import IndexedLoop
+    from dimgraph.core.scalar import Composite, ScalarOp
+
+    mul_add = Composite(in_dtypes=("float64", "float64"), steps=((ScalarOp("mul"), (0, 1)), (ScalarOp("add"), (2, 0))), outs=(3,))
+    loop = IndexedLoop(mul_add, gathered=(True, False), results=((0, "reduce", "add"), (0, "scatter", None), (0, "full", None)))
+    table, x, idx, base = dg.vector("table"), dg.vector("x"), dg.vector("idx", dtype="int64"), dg.vector("base")
+    outs = loop(idx, x, table, base, idx)  # o = t * x + t with t = table[idx]: sum(o), base.at[idx].add(o), o
+    tb, xb, bb = dg.tensor("tb", shape=(None, 1, 3)), dg.tensor("xb", shape=(2, None, 5)), dg.tensor("bb", shape=(1, 3))
+    batched = vectorize_graph(outs, {table: tb, x: xb, base: bb})
+    assert "Blockwise" not in _op_types(batched) and "IndexedLoop" not in _op_types(batched)
+    rng = np.random.default_rng(4)
+    T, X, B, I = rng.normal(size=(2, 1, 3)), rng.normal(size=(2, 4, 5)), rng.normal(size=(1, 3)), np.array([2, 0, -1, 2, 1])
+    got = dg.function([tb, xb, bb, idx], batched, backend=backend)(T, X, B, I)
+    o = T[..., I] * X + T[..., I]
+    scattered = np.broadcast_to(B, (2, 4, 3)).copy()
+    for j, i in enumerate(I):
+        scattered[..., i] += o[..., j]
+    for g, want in zip(got, [o.sum(axis=-1), scattered, o]):
+        np.testing.assert_allclose(g, want, rtol=1e-12)
+    with pytest.raises(IndexError):
+        dg.function([tb, xb, bb, idx], batched, backend=backend)(T, X, B, np.array([0, 1, 3, 0, 0]))
+
+
+def test_batched_elementwise_work_stays_fused():
+    x, mu = dg.tensor("x", shape=(5,)), dg.scalar("mu")
+    y = ((dg.exp(x - mu) * 2 + 1) ** 2).sum()
+    mus = dg.tensor("mus", shape=(None,))
+    f = dg.function([x, mus], vectorize_graph(y, {mu: mus}), backend="python")
+    kernels = [type(n.op).__name__ for n in f.fgraph.toposort() if type(n.op).__name__ != "DimShuffle"]
+    assert kernels == ["CAReduceElemwise"]  # one fused loop and reduction, as unbatched
+    xv, mv = np.arange(5.0), np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(f(xv, mv), [((np.exp(xv - m) * 2 + 1) ** 2).sum() for m in mv])
+
+
 def test_batch_axes_of_several_replacements_broadcast():
     x, w = dg.tensor("x", shape=(3,)), dg.tensor("w", shape=(3,))
     y = (x * w).sum()
@@ -143,6 +212,19 @@ def test_an_op_that_cannot_be_batched_is_named():
     y = core.arange(n)
     with pytest.raises(NotBatchable, match="ARange"):
         vectorize_graph(y, {n: dg.tensor("ns", shape=(2,), dtype="int64")})
+    v, m = dg.tensor("v", shape=(4,)), dg.tensor("m", shape=(4,), dtype="bool")
+    with pytest.raises(NotBatchable, match="AdvancedSubtensor.*boolean mask"):
+        vectorize_graph((v[m] ** 2).sum(), {m: dg.tensor("ms", shape=(2, 4), dtype="bool")})
+
+
+def test_a_blockwise_whose_core_shape_varies_is_a_shape_error():
+    from dimgraph.core.subtensor import ARRAY, AdvancedSubtensor
+
+    v, m = dg.tensor("v", shape=(2, 4)), dg.tensor("m", shape=(2, 4), dtype="bool")
+    f = dg.function([v, m], Blockwise(AdvancedSubtensor((ARRAY,)), "(a),(b)->(c)")(v, m), backend="python")
+    np.testing.assert_allclose(f(np.ones((2, 4)), np.array([[1, 0, 1, 0], [0, 1, 1, 0]], bool)), np.ones((2, 2)))
+    with pytest.raises(ShapeError, match=r"batch element \(1,\) gives an output of shape \(4,\).*cannot be batched"):
+        f(np.ones((2, 4)), np.array([[1, 0, 1, 0], [1, 1, 1, 1]], bool))
 
 
 def test_blockwise_gradient_sums_broadcast_batch_axes():

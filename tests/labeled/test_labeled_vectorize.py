@@ -65,6 +65,19 @@ def test_extra_dims_call_matches_apply_ufunc_and_compiles_once_per_set(backend):
     assert len(f.compiled_extra_dims) == 2
 
 
+def test_extra_dims_reach_every_output_as_apply_ufunc():
+    """An output that depends on no extra dim is repeated along them all, with their coords."""
+    x, mu, sigma, logp = _model()
+    f = dg.function([x, mu, sigma], [logp, x * 2.0], backend="python", map_extra_dims=True)
+    X, MU, SIGMA = _posterior()
+    got, doubled = f(X, MU, SIGMA.isel(draw=0, chain=0))
+    expected = xr.apply_ufunc(lambda a, m, s: a * 2.0, X, MU, SIGMA.isel(draw=0, chain=0), input_core_dims=[["obs"], ["k"], []],
+                              output_core_dims=[["obs"]], vectorize=True)
+    assert got.dims == ("chain", "draw") and doubled.dims == ("chain", "draw", "obs")
+    xr.testing.assert_allclose(doubled, expected)
+    assert list(doubled.indexes["draw"]) == [0, 10, 20, 30]
+
+
 def test_extra_dims_errors():
     x, mu, sigma, logp = _model()
     X, MU, SIGMA = _posterior()
@@ -115,6 +128,16 @@ def test_vectorize_a_function_with_linalg_and_gradient():
     r, gr = dg.function([a], [out, g], backend="python")(xr.DataArray(A, dims=("batch", "i", "j")))
     np.testing.assert_allclose(r.values, 2 * np.log(np.arange(1, 4)))
     np.testing.assert_allclose(gr.values, np.linalg.inv(A).transpose(0, 2, 1))
+
+
+def test_vectorize_gives_every_output_every_batch_dim():
+    t, u, w = dg.Dim("t", size=3), dg.Dim("u", size=2), dg.Dim("w")
+    x, s = dg.labeled("x", dims=(t, u)), dg.labeled("s", dims=(w,))
+    out = dg.vectorize(lambda a, b: a.sum("t") * 2.0, [("t",), ()], [()])(x, s)  # s's dim w reaches the result
+    X = xr.DataArray(np.arange(6.0).reshape(3, 2), dims=("t", "u"))
+    S = xr.DataArray(np.arange(4.0), dims="w", coords={"w": [1, 2, 3, 4]})
+    expected = xr.apply_ufunc(lambda a, b: a.sum() * 2.0, X, S, input_core_dims=[["t"], []], vectorize=True)
+    xr.testing.assert_identical(dg.function([x, s], out, backend="python")(X, S).rename(None), expected)  # w's labels too
 
 
 def test_vectorize_errors():

@@ -45,7 +45,7 @@ def inputs_strategy(draw, dims, sizes, n_min=1, n_max=3, dtypes=("float64", "flo
         sub = draw(st.lists(st.sampled_from(dims), unique=True, max_size=len(dims)))
         dtype = draw(st.sampled_from(dtypes))
         var = dg.labeled(f"in{k}", dims=tuple(sub), dtype=dtype)
-        pairs.append((var, dataarray(rng, sub, sizes, dtype, values=small_values)))
+        pairs.append((var, dataarray(rng, sub, sizes, dtype, data_coords=True, values=small_values)))
     return pairs
 
 
@@ -334,6 +334,42 @@ def test_creation_and_broadcast_ops_match_xarray(backend):
     got = dg.function([x], [v for v, _ in cases.values()], backend=backend)(da)
     for (name, (_, expected)), out in zip(cases.items(), got):
         assert_matches(out, expected, name)
+
+
+def test_dims_reached_by_broadcasting_keep_their_labels(backend):
+    """A dim an output gains only by broadcasting carries the labels its source gives it, as in xarray.
+
+    `w` has no coords of its own: its labels come with the DataArray given for `y`, which the
+    broadcasts read only for its dims (not its data); `wc` has coords on the Dim.
+    """
+    t, w, s = dg.Dim("t"), dg.Dim("w"), dg.Dim("s", size=2)
+    wc = dg.Dim("wc", coords=[10, 20, 30])
+    x, y, z = dg.labeled("x", dims=(t,)), dg.labeled("y", dims=(w,)), dg.labeled("z", dims=(s, w))
+    X = xr.DataArray(np.arange(2.0), dims="t", coords={"t": ["a", "b"]})
+    Y = xr.DataArray(np.arange(3.0) - 1, dims="w", coords={"w": [5, 6, 7], "extra": ("w", list("pqr"))})
+    Z = xr.DataArray(np.arange(6.0).reshape(2, 3), dims=("s", "w"), coords={"w": [5, 6, 7]})
+    cases = {
+        "broadcast_like": (x.broadcast_like(y), X.broadcast_like(Y)),
+        "broadcast_like of a result": ((2 * x).broadcast_like(z.sum("s")), (2 * X).broadcast_like(Z.sum("s"))),
+        "broadcast": (dg.broadcast(x, y)[0], xr.broadcast(X, Y)[0]),
+        "broadcast, then math": (dg.broadcast(x, z)[0].sum("t") * 2, xr.broadcast(X, Z)[0].sum("t") * 2),
+        "arithmetic": (x + y, X + Y),
+        "expand_dims of a Dim with coords": (x.expand_dims(wc), X.expand_dims({"wc": [10, 20, 30]})),
+        "vectorize: a batch dim the function ignores": (
+            dg.vectorize(lambda a, b: a.sum("t") + 1.0, [("t",), ()], [()])(x, y),
+            xr.apply_ufunc(lambda a, b: a.sum() + 1.0, X, Y.drop_vars("extra"), input_core_dims=[["t"], []], vectorize=True),
+        ),
+        "vectorize: batch dims of two inputs": (
+            dg.vectorize(lambda a, b: a * 2.0, [("t",), ("s",)], [("t",)])(x, z),
+            xr.apply_ufunc(lambda a, b: a * 2.0, X, Z, input_core_dims=[["t"], ["s"]], output_core_dims=[["t"]], vectorize=True),
+        ),
+    }
+    got = dg.function([x, y, z], [v for v, _ in cases.values()], backend=backend)(X, Y, Z)
+    for (name, (_, expected)), out in zip(cases.items(), got):
+        assert_matches(out, expected, name)
+        assert set(out.coords) == set(expected.coords), f"{name}: coords {set(out.coords)} vs xarray {set(expected.coords)}"
+    plain = dg.function([x, y], x.broadcast_like(y), backend=backend)(X.values, Y.values)
+    assert not plain.coords  # NumPy in: no labels, as xarray on bare arrays
 
 
 def test_reduction_scan_and_dtype_options_match_xarray(backend):

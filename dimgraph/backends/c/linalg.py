@@ -13,7 +13,8 @@ refuses gives NaNs.
 
 A Blockwise of any other core op has no C code: the cleanup rewrite
 `unroll_blockwise` turns it into one core op per batch element (static batch
-sizes) before emission.
+sizes) before emission; one it leaves (unknown or large batch) runs its
+`perform` on the host, as numba's objmode does.
 
 Products: the plan makes every operand a strided view over all the loop's
 letters (stride 0 where an operand lacks one), so MatMul is row updates and
@@ -29,7 +30,7 @@ import numpy as np
 
 from dimgraph.backends.c.loops import elem_strides, nest, strided
 from dimgraph.backends.c.reduce import NOMEM, collapse_trailing, reduce_code
-from dimgraph.backends.c.registry import CImpl, MissingEmitter, c_impl
+from dimgraph.backends.c.registry import CImpl, c_impl
 from dimgraph.backends.c.scalar import compute_ctype
 from dimgraph.core.blockwise import Blockwise, runtime_batch
 from dimgraph.core.broadcast import letter_sizes
@@ -81,7 +82,7 @@ def _matrix_impl(op, node, nb):
     types += [(o.type.dtype, nb + k) for o, k in zip(node.outputs, out_nd)]
     types += [("uint64", 1), (dtype, 1), ("int32", 1)]
     pointer = np.array([lapack_pointer(_prefix(dtype) + ROUTINES[type(op)])], dtype=np.uint64)
-    name = type(op).__name__.lower()
+    name = getattr(op, "function_name", type(op).__name__.lower())  # solve_triangular, not solvetriangular
 
     def plan(ctx, ins):
         a = ins[0]
@@ -221,10 +222,8 @@ for _type in MATRIX_OPS:
 @c_impl.register(Blockwise)
 def _blockwise(op, node):
     if not isinstance(op.core_op, MATRIX_OPS):
-        raise MissingEmitter(
-            f"c backend: {op} has no C code and its batch sizes are not static, so it cannot be unrolled; "
-            "compile with another backend"
-        )
+        # not unrolled (unknown or large batch): the batch loop runs on the host, the core op's perform per element
+        return CImpl([], None, lambda ctx, ins: (op.perform(node, ins), [], False))
     return _matrix_impl(op.core_op, node, op.batch_ndim(node))
 
 

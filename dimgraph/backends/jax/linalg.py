@@ -3,7 +3,8 @@ and the products of `dimgraph.core.linalg` (MatMul, Einsum).
 
 The matrix ops batch natively in `jnp.linalg` / `jax.scipy.linalg`, so a
 Blockwise of one is a single call on the broadcast stack; a Blockwise of any
-other core op is `jax.vmap` of the core op's own entry, once per batch axis.
+other core op is `jax.vmap` of the core op's own entry, once per batch axis (its run-time
+checks leave vmap as flags and are required over the whole batch).
 JAX's failure rule matches the core one: NaNs, never an exception.
 Products check their contracted and batch axes while tracing (shapes are
 concrete then), with the python backend's errors, and ask XLA for full
@@ -17,6 +18,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 
+from dimgraph.backends.jax.checks import collect, runtime_check
 from dimgraph.backends.jax.registry import jax_impl
 from dimgraph.backends.jax.scalar import cast
 from dimgraph.core.blockwise import Blockwise
@@ -36,7 +38,8 @@ def _square(name, a):
 def _cholesky(op):
     def fn(a):
         _square("cholesky", a)
-        chol = jnp.linalg.cholesky(a, symmetrize_input=False)
+        # jnp reads the lower triangle; the upper factor reads a's upper one, the lower triangle of a.T
+        chol = jnp.linalg.cholesky(a if op.lower else jnp.swapaxes(a, -1, -2), symmetrize_input=False)
         chol = jnp.where(jnp.isnan(chol).any(axis=(-2, -1), keepdims=True), jnp.nan, chol)  # all NaN, as NumPy's rule here
         return [chol if op.lower else jnp.swapaxes(chol, -1, -2)]
 
@@ -46,6 +49,8 @@ def _cholesky(op):
 def _solve_triangular(op):
     def fn(a, b):
         _square("solve_triangular", a)
+        if a.shape[-1] != b.shape[a.ndim - 2]:
+            raise ShapeError(f"solve_triangular: a is {a.shape[-2]}x{a.shape[-1]} but b has {b.shape[a.ndim - 2]} rows")
         rhs = b[..., None] if op.b_ndim == 1 else b
         x = jsl.solve_triangular(a, rhs, lower=op.lower, trans=int(op.trans), unit_diagonal=op.unit_diagonal)
         return [x[..., 0] if op.b_ndim == 1 else x]
@@ -106,15 +111,7 @@ def _blockwise(op, node):
     if make is not None:
         core_fn = make(op.core_op)
     else:
-        core_node = op.core_node(node.inputs)
-        inner = jax_impl(op.core_op, core_node)
-        n_in = len(node.inputs)
-
-        def core_fn(*xs):
-            return inner(list(xs))
-
-        for _ in range(nb):
-            core_fn = jax.vmap(core_fn, in_axes=(0,) * n_in)
+        core_fn = _vmapped(jax_impl(op.core_op, op.core_node(node.inputs)), nb)
 
     def blockwise(inputs):
         batch = tuple(np.broadcast_shapes(*[tuple(x.shape[:nb]) for x in inputs]))
@@ -126,6 +123,33 @@ def _blockwise(op, node):
         return [jnp.asarray(o).astype(v.type.dtype) for o, v in zip(core_fn(*xs), node.outputs)]
 
     return blockwise
+
+
+def _vmapped(inner, nb):
+    """`inner` (a core op's closure) under `nb` `jax.vmap`s; its run-time checks come out as
+    per-element flags, and each is required once over the whole batch (no tracer escapes vmap)."""
+    checks = []  # (error, message, has detail) of each check, filled while tracing
+
+    def core(*xs):
+        with collect() as c:
+            outs = inner(list(xs))
+        checks[:] = [(e, m, d is not None) for _, e, m, d in c.checks]
+        oks = [jnp.asarray(ok, dtype=bool).reshape(()) for ok, *_ in c.checks]
+        details = [jnp.zeros((), "int64") if d is None else jnp.asarray(d).reshape(()).astype("int64") for *_, d in c.checks]
+        return list(outs), oks, details
+
+    for _ in range(nb):
+        core = jax.vmap(core)
+
+    def run(*xs):
+        outs, oks, details = core(*xs)
+        for (error, message, has_detail), ok, detail in zip(checks, oks, details):
+            ok, detail = ok.reshape(-1), detail.reshape(-1)
+            if ok.size:
+                runtime_check(ok.all(), error, message, detail[jnp.argmin(ok)] if has_detail else None)
+        return outs
+
+    return run
 
 
 # ---------------------------------------------------------------------------

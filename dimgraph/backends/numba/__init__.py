@@ -38,6 +38,7 @@ from dimgraph.backends.numba import cache, progress, threads
 # Kernel families, mirroring dimgraph.core; each registers its ops with `ops.numba_kernel`.
 from dimgraph.backends.numba import control, extra, fused, join, linalg, random, subtensor  # noqa: F401
 from dimgraph.backends.numba.host import host_call, host_impl
+from dimgraph.backends.numba.linalg import lapack_on_host
 from dimgraph.backends.numba.ops import ObjmodeKernel, numba_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.elemwise import DimShuffle, Elemwise
@@ -135,7 +136,8 @@ def compile(fgraph, **options):
     The driver is a generated Python function. Each node runs either
     - as a compiled kernel (`ops.numba_kernel`): loops, reductions, indexing, or
     - on the host, by the op's NumPy `perform`: views and shapes (`HOST_OPS`), ops whose
-      kernel would only call back into Python (`ObjmodeKernel`), and, in a graph that also
+      kernel would only call back into Python (`ObjmodeKernel`), the matrix functions that
+      would call Numba's `np.linalg` (`linalg.lapack_on_host`), and, in a graph that also
       has loop kernels, arithmetic on single elements (`TINY_OPS`: a log-density's
       parameter transforms): each would cost 0.2-0.4 s of Numba compile time for a few
       microseconds per call.
@@ -206,7 +208,7 @@ def plan(fgraph) -> Plan:
         if key not in printed:
             for out in node.outputs:
                 _check_dtype(out)
-            if _is_view(node):
+            if _is_view(node) or lapack_on_host(node):
                 printed[key] = None
             else:
                 src = numba_kernel(node.op, node)

@@ -5,7 +5,8 @@ call per matrix: Cholesky and triangular solves are short loops printed with
 the kernel (the NaN failure rule of `core.matrix` needs no exception), the
 others call Numba's `np.linalg` (LAPACK) on a contiguous copy of each matrix,
 with a failed factorisation turned into NaNs. The helpers are printed into the
-kernel's text, so the text stays the whole cache key. A Blockwise of any other
+kernel's text, so the text stays the whole cache key. Outside loop bodies the
+`np.linalg` ones run by NumPy in the driver instead (`lapack_on_host`). A Blockwise of any other
 core op runs its NumPy `perform` in object mode (`ops.objmode_kernel`).
 """
 
@@ -29,7 +30,7 @@ def _chol(a, lower):
         for k in range(j):
             s -= out[j, k] * out[j, k]
         if not s > 0:
-            out[:, :] = np.nan
+            out.fill(np.nan)  # not `out[:, :] = np.nan`: see `_store`
             return out
         d = np.sqrt(s)
         out[j, j] = d
@@ -110,6 +111,16 @@ def _core_call(op, args):
 
 
 MATRIX_OPS = (Cholesky, SolveTriangular, Solve, Inv, Det, SlogDet, Eigh)
+# The ops whose kernels call Numba's `np.linalg`: its first compile costs seconds of CPU per op
+# on a cold cache (5 s for the first one), where NumPy's stacked gufuncs are as fast per call.
+# The driver runs them by NumPy (`perform_batched`); a loop body, which must be jitted, prints them.
+LAPACK_OPS = (Solve, Inv, Det, SlogDet, Eigh)
+
+
+def lapack_on_host(node) -> bool:
+    """Whether the driver runs `node` (one of `LAPACK_OPS`, alone or in a Blockwise) by NumPy."""
+    op = node.op
+    return isinstance(op.core_op if isinstance(op, Blockwise) else op, LAPACK_OPS)
 
 
 def _square_checks(op, node, nb):
@@ -150,17 +161,37 @@ def _matrix_kernel(op, node, nb):
     lines.append(f"    batch = ({''.join(b + ', ' for b in batch)})")
     core_args = []
     for k, v in enumerate(node.inputs):
-        idx = ", ".join("0" if v.type.shape[ax] == 1 else f"idx[{ax}]" for ax in range(nb))
+        idx = ", ".join("0" if v.type.shape[ax] == 1 else f"i{ax}" for ax in range(nb))
         core_args.append(f"x{k}[{idx}]")
     _, shapes = _core_call(op, params)  # core output shapes from the inputs' core axes
     for j, (o, sh) in enumerate(zip(node.outputs, shapes)):
         sh = sh.replace(".shape", f".shape[{nb}:]")
         lines.append(f"    out{j} = np.empty(batch + {sh}, dtype={np_type(o.type.dtype)})")
     stmt, _ = _core_call(op, core_args)
-    lines += ["    for idx in np.ndindex(batch):", "        " + stmt]
-    lines += [f"        out{j}[idx] = r{j}" for j in range(len(node.outputs))]
+    indent = "    "
+    for ax in range(nb):
+        lines.append(f"{indent}for i{ax} in range(batch[{ax}]):")
+        indent += "    "
+    lines.append(indent + stmt)
+    for j, o in enumerate(node.outputs):
+        lines += _store(f"out{j}", f"r{j}", nb, o.type.ndim - nb, indent)
     lines.append(f"    return {', '.join(f'out{j}' for j in range(len(node.outputs)))}")
     return "\n".join(lines) + "\n"
+
+
+def _store(out, r, nb, core_ndim, indent):
+    """Lines writing core result `r` into `out` at batch index (i0, ...), element by element.
+
+    NOTE: `out[i] = r` (an array stored into a slice) makes Numba compile its shape-mismatch
+    error path, about 3 s of CPU on a cold cache; loops over the elements cost nothing of it.
+    """
+    lines, inner = [], indent
+    for ax in range(core_ndim):
+        lines.append(f"{inner}for j{ax} in range({r}.shape[{ax}]):")
+        inner += "    "
+    at = ", ".join([f"i{ax}" for ax in range(nb)] + [f"j{ax}" for ax in range(core_ndim)])
+    src = f"{r}[{', '.join(f'j{ax}' for ax in range(core_ndim))}]" if core_ndim else r
+    return lines + [f"{inner}{out}[{at}] = {src}"]
 
 
 def _register_core(op_type):
