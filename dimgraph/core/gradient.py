@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.core.basic import as_tensor, constant, is_float
-from dimgraph.core.extra import arange
+from dimgraph.core.extra import Assert, arange
 from dimgraph.core.graph import Variable, toposort
 from dimgraph.core.math import add, cast, eq
 from dimgraph.core.scalar import NoDerivative
@@ -88,8 +88,28 @@ def vjp(outputs, output_grads, wrt, disconnected="raise"):
                     f"grad: the cost does not depend on {_label(w)} (pass disconnected='zero' to get zeros)"
                 )
             g = zeros_like(w)
+        elif g is not None and disconnected != "none":
+            g = _same_shape_as(g, w)
         grads.append(g)
     return grads
+
+
+def _same_shape_as(g, w):
+    """`g`, checked at run time to have `w`'s length on each axis `w`'s type leaves open.
+
+    A gradient's shape comes from what the cost reads, which need not be `w` itself
+    (`(x * c).sum()` gives `c`); without the forward pass nothing else checks that
+    `w` fits. Where the shapes are provably equal the rewrites drop the check.
+    """
+    shape_g, shape_w = shape_of(g), shape_of(w)
+    conds = [eq(shape_g[a], shape_w[a]) for a, s in enumerate(w.type.shape) if s is None and shape_g[a] is not shape_w[a]]
+    if not conds:
+        return g
+    message = (
+        f"grad: {_label(w)} has another length than the cost's graph needs on an axis its type leaves open "
+        "(computing the cost itself would raise ShapeError)"
+    )
+    return Assert(message)(g, *conds)
 
 
 def _sum_all(terms):

@@ -125,6 +125,22 @@ def test_prod_with_zeros_and_max_ties(backend):
     np.testing.assert_array_equal(gmin, [0.5, 0.0, 0.5, 0.0])
 
 
+def test_gradient_checks_the_length_of_its_variable(backend):
+    """A gradient shaped by what the cost reads (`c`, `y`) refuses an `x` that the cost could not take."""
+    x, y = dg.tensor("x", shape=(None,)), dg.tensor("y", shape=(None,))
+    c = dg.core.constant(np.array([1.0, 2.0, 3.0]))
+    f = dg.function([x, y], [dg.grad((x * c).sum(), x), dg.grad((x * y).sum(), x)], backend=backend)
+    gc, gy = f(np.ones(3), np.array([4.0, 5.0, 6.0]))
+    np.testing.assert_array_equal(gc, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(gy, [4.0, 5.0, 6.0])
+    for xv, yv in ((np.ones(4), np.ones(3)), (np.ones(3), np.ones(4))):
+        with pytest.raises((AssertionError, dg.ShapeError), match="'x' has another length|axis 0"):
+            f(xv, yv)
+    square = dg.function([x], dg.grad((x**2).sum(), x), backend=backend)
+    assert not any(type(n.op).__name__ == "Assert" for n in square.fgraph.toposort())  # proved: x's own length
+    np.testing.assert_array_equal(square(np.array([1.0, -2.0])), [2.0, -4.0])
+
+
 def test_stop_gradient(backend):
     """stop_gradient is x in value and 0 in gradient; logsumexp's gradient is softmax, ties and -inf included."""
     x = dg.tensor("x", shape=(None,))

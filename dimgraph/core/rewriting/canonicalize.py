@@ -345,6 +345,17 @@ def assert_proved(fgraph, node):
     return Assert(node.op.message)(node.inputs[0], *keep) if keep else node.inputs[0]
 
 
+@node_rewriter([Elemwise], tags=("canonicalize",))
+def eq_self(fgraph, node):
+    """x == x -> True on integers and bools (no NaN there): e.g. a gradient's length check against its own input."""
+    if getattr(node.op.scalar_op, "name", None) != "eq" or node.inputs[0] is not node.inputs[1]:
+        return None
+    x = node.inputs[0]
+    if np.dtype(x.type.dtype).kind not in "biu":
+        return None
+    return constant(np.True_) if x.type.ndim == 0 else full_like(x, True, dtype="bool")
+
+
 CANONICALIZE = [
     constant_fold,
     *CANON_RULES,
@@ -360,6 +371,7 @@ CANONICALIZE = [
     reduce_no_axes,
     full_slice,
     join_one,
+    eq_self,
     assert_proved,
 ]
 

@@ -80,7 +80,7 @@ def test_every_rule_has_a_test():
     tested = {c[0] for c in CASES} | {
         "constant_fold", "dimshuffle_chain", "reshape_chain", "reshape_same", "alloc_same", "shape_static",
         "reduce_of_dimshuffle", "reduce_no_axes", "div_self", "logsumexp", "logsumexp_keepdims", "softmax", "log_softmax", "merge",
-        "elemwise_fusion", "reduce_fusion", "full_slice", "join_one", "assert_proved",
+        "elemwise_fusion", "reduce_fusion", "full_slice", "join_one", "assert_proved", "eq_self",
         "elemwise_of_alloc", "reduce_of_alloc", "indexed_loop_fusion",
         "gather_fusion",  # tests/core/rewriting/test_gather_fusion.py
         "blockwise_without_batch",  # tests/core/test_matrix.py
@@ -266,6 +266,21 @@ def test_assert_proved():
     assert isinstance(node.op, Assert) and len(node.inputs) == 2
     h = compiled([x], [assert_op(x, (x > 0).all())], ["assert_proved", "constant_fold"])
     assert isinstance(root(h).owner.op, Assert)
+
+
+def test_eq_self():
+    """x == x is True on integers (a 0-d one a constant); never on floats, where NaN != NaN."""
+    n = dg.core.shape_of(x)[0]
+    f = compiled([x], dg.core.eq(n, n), ["eq_self"])
+    assert f.rewrite_trace.counts["eq_self"] == 1 and isinstance(root(f), Constant) and bool(root(f).data)
+    g = compiled([xi], dg.core.eq(xi, xi), ["eq_self"])
+    assert g.rewrite_trace.counts["eq_self"] == 1
+    np.testing.assert_array_equal(g(np.array([1, -2], dtype="int32")), [True, True])
+    h = compiled([x], dg.core.eq(x, x), ["eq_self"])
+    assert h.rewrite_trace.counts["eq_self"] == 0
+    np.testing.assert_array_equal(h(np.array([np.nan, 1.0])), [False, True])
+    k = compiled([x, y], dg.core.eq(dg.core.shape_of(x)[0], dg.core.shape_of(y)[0]), ["eq_self"])
+    assert k.rewrite_trace.counts["eq_self"] == 0
 
 
 def _ops(f):
