@@ -32,24 +32,44 @@ def _rows():
     return [a, b], [e, e.max(axis=1), e.sum(axis=0)]
 
 
+def _hier_args(rng, n=N, groups=50):
+    return [rng.normal(size=groups), np.array(0.3), rng.normal(size=n), rng.normal(size=n), rng.integers(-groups, groups, n)]
+
+
 @pytest.fixture(scope="module")
 def compiled():
-    """Each graph compiled split (two threads) and whole (`threads = 1`)."""
+    """Each graph compiled split (two threads) and whole (`threads = 1`), and called once (a first call
+    runs whole: it compiles the kernel once, not in every thread)."""
     saved = dg.config.threads
     out = {}
+    rng = np.random.default_rng(9)
+    first = {"hier": _hier_args(rng, n=10), "rows": [rng.normal(size=(2, 4)), rng.normal(size=(2, 4))]}
     try:
         for name, make in (("hier", _hierarchical), ("rows", _rows)):
             for count in (2, 1):
                 dg.config.threads = count
                 inputs, outputs = make()
                 out[name, count] = dg.function(inputs, outputs, backend="numba")
+                out[name, count](*first[name])
     finally:
         dg.config.threads = saved
     return out
 
 
-def _hier_args(rng, n=N, groups=50):
-    return [rng.normal(size=groups), np.array(0.3), rng.normal(size=n), rng.normal(size=n), rng.integers(-groups, groups, n)]
+def test_a_first_call_runs_whole():
+    """The first call of a split kernel is one pass (so only one thread compiles it); later ones split."""
+    calls = []
+
+    def kernel(x):
+        calls.append(len(x))
+        return x * 2
+
+    splitter = threads.Splitter(lambda: kernel, threads.Split((True,), (False,), ("rows",)), 2)
+    x = np.arange(threads.MIN_WORK + 1.0)
+    np.testing.assert_array_equal(splitter(x), x * 2)
+    assert calls == [len(x)]
+    np.testing.assert_array_equal(splitter(x), x * 2)
+    assert sorted(calls[1:]) == [len(x) // 2, len(x) - len(x) // 2]
 
 
 def test_split_matches_one_pass(compiled):
