@@ -13,11 +13,13 @@ from dimgraph.backends.numba import threads
 from dimgraph.errors import IndexOutOfBounds, ShapeError
 
 N = 2 * threads.MIN_WORK + 7  # a loop large enough to split, not a multiple of the block count
+GROUPS = 100
 
 
 def _hierarchical():
     """A log-density over a gather with its gradient: one IndexedLoop (sums and a scatter over axis 0)."""
-    mu, x, y = dg.vector("mu"), dg.vector("x"), dg.vector("y")
+    # mu of static size: its gradient's scatter base is a large constant, stored read-only
+    mu, x, y = dg.tensor("mu", shape=(GROUPS,)), dg.vector("x"), dg.vector("y")
     g = dg.vector("g", dtype="int64")
     ls = dg.scalar("ls")
     z = (y - mu[g] * x) / dg.exp(ls)
@@ -32,7 +34,8 @@ def _rows():
     return [a, b], [e, e.max(axis=1), e.sum(axis=0)]
 
 
-def _hier_args(rng, n=N, groups=50):
+def _hier_args(rng, n=N, groups=None):
+    groups = groups or GROUPS
     return [rng.normal(size=groups), np.array(0.3), rng.normal(size=n), rng.normal(size=n), rng.integers(-groups, groups, n)]
 
 
@@ -81,6 +84,9 @@ def test_split_matches_one_pass(compiled):
         # the sums add blocks in another order: within a few ulps per term of N terms
         np.testing.assert_allclose(s, w, rtol=1e-12, atol=N * 1e-13)
     np.testing.assert_array_equal(compiled["hier", 2](*args)[1], split[1])  # the same bits on every call
+    # the blocks have the whole call's argument types (a read-only base included): one compiled version
+    kernel = compiled["hier", 2]._compiled.fast.__globals__["k0"]
+    assert len(kernel.signatures) == 1, kernel.signatures
     a, b = rng.normal(size=(N // 4, 4)), rng.normal(size=(N // 4, 4))
     (e, emax, esum), (we, wmax, wsum) = compiled["rows", 2](a, b), compiled["rows", 1](a, b)
     np.testing.assert_array_equal(e, we)  # rows are computed alone: the same bits
@@ -102,10 +108,10 @@ def test_small_and_empty_calls_run_whole(compiled):
 def test_errors_are_those_of_one_pass(compiled):
     rng = np.random.default_rng(2)
     args = _hier_args(rng)
-    args[4][N - 3] = 99  # out of range, in the last block only
-    args[4][N - 1] = -77
+    args[4][N - 3] = 199  # out of range, in the last block only
+    args[4][N - 1] = -177
     for f in (compiled["hier", 2], compiled["hier", 1]):
-        with pytest.raises(IndexOutOfBounds, match="99"):
+        with pytest.raises(IndexOutOfBounds, match="199"):
             f(*args)
     args = _hier_args(rng)
     args[3] = args[3][:-1]  # y one shorter than x: the kernel's own guard, not a split of mismatched blocks

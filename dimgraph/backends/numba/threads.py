@@ -102,6 +102,13 @@ def _static_work(loop_inputs):
         return None  # a static mismatch: the kernel's guard reports it
 
 
+def _zeros_like(a):
+    """Zeros of `a`'s type, read-only included: Numba types a read-only array apart (another compile)."""
+    z = np.zeros_like(a)
+    z.flags.writeable = a.flags.writeable
+    return z
+
+
 def _costly(scalar_op) -> bool:
     steps = scalar_op.steps if isinstance(scalar_op, Composite) else [(scalar_op, ())]
     return any(not is_cheap(step) for step, _ in steps)
@@ -156,7 +163,7 @@ class Splitter:
     def _args(self, args, lo, hi, first):
         out = []
         for a, cut, base in zip(args, self.split.cut, self.split.base):
-            out.append(a[lo:hi] if cut else a if (first or not base) else np.zeros_like(a))
+            out.append(a[lo:hi] if cut else a if (first or not base) else _zeros_like(a))
         return out
 
     def _combine(self, parts):
