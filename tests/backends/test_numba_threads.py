@@ -3,6 +3,8 @@ errors, no deadlock after fork, and `dg.config.threads = 1` turns it off."""
 
 import math
 import os
+import select
+import signal
 import threading
 
 import numpy as np
@@ -154,14 +156,15 @@ def test_no_deadlock_after_fork(compiled):
         finally:
             os._exit(0)
     os.close(write)
+    ready = []
     try:
-        import select
-
         ready, _, _ = select.select([read], [], [], 120)
         assert ready, "the forked child did not answer in 120 s (deadlock)"
         value = np.frombuffer(os.read(read, 8), dtype=np.float64)[0]
     finally:
         os.close(read)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)  # a hung child must not hang the suite too
         os.waitpid(pid, 0)
     assert value == expected[0]
 
