@@ -147,13 +147,16 @@ class Splitter:
         n = None
         width = 1
         for a, cut in zip(args, self.split.cut):
+            shape = np.shape(a)  # a trusted call may pass Python scalars
             if cut:
+                if not shape:
+                    return None  # not an array along the loop: the kernel's own checks decide
                 if n is None:
-                    n = a.shape[0]
-                elif a.shape[0] != n:
+                    n = shape[0]
+                elif shape[0] != n:
                     return None  # the kernel's own guard names the mismatch
-            if a.ndim and a.shape[0]:
-                width = max(width, a.size // a.shape[0])
+            if shape and shape[0]:
+                width = max(width, int(np.prod(shape)) // shape[0])
         count = min(self.threads, n or 0)
         if count < 2 or n * width < MIN_WORK:
             return None
