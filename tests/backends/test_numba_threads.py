@@ -115,6 +115,10 @@ def test_errors_are_those_of_one_pass(compiled):
     for f in (compiled["hier", 2], compiled["hier", 1]):
         with pytest.raises(IndexOutOfBounds, match="199"):
             f(*args)
+    args[4][5] = 333  # now the first block fails too: its error is raised, after every block has ended
+    for f in (compiled["hier", 2], compiled["hier", 1]):
+        with pytest.raises(IndexOutOfBounds, match="333"):
+            f(*args)
     args = _hier_args(rng)
     args[3] = args[3][:-1]  # y one shorter than x: the kernel's own guard, not a split of mismatched blocks
     for f in (compiled["hier", 2], compiled["hier", 1]):

@@ -217,6 +217,7 @@ def plan(fgraph) -> Plan:
 
     placed = [(node, *kernel_of(node)) for node in nodes]
     splitters = {}  # (kernel name, Split): the name of the driver's splitting wrapper
+    may_split = threads.thread_count(config.threads) > 1
     loops = any(src is not None and not _is_tiny(node) for node, _, src in placed)
     counter = len(params)
     host_nodes = []
@@ -237,7 +238,7 @@ def plan(fgraph) -> Plan:
                 header_lines.append(f'{kernels[key_digest]} = _kernel("{key_digest}")  # {_comment(node.op)}')
                 kernel_sources.append(f"# {kernels[key_digest]}: {_comment(node.op)}\n{src}")
             fn = kernels[key_digest]
-            split = threads.split_of(node) if threads.thread_count(config.threads) > 1 else None
+            split = threads.split_of(node) if may_split else None
             if split is not None:
                 if (fn, split) not in splitters:
                     splitters[fn, split] = f"{fn}t{len(splitters)}"

@@ -156,7 +156,7 @@ class Splitter:
                 elif shape[0] != n:
                     return None  # the kernel's own guard names the mismatch
             if shape and shape[0]:
-                width = max(width, int(np.prod(shape)) // shape[0])
+                width = max(width, np.size(a) // shape[0])
         count = min(self.threads, n or 0)
         if count < 2 or n * width < MIN_WORK:
             return None
