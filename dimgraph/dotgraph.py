@@ -1,37 +1,74 @@
 """`dg.to_dot`: a graph as Graphviz DOT text, rendered to SVG where Graphviz is installed.
 
 PyTensor users have `pydotprint`/d3viz; here one function gives the text (always:
-it needs nothing) and, with the optional `graphviz` package and the `dot` program,
-a picture that notebooks display by themselves. Ops are boxes, graph inputs are
+it needs nothing) and, where a Graphviz program is installed (the system `dot`, or
+the pip-installable graphviz-pure of the `graphviz` extra), a picture that
+notebooks display by themselves. Ops are boxes, graph inputs are
 rounded boxes, edges carry the value's dtype with dims (or shape), and a fused
 kernel is a cluster holding the scalar steps it computes in one loop.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+
 from dimgraph.core.graph import Constant, toposort
 from dimgraph.core.scalar import Composite
 from dimgraph.printing import _type
 
 
+class RenderUnavailable(RuntimeError):
+    """No Graphviz program is installed to turn DOT text into a picture."""
+
+
+INSTALL_HINT = (
+    "no Graphviz renderer found: install one with `pip install 'dimgraph[graphviz]'` (graphviz-pure, a "
+    "self-contained dot program) or Graphviz itself (apt install graphviz, brew install graphviz, conda install "
+    "graphviz); until then notebooks show the DOT text"
+)
+
+
+def renderer():
+    """The program that renders DOT text: Graphviz's `dot` on PATH, else graphviz-pure's (PATH or this venv), else None."""
+    found = shutil.which("dot")
+    if found:
+        return found
+    beside = os.path.join(os.path.dirname(sys.executable), "graphviz-pure")
+    return shutil.which("graphviz-pure") or (beside if os.access(beside, os.X_OK) else None)
+
+
 class DotGraph(str):
-    """DOT text (a `str`) that renders itself as SVG in notebooks when Graphviz is installed."""
+    """DOT text (a `str`) that renders itself as SVG in notebooks where a Graphviz program is installed."""
 
     def svg(self) -> str:
-        """The picture as SVG text (needs `pip install dimgraph[graphviz]` and the `dot` program)."""
-        try:
-            import graphviz
-        except ImportError:
-            raise ImportError(
-                "rendering DOT text needs the graphviz package (pip install dimgraph[graphviz]) and the dot program"
-            ) from None
-        return graphviz.Source(str(self)).pipe(format="svg").decode()
+        """The picture as SVG text, from the program `renderer()` finds (`RenderUnavailable` naming what to install)."""
+        program = renderer()
+        if program is None:
+            raise RenderUnavailable(INSTALL_HINT)
+        done = subprocess.run([program, "-Tsvg"], input=str(self).encode(), capture_output=True, timeout=120)
+        if done.returncode:
+            raise RenderUnavailable(f"{program} failed on this graph: {done.stderr.decode(errors='replace').strip()}")
+        return done.stdout.decode()
 
     def _repr_svg_(self):
         try:
             return self.svg()
-        except Exception:  # no graphviz here: the notebook falls back to the text
+        except RenderUnavailable as err:  # the notebook falls back to the text; say once what would draw it
+            _warn_once(str(err))
             return None
+
+
+_warned = set()
+
+
+def _warn_once(message):
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def to_dot(obj, max_label=60) -> DotGraph:

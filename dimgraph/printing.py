@@ -29,8 +29,13 @@ def dprint(obj, file=None, depth=None, width=120):
         outputs = (fgraph or obj).outputs
     else:
         outputs = obj if isinstance(obj, (list, tuple)) else [obj]
+    # a compiled function's rewritten outputs print under the names of the outputs they compute
+    user = getattr(obj, "outputs", None) if fgraph is not None else None
+    titles = [o.name for o in user] if user is not None and len(user) == len(outputs) else [None] * len(outputs)
     ids, lines, names = {}, [], {}
-    for out in outputs:
+    for out, title in zip(outputs, titles):
+        if title:
+            lines.append(f"output {title!r}:")
         stack = [(out, 0)]
         while stack:
             var, level = stack.pop()

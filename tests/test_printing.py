@@ -3,7 +3,6 @@ functions, and dg.to_dot's Graphviz text and picture."""
 
 import io
 import re
-import shutil
 
 import numpy as np
 import pytest
@@ -33,7 +32,7 @@ def _printed(obj, **kw):
 def test_labeled_gradient_prints_with_dims(model):
     *_, grad, _ = model
     lines = _printed(grad)
-    assert lines[0].startswith("from_positional{county}   float64(county: 3)")
+    assert lines[0].startswith("from_positional{county} 'grad_mu'   float64(county: 3)")  # named after its variable
     assert any("mu   float64(county: 3)" in line for line in lines)
     assert any("float64(obs: ?, county: 3)" in line and "sub" in line for line in lines)
 
@@ -79,7 +78,7 @@ def test_to_dot_text(model):
     assert text.startswith("digraph dimgraph {") and text.rstrip().endswith("}")
     assert '[label="mu\\nfloat64(county: 3)"' in text and '"y\\nfloat64(obs: ?, county: 3)"' in text
     assert "subgraph cluster_" in text and "fused kernel: " in text
-    assert 'label="output 0: logp"' in text and 'label="output 1"' in text
+    assert 'label="output 0: logp"' in text and 'label="output 1: grad_mu"' in text
     assert re.search(r'-> n\d+ \[label="float64\(obs: \?, county: 3\)"\]', text)
     # every edge joins declared nodes, and the braces balance
     declared = set(re.findall(r"^\s*(n\d+) \[label=", text, re.M))
@@ -91,14 +90,40 @@ def test_to_dot_text(model):
     assert "from_positional{county}" in unrewritten and "cluster" not in unrewritten
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="no Graphviz dot program")
 def test_to_dot_renders_svg(model):
-    pytest.importorskip("graphviz")
+    from dimgraph.dotgraph import renderer
+
+    if renderer() is None:
+        pytest.skip("no Graphviz program (the test extra installs graphviz-pure)")
     *_, f = model
     picture = dg.to_dot(f)
     svg = picture.svg()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "county: 3" in svg
     assert picture._repr_svg_() == svg
+
+
+def test_to_dot_without_a_renderer_says_what_to_install(model, monkeypatch):
+    from dimgraph import dotgraph
+
+    monkeypatch.setattr(dotgraph.shutil, "which", lambda name: None)
+    monkeypatch.setattr(dotgraph.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(dotgraph, "_warned", set())
+    *_, f = model
+    picture = dg.to_dot(f)
+    with pytest.raises(dotgraph.RenderUnavailable, match=r"pip install 'dimgraph\[graphviz\]'.*apt install graphviz"):
+        picture.svg()
+    with pytest.warns(RuntimeWarning, match="no Graphviz renderer found") as record:
+        assert picture._repr_svg_() is None
+        assert picture._repr_svg_() is None  # said once
+    assert len(record) == 1
+    assert str(picture).startswith("digraph dimgraph {")  # the text is still there for the notebook
+
+
+def test_to_dot_prefers_the_system_dot(monkeypatch):
+    from dimgraph import dotgraph
+
+    monkeypatch.setattr(dotgraph.shutil, "which", lambda name: "/usr/bin/dot" if name == "dot" else None)
+    assert dotgraph.renderer() == "/usr/bin/dot"
 
 
 def test_function_results_unchanged_by_printing(model):
@@ -119,3 +144,22 @@ def test_help_of_function_lists_backends_default_and_options():
     assert f'"{DEFAULT_BACKEND}" (the default' in text
     for option in ('output="dataset"', 'output="jax"', "shard=", "mesh=", "jit_graph=", "updates :", "rewrites :"):
         assert option in text, option
+
+
+def test_gradients_named_after_their_variables(backend):
+    i = dg.Dim("i", coords=["a", "b"])
+    mu, s = dg.labeled("mu", dims=(i,)), dg.labeled("s", dims=())
+    x, c = dg.tensor("x", shape=(2,)), dg.tensor("c", shape=(2,))
+    cost, (g_mu, g_s) = dg.value_and_grad((mu**2).sum() * s, [mu, s])
+    assert (g_mu.name, g_s.name) == ("grad_mu", "grad_s")
+    f = dg.function([mu, s], [cost.rename("cost"), g_mu, g_s], backend=backend)
+    outs = f(np.array([1.0, 2.0]), 3.0)
+    assert [o.name for o in outs] == ["cost", "grad_mu", "grad_s"]
+    np.testing.assert_allclose(outs[1].values, [6.0, 12.0])
+    out = io.StringIO()
+    f.dprint(file=out)
+    titles = [line for line in out.getvalue().splitlines() if line.startswith("output ")]
+    assert titles == ["output 'cost':", "output 'grad_mu':", "output 'grad_s':"]
+    assert dg.grad(dg.exp(x).sum(), x).name == "grad_x"
+    g_x = dg.grad((x * c).sum(), x)  # the gradient is `c` itself (or a view of it): c keeps its own name
+    assert c.name == "c" and g_x.name in (None, "c", "grad_x")

@@ -13,6 +13,7 @@ of the extra dims (a posterior predictive), as separate calls would.
 
 from __future__ import annotations
 
+from dimgraph.compile.chunked import is_lazy, lazy_call
 from dimgraph.errors import InputError
 
 
@@ -52,6 +53,8 @@ class MappedFunction:
 
         base = self._base
         values = base._bind(args, kwargs)
+        if any(is_lazy(v) for v in values):
+            return lazy_call(self, values, ctx)
         key = []
         for k, (var, value) in enumerate(zip(base.inputs, values)):
             if not is_dataarray(value) or not hasattr(var.type, "dims"):

@@ -17,6 +17,7 @@ import numpy as np
 
 from dimgraph.backends import get_backend
 from dimgraph.compile import warm
+from dimgraph.compile.chunked import is_lazy, lazy_call
 from dimgraph.compile.datasets import bind_dataset, dataset_names, is_dataset, to_dataset
 from dimgraph.compile.pickling import Recipe, portable, rebuild, shared_values
 from dimgraph.compile.sharding import resolve_shard
@@ -126,7 +127,8 @@ class Function:
         return values
 
     def _fast_convert(self, args):
-        """`args` unchanged when each is an ndarray of the exact dtype and static shape, else converted."""
+        """`args` unchanged when each is an ndarray of the exact dtype and static shape, else converted (None: some
+        are dask-backed, for `lazy_call`)."""
         for value, (dtype, ndim, static) in zip(args, self._fast_specs):
             if type(value) is not np.ndarray or value.dtype != dtype or value.ndim != ndim:
                 break
@@ -139,6 +141,8 @@ class Function:
             break
         else:
             return args
+        if any(is_lazy(v) for v in args):
+            return None
         return [spec.convert(v) for spec, v in zip(self._in_specs, args)]
 
     def _input_label(self, k):
@@ -165,6 +169,8 @@ class Function:
         if fast is not None and not kwargs and ctx is None and len(args) == self._n_inputs:
             if not trust_input:
                 arrays = self._fast_convert(args)
+                if arrays is None:
+                    return lazy_call(self, list(args), ctx)
             elif self._labeled_in or any(type(a) in PYTHON_SCALARS for a in args):
                 arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, args)]
             else:
@@ -178,6 +184,8 @@ class Function:
         if self._first_call:
             return self._timed_first_call(args, ctx, trust_input, kwargs)
         raw = self._bind(args, kwargs)
+        if any(is_lazy(v) for v in raw):
+            return lazy_call(self, raw, ctx)
         if trust_input:
             arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, raw)]
         else:
@@ -235,7 +243,7 @@ class Function:
         """Print the rewritten graph with types and static shapes (lines cut at `width`)."""
         from dimgraph.printing import dprint
 
-        return dprint(self.fgraph, file=file, width=width)
+        return dprint(self, file=file, width=width)
 
     def __repr__(self):
         return function_repr(self)

@@ -157,7 +157,16 @@ def grad(cost, wrt, disconnected="raise"):
     wrt, single = check_wrt(wrt, "grad")
     cost = check_cost(cost, "grad")
     grads = vjp([cost], [constant(np.ones((), dtype=cost.type.dtype))], wrt, disconnected)
+    grads = [named_after(w, g) for w, g in zip(wrt, grads)]
     return grads[0] if single else grads
+
+
+def named_after(wrt, g):
+    """`g` named `grad_<wrt's name>` (the output's name in DataArrays, datasets and dprint) where it has no name
+    and is computed here: a gradient that is some named input or shared value itself keeps that name."""
+    if wrt.name and g.name is None and g.owner is not None:
+        g.name = f"grad_{wrt.name}"
+    return g
 
 
 def value_and_grad(cost, wrt, disconnected="raise"):

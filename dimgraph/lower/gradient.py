@@ -11,7 +11,7 @@ import numpy as np
 
 from dimgraph.core import gradient as core
 from dimgraph.core.basic import constant
-from dimgraph.core.gradient import check_cost, check_wrt, jacobian_positional, vjp
+from dimgraph.core.gradient import check_cost, check_wrt, jacobian_positional, named_after, vjp
 from dimgraph.core.basic import is_float
 from dimgraph.labeled.basic import from_positional
 from dimgraph.labeled.ops import is_labeled
@@ -63,7 +63,10 @@ def _labeled_grad(cost, wrt, disconnected):
         pos_wrt.append(p)
     one = constant(np.ones((), dtype=pos_cost.type.dtype))
     grads = vjp([pos_cost], [one], pos_wrt, disconnected)
-    return [_lowered_from(from_positional(g, w.type.dims), cost) if is_labeled(w) else g for g, w in zip(grads, wrt)]
+    return [
+        named_after(w, _lowered_from(from_positional(g, w.type.dims), cost) if is_labeled(w) else g)
+        for g, w in zip(grads, wrt)
+    ]
 
 
 def _lowered_from(result, source):
