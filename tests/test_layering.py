@@ -1,6 +1,6 @@
 """The package's layers: every module imports only from its own layer or the layers below it.
 
-    errors, config, version, lazy  <-  core  <-  labeled  <-  lower  <-  backends (core only)  <-  compile, printing, dotgraph
+    errors, config, version, lazy, progress  <-  core  <-  labeled  <-  lower  <-  backends (core only)  <-  compile, printing, dotgraph
     <-  the public face (dimgraph/__init__.py and the top-level front doors)
 
 Every import is read from the source (function-level ones included, so a
@@ -19,7 +19,7 @@ import dimgraph
 PACKAGE = pathlib.Path(dimgraph.__file__).parent
 
 ORDER = ["base", "core", "labeled", "lower", "backends", "compile", "face"]
-BASE = {"dimgraph.errors", "dimgraph.config", "dimgraph.version", "dimgraph.lazy"}
+BASE = {"dimgraph.errors", "dimgraph.config", "dimgraph.version", "dimgraph.lazy", "dimgraph.progress"}
 # backends see only core (and base): a backend never reads Dims, labeled ops or the compile layer
 ALLOWED_BY_BACKENDS = {"base", "core", "backends"}
 # `Variable.eval` compiles and runs the variable: the one convenience that reaches up from core to compile.

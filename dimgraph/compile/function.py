@@ -30,6 +30,7 @@ from dimgraph.core.rewriting import rewrite_graph
 from dimgraph.core.random import is_rng_state
 from dimgraph.core.type import TensorType
 from dimgraph.errors import InputError
+from dimgraph.progress import Progress
 
 _log = logging.getLogger("dimgraph")
 
@@ -41,7 +42,7 @@ class Function:
     (once a call has run: numba compiles its kernels then) and "kernels" ({kernel: seconds}
     on the numba backend); a warm start (the same graph compiled by an earlier process, see
     `dimgraph.compile.warm`) has "warm start" instead of the first three. Compiles that run
-    long log their progress (`logging`, "dimgraph").
+    long show their progress (a bar in a notebook, `logging` "dimgraph" elsewhere: `dimgraph.progress`).
     """
 
     __name__ = "dimgraph_function"  # what tools that name callables show (dask task keys, profilers)
@@ -404,12 +405,15 @@ def function(
         f.timings["warm start"] = f.compile_time
         _log.debug("dimgraph: warm start from %s in %.3f s", key, f.compile_time)
     else:
+        progress = Progress(_described(outputs))
         fgraph, in_specs, out_specs, checks, shared, seconds = _rewritten(
             inputs, outputs, updates, rewrites, backend_contract, return_numpy
         )
         t_codegen = time.perf_counter()
+        progress.update("code generation")
         compiled = backend_contract.compile(fgraph, **backend_options)
         t_done = time.perf_counter()
+        progress.close()
         n_updates = len(fgraph.outputs) - len(outputs)
         f = Function(
             inputs, outputs, single, fgraph, backend_contract.name, compiled, in_specs, out_specs, checks, shared, n_updates
@@ -429,6 +433,12 @@ def function(
     for attr, make in compiled.exports.items():  # backend extras built on the Function (jax: f.jax_fn)
         setattr(f, attr, make(f))
     return f
+
+
+def _described(outputs) -> str:
+    """What a progress line calls the function being compiled: its outputs' names."""
+    names = ", ".join(o.name or "?" for o in outputs)
+    return f"the function of {names if len(names) <= 60 else names[:57] + '...'}"
 
 
 def _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_numpy):

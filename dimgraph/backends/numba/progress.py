@@ -1,20 +1,19 @@
-"""Compile progress of the numba backend: seconds per kernel, and log lines while a compile is slow.
+"""Compile progress of the numba backend: seconds per kernel, and progress shown while a compile is slow.
 
 Numba compiles a kernel (or loads its machine code from the disk cache) when the
 driver first calls it. During a function's first call a `KernelTimer` puts a
 timing wrapper around each kernel in the driver's namespace, adds each kernel's
-seconds to `timings` and, once the call has run longer than `PROGRESS_AFTER`
-seconds, logs each kernel made ready (`logging.getLogger("dimgraph.numba")`,
-level INFO), so that a long compile says what it is doing.
+seconds to `timings` and, once the call has run longer than `dimgraph.progress.AFTER`
+seconds, reports each kernel made ready, k of n (`dimgraph.progress`: a bar in a
+notebook, INFO lines on the "dimgraph" logger elsewhere), so that a long compile
+says what it is doing.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 
-logger = logging.getLogger("dimgraph.numba")
-PROGRESS_AFTER = 2.0  # seconds of first call before compile progress is logged
+from dimgraph.progress import Progress
 
 
 class KernelTimer:
@@ -22,7 +21,7 @@ class KernelTimer:
 
     def __init__(self, namespace, names, timings):
         self.namespace, self.names, self.timings = namespace, names, timings
-        self.started = time.perf_counter()
+        self.progress = Progress(f"{len(names)} numba kernels")
         self.ready = 0
         self.saved = {}
 
@@ -39,11 +38,7 @@ class KernelTimer:
                 self.timings[label] = self.timings.get(label, 0.0) + (now - t0)
                 if first:
                     self.ready += 1
-                    if now - self.started > PROGRESS_AFTER:
-                        logger.info(
-                            "numba: kernel %s ready in %.2f s (%d of %d, %.1f s so far)",
-                            label, now - t0, self.ready, len(self.names), now - self.started,
-                        )
+                    self.progress.update(f"kernel {label} ready in {now - t0:.2f} s", self.ready, len(self.names))
 
         return call
 
@@ -55,4 +50,5 @@ class KernelTimer:
 
     def __exit__(self, *exc):
         self.namespace.update(self.saved)
+        self.progress.close()
         return False
