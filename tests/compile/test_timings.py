@@ -91,7 +91,6 @@ def test_a_slow_compile_shows_a_bar_in_a_notebook(monkeypatch):
     f = dg.function([dg.tensor("y", shape=(None,)), x], dg.tan(x) * 2.0 - dg.sinh(x).sum(), backend="numba")
     f(np.zeros(2), np.arange(3.0))
     n = len(f._compiled.kernel_digests)
-    assert any("code generation" in page for page in shown)  # the compile phase, then each kernel
     bars = [page for page in shown if "numba kernels: kernel k" in page]
     assert len(bars) == n and f'value="{n}" max="{n}"' in bars[-1] and f"{n} / {n}" in bars[-1]
     assert all(page.startswith("<div><progress") for page in shown)
