@@ -338,6 +338,8 @@ def _entry(dim, value, what):
     """One index entry for `dim`: ("int", k), ("slice", ...), or ("index", labeled indexer)."""
     from dimgraph.labeled.basic import as_labeled, from_positional, is_dataarray
 
+    if isinstance(value, tuple):
+        value = _named_indexer(dim, value, what)
     if is_dataarray(value):
         value = as_labeled(value)
     if isinstance(value, slice):
@@ -378,6 +380,35 @@ def _entry(dim, value, what):
             "with dg.constant(array, dims=...) (vectorized indexing)"
         )
     return ("index",), _outer(dim, arr, what)
+
+
+def _named_indexer(dim, value, what):
+    """xarray's `(dims, positions)` indexer: positional positions (an array or a tensor) given dim names.
+
+    A labeled indexer already has dims; naming it again is refused (rename it instead), as PyTensor's xtensor does.
+    """
+    from dimgraph.labeled.basic import constant, from_positional, is_dataarray
+
+    if len(value) != 2:
+        raise IndexError(f"{what}: a tuple indexer of dim {dim.name!r} is (dims, positions), got {len(value)} items")
+    names, data = value
+    names = (names,) if isinstance(names, (str, Dim)) else tuple(names)
+    if not all(isinstance(n, (str, Dim)) for n in names):
+        raise IndexError(f"{what}: a tuple indexer of dim {dim.name!r} names its dims with strings, got {names!r}")
+    if is_labeled(data) or is_dataarray(data):
+        raise IndexError(
+            f"{what}: the labeled indexer {_var_label(data)} already has dims; naming it with a tuple "
+            f"({tuple(getattr(n, 'name', n) for n in names)}) is not supported: use .rename() on it instead"
+        )
+    positional = data if isinstance(data, Variable) else None
+    shape = positional.type.shape if positional is not None else np.shape(data)
+    if len(shape) != len(names):
+        raise IndexError(f"{what}: the tuple indexer of dim {dim.name!r} names {len(names)} dims for positions with {len(shape)} axes")
+    dims = tuple(n if isinstance(n, Dim) else Dim(n, size=size) for n, size in zip(names, shape))
+    if positional is not None:
+        return from_positional(positional, dims)
+    arr = np.asarray(data)
+    return constant(arr.astype(np.int64) if arr.dtype.kind == "f" and arr.size == 0 else arr, dims=dims)
 
 
 def _slice_part(dim, p, what):
