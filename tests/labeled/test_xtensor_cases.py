@@ -133,3 +133,32 @@ def test_a_size_check_fails_with_its_own_message_on_every_backend(backend):
     np.testing.assert_array_equal(g(np.ones(2)).values, [2.0, 2.0])
     with pytest.raises(AssertionError, match=r"from_positional: the data does not have the sizes of the dims 'q' \(size 2\)"):
         g(np.ones(3))
+
+
+def test_vectorize_graph_of_a_labeled_graph_with_stacked_dims(backend):
+    a, b, c = dg.Dim("a", size=2), dg.Dim("b", size=3), dg.Dim("c", size=4)
+    x = dg.labeled("x", dims=(a, b))
+    cells = (x.stack(cell=(a, b)) + 1) * 2
+    total = x.stack(cell=(a, b)).sum("cell")
+    x_new = dg.labeled("x_new", dims=(c, a, b))
+    out, summed = dg.vectorize_graph([cells, total], {x: x_new})
+    f = dg.function([x_new], [out, summed], backend=backend)
+    xt = xr.DataArray(np.arange(24.0).reshape(4, 2, 3), dims=("c", "a", "b"))
+    got_cells, got_sum = f(xt)
+    expected = (xt.stack(cell=("a", "b")) + 1) * 2
+    assert got_cells.dims == expected.dims == ("c", "cell")
+    np.testing.assert_allclose(got_cells.values, expected.values)
+    assert list(got_cells.indexes["cell"]) == list(expected.indexes["cell"])
+    xr.testing.assert_allclose(got_sum, xt.stack(cell=("a", "b")).sum("cell"))
+
+
+def test_vectorize_graph_invalid_replacements():
+    a, b, c = dg.Dim("a", size=2), dg.Dim("b", size=3), dg.Dim("c", size=4)
+    x, y = dg.labeled("x", dims=(a, b)), dg.labeled("y", dims=(c,))
+    with pytest.raises(ValueError, match="lacks its dim 'a'"):  # a replacement that drops a dim
+        dg.vectorize_graph([x + 1], {x: dg.labeled("x_bad", dims=(b,))})
+    with pytest.raises(ValueError, match=r"add the dims \['c'\], which the graph already has \(in y\)"):
+        dg.vectorize_graph([x + y], {x: dg.labeled("x_new", dims=(a, b, c))})
+    t = dg.tensor("t", shape=(3,))
+    with pytest.raises(ValueError, match="fewer axes"):
+        dg.vectorize_graph([t + 1], {t: dg.tensor("t_bad", shape=())})
