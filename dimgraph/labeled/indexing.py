@@ -200,7 +200,8 @@ class IselUpdate(LabeledOp):
 
 @dataclass(frozen=True)
 class MaskPositions(LabeledOp):
-    """The positions where a 1-d boolean mask is true (int64), on `dim` (whose size is known at run time)."""
+    """The positions where a 1-d boolean mask is true (int64), on `dim` (whose size is known at run time, or a
+    Dim of known size the selection was matched with by name: the count is checked then)."""
 
     dim: Dim
 
@@ -321,6 +322,23 @@ def _mask(dim, value, what):
         mask = from_positional(value, (dim,))
     new = Dim(dim.name, origin=f"isel({dim.origin or dim.name}, mask {mask.name or hex(id(mask))})")
     return MaskPositions(new)(mask)
+
+
+def _is_mask_positions(var) -> bool:
+    return var.owner is not None and isinstance(var.owner.op, MaskPositions)
+
+
+def adopt_mask_dim(var, dims_by_name):
+    """The positions of a symbolic mask put on the Dim of the same name in `dims_by_name` (another indexer's,
+    or an update value's), as xarray matches them by name: the mask's count is checked against that Dim's
+    size when the function runs. Anything else is returned as it is."""
+    if not _is_mask_positions(var):
+        return var
+    own = var.owner.op.dim
+    other = dims_by_name.get(own.name)
+    if other is None or other == own or own.size is not None or other.size is None:
+        return var
+    return MaskPositions(other)(var.owner.inputs[0])
 
 
 def _labeled_indexer(dim, value, what):
@@ -524,6 +542,8 @@ def _isel(x, keys, by_label=(), drop=False):
             e, v = ("slice", None, None, None, d), []
         entries.append(e)
         values.append(v)
+    indexer_dims = {nd.name: nd for e, v in zip(entries, values) if e[0] == "index" and not _is_mask_positions(v[0]) for nd in v[0].type.dims}
+    values = [[adopt_mask_dim(i, indexer_dims) for i in v] for v in values]
     indexed_names = {nd.name for e, v in zip(entries, values) if e[0] == "index" for nd in v[0].type.dims}
     for k, (d, e) in enumerate(zip(x.type.dims, entries)):
         if e[0] == "slice" and e[4].name in indexed_names:
@@ -672,6 +692,8 @@ def update(sub, value, mode):
     x, *indexers = owner.inputs
     dtype = np.dtype(x.type.dtype)
     (v,) = operands([value], mode) if not isinstance(value, (bool, int, float, complex)) else [None]
+    if v is not None:  # a value's dim named like a mask's selection is that selection's dim (checked at run time)
+        indexers = [adopt_mask_dim(i, {d.name: d for d in v.type.dims}) for i in indexers]
     if v is None:
         from dimgraph.labeled.basic import constant
 

@@ -162,3 +162,44 @@ def test_vectorize_graph_invalid_replacements():
     t = dg.tensor("t", shape=(3,))
     with pytest.raises(ValueError, match="fewer axes"):
         dg.vectorize_graph([t + 1], {t: dg.tensor("t_bad", shape=())})
+
+
+def test_a_mask_and_an_indexer_on_the_same_dim_in_one_isel(backend):
+    a, b = dg.Dim("a", size=8), dg.Dim("b", size=7)
+    x = dg.labeled("x", dims=(a, b))
+    mask = dg.labeled("mask", dims=(a,), dtype="bool")
+    int_idx = dg.labeled("int_idx", dims=(dg.Dim("a", size=4), dg.Dim("new_dim", size=3)), dtype="int64")
+    f = dg.function([x, mask, int_idx], [x.isel(a=mask, b=int_idx), x[mask, int_idx.rename(a="b")]], backend=backend)
+    xt = xr.DataArray(np.arange(56.0).reshape(8, 7), dims=("a", "b"))
+    mt = xr.DataArray(np.array([True, False] * 4), dims="a")
+    it = xr.DataArray(np.random.default_rng(1).binomial(4, 0.5, (4, 3)), dims=("a", "new_dim"))
+    vectorized, orthogonal = f(xt, mt, it)
+    xr.testing.assert_allclose(vectorized, xt[mt, it])  # the mask's 'a' and the indexer's 'a' are one dim
+    xr.testing.assert_allclose(orthogonal, xt[mt, it.rename(a="b")])
+    with pytest.raises(AssertionError, match="boolean mask on dim 'a' must select 4 positions"):
+        f(xt, xr.DataArray(np.ones(8, dtype=bool), dims="a"), it)
+
+
+@pytest.mark.parametrize("mode", ["set", "inc"])
+def test_update_after_a_boolean_mask(backend, mode):
+    a, b = dg.Dim("a", size=8), dg.Dim("b", size=7)
+    x = dg.labeled("x", dims=(a, b))
+    mask = dg.labeled("mask", dims=(a,), dtype="bool")
+    y = dg.labeled("y", dims=(dg.Dim("b", size=3),))
+    outs = [getattr(x[mask, -3:], mode)(y), getattr(x[mask, -3:], mode)(y.rename(b="a"))]
+    f = dg.function([x, mask, y], outs, backend=backend)
+    xt = xr.DataArray(np.arange(56.0).reshape(8, 7), dims=("a", "b"))
+    mt = xr.DataArray([True, False, True, True, False, False, False, False], dims="a")
+    yt = xr.DataArray([1.0, 2.0, 3.0], dims="b")
+
+    def updated(value):
+        e = xt.copy()
+        if mode == "set":
+            e[mt, -3:] = value
+        else:
+            e[mt, -3:] += value
+        return e
+
+    along_b, along_a = f(xt, mt, yt)
+    xr.testing.assert_allclose(along_b, updated(yt))
+    xr.testing.assert_allclose(along_a, updated(yt.rename(b="a")))
