@@ -200,7 +200,8 @@ class IselUpdate(LabeledOp):
 
 @dataclass(frozen=True)
 class MaskPositions(LabeledOp):
-    """The positions where a 1-d boolean mask is true (int64), on `dim` (whose size is known at run time)."""
+    """The positions where a 1-d boolean mask is true (int64), on `dim` (whose size is known at run time, or a
+    Dim of known size the selection was matched with by name: the count is checked then)."""
 
     dim: Dim
 
@@ -323,6 +324,23 @@ def _mask(dim, value, what):
     return MaskPositions(new)(mask)
 
 
+def _is_mask_positions(var) -> bool:
+    return var.owner is not None and isinstance(var.owner.op, MaskPositions)
+
+
+def adopt_mask_dim(var, dims_by_name):
+    """The positions of a symbolic mask put on the Dim of the same name in `dims_by_name` (another indexer's,
+    or an update value's), as xarray matches them by name: the mask's count is checked against that Dim's
+    size when the function runs. Anything else is returned as it is."""
+    if not _is_mask_positions(var):
+        return var
+    own = var.owner.op.dim
+    other = dims_by_name.get(own.name)
+    if other is None or other == own or own.size is not None or other.size is None:
+        return var
+    return MaskPositions(other)(var.owner.inputs[0])
+
+
 def _labeled_indexer(dim, value, what):
     kind = np.dtype(value.type.dtype).kind
     if kind == "b":
@@ -338,6 +356,8 @@ def _entry(dim, value, what):
     """One index entry for `dim`: ("int", k), ("slice", ...), or ("index", labeled indexer)."""
     from dimgraph.labeled.basic import as_labeled, from_positional, is_dataarray
 
+    if isinstance(value, tuple):
+        value = _named_indexer(dim, value, what)
     if is_dataarray(value):
         value = as_labeled(value)
     if isinstance(value, slice):
@@ -378,6 +398,35 @@ def _entry(dim, value, what):
             "with dg.constant(array, dims=...) (vectorized indexing)"
         )
     return ("index",), _outer(dim, arr, what)
+
+
+def _named_indexer(dim, value, what):
+    """xarray's `(dims, positions)` indexer: positional positions (an array or a tensor) given dim names.
+
+    A labeled indexer already has dims; naming it again is refused (rename it instead), as PyTensor's xtensor does.
+    """
+    from dimgraph.labeled.basic import constant, from_positional, is_dataarray
+
+    if len(value) != 2:
+        raise IndexError(f"{what}: a tuple indexer of dim {dim.name!r} is (dims, positions), got {len(value)} items")
+    names, data = value
+    names = (names,) if isinstance(names, (str, Dim)) else tuple(names)
+    if not all(isinstance(n, (str, Dim)) for n in names):
+        raise IndexError(f"{what}: a tuple indexer of dim {dim.name!r} names its dims with strings, got {names!r}")
+    if is_labeled(data) or is_dataarray(data):
+        raise IndexError(
+            f"{what}: the labeled indexer {_var_label(data)} already has dims; naming it with a tuple "
+            f"({tuple(getattr(n, 'name', n) for n in names)}) is not supported: use .rename() on it instead"
+        )
+    positional = data if isinstance(data, Variable) else None
+    shape = positional.type.shape if positional is not None else np.shape(data)
+    if len(shape) != len(names):
+        raise IndexError(f"{what}: the tuple indexer of dim {dim.name!r} names {len(names)} dims for positions with {len(shape)} axes")
+    dims = tuple(n if isinstance(n, Dim) else Dim(n, size=size) for n, size in zip(names, shape))
+    if positional is not None:
+        return from_positional(positional, dims)
+    arr = np.asarray(data)
+    return constant(arr.astype(np.int64) if arr.dtype.kind == "f" and arr.size == 0 else arr, dims=dims)
 
 
 def _slice_part(dim, p, what):
@@ -493,6 +542,8 @@ def _isel(x, keys, by_label=(), drop=False):
             e, v = ("slice", None, None, None, d), []
         entries.append(e)
         values.append(v)
+    indexer_dims = {nd.name: nd for e, v in zip(entries, values) if e[0] == "index" and not _is_mask_positions(v[0]) for nd in v[0].type.dims}
+    values = [[adopt_mask_dim(i, indexer_dims) for i in v] for v in values]
     indexed_names = {nd.name for e, v in zip(entries, values) if e[0] == "index" for nd in v[0].type.dims}
     for k, (d, e) in enumerate(zip(x.type.dims, entries)):
         if e[0] == "slice" and e[4].name in indexed_names:
@@ -641,6 +692,8 @@ def update(sub, value, mode):
     x, *indexers = owner.inputs
     dtype = np.dtype(x.type.dtype)
     (v,) = operands([value], mode) if not isinstance(value, (bool, int, float, complex)) else [None]
+    if v is not None:  # a value's dim named like a mask's selection is that selection's dim (checked at run time)
+        indexers = [adopt_mask_dim(i, {d.name: d for d in v.type.dims}) for i in indexers]
     if v is None:
         from dimgraph.labeled.basic import constant
 

@@ -135,14 +135,54 @@ def _solve_like(what, op_of, a, b, dims, trans=False):
 def solve(a, b, dims=None, b_ndim=None):
     """`x` with `a @ x = b` over the matrix dims of `a`: `b` on `row`, `x` on `col`; other dims of `b` are batch dims.
 
+    xarray-einstats' convention (the one ArviZ users know) is taken too: `dims=[row, col]` with `b` on
+    `col` (a vector: `x` on `col`), and `dims=[row, col, rhs]` with `b` a matrix on (`row` or `col`, `rhs`),
+    `x` on the same two dims, put last.
+
     >>> import dimgraph as dg, numpy as np
     >>> i, j = dg.Dim("i", size=2), dg.Dim("j", size=2)
     >>> a = dg.constant(np.diag([2.0, 4.0]), dims=(i, j))
     >>> dg.linalg.solve(a, dg.constant(np.ones(2), dims=(i,)), dims=(i, j)).eval().values
     array([0.5 , 0.25])
+    >>> dg.linalg.solve(a, dg.constant(np.ones(2), dims=(j,)), dims=["i", "j"]).dims  # einstats: b on col
+    (Dim('j', size=2),)
     """
+    if is_labeled(a) and is_labeled(b) and _einstats_form(b, dims):
+        return _einstats_solve(a, b, dims)
     res = _solve_like("solve", Solve, a, b, dims)
     return core.solve(a, b, b_ndim) if res is None else res
+
+
+def _dim_name(d):
+    return d.name if hasattr(d, "name") else d
+
+
+def _einstats_form(b, dims) -> bool:
+    """xarray-einstats' `dims`: three names, or two where `b` has the col dim and not the row dim."""
+    if not isinstance(dims, (list, tuple)) or len(dims) not in (2, 3):
+        return False
+    names = [_dim_name(d) for d in dims]
+    have = {d.name for d in b.type.dims}
+    return len(names) == 3 or (names[1] in have and names[0] not in have)
+
+
+def _einstats_solve(a, b, dims):
+    """`solve` in xarray-einstats' convention, as dimgraph's own: b's vector dim read as the matrix's rows."""
+    names = [_dim_name(d) for d in dims]
+    have = {d.name for d in b.type.dims}
+    b_name = names[0] if len(names) == 3 and names[0] in have else names[1]
+    if b_name not in have:
+        raise DimError(f"solve: b must have the dim {names[1]!r} or {names[0]!r} (dims={names}); b has {fmt_dims(b.type.dims)}")
+    if len(names) == 3 and names[2] not in have:
+        raise DimError(f"solve: b must have the dim {names[2]!r} (its columns, dims={names}); b has {fmt_dims(b.type.dims)}")
+    row, col = _core_dims("solve", a, names[:2])
+    if b_name != row.name:
+        b = b.rename({b_name: row})
+    x = _solve_like("solve", Solve, a, b, (row, col))
+    if b_name != col.name:
+        x = x.rename({col.name: b_name})
+    core_names = [b_name] + names[2:]
+    return x.transpose(*[d for d in x.dims if d.name not in core_names], *core_names)
 
 
 def solve_triangular(a, b, dims=None, lower=True, trans=False, unit_diagonal=False, b_ndim=None):

@@ -240,7 +240,7 @@ class ExpandDims(LabeledOp):
 
 @dataclass(frozen=True)
 class Squeeze(LabeledOp):
-    """Drops dims of static size 1."""
+    """Drops dims of size 1: static, or (a dim sized by the data) checked when the function runs."""
 
     dims: tuple
 
@@ -248,8 +248,8 @@ class Squeeze(LabeledOp):
         _check_labeled(str(self), x)
         _check_dims_in("squeeze", x, self.dims)
         for d in self.dims:
-            if d.size != 1:
-                raise DimError(f"squeeze: dim {d.name!r} has size {'unknown' if d.size is None else d.size}, not 1")
+            if d.size not in (1, None):
+                raise DimError(f"squeeze: dim {d.name!r} has size {d.size}, not 1")
         return Apply(self, [x], [LabeledType(x.type.dtype, tuple(d for d in x.type.dims if d not in self.dims))])
 
     def __str__(self):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.core import shape_ops as core_shape
+from dimgraph.core.graph import Constant, Variable
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import Dim, as_dim_tuple, fmt_dims, resolve_dims, unify_dims
 from dimgraph.labeled.math import any_labeled, as_operand
@@ -82,11 +83,21 @@ def expand_dims(x, dim):
 
 
 def squeeze(x, dim=None):
-    """Dims of size 1 dropped (`dim=None`: all of static size 1)."""
+    """Dims of size 1 dropped (`dim=None`: all of static size 1). A named dim whose size comes with the
+    data is checked at run time, as xarray checks it on data; a dim named twice is squeezed once (xarray).
+
+    >>> import dimgraph as dg, numpy as np, xarray as xr
+    >>> a, c = dg.Dim("a", size=2), dg.Dim("c")
+    >>> x = dg.labeled("x", dims=(a, c))
+    >>> dg.function([x], x.squeeze(["c", "c"]))(xr.DataArray(np.ones((2, 1)), dims=("a", "c"))).dims
+    ('a',)
+    """
     x = as_operand(x, "squeeze")
     if dim is None:
         dims = tuple(d for d in x.type.dims if d.size == 1)
     else:
+        if isinstance(dim, (list, tuple)):
+            dim = list({(d.name if hasattr(d, "name") else d): d for d in dim}.values())
         dims = resolve_dims(x.type.dims, dim, "squeeze", x.name or "the variable")
     return Squeeze(dims)(x) if dims else x
 
@@ -114,13 +125,34 @@ def broadcast(*xs):
 
 
 def full_like(x, fill_value, dtype=None):
-    """An array like `x` (dims) filled with `fill_value`; positional variables get `dg.core.full_like`."""
+    """An array like `x` (dims) filled with `fill_value`, which may be symbolic (0-d, or on dims of `x`: it is
+    broadcast over the rest); positional variables get `dg.core.full_like`.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> x = dg.labeled("x", dims=(dg.Dim("i", size=3),), dtype="int64")
+    >>> v = dg.labeled("v", dims=())
+    >>> dg.function([x, v], dg.full_like(x, v))(np.zeros(3, dtype="int64"), 2.0).values.tolist()
+    [2, 2, 2]
+    """
     if not any_labeled((x,)):
         return core_shape.full_like(x, fill_value, dtype)
     x = as_operand(x, "full_like")
     dtype = np.dtype(dtype or x.type.dtype).name
-    value = np.asarray(fill_value, dtype=dtype).item()
-    return FullLike(value, dtype)(x)
+    if isinstance(fill_value, Variable) and not isinstance(fill_value, Constant):
+        from dimgraph.labeled.math import astype
+
+        (value,) = [as_operand(fill_value, "full_like")]
+        extra = [d for d in value.type.dims if d not in x.type.dims]
+        if extra:
+            raise DimError(
+                f"full_like: the fill value has dims {fmt_dims(extra)} that {x.name or 'the variable'} lacks "
+                f"({fmt_dims(x.type.dims)}); a fill value is 0-d or on dims of the variable"
+            )
+        return broadcast_to_dims(astype(value, dtype) if value.type.dtype != dtype else value, x.type.dims, like=(x,))
+    value = np.asarray(fill_value.data if isinstance(fill_value, Constant) else fill_value, dtype=dtype)
+    if value.ndim:
+        raise ValueError(f"full_like: fill_value must be a scalar or a symbolic variable, got an array of shape {value.shape}")
+    return FullLike(value.item(), dtype)(x)
 
 
 def zeros_like(x, dtype=None):

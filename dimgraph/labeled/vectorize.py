@@ -44,6 +44,25 @@ def _batch_dims(replace):
     return tuple(batch)
 
 
+def _check_batch_names_are_new(outputs, replace, names):
+    """A batch dim must be new to the graph: one named like a dim the graph already has would be broadcast
+    against it by name (the same dim), not mapped over (PyTensor refuses it too)."""
+    if not names:
+        return
+    from dimgraph.core.graph import ancestors
+
+    graph = ancestors(list(outputs) if isinstance(outputs, (list, tuple)) else [outputs])
+    for v in sorted(graph, key=lambda v: v.owner is not None):  # name an input of the graph where one has it
+        if v in replace or not is_labeled(v):
+            continue
+        taken = sorted(names & {d.name for d in v.type.dims})
+        if taken:
+            raise DimError(
+                f"vectorize_graph: the replacements add the dims {taken}, which the graph already has (in "
+                f"{v.name or repr(v)}); a batch dim must be new: rename it (e.g. {taken[0]!r} -> {taken[0] + '_batch'!r})"
+            )
+
+
 def vectorize_graph(outputs, replace):
     """`outputs` rebuilt with each key of `replace` swapped for its value (`jax.vmap` of a graph).
 
@@ -64,6 +83,7 @@ def vectorize_graph(outputs, replace):
     single = isinstance(outputs, Variable)
     batch = _batch_dims(replace)
     names = {d.name for d in batch}
+    _check_batch_names_are_new(outputs, replace, names)
 
     def rule(node, ins):
         if not isinstance(node.op, LabeledOp):

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from dimgraph.core.basic import constant as positional_constant
 from dimgraph.core.elemwise import DimShuffle
-from dimgraph.core.extra import arange
+from dimgraph.core.extra import arange, assert_op
+from dimgraph.core.math import eq
+from dimgraph.core.shape_ops import broadcast_to
 from dimgraph.core.shape import ShapeI
 from dimgraph.core.subtensor import (
     ARRAY,
@@ -127,4 +129,13 @@ def _is_array_axis(entries, k, inputs):
 def _(op, node, inputs, ctx):
     (mask,) = inputs
     n = mask.type.shape[0] if mask.type.shape[0] is not None else ShapeI(0)(mask)
-    return AdvancedSubtensor((ARRAY,))(arange(n), mask)
+    positions = AdvancedSubtensor((ARRAY,))(arange(n), mask)
+    if op.dim.size is None:
+        return positions
+    # the mask's selection matched by name to a dim of known size (`adopt_mask_dim`): its count must be that size
+    counted = assert_op(
+        positions, eq(ShapeI(0)(positions), op.dim.size),
+        msg=f"isel: the boolean mask on dim {op.dim.name!r} must select {op.dim.size} positions, the size of the "
+        f"dim {op.dim.name!r} it is matched with by name",
+    )
+    return broadcast_to(counted, [op.dim.size])

@@ -149,7 +149,13 @@ def _(op, node, inputs, ctx):
 
 @lowering.register(Squeeze)
 def _(op, node, inputs, ctx):
-    return align(inputs[0], node.inputs[0].type.dims, node.outputs[0].type.dims)
+    x, in_dims = inputs[0], node.inputs[0].type.dims
+    unknown = [k for k, d in enumerate(in_dims) if d in op.dims and x.type.shape[k] is None]
+    if unknown:  # sized by the data: checked now, then of static size 1 so the axis can go
+        names = ", ".join(repr(in_dims[k].name) for k in unknown)
+        x = assert_op(x, *[eq(ShapeI(k)(x), 1) for k in unknown], msg=f"squeeze: the data's dims {names} must have size 1")
+        x = broadcast_to(x, [1 if k in unknown else (s if s is not None else ShapeI(k)(x)) for k, s in enumerate(x.type.shape)])
+    return align(x, in_dims, node.outputs[0].type.dims)
 
 
 def _broadcast(x, in_dims, out_dims, ctx, what):

@@ -8,6 +8,7 @@ from dimgraph.backends.c.loops import nest
 from dimgraph.backends.c.registry import CImpl, c_impl
 from dimgraph.backends.c.scalar import compute_ctype
 from dimgraph.core.extra import ARange, Assert, CumOp
+from dimgraph.core.graph import Constant
 
 
 @c_impl.register(CumOp)
@@ -82,6 +83,11 @@ def _assert(op, node):
     types = [(c.type.dtype, 0) for c in node.inputs[1:]]
 
     def plan(ctx, ins):
+        # A condition on shapes is known before C runs, and the views planned after this node (a broadcast to
+        # the checked size, say) would fail on the unchecked shape first: check it here, with this message.
+        for cond in node.inputs[1:]:
+            if _known_now(ctx, cond) and not np.all(ctx.host_value(cond)):
+                raise AssertionError(op.message)
         return [ins[0][...]], list(ins[1:]), True
 
     def code(o):
@@ -91,3 +97,9 @@ def _assert(op, node):
         return f"if (!({cond})) {o.fail(0)}"
 
     return CImpl(types, code, plan, errors=[(AssertionError, op.message)])
+
+
+def _known_now(ctx, var) -> bool:
+    """Whether `var` is known at planning time or is one step from values that are (shapes, constants)."""
+    known = lambda v: v in ctx.host or isinstance(v, Constant)  # noqa: E731
+    return known(var) or (var.owner is not None and all(known(i) for i in var.owner.inputs))
