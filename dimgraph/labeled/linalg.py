@@ -153,14 +153,25 @@ def solve_triangular(a, b, dims=None, lower=True, trans=False, unit_diagonal=Fal
 
 
 def cho_solve(c_and_lower, b, dims=None, b_ndim=None):
-    """`x` with `(c @ c.T) @ x = b` from a Cholesky factor `c` (scipy's `(c, lower)` pair): `b` on `row`, `x` on `col`."""
-    c, lower = c_and_lower
-    if not is_labeled(c):
+    """`x` with `a @ x = b` from the Cholesky factor `c` of `a`: `b` on `row`, `x` on `col`.
+
+    `c_and_lower` is scipy's `(c, lower)` pair (`lower=True`: `a = c c^T`;
+    `lower=False`: `a = c^T c`) or the factor alone, read as lower.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> i, j = dg.Dim("i", size=2), dg.Dim("j", size=2)
+    >>> upper = dg.constant(np.array([[2.0, 1.0], [0.0, 1.0]]), dims=(i, j))  # a = [[4, 2], [2, 2]]
+    >>> dg.linalg.cho_solve((upper, False), dg.constant(np.array([6.0, 4.0]), dims=(i,)), dims=(i, j)).eval().values
+    array([1., 1.])
+    """
+    c, lower = core.cholesky_pair("cho_solve", c_and_lower)
+    first = lambda nd: SolveTriangular(lower, not lower, False, nd)  # noqa: E731  (lower: c y = b; upper: c^T y = b)
+    y = _solve_like("cho_solve", first, c, b, dims)
+    if y is None:
         return core.cho_solve((c, lower), b, b_ndim)
+    c = _float(c)
     row, col = _core_dims("cho_solve", c, dims)
-    y = solve_triangular(c, b, dims=(row, col), lower=lower)
-    # the second solve reads c transposed: y on col, and x (c.T^-1 y) is indexed like the columns of c @ c.T
-    op = SolveTriangular(bool(lower), True, False, 1)
+    op = SolveTriangular(lower, lower, False, 1)  # lower: c^T x = y; upper: c x = y
     return apply_blockwise(op, op.signature, [c, y], [(row, col), (col,)], [(col,)], name="cho_solve")
 
 
