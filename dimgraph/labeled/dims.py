@@ -160,8 +160,8 @@ class ProductDim(Dim):
     dims: tuple = ()
 
     def __init__(self, name, dims):
-        dims = tuple(dims)
-        if not dims or not all(isinstance(d, Dim) for d in dims):
+        dims = as_dim_tuple(dims, f"ProductDim {name!r}")
+        if not dims:
             raise TypeError(f"ProductDim {name!r}: give a non-empty tuple of Dims, got {dims!r}")
         if not isinstance(name, str) or not name:
             raise TypeError(f"ProductDim: the name must be a non-empty str, got {name!r}")
@@ -271,14 +271,23 @@ def check_unique(dims, what):
         seen[d.name] = d
 
 
-def _ref_list(ref):
+def dim_refs(ref, what="dims"):
+    """The tuple of dim references in a `dims`/`dim` argument (None stays None).
+
+    The one place an argument naming existing dims is read: a Dim or a lone
+    string is ONE dim (never a sequence of one-letter names); a list or tuple
+    holds Dims and names.
+    """
     if ref is None:
         return None
     if isinstance(ref, (Dim, str)):
-        return [ref]
+        return (ref,)
     if not isinstance(ref, (list, tuple)):
-        raise TypeError(f"a dim is referenced by a Dim or its name (or a list of them), got {ref!r}")
-    return list(ref)
+        raise TypeError(f"{what}: a dim is referenced by a Dim or its name (or a list of them), got {ref!r}")
+    for r in ref:
+        if not isinstance(r, (Dim, str)):
+            raise TypeError(f"{what}: a dim is referenced by a Dim or its name, got {r!r} in {ref!r}")
+    return tuple(ref)
 
 
 def resolve_dims(dims, ref, what, var_label="the variable") -> tuple:
@@ -287,15 +296,13 @@ def resolve_dims(dims, ref, what, var_label="the variable") -> tuple:
     A lone string is one name. A name or Dim that is not among `dims` is a
     DimError listing the dims there are; a Dim whose name matches but which differs is a clash.
     """
-    refs = _ref_list(ref)
+    refs = dim_refs(ref, what)
     if refs is None:
         return tuple(dims)
     by_name = {d.name: d for d in dims}
     out = []
     for r in refs:
         name = r.name if isinstance(r, Dim) else r
-        if not isinstance(name, str):
-            raise TypeError(f"{what}: a dim is referenced by a Dim or its name, got {r!r}")
         found = by_name.get(name)
         if found is None:
             raise DimError(f"{what}: {var_label} has no dim {name!r}; its dims are {fmt_dims(dims)}")

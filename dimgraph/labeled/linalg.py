@@ -26,7 +26,7 @@ from dimgraph.core import linalg as core
 from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
 from dimgraph.errors import DimError
 from dimgraph.labeled.blockwise import apply_blockwise
-from dimgraph.labeled.dims import fmt_dims
+from dimgraph.labeled.dims import dim_refs, fmt_dims, resolve_dims
 from dimgraph.labeled.ops import is_labeled
 
 __all__ = ["cholesky", "solve", "solve_triangular", "cho_solve", "inv", "det", "slogdet", "eigh", "trace", "diagonal"]
@@ -41,25 +41,18 @@ def _float(x):
 
 
 def _core_dims(what, x, dims):
-    """The (row, col) Dims of `x` named by `dims` (Dim objects or names)."""
-    if dims is None or len(dims) != 2:
-        raise DimError(f"{what}: give dims=(row, col), the two dims of the matrix; {x.name or 'the variable'} has {fmt_dims(x.type.dims)}")
-    have = {d.name: d for d in x.type.dims}
-    out = []
-    for d in dims:
-        name = d if isinstance(d, str) else getattr(d, "name", None)
-        if name not in have:
-            raise DimError(f"{what}: {x.name or 'the variable'} has no dim {name!r}; its dims are {fmt_dims(x.type.dims)}")
-        if not isinstance(d, str) and d != have[name]:
-            from dimgraph.labeled.dims import clash
-
-            raise clash(what, name, d, "dims=", have[name], x.name or "the variable")
-        out.append(have[name])
-    if out[0].name == out[1].name:
-        raise DimError(f"{what}: the row and col dims must differ, got {out[0].name!r} twice")
+    """The (row, col) Dims of `x` named by `dims` (Dim objects or names; a lone string is one name)."""
+    refs = dim_refs(dims, what)
+    label = x.name or "the variable"
+    if refs is None or len(refs) != 2:
+        got = "nothing" if refs is None else f"{len(refs)} dim(s) {[getattr(r, 'name', r) for r in refs]}"
+        raise DimError(f"{what}: give dims=(row, col), the two dims of the matrix, got {got}; {label} has {fmt_dims(x.type.dims)}")
+    if len({getattr(r, "name", r) for r in refs}) == 1:
+        raise DimError(f"{what}: the row and col dims must differ, got {getattr(refs[0], 'name', refs[0])!r} twice")
+    out = resolve_dims(x.type.dims, refs, what, label)
     if out[0].size is not None and out[1].size is not None and out[0].size != out[1].size:
         raise DimError(f"{what}: the matrix must be square, but dim {out[0].name!r} has size {out[0].size} and {out[1].name!r} {out[1].size}")
-    return tuple(out)
+    return out
 
 
 def _unary(what, op, a, dims, outs):
