@@ -19,6 +19,7 @@ from dimgraph.core.extra import assert_op
 from dimgraph.core.graph import Constant, Variable, toposort
 from dimgraph.core.ifelse import ifelse as core_ifelse
 from dimgraph.core.loop import loop_from_graph, scan_from_graph
+from dimgraph.core.opfromgraph import check_distinct_inputs
 from dimgraph.core.opfromgraph import op_from_graph as core_op_from_graph
 from dimgraph.core.math import eq, ge
 from dimgraph.core.random import draws_made, is_rng_state
@@ -404,6 +405,7 @@ def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph")
     for k, v in enumerate(inputs):
         if not (isinstance(v, Variable) and is_labeled(v)):
             raise TypeError(f"{name}: input {k} is {v!r}; a labeled macro takes labeled inputs only")
+    check_distinct_inputs(inputs, name)
     low = Lowering()
     placeholders = []
     for v in inputs:
