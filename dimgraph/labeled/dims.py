@@ -92,8 +92,11 @@ class Dim:
             ) from None
 
     def rename(self, new_name: str) -> "Dim":
-        """The same size and coords under another name."""
-        return Dim(new_name, self.size, self.coords)
+        """The same size and coords under another name (a derived dim stays derived: renamed back, it is not its source)."""
+        dim = Dim(new_name, self.size, self.coords, origin=self.origin)
+        if self.origin is not None and self in _DERIVATIONS:
+            _DERIVATIONS.setdefault(dim, _DERIVATIONS[self])
+        return dim
 
     @property
     def labels(self) -> pd.Index:
