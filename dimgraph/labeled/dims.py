@@ -124,14 +124,14 @@ class Dim:
 _DERIVATIONS: dict = {}
 
 
-def derived_dim(source: Dim, origin: str, labels_from) -> Dim:
-    """A dim made from `source` at build time whose size is known only at run time.
+def derived_dim(source: Dim, origin: str, labels_from, size=None) -> Dim:
+    """A dim made from `source` at build time whose labels follow from its labels (size: None unless known).
 
     `labels_from(index)` maps the labels a DataArray input supplies for `source`
     to the labels of the new dim (e.g. `index[n:]` for `diff`), so outputs carry
     xarray's coords even when the Dim itself has none.
     """
-    dim = Dim(source.name, origin=origin)
+    dim = Dim(source.name, size=size, origin=origin)
     _DERIVATIONS.setdefault(dim, (source, labels_from))
     return dim
 
@@ -228,6 +228,8 @@ def describe_difference(a: Dim, b: Dim) -> str:
             if not (u == v or (u != u and v != v)):
                 return f"coords differ first at position {k}: {u!r} vs {v!r}"
         return f"coords of dtype {a.coords.dtype} vs {b.coords.dtype}"
+    if a.origin is not None and b.origin is not None:
+        return f"both are derived, {a.origin} and {b.origin}, so their sizes and labels may differ"
     if a.origin != b.origin:
         return f"one is derived ({a.origin or b.origin}), so their sizes may differ"
     return "they differ"
@@ -241,9 +243,23 @@ def clash(what, name, a, a_in, b, b_in):
     """The DimError for two different Dims sharing `name`."""
     return DimError(
         f"{what}: two different dims named {name!r}: {a!r} in {a_in} and {b!r} in {b_in} "
-        f"({describe_difference(a, b)})\n"
-        "hint: select/rename so the dims agree, align them by coords with dg.align(...), "
-        "or use the same Dim object for both"
+        f"({describe_difference(a, b)})\n" + clash_hint(name, a, b)
+    )
+
+
+def clash_hint(name, a, b) -> str:
+    """What to do about two Dims named `name`: for slices of one dim, the lag idiom; else align or rename."""
+    if a.origin is None and b.origin is None:
+        return (
+            "hint: select/rename so the dims agree, align them by coords with dg.align(...), "
+            "or use the same Dim object for both"
+        )
+    return (
+        f"hint: a dim cut from {name!r} (a slice, diff, ...) has its own length and labels, so it does not pair with "
+        f"another by position. For a lag, shift first and cut the same steps from both sides: "
+        f"`s = slice(1, None); y.isel({name}=s) - phi * y.shift({name}=1).isel({name}=s)`; "
+        f"to pair two cuts position by position anyway, put one on the other's dim: "
+        f"`a.rename({{{name!r}: b.dims[k]}})` (their lengths must then agree when the data comes)"
     )
 
 
