@@ -165,3 +165,16 @@ def test_renaming_a_sliced_dim_away_and_back_is_not_the_full_dim(backend):
     twice, total = f(da)
     xr.testing.assert_identical(twice.rename(None), (da.isel(time=slice(1, None)) * 2.0))
     xr.testing.assert_identical(total.rename(None), (da.isel(time=slice(1, None)) * 2.0))
+
+
+def test_a_cut_put_on_the_full_dim_by_hand_is_checked_naming_both_dims(backend):
+    """`rename({"time": time})` onto the Dim the data sizes: a length mismatch is an error naming both dims."""
+    time = dg.Dim("time")
+    y = dg.labeled("y", dims=(time,))
+    f = dg.function([y], y.isel(time=slice(1, None)).rename({"time": time}) - y, backend=backend)
+    if backend == "c":  # NOTE: c plans every shape before any node runs, so its broadcast check comes first
+        with pytest.raises(dg.ShapeError, match="sub: axis 0 has different sizes"):
+            f(np.arange(4.0))
+        return
+    with pytest.raises(AssertionError, match=r"rename: the data gives these dims different lengths: Dim\('time', origin='isel\(time, 1\)'\) put on Dim\('time'\)"):
+        f(np.arange(4.0))
