@@ -493,7 +493,7 @@ def cholesky_pair(what, c_and_lower):
         if len(c_and_lower) != 2:
             raise TypeError(f"{what}: give the factor c, or scipy's pair (c, lower); got a sequence of {len(c_and_lower)} items")
         c, lower = c_and_lower
-        if not isinstance(lower, (bool, np.bool_)):
+        if not isinstance(lower, (bool, np.bool_, int, np.integer)) or lower not in (0, 1):
             raise TypeError(f"{what}: lower in (c, lower) must be a bool, got {lower!r}")
         return c, bool(lower)
     return c_and_lower, True

@@ -23,7 +23,7 @@ from dimgraph.lazy import pandas as pd
 
 from dimgraph.core.graph import Apply
 from dimgraph.errors import DimError
-from dimgraph.labeled.dims import Dim, clash, fmt_dims, resolve_dims, unify_dims
+from dimgraph.labeled.dims import Dim, clash, dim_refs, fmt_dims, resolve_dims, unify_dims
 from dimgraph.labeled.ops import LabeledOp, _check_labeled, _names
 from dimgraph.labeled.type import LabeledType
 
@@ -340,7 +340,7 @@ def align(*objects, join="inner", fill_value=np.nan, exclude=()):
     if join not in (*_JOINS, "exact", "override"):
         raise ValueError(f"align: join must be one of {sorted((*_JOINS, 'exact', 'override'))}, got {join!r}")
     xs = _operands(objects, "align")
-    skip = {exclude} if isinstance(exclude, str) else {e.name if isinstance(e, Dim) else e for e in exclude}
+    skip = {e.name if isinstance(e, Dim) else e for e in dim_refs(exclude, "align") or ()}
     names = []
     for x in xs:
         for d in x.type.dims:
