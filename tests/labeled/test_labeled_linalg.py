@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import scipy.linalg
 import xarray as xr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dimgraph as dg
 from dimgraph.errors import DimError
@@ -230,3 +232,25 @@ def test_cho_solve_pair_must_be_a_factor_and_a_bool():
         dg.linalg.cho_solve((c, "no"), b, dims=(ROW, COL))
     with pytest.raises(TypeError, match="sequence of 3 items"):
         dg.linalg.cho_solve((c, True, 1), b, dims=(ROW, COL))
+
+
+_CHO_ANY = {}
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 5), seed=st.integers(0, 2**16))
+def test_cho_solve_matches_scipy_for_any_size(backend, n, seed):
+    """Both scipy conventions on matrices whose size comes with the data."""
+    if backend not in _CHO_ANY:
+        r, c = dg.Dim("r"), dg.Dim("c")
+        factor, b = dg.labeled("factor", dims=(r, c)), dg.labeled("b", dims=(r,))
+        outs = [dg.linalg.cho_solve((factor, low), b, dims=(r, c)) for low in (True, False)]
+        _CHO_ANY[backend] = dg.function([factor, b], outs, backend=backend)
+    rng = np.random.default_rng(seed)
+    g = rng.normal(size=(n, n))
+    low = np.linalg.cholesky(g @ g.T + n * np.eye(n))
+    b = rng.normal(size=n)
+    got_lower = _CHO_ANY[backend](low, b)[0]
+    np.testing.assert_allclose(got_lower.values, scipy.linalg.cho_solve((low, True), b), rtol=1e-8, atol=1e-10)
+    got_upper = _CHO_ANY[backend](low.T, b)[1]
+    np.testing.assert_allclose(got_upper.values, scipy.linalg.cho_solve((low.T, False), b), rtol=1e-8, atol=1e-10)
