@@ -2,7 +2,7 @@
 
 API.md: "a lone string is one dim name, never a sequence of one-letter names".
 The functions are found by introspection (every public callable with a
-`dims`/`dim`/`extra_dims`/`core_dims_*`/`dims_order` parameter), so a new one
+`dims`/`dim`/`extra_dims`/`core_dims_*`/`dims_order`/`batch_dims` parameter), so a new one
 without a case here fails `test_every_function_taking_dims_is_checked`.
 """
 
@@ -15,7 +15,7 @@ import xarray as xr
 import dimgraph as dg
 from dimgraph.labeled.variable import LabeledVariable
 
-DIM_PARAMS = {"dims", "dim", "extra_dims", "core_dims_in", "core_dims_out", "dims_order"}
+DIM_PARAMS = {"dims", "dim", "extra_dims", "core_dims_in", "core_dims_out", "dims_order", "batch_dims"}
 A, B, AB = dg.Dim("a", size=2), dg.Dim("b", size=2), dg.Dim("ab", size=3)
 
 
@@ -33,6 +33,7 @@ def _public_functions_taking_dims():
     found |= {f"x.{n}" for n in dir(LabeledVariable) if not n.startswith("_") and _takes_dims(getattr(LabeledVariable, n))}
     found |= {f"rng.{n}" for n in dir(dg.RandomStream) if not n.startswith("_") and _takes_dims(getattr(dg.RandomStream, n))}
     found |= {f"dist.{n}" for n in dir(dg.dist.Distribution) if not n.startswith("_") and _takes_dims(getattr(dg.dist.Distribution, n))}
+    found |= {f"FlatParams.{n}" for n in dir(dg.FlatParams) if not n.startswith("_") and _takes_dims(getattr(dg.FlatParams, n))}
     return found
 
 
@@ -73,6 +74,7 @@ CASES = {
     "dg.dist.multivariate_normal": lambda: _mvn("ab"),
     "dist.draw": lambda: dg.dist.normal(0.0, 1.0).draw(dg.rng_state("s"), extra_dims="ab"),
     "rng.draw": lambda: dg.rng(0).draw(dg.dist.normal(0.0, 1.0), extra_dims="ab"),
+    "FlatParams.unravel": lambda: dg.FlatParams([_x()]).unravel(np.zeros((3, 4)), batch_dims="ab")["x"].isel(a=0, b=0),
     "x.diff": lambda: _x().diff("ab"),
     "x.dot": lambda: _x().dot(_x(), dim="ab"),
     "x.expand_dims": lambda: _x().expand_dims("ab"),
@@ -115,7 +117,7 @@ def test_a_lone_string_is_one_dim_name(name):
     except (dg.DimError, TypeError, ValueError) as err:
         assert "'ab'" in str(err) or "['ab']" in str(err), str(err)
     else:
-        assert [d.name for d in out.dims] == ["ab"], out.dims
+        assert [getattr(d, "name", d) for d in out.dims] == ["ab"], out.dims
 
 
 def test_a_lone_string_names_the_dim_of_that_name_in_compiled_results(backend):
