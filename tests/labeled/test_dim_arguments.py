@@ -2,7 +2,7 @@
 
 API.md: "a lone string is one dim name, never a sequence of one-letter names".
 The functions are found by introspection (every public callable with a
-`dims`/`dim`/`extra_dims`/`core_dims_*`/`dims_order`/`batch_dims` parameter), so a new one
+`dims`/`dim`/`extra_dims`/`core_dims_*`/`dims_order`/`batch_dims`/`exclude` parameter), so a new one
 without a case here fails `test_every_function_taking_dims_is_checked`.
 """
 
@@ -15,7 +15,7 @@ import xarray as xr
 import dimgraph as dg
 from dimgraph.labeled.variable import LabeledVariable
 
-DIM_PARAMS = {"dims", "dim", "extra_dims", "core_dims_in", "core_dims_out", "dims_order", "batch_dims"}
+DIM_PARAMS = {"dims", "dim", "extra_dims", "core_dims_in", "core_dims_out", "dims_order", "batch_dims", "exclude"}
 A, B, AB = dg.Dim("a", size=2), dg.Dim("b", size=2), dg.Dim("ab", size=3)
 
 
@@ -41,6 +41,15 @@ def _x():
     return dg.labeled("x", dims=(A, B))
 
 
+def _align_excluding():
+    """`exclude="ab"` leaves the dim ab alone (were it "a", "b", ab would be joined to one label)."""
+    p = dg.labeled("p", dims=(dg.Dim("ab", coords=[1, 2, 3]),))
+    q = dg.labeled("q", dims=(dg.Dim("ab", coords=[3, 4, 5]),))
+    p2, q2 = dg.align(p, q, exclude="ab")
+    assert p2.dims == p.dims and q2.dims == q.dims
+    return p2
+
+
 def _mvn(dims):
     return dg.dist.multivariate_normal(dg.constant(np.zeros(2), dims=(A,)), cov=_x(), dims=dims)
 
@@ -52,6 +61,7 @@ _REDUCTIONS = ["all", "any", "argmax", "argmin", "cumprod", "cumsum", "logsumexp
 # each case passes the lone string "ab" where dims go, on a variable with dims (a, b)
 CASES = {
     "dg.ProductDim": lambda: dg.ProductDim("cell", "ab"),
+    "dg.align": _align_excluding,
     "dg.arange": lambda: dg.arange("ab"),
     "dg.as_labeled": lambda: dg.as_labeled(xr.DataArray(np.zeros((2, 2)), dims=("a", "b")), dims="ab"),
     "dg.concat": lambda: dg.concat([_x(), _x()], "ab"),
