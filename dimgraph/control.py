@@ -19,6 +19,7 @@ from dimgraph.core.extra import assert_op
 from dimgraph.core.graph import Constant, Variable, toposort
 from dimgraph.core.ifelse import ifelse as core_ifelse
 from dimgraph.core.loop import loop_from_graph, scan_from_graph
+from dimgraph.core.opfromgraph import check_distinct_inputs
 from dimgraph.core.opfromgraph import op_from_graph as core_op_from_graph
 from dimgraph.core.math import eq, ge
 from dimgraph.core.random import draws_made, is_rng_state
@@ -175,7 +176,7 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
             (dim,) = resolve_dims(seqs[0].type.dims, [dim], name, "the first sequence")
         for j, s in enumerate(seqs):
             if dim not in s.type.dims:
-                raise DimError(f"{name}: sequence {j} has dims {fmt_dims(s.type.dims)}, without the step dim {dim.name!r}")
+                raise _not_on_step_dim(name, j, s, dim)
             rest = tuple(d for d in s.type.dims if d != dim)
             (outer,) = body.outer.run([s.transpose(dim, *rest)])
             ph = TensorType(s.type.dtype, outer.type.shape).make_variable()
@@ -228,6 +229,23 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
         finals = [f if is_rng_state(v) else from_positional(f, v.type.dims) for f, v in zip(finals, init)]
         traces = [t if is_rng_state(v) else from_positional(t, (dim, *v.type.dims)) for t, v in zip(traces, init)]
     return (finals[0], traces[0]) if single else (finals, traces)
+
+
+def _not_on_step_dim(name, j, seq, dim):
+    """The DimError for a sequence that is not on the loop's step Dim: what it is on, and what to do."""
+    same_name = next((d for d in seq.type.dims if d.name == dim.name), None)
+    if same_name is None:
+        return DimError(
+            f"{name}: sequence {j} has dims {fmt_dims(seq.type.dims)}, without the step dim {dim.name!r}; "
+            f"every sequence is read one step at a time along dim= ({dim!r})"
+        )
+    return DimError(
+        f"{name}: sequence {j} is on {same_name!r}, not on the step dim {dim!r}: a loop steps along one Dim, "
+        f"and a cut of {dim.name!r} (a slice, diff, ...) is a dim of its own length\n"
+        f"hint: cut every sequence the same way and name the step dim, e.g. for a lag `s = slice(1, None)`, "
+        f"sequences=[y.isel({dim.name}=s), y.shift({dim.name}=1).isel({dim.name}=s)], dim={dim.name!r} "
+        "(a name is the first sequence's dim); or carry the previous value in the state"
+    )
 
 
 def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_loop"):
@@ -404,6 +422,7 @@ def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph")
     for k, v in enumerate(inputs):
         if not (isinstance(v, Variable) and is_labeled(v)):
             raise TypeError(f"{name}: input {k} is {v!r}; a labeled macro takes labeled inputs only")
+    check_distinct_inputs(inputs, name)
     low = Lowering()
     placeholders = []
     for v in inputs:

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from dimgraph.errors import InputError
+from dimgraph.labeled.dims import dim_refs
 
 
 class FlatParams:
@@ -78,8 +79,9 @@ class FlatParams:
         them first: the form `dg.function(..., map_extra_dims=True)` maps over.
         """
         theta = np.asarray(theta, dtype=np.float64)
+        batch_dims = tuple(getattr(d, "name", d) for d in dim_refs(batch_dims, "unravel") or ())  # "draw": one dim
         if batch_dims:
-            return self._unravel_batch(theta, tuple(batch_dims))
+            return self._unravel_batch(theta, batch_dims)
         theta = self.check(theta)
         return {name: self._wrap(p, a) for p, name, a in zip(self.params, self.names, self.arrays(theta))}
 

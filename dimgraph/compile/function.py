@@ -195,7 +195,18 @@ class Function:
         if not trust_input:
             for check in self._checks:
                 check(arrays, raw, ctx)
-        arrays += [ctx.get(s) for s in self._shared]
+        if self._n_updates:
+            with ctx.lock:  # NOTE: read, run, write back as one step: threads sharing ctx never reuse a state
+                outs = self._run_in(ctx, arrays, raw)
+        else:
+            outs = self._run_in(ctx, arrays, raw)
+        if self._dataset_names is not None:
+            return to_dataset(self._dataset_names, outs)
+        return outs[0] if self._single else outs
+
+    def _run_in(self, ctx, arrays, raw):
+        """The wrapped outputs for `arrays` with the shared values of `ctx`; then the updates go into `ctx`."""
+        arrays = arrays + [ctx.get(s) for s in self._shared]
         try:
             results = self._run(arrays)
         except IndexError as err:
@@ -205,12 +216,9 @@ class Function:
         if self._shared or self._n_updates:
             results = _unaliased(results, n_out, arrays, len(self.inputs))
         outs = [spec.wrap(r, raw) for spec, r in zip(self._out_specs, results[:n_out])]
-        if self._n_updates:
-            for var, value in zip(self._update_targets, results[n_out:]):
-                ctx._values[var] = value
-        if self._dataset_names is not None:
-            return to_dataset(self._dataset_names, outs)
-        return outs[0] if self._single else outs
+        for var, value in zip(self._update_targets, results[n_out:]):
+            ctx._values[var] = value
+        return outs
 
     def _name_index_error(self, arrays, raw, err):
         """Raise the failure check that names the input behind the backend's IndexError `err`, if one does."""

@@ -470,11 +470,33 @@ def solve_triangular(a, b, lower=True, trans=False, unit_diagonal=False, b_ndim=
 
 
 def cho_solve(c_and_lower, b, b_ndim=None):
-    """`x` with `a @ x = b` from the Cholesky factor of `a` (scipy's `(c, lower)` pair): two triangular solves."""
-    c, lower = c_and_lower
+    """`x` with `a @ x = b` from the Cholesky factor of `a`: scipy's `(c, lower)` pair, or a bare lower factor.
+
+    `lower=True`: `a = c @ c.T`; `lower=False`: `a = c.T @ c` (scipy's convention). Two triangular solves.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> c, b = dg.tensor("c", shape=(2, 2)), dg.tensor("b", shape=(2,))
+    >>> upper = np.array([[2.0, 1.0], [0.0, 1.0]])  # a = upper.T @ upper = [[4, 2], [2, 2]]
+    >>> dg.function([c, b], dg.core.linalg.cho_solve((c, False), b))(upper, np.array([6.0, 4.0]))
+    array([1., 1.])
+    """
+    c, lower = cholesky_pair("cho_solve", c_and_lower)
     b_ndim = _b_ndim(b, b_ndim)
-    y = solve_triangular(c, b, lower=lower, b_ndim=b_ndim)
-    return solve_triangular(c, y, lower=lower, trans=True, b_ndim=b_ndim)
+    # lower: c y = b, then c.T x = y; upper: c.T y = b, then c x = y
+    y = solve_triangular(c, b, lower=lower, trans=not lower, b_ndim=b_ndim)
+    return solve_triangular(c, y, lower=lower, trans=lower, b_ndim=b_ndim)
+
+
+def cholesky_pair(what, c_and_lower):
+    """`(factor, lower)` from scipy's `(c, lower)` pair, or from a bare factor (then lower)."""
+    if isinstance(c_and_lower, (tuple, list)):
+        if len(c_and_lower) != 2:
+            raise TypeError(f"{what}: give the factor c, or scipy's pair (c, lower); got a sequence of {len(c_and_lower)} items")
+        c, lower = c_and_lower
+        if not isinstance(lower, (bool, np.bool_, int, np.integer)) or lower not in (0, 1):
+            raise TypeError(f"{what}: lower in (c, lower) must be a bool, got {lower!r}")
+        return c, bool(lower)
+    return c_and_lower, True
 
 
 def inv(a):

@@ -17,7 +17,7 @@ import numpy as np
 
 from dimgraph.core.basic import as_tensor
 from dimgraph.core.gradient import vjp
-from dimgraph.core.graph import Apply, Op
+from dimgraph.core.graph import Apply, Constant, Op, clone_graph
 from dimgraph.core.inner import InnerGraph
 from dimgraph.core.shape import shape_of
 from dimgraph.core.shape_ops import zeros_like
@@ -57,17 +57,39 @@ class OpFromGraph(Op):
     def L_op(self, inputs, outputs, output_grads):
         if self.grad_graph is not None:
             return [g if _is_float(v) else None for v, g in zip(inputs, self.grad_graph.apply([*inputs, *output_grads]))]
-        outs = self.graph.apply(inputs)
-        pairs = [(o, g) for o, g in zip(outs, output_grads) if _is_float(o)]
-        floats = [k for k, v in enumerate(inputs) if _is_float(v)]
-        grads = vjp([o for o, _ in pairs], [g for _, g in pairs], [inputs[k] for k in floats], disconnected="zero")
+        # NOTE: differentiate the inner graph on its own placeholders, then substitute the outer
+        # values: one outer variable bound to two inputs (op(z, z)) must get each slot's own share.
+        ins, outs = self.graph.inputs, self.graph.outputs
+        slots = [o.type.make_variable() for o in outs]
+        pairs = [(o, g) for o, g in zip(outs, slots) if _is_float(o)]
+        floats = [k for k, v in enumerate(ins) if _is_float(v)]
+        grads = vjp([o for o, _ in pairs], [g for _, g in pairs], [ins[k] for k in floats], disconnected="zero")
+        _, grads, _ = clone_graph(grads, [*ins, *slots], replace=dict(zip([*ins, *slots], [*inputs, *output_grads])))
         result = [None] * len(inputs)
         for k, g in zip(floats, grads):
-            result[k] = g
+            result[k] = g if _is_float(inputs[k]) else None
         return result
 
     def __str__(self):
         return f"OpFromGraph{{{self.name}{'' if self.inline else ', kept'}}}"
+
+
+def check_distinct_inputs(inputs, name):
+    """Refuse an input listed twice: the call would bind it twice and use one of the two values (PyTensor refuses too)."""
+    for k, v in enumerate(inputs):
+        for j in range(k):
+            if inputs[j] is v:
+                raise ValueError(f"{name}: input {k} ({v!r}) repeats input {j}; each input must be a distinct variable")
+
+
+def _constants_as_inputs(inputs, outputs):
+    """Constants listed among the inputs become placeholders of their type: the call gives their values."""
+    if not any(isinstance(v, Constant) for v in inputs):
+        return inputs, outputs
+    slots = [v.type.make_variable(name=v.name) if isinstance(v, Constant) else v for v in inputs]
+    replace = {v: s for v, s in zip(inputs, slots) if s is not v}
+    _, outputs, _ = clone_graph(outputs, [], replace=replace)
+    return slots, outputs
 
 
 def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph"):
@@ -85,6 +107,8 @@ def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph")
     10.0
     """
     inputs, outputs = list(inputs), [as_tensor(o) if not hasattr(o, "type") else o for o in outputs]
+    check_distinct_inputs(inputs, name)
+    inputs, outputs = _constants_as_inputs(inputs, outputs)
     graph = InnerGraph(inputs, outputs)
     grad_graph = None
     if grad is not None:

@@ -8,6 +8,8 @@ so a call that raises changes nothing.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from dimgraph.core.io import TensorInput
@@ -22,11 +24,25 @@ class SharedContext:
     RNG states (`dg.rng`) start in each context from the context's `seed` (fresh
     entropy when None) and the stream's own seed, so two contexts draw independent
     numbers; the default context uses the streams' seeds alone.
+
+    Thread safety: a call that updates a context (draws, `updates=`) reads, runs and
+    writes back under the context's `lock`, so threads sharing one context (the
+    default one included) each draw their own numbers and advance the state once per
+    call; such calls run one at a time. For parallel draws, give each thread its own
+    context from `ctx.spawn(n)`.
     """
 
     def __init__(self, seed=None):
         self._values = {}
         self.seed_sequence = seed_sequence(seed, "SharedContext")
+        self.lock = threading.RLock()
+
+    def __getstate__(self):
+        return {"_values": self._values, "seed_sequence": self.seed_sequence}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.lock = threading.RLock()
 
     def get(self, var):
         found = self._values.get(var, _UNSET)
@@ -56,7 +72,9 @@ class SharedContext:
         return children
 
     def set(self, var, value):
-        self._values[var] = var.input_spec.convert(value).copy()
+        value = var.input_spec.convert(value).copy()
+        with self.lock:
+            self._values[var] = value
 
     def __contains__(self, var):
         return var in self._values
@@ -64,7 +82,7 @@ class SharedContext:
 
 _UNSET = object()
 DEFAULT_CONTEXT = SharedContext.__new__(SharedContext)  # no SeedSequence: RNG streams start from their own seeds
-DEFAULT_CONTEXT._values, DEFAULT_CONTEXT.seed_sequence = {}, None
+DEFAULT_CONTEXT.__setstate__({"_values": {}, "seed_sequence": None})
 
 
 class SharedMixin:

@@ -23,7 +23,7 @@ from dimgraph.lazy import pandas as pd
 
 from dimgraph.core.graph import Apply
 from dimgraph.errors import DimError
-from dimgraph.labeled.dims import Dim, clash, fmt_dims, resolve_dims, unify_dims
+from dimgraph.labeled.dims import Dim, clash, dim_refs, fmt_dims, resolve_dims, unify_dims
 from dimgraph.labeled.ops import LabeledOp, _check_labeled, _names
 from dimgraph.labeled.type import LabeledType
 
@@ -295,10 +295,11 @@ def _reindex(x, d, target, fill_value):
 
 
 def _override(xs, name, found):
-    """join="override" on dim `name`: the first input's coords replace those of the others (as xarray).
+    """join="override" on dim `name`: every input gets one Dim, so they combine (as xarray's do).
 
-    Sizes must agree; a dim without coords stays as it is, and so does every
-    input when the first has no coords there.
+    The Dim is the first one with coords (xarray: the first index overrides the
+    others, and an index-less dim takes the index in arithmetic), else the first
+    of known size. Sizes must agree; a data-sized dim is checked when data comes.
     """
     from dimgraph.labeled.shape import rename
 
@@ -306,13 +307,11 @@ def _override(xs, name, found):
     for d in known[1:]:
         if d.size != known[0].size:
             raise clash("align", name, known[0], "one input", d, "another (join='override' needs equal sizes)")
-    first = found[0]
-    if first.coords is None:
-        return xs
+    target = next((d for d in found if d.coords is not None), known[0] if known else found[0])
     out = []
     for x in xs:
         d = next((d for d in x.type.dims if d.name == name), None)
-        out.append(x if d is None or d.coords is None or d == first else rename(x, {d.name: first}))
+        out.append(x if d is None or d == target else rename(x, {d.name: target}))
     return out
 
 
@@ -322,8 +321,8 @@ def align(*objects, join="inner", fill_value=np.nan, exclude=()):
     `join`: "inner" (labels in all), "outer" (in any; the missing get
     `fill_value`, so integers become floats under the default NaN), "left",
     "right" (the first's / last's labels), "exact" (a DimError unless they
-    agree) or "override" (the first input's coords replace the others', sizes
-    must agree). Computed when the graph is built: each input becomes a gather by
+    agree) or "override" (every input gets the first input's coords, or the
+    first coords any input has; sizes must agree). Computed when the graph is built: each input becomes a gather by
     constant positions (and a `where` for filled labels); inputs already on the
     joined coords pass unchanged. A dim without coords aligns only with dims of
     its size. `exclude`: dim names left alone.
@@ -341,7 +340,7 @@ def align(*objects, join="inner", fill_value=np.nan, exclude=()):
     if join not in (*_JOINS, "exact", "override"):
         raise ValueError(f"align: join must be one of {sorted((*_JOINS, 'exact', 'override'))}, got {join!r}")
     xs = _operands(objects, "align")
-    skip = {exclude} if isinstance(exclude, str) else {e.name if isinstance(e, Dim) else e for e in exclude}
+    skip = {e.name if isinstance(e, Dim) else e for e in dim_refs(exclude, "align") or ()}
     names = []
     for x in xs:
         for d in x.type.dims:

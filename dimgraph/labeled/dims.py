@@ -92,8 +92,11 @@ class Dim:
             ) from None
 
     def rename(self, new_name: str) -> "Dim":
-        """The same size and coords under another name."""
-        return Dim(new_name, self.size, self.coords)
+        """The same size and coords under another name (a derived dim stays derived: renamed back, it is not its source)."""
+        dim = Dim(new_name, self.size, self.coords, origin=self.origin)
+        if self.origin is not None and self in _DERIVATIONS:
+            _DERIVATIONS.setdefault(dim, _DERIVATIONS[self])
+        return dim
 
     @property
     def labels(self) -> pd.Index:
@@ -121,14 +124,14 @@ class Dim:
 _DERIVATIONS: dict = {}
 
 
-def derived_dim(source: Dim, origin: str, labels_from) -> Dim:
-    """A dim made from `source` at build time whose size is known only at run time.
+def derived_dim(source: Dim, origin: str, labels_from, size=None) -> Dim:
+    """A dim made from `source` at build time whose labels follow from its labels (size: None unless known).
 
     `labels_from(index)` maps the labels a DataArray input supplies for `source`
     to the labels of the new dim (e.g. `index[n:]` for `diff`), so outputs carry
     xarray's coords even when the Dim itself has none.
     """
-    dim = Dim(source.name, origin=origin)
+    dim = Dim(source.name, size=size, origin=origin)
     _DERIVATIONS.setdefault(dim, (source, labels_from))
     return dim
 
@@ -160,8 +163,8 @@ class ProductDim(Dim):
     dims: tuple = ()
 
     def __init__(self, name, dims):
-        dims = tuple(dims)
-        if not dims or not all(isinstance(d, Dim) for d in dims):
+        dims = as_dim_tuple(dims, f"ProductDim {name!r}")
+        if not dims:
             raise TypeError(f"ProductDim {name!r}: give a non-empty tuple of Dims, got {dims!r}")
         if not isinstance(name, str) or not name:
             raise TypeError(f"ProductDim: the name must be a non-empty str, got {name!r}")
@@ -225,6 +228,8 @@ def describe_difference(a: Dim, b: Dim) -> str:
             if not (u == v or (u != u and v != v)):
                 return f"coords differ first at position {k}: {u!r} vs {v!r}"
         return f"coords of dtype {a.coords.dtype} vs {b.coords.dtype}"
+    if a.origin is not None and b.origin is not None:
+        return f"both are derived, {a.origin} and {b.origin}, so their sizes and labels may differ"
     if a.origin != b.origin:
         return f"one is derived ({a.origin or b.origin}), so their sizes may differ"
     return "they differ"
@@ -238,9 +243,23 @@ def clash(what, name, a, a_in, b, b_in):
     """The DimError for two different Dims sharing `name`."""
     return DimError(
         f"{what}: two different dims named {name!r}: {a!r} in {a_in} and {b!r} in {b_in} "
-        f"({describe_difference(a, b)})\n"
-        "hint: select/rename so the dims agree, align them by coords with dg.align(...), "
-        "or use the same Dim object for both"
+        f"({describe_difference(a, b)})\n" + clash_hint(name, a, b)
+    )
+
+
+def clash_hint(name, a, b) -> str:
+    """What to do about two Dims named `name`: for slices of one dim, the lag idiom; else align or rename."""
+    if a.origin is None and b.origin is None:
+        return (
+            "hint: select/rename so the dims agree, align them by coords with dg.align(...), "
+            "or use the same Dim object for both"
+        )
+    return (
+        f"hint: a dim cut from {name!r} (a slice, diff, ...) has its own length and labels, so it does not pair with "
+        f"another by position. For a lag, shift first and cut the same steps from both sides: "
+        f"`s = slice(1, None); y.isel({name}=s) - phi * y.shift({name}=1).isel({name}=s)`; "
+        f"to pair two cuts position by position anyway, put one on the other's dim: "
+        f"`a.rename({{{name!r}: b.dims[k]}})` (their lengths must then agree when the data comes)"
     )
 
 
@@ -271,14 +290,23 @@ def check_unique(dims, what):
         seen[d.name] = d
 
 
-def _ref_list(ref):
+def dim_refs(ref, what="dims"):
+    """The tuple of dim references in a `dims`/`dim` argument (None stays None).
+
+    The one place an argument naming existing dims is read: a Dim or a lone
+    string is ONE dim (never a sequence of one-letter names); a list or tuple
+    holds Dims and names.
+    """
     if ref is None:
         return None
     if isinstance(ref, (Dim, str)):
-        return [ref]
+        return (ref,)
     if not isinstance(ref, (list, tuple)):
-        raise TypeError(f"a dim is referenced by a Dim or its name (or a list of them), got {ref!r}")
-    return list(ref)
+        raise TypeError(f"{what}: a dim is referenced by a Dim or its name (or a list of them), got {ref!r}")
+    for r in ref:
+        if not isinstance(r, (Dim, str)):
+            raise TypeError(f"{what}: a dim is referenced by a Dim or its name, got {r!r} in {ref!r}")
+    return tuple(ref)
 
 
 def resolve_dims(dims, ref, what, var_label="the variable") -> tuple:
@@ -287,15 +315,13 @@ def resolve_dims(dims, ref, what, var_label="the variable") -> tuple:
     A lone string is one name. A name or Dim that is not among `dims` is a
     DimError listing the dims there are; a Dim whose name matches but which differs is a clash.
     """
-    refs = _ref_list(ref)
+    refs = dim_refs(ref, what)
     if refs is None:
         return tuple(dims)
     by_name = {d.name: d for d in dims}
     out = []
     for r in refs:
         name = r.name if isinstance(r, Dim) else r
-        if not isinstance(name, str):
-            raise TypeError(f"{what}: a dim is referenced by a Dim or its name, got {r!r}")
         found = by_name.get(name)
         if found is None:
             raise DimError(f"{what}: {var_label} has no dim {name!r}; its dims are {fmt_dims(dims)}")

@@ -175,9 +175,9 @@ class Distribution:
         """
         dims = draw_dims(list(self.params.values()), extra_dims, f"{type(self).__name__.lower()} draw")
         state, value = self.sample(state, dims, **self.params)
-        return state, _invalid_draws(value, self.valid(**self.params)).transpose(*self.out_dims(dims))
+        return state, _invalid_draws(value, self.valid(**self.params)).transpose(*self._out_dims(dims))
 
-    def out_dims(self, dims):
+    def _out_dims(self, dims):
         return dims
 
 
@@ -513,7 +513,7 @@ class Categorical(_CoreDim):
         gumbel = -lmath.log(-lmath.log(u))
         return state, (gumbel + lmath.log(p)).argmax(self.dim)
 
-    def out_dims(self, dims):
+    def _out_dims(self, dims):
         return tuple(d for d in dims if d != self.dim)
 
 
@@ -618,7 +618,7 @@ class MultivariateNormal(Distribution):
         state, z = primitive_draw("normal", state, dims=tuple(d for d in dims if d != row))
         return state, (chol * z).sum(col) + mu
 
-    def out_dims(self, dims):
+    def _out_dims(self, dims):
         return tuple(d for d in dims if d != self.dims[1])
 
 

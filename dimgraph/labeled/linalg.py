@@ -26,7 +26,7 @@ from dimgraph.core import linalg as core
 from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
 from dimgraph.errors import DimError
 from dimgraph.labeled.blockwise import apply_blockwise
-from dimgraph.labeled.dims import fmt_dims
+from dimgraph.labeled.dims import dim_refs, fmt_dims, resolve_dims
 from dimgraph.labeled.ops import is_labeled
 
 __all__ = ["cholesky", "solve", "solve_triangular", "cho_solve", "inv", "det", "slogdet", "eigh", "trace", "diagonal"]
@@ -41,25 +41,18 @@ def _float(x):
 
 
 def _core_dims(what, x, dims):
-    """The (row, col) Dims of `x` named by `dims` (Dim objects or names)."""
-    if dims is None or len(dims) != 2:
-        raise DimError(f"{what}: give dims=(row, col), the two dims of the matrix; {x.name or 'the variable'} has {fmt_dims(x.type.dims)}")
-    have = {d.name: d for d in x.type.dims}
-    out = []
-    for d in dims:
-        name = d if isinstance(d, str) else getattr(d, "name", None)
-        if name not in have:
-            raise DimError(f"{what}: {x.name or 'the variable'} has no dim {name!r}; its dims are {fmt_dims(x.type.dims)}")
-        if not isinstance(d, str) and d != have[name]:
-            from dimgraph.labeled.dims import clash
-
-            raise clash(what, name, d, "dims=", have[name], x.name or "the variable")
-        out.append(have[name])
-    if out[0].name == out[1].name:
-        raise DimError(f"{what}: the row and col dims must differ, got {out[0].name!r} twice")
+    """The (row, col) Dims of `x` named by `dims` (Dim objects or names; a lone string is one name)."""
+    refs = dim_refs(dims, what)
+    label = x.name or "the variable"
+    if refs is None or len(refs) != 2:
+        got = "nothing" if refs is None else f"{len(refs)} dim(s) {[getattr(r, 'name', r) for r in refs]}"
+        raise DimError(f"{what}: give dims=(row, col), the two dims of the matrix, got {got}; {label} has {fmt_dims(x.type.dims)}")
+    if len({getattr(r, "name", r) for r in refs}) == 1:
+        raise DimError(f"{what}: the row and col dims must differ, got {getattr(refs[0], 'name', refs[0])!r} twice")
+    out = resolve_dims(x.type.dims, refs, what, label)
     if out[0].size is not None and out[1].size is not None and out[0].size != out[1].size:
         raise DimError(f"{what}: the matrix must be square, but dim {out[0].name!r} has size {out[0].size} and {out[1].name!r} {out[1].size}")
-    return tuple(out)
+    return out
 
 
 def _unary(what, op, a, dims, outs):
@@ -193,14 +186,25 @@ def solve_triangular(a, b, dims=None, lower=True, trans=False, unit_diagonal=Fal
 
 
 def cho_solve(c_and_lower, b, dims=None, b_ndim=None):
-    """`x` with `(c @ c.T) @ x = b` from a Cholesky factor `c` (scipy's `(c, lower)` pair): `b` on `row`, `x` on `col`."""
-    c, lower = c_and_lower
-    if not is_labeled(c):
+    """`x` with `a @ x = b` from the Cholesky factor `c` of `a`: `b` on `row`, `x` on `col`.
+
+    `c_and_lower` is scipy's `(c, lower)` pair (`lower=True`: `a = c c^T`;
+    `lower=False`: `a = c^T c`) or the factor alone, read as lower.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> i, j = dg.Dim("i", size=2), dg.Dim("j", size=2)
+    >>> upper = dg.constant(np.array([[2.0, 1.0], [0.0, 1.0]]), dims=(i, j))  # a = [[4, 2], [2, 2]]
+    >>> dg.linalg.cho_solve((upper, False), dg.constant(np.array([6.0, 4.0]), dims=(i,)), dims=(i, j)).eval().values
+    array([1., 1.])
+    """
+    c, lower = core.cholesky_pair("cho_solve", c_and_lower)
+    first = lambda nd: SolveTriangular(lower, not lower, False, nd)  # noqa: E731  (lower: c y = b; upper: c^T y = b)
+    y = _solve_like("cho_solve", first, c, b, dims)
+    if y is None:
         return core.cho_solve((c, lower), b, b_ndim)
+    c = _float(c)
     row, col = _core_dims("cho_solve", c, dims)
-    y = solve_triangular(c, b, dims=(row, col), lower=lower)
-    # the second solve reads c transposed: y on col, and x (c.T^-1 y) is indexed like the columns of c @ c.T
-    op = SolveTriangular(bool(lower), True, False, 1)
+    op = SolveTriangular(lower, lower, False, 1)  # lower: c^T x = y; upper: c x = y
     return apply_blockwise(op, op.signature, [c, y], [(row, col), (col,)], [(col,)], name="cho_solve")
 
 

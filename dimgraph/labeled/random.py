@@ -15,7 +15,7 @@ import numpy as np
 from dimgraph.core.graph import Apply
 from dimgraph.core.random import PRIMITIVES, RNGStateType, is_rng_state, mark_draw
 from dimgraph.errors import DimError
-from dimgraph.labeled.dims import Dim, as_dim_tuple, fmt_dims, unify_dims
+from dimgraph.labeled.dims import as_dim_tuple, fmt_dims, unify_dims
 from dimgraph.labeled.math import astype, operands
 from dimgraph.labeled.ops import LabeledOp, is_labeled
 from dimgraph.labeled.type import LabeledType
@@ -51,7 +51,7 @@ class LabeledRandomDraw(LabeledOp):
 
 def draw_dims(params, extra_dims, what):
     """`extra_dims` then the dims of `params` (order of first appearance); a name in both is a DimError."""
-    extra = as_dim_tuple((extra_dims,) if isinstance(extra_dims, Dim) else tuple(extra_dims), what)
+    extra = as_dim_tuple(extra_dims, what)
     param_dims = unify_dims(what, params) if params else ()
     clashes = [d.name for d in extra if d.name in {p.name for p in param_dims}]
     if clashes:

@@ -172,6 +172,8 @@ def arange(dim, *args, **kwargs):
     >>> dg.arange(dg.Dim("i", size=3)).eval().values.tolist()
     [0, 1, 2]
     """
+    if isinstance(dim, str):
+        raise TypeError(f"arange: the dim must be a Dim object, got the string {dim!r}; declare it first, e.g. {dim} = dg.Dim({dim!r}, size=...)")
     if not isinstance(dim, Dim):
         from dimgraph.core.extra import arange as core_arange
 

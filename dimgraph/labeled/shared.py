@@ -36,7 +36,9 @@ class LabeledShared(SharedMixin, LabeledVariable):
 
     def set(self, value, ctx=None):
         """Store `value` (a DataArray matched by dim names, or an array in dims order) in `ctx`."""
-        (ctx or DEFAULT_CONTEXT)._values[self.shared_twin] = self.input_spec.convert(value).copy()
+        value, ctx = self.input_spec.convert(value).copy(), ctx or DEFAULT_CONTEXT
+        with ctx.lock:
+            ctx._values[self.shared_twin] = value
 
 
 def labeled_shared(value, dims=None, name=None, dtype=None):

@@ -222,6 +222,18 @@ class LabeledOperators:
         """The `n`-th difference along `dim`, keeping the upper labels (xarray's default)."""
         return lmath.diff(self, dim, n, label)
 
+    def shift(self, shifts=None, fill_value=None, **shifts_kwargs):
+        """Values moved `k` steps along a dim, the vacated steps filled (NaN), as `DataArray.shift` (see `dimgraph.labeled.shift`)."""
+        from dimgraph.labeled.shift import shift
+
+        return shift(self, shifts, fill_value, **shifts_kwargs)
+
+    def roll(self, shifts=None, roll_coords=False, **shifts_kwargs):
+        """Values rotated `k` steps along a dim, as `DataArray.roll` (see `dimgraph.labeled.shift`)."""
+        from dimgraph.labeled.shift import roll
+
+        return roll(self, shifts, roll_coords, **shifts_kwargs)
+
     # -- shape ---------------------------------------------------------------
     def transpose(self, *dims):
         """The same values with dims in the order given (`...` stands for the others; none: reversed).

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dimgraph.core.graph import Variable, rebuild_node
 from dimgraph.core.vectorize import vectorize_graph as positional_vectorize_graph
 from dimgraph.errors import DimError
-from dimgraph.labeled.dims import clash, fmt_dims
+from dimgraph.labeled.dims import clash, dim_refs, fmt_dims
 from dimgraph.labeled.ops import FromPositional, LabeledOp, ToPositional, is_labeled
 
 
@@ -181,8 +181,8 @@ def vectorize(fn, core_dims_in, core_dims_out):
     >>> center(x).dims == (chain, obs)
     True
     """
-    core_in = [tuple(_name(d) for d in dims) for dims in core_dims_in]
-    core_out = [tuple(_name(d) for d in dims) for dims in core_dims_out]
+    core_in = [tuple(_name(d) for d in dim_refs(dims, "vectorize") or ()) for dims in core_dims_in]
+    core_out = [tuple(_name(d) for d in dim_refs(dims, "vectorize") or ()) for dims in core_dims_out]
 
     def vectorized(*args):
         from dimgraph.labeled.basic import as_labeled, is_dataarray

@@ -14,6 +14,7 @@ import numpy as np
 from dimgraph.lazy import pandas as pd
 
 from dimgraph.core.graph import ancestors
+from dimgraph.core.subtensor import SYMBOLIC
 from dimgraph.errors import IndexOutOfBounds, InputError
 from dimgraph.labeled.basic import is_dataarray
 from dimgraph.labeled.dims import ProductDim, derivation_of
@@ -38,14 +39,14 @@ class LabeledOutput:
         graph = ancestors([var])
         used = {id(v) for v in graph}  # as xarray: labels come only from the data this output is made of
         inputs = [v if id(v) in used else None for v in inputs]
-        renamed = _renamed_from(graph)
+        kept = _label_maps(graph)
         for d in self.dims:
             if d.coords is not None:
                 continue
             source, maps, seen = d, [], {d}
             while True:
                 carriers = [k for k, v in enumerate(inputs) if is_labeled(v) and source in v.type.dims]
-                derivation = derivation_of(source) or renamed.get(source)
+                derivation = derivation_of(source) or kept.get(source)
                 if carriers or derivation is None or derivation[0] in seen:
                     break
                 seen.add(derivation[0])
@@ -131,23 +132,70 @@ def _brought(recipes, inputs, dims, shape) -> dict:
     return out
 
 
-def _renamed_from(graph) -> dict:
-    """{new Dim: (old Dim, identity)} for every dim without coords that a `rename` in `graph` made.
+def _label_maps(graph) -> dict:
+    """{new Dim: (old Dim, label map)} for every dim without coords that a rename, slice or diff in `graph` made.
 
     A renamed dim keeps the labels its input DataArray gave the old one (as xarray's
-    `rename`), though as a Dim it is simply the new name.
+    `rename`), though as a Dim it is simply the new name; a slice, a selection of
+    static positions or a `diff` of a dim of fixed size keeps the labels at those
+    positions (as xarray's), though the Dim holds only its size. Two steps that make
+    one Dim in different ways leave it without labels (they would disagree).
     """
-    from dimgraph.labeled.ops import Relabel
-
     out = {}
+    for new, old, labels_from in _label_steps(graph):
+        if new.coords is None and old.coords is None and new != old:
+            if out.setdefault(new, (old, labels_from)) != (old, labels_from):
+                out[new] = None
+    return {new: how for new, how in out.items() if how is not None}
+
+
+def _label_steps(graph):
+    """(new dim, old dim, label map) for each dim that a rename, slice, selection or diff in `graph` made."""
+    from dimgraph.core.graph import Constant
+    from dimgraph.labeled.indexing import Isel, entry_inputs
+    from dimgraph.labeled.ops import LabeledDiff, Relabel
+
     for v in graph:
         node = v.owner
-        if node is None or not isinstance(node.op, Relabel):
+        if node is None:
             continue
-        for old, new in zip(node.inputs[0].type.dims, node.op.dims):
-            if new.coords is None and old.coords is None and new.name != old.name:
-                out.setdefault(new, (old, _same_labels))
-    return out
+        if isinstance(node.op, Relabel):
+            for old, new in zip(node.inputs[0].type.dims, node.op.dims):
+                if new.name != old.name:
+                    yield new, old, _same_labels
+        elif isinstance(node.op, LabeledDiff) and node.op.n:
+            (new,) = [d for d in node.outputs[0].type.dims if d.name == node.op.dim.name]
+            n = node.op.n
+            yield new, node.op.dim, _Positions(slice(n, None) if node.op.label == "upper" else slice(n - 1, -1))
+        elif isinstance(node.op, Isel):
+            entries = node.op.entries
+            for old, entry, ins in zip(node.inputs[0].type.dims, entries, entry_inputs(entries, node.inputs[1:])):
+                if entry[0] == "slice" and not any(p is SYMBOLIC for p in entry[1:4]):
+                    yield entry[4], old, _Positions(slice(*entry[1:4]))
+                elif entry[0] == "index" and isinstance(ins[0], Constant) and [d.name for d in ins[0].type.dims] == [old.name]:
+                    yield ins[0].type.dims[0], old, _Positions(np.asarray(ins[0].data))
+
+
+class _Positions:
+    """The labels at some positions, `index[part]` (a slice or an int array); equal parts compare equal."""
+
+    __slots__ = ("part",)
+
+    def __init__(self, part):
+        self.part = part
+
+    def _key(self):
+        p = self.part
+        return (p.start, p.stop, p.step) if isinstance(p, slice) else ("at", p.tobytes())
+
+    def __eq__(self, other):
+        return isinstance(other, _Positions) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __call__(self, index):
+        return index[self.part]
 
 
 def _same_labels(index):

@@ -139,7 +139,14 @@ def _(op, node, inputs, ctx):
 
 @lowering.register(Relabel)
 def _(op, node, inputs, ctx):
-    return specify_sizes(inputs[0], op.dims, "rename")
+    x = specify_sizes(inputs[0], op.dims, "rename")
+    # a dim of unknown size put on a Dim that the data already sized: its length must be that size
+    pairs = [(k, old, new) for k, (old, new) in enumerate(zip(node.inputs[0].type.dims, op.dims)) if old != new and new.size is None and new in ctx.sizes]
+    if not pairs:
+        return x
+    conds = [eq(ShapeI(k)(x), ctx.sizes[new]) for k, _, new in pairs]
+    names = "; ".join(f"{old!r} put on {new!r}" for _, old, new in pairs)
+    return assert_op(x, *conds, msg=f"rename: the data gives these dims different lengths: {names}")
 
 
 @lowering.register(FromPositional)

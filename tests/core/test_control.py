@@ -407,6 +407,47 @@ def test_op_from_graph_user_gradient_is_used():
     np.testing.assert_allclose(g.eval({x: np.zeros(3)}, backend="python"), [2.0, 2.0, 2.0])
 
 
+def test_op_from_graph_refuses_repeated_inputs():
+    a, b = dg.scalar("a"), dg.scalar("b")
+    with pytest.raises(ValueError, match="input 2 \\(a: float64\\(\\)\\) repeats input 0"):
+        dg.op_from_graph([a, b, a], [a + b])
+    i = dg.Dim("i", size=2)
+    la = dg.labeled("la", dims=(i,))
+    with pytest.raises(ValueError, match="input 1 .*la.* repeats input 0"):
+        dg.op_from_graph([la, la], [la * 2.0])
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_op_from_graph_constants_among_inputs_and_one_variable_in_two_slots(backend, inline):
+    """A constant input is a slot the call fills; `op(z, z)` gets each slot's share of the gradient."""
+    from dimgraph.core.basic import constant
+
+    a, c = dg.scalar("a"), constant(2.0)
+    op = dg.op_from_graph([a, c], [a * c + c**2], inline=inline)  # (a, c) -> a c + c^2
+
+    def build():
+        z = dg.scalar("z")
+        uses = op(z, 5.0) + op(z, z) + op(z, 3.0 * z)  # 5z + 25 + (z^2 + z^2) + (3z^2 + 9z^2)
+        return dg.function([z], [uses, dg.grad(uses, z)], backend=backend)
+
+    f = cached(("macro-constants", backend, inline), build)
+    zv = 1.5
+    value, grad = f(zv)
+    np.testing.assert_allclose(value, 5 * zv + 25 + 2 * zv**2 + 12 * zv**2)
+    np.testing.assert_allclose(grad, 5 + 4 * zv + 24 * zv)
+    fd = (float(f(zv + 1e-6)[0]) - float(f(zv - 1e-6)[0])) / 2e-6
+    np.testing.assert_allclose(grad, fd, rtol=1e-6)
+
+
+def test_labeled_op_from_graph_takes_a_constant_input(backend):
+    i = dg.Dim("i", size=2)
+    x, c = dg.labeled("x", dims=(i,)), dg.constant(np.array([1.0, 2.0]), dims=(i,))
+    macro = dg.op_from_graph([x, c], [x * c])
+    y = dg.labeled("y", dims=(i,))
+    out = dg.function([y], macro(y, dg.constant(np.array([3.0, 4.0]), dims=(i,))), backend=backend)(np.array([1.0, 10.0]))
+    np.testing.assert_allclose(out.values, [3.0, 40.0])
+
+
 def test_op_from_graph_built_twice_is_one_op():
     assert _softplus_macro() == _softplus_macro() and hash(_softplus_macro()) == hash(_softplus_macro())
 

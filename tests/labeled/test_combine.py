@@ -177,7 +177,12 @@ def test_align_matches_xarray(backend):
 
 
 def test_align_override_matches_xarray(backend):
-    """join="override" (found missing by differential testing): the first input's coords replace the others'."""
+    """join="override": the first coords replace the others', and every input gets that one Dim.
+
+    xarray leaves an index-less input without an index (it takes the index in
+    arithmetic); a Dim has its coords or not, so here every input carries the
+    overriding coords: the values are xarray's and the results combine as xarray's do.
+    """
     x1, x2 = dg.Dim("x", coords=["p", "q", "r"]), dg.Dim("x", coords=["r", "s", "p"])
     a = dg.labeled("a", dims=(x1,))
     b = dg.labeled("b", dims=(dg.Dim("k", size=2), x2), dtype="int64")
@@ -185,15 +190,32 @@ def test_align_override_matches_xarray(backend):
     da = xr.DataArray([1.0, 2.0, 3.0], dims="x", coords={"x": x1.coords})
     db = xr.DataArray(np.arange(6).reshape(2, 3), dims=("k", "x"), coords={"x": x2.coords})
     dc = xr.DataArray([4.0, 5.0, 6.0], dims="x")
-    outs = [*dg.align(a, b, c, join="override"), *dg.align(c, b, join="override")]
-    expected = [*xr.align(da, db, dc, join="override"), *xr.align(dc, db, join="override")]
+    aligned = [dg.align(a, b, c, join="override"), dg.align(c, b, join="override")]
+    outs = [*aligned[0], *aligned[1], aligned[0][0] + aligned[0][2], aligned[1][0] * aligned[1][1]]
+    xr_aligned = [xr.align(da, db, dc, join="override"), xr.align(dc, db, join="override")]
+    expected = [*xr_aligned[0], *xr_aligned[1], xr_aligned[0][0] + xr_aligned[0][2], xr_aligned[1][0] * xr_aligned[1][1]]
     got = dg.function([a, b, c], outs, backend=backend)(da, db, dc)
     for g, e in zip(got, expected):
+        if "x" not in e.indexes:  # xarray's index-less input: the same values, under the overriding coords
+            e = e.assign_coords(x=g.indexes["x"])
         assert_same(g, e)
-    a2, b2, _ = dg.align(a, b, c, join="override")
-    assert a2.dims[0] == b2.dims[1] == x1  # now one dim: they combine
+    for group in aligned:
+        assert len({next(d for d in v.dims if d.name == "x") for v in group}) == 1  # one Dim: they combine
+    assert aligned[0][0].dims[0] == x1 and aligned[1][0].dims[0] == x2
     with pytest.raises(dg.DimError, match="join='override' needs equal sizes"):
         dg.align(a, dg.labeled("d", dims=(dg.Dim("x", size=2),)), join="override")
+
+
+def test_align_override_checks_a_data_sized_dim_when_data_comes():
+    n = dg.Dim("x")
+    a = dg.labeled("a", dims=(dg.Dim("x", coords=["p", "q"]),))
+    d = dg.labeled("d", dims=(n,))
+    a2, d2 = dg.align(a, d, join="override")
+    assert d2.dims == a2.dims
+    f = dg.function([a, d], a2 + d2, backend="python")
+    np.testing.assert_allclose(f(np.ones(2), np.arange(2.0)).values, [1.0, 2.0])
+    with pytest.raises(AssertionError, match="sizes of the dims 'x' \\(size 2\\)"):
+        f(np.ones(2), np.arange(3.0))
 
 
 def test_aligned_inputs_combine_and_unchanged_inputs_pass():

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import scipy.linalg
 import xarray as xr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dimgraph as dg
 from dimgraph.errors import DimError
@@ -169,3 +171,86 @@ def test_not_positive_definite_is_nan(backend):
     a[:, 1, :] = -a[:, 1, :]
     L = _function(backend, "float64")(a, b)[0]
     assert np.isnan(L.sel(batch=20)).all() and np.isfinite(L.sel(batch=10)).all()
+
+
+_CHO = {}
+
+
+def _cho_solve_function(backend):
+    """cho_solve with the upper pair, the lower pair and a bare (lower) factor, and the gradient of each."""
+    if backend not in _CHO:
+        n = dg.Dim("n", size=5)
+        m = dg.Dim("m", size=5)
+        upper, low = dg.labeled("upper", dims=(n, m)), dg.labeled("low", dims=(n, m))
+        b = dg.labeled("b", dims=(n, RHS))
+        xs = [
+            dg.linalg.cho_solve((upper, False), b, dims=(n, m)),
+            dg.linalg.cho_solve((low, True), b, dims=("n", "m")),
+            dg.linalg.cho_solve(low, b, dims=(n, m)),
+        ]
+        costs = [(x * dg.sin(dg.arange(x.dims[-1]) + 1.0)).sum() for x in xs]
+        grads = [g for cost, c in zip(costs, (upper, low, low)) for g in dg.grad(cost, [c, b])]
+        _CHO[backend] = dg.function([upper, low, b], [*xs, *costs, *grads], backend=backend)
+    return _CHO[backend]
+
+
+def test_cho_solve_follows_scipy_lower_convention_values_and_gradients(backend):
+    rng = np.random.default_rng(7)
+    g = rng.normal(size=(5, 5))
+    a = g @ g.T + 5 * np.eye(5)
+    low = np.linalg.cholesky(a)
+    upper = low.T
+    b = rng.normal(size=(5, 2))
+    f = _cho_solve_function(backend)
+    out = f(upper, low, b)
+    for x in out[:3]:
+        assert x.dims == ("rhs", "m")
+        np.testing.assert_allclose(x.values.T, scipy.linalg.cho_solve((upper, False), b), rtol=1e-9)
+        np.testing.assert_allclose(x.values.T, scipy.linalg.cho_solve((low, True), b), rtol=1e-9)
+    # gradients vs central differences of the compiled cost, along random directions
+    eps = 1e-6
+    for k, (cidx, grad_c, grad_b) in enumerate([(0, 6, 7), (1, 8, 9), (1, 10, 11)]):
+        inputs = [upper, low, b]
+        dc = rng.normal(size=(5, 5))
+        db = rng.normal(size=b.shape)
+
+        def cost(t):
+            vals = list(inputs)
+            vals[cidx] = vals[cidx] + t * dc
+            vals[2] = vals[2] + t * db
+            return float(f(*vals)[3 + k])
+
+        fd = (cost(eps) - cost(-eps)) / (2 * eps)
+        analytic = (out[grad_c].values * dc).sum() + (out[grad_b].values * db).sum()
+        np.testing.assert_allclose(analytic, fd, rtol=1e-5, err_msg=f"cho_solve form {k}")
+
+
+def test_cho_solve_pair_must_be_a_factor_and_a_bool():
+    c = dg.labeled("c", dims=(ROW, COL))
+    b = dg.labeled("b", dims=(ROW,))
+    with pytest.raises(TypeError, match="lower in \\(c, lower\\) must be a bool"):
+        dg.linalg.cho_solve((c, "no"), b, dims=(ROW, COL))
+    with pytest.raises(TypeError, match="sequence of 3 items"):
+        dg.linalg.cho_solve((c, True, 1), b, dims=(ROW, COL))
+
+
+_CHO_ANY = {}
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 5), seed=st.integers(0, 2**16))
+def test_cho_solve_matches_scipy_for_any_size(backend, n, seed):
+    """Both scipy conventions on matrices whose size comes with the data."""
+    if backend not in _CHO_ANY:
+        r, c = dg.Dim("r"), dg.Dim("c")
+        factor, b = dg.labeled("factor", dims=(r, c)), dg.labeled("b", dims=(r,))
+        outs = [dg.linalg.cho_solve((factor, low), b, dims=(r, c)) for low in (True, False)]
+        _CHO_ANY[backend] = dg.function([factor, b], outs, backend=backend)
+    rng = np.random.default_rng(seed)
+    g = rng.normal(size=(n, n))
+    low = np.linalg.cholesky(g @ g.T + n * np.eye(n))
+    b = rng.normal(size=n)
+    got_lower = _CHO_ANY[backend](low, b)[0]
+    np.testing.assert_allclose(got_lower.values, scipy.linalg.cho_solve((low, True), b), rtol=1e-8, atol=1e-10)
+    got_upper = _CHO_ANY[backend](low.T, b)[1]
+    np.testing.assert_allclose(got_upper.values, scipy.linalg.cho_solve((low.T, False), b), rtol=1e-8, atol=1e-10)

@@ -105,3 +105,76 @@ def test_outputs_of_successive_calls_are_independent(backend):
         second, xr.DataArray([2.0, 4.0, 6.0], dims="county", coords={"county": ["A", "B", "C"]}, name="scaled")
     )
     assert second["county"].attrs == {} and first.attrs == {"units": "m"}
+
+
+_SLICED = {}
+
+
+def _sliced(backend):
+    """Slices, a selection and a diff of a Dim of fixed size without coords (the labels come with the data)."""
+    if backend not in _SLICED:
+        time = dg.Dim("time", size=5)
+        y = dg.labeled("y", dims=(time,))
+        outs = [
+            y.isel(time=slice(1, None)),
+            y.isel(time=slice(None, None, -2)) * 2.0,
+            y.isel(time=[0, 3]),
+            y.diff("time"),
+            y.diff("time", label="lower"),
+            y.isel(time=slice(1, None)).rename(time="t"),
+        ]
+        _SLICED[backend] = dg.function([y], outs, backend=backend)
+    return _SLICED[backend]
+
+
+def test_a_sliced_dim_of_fixed_size_keeps_the_input_labels(backend):
+    """As xarray (and as for a Dim sized by the data): the output carries the labels at the kept positions."""
+    da = xr.DataArray(np.arange(5.0) ** 2, dims="time", coords={"time": [10, 20, 30, 40, 50]})
+    expected = [
+        da.isel(time=slice(1, None)),
+        da.isel(time=slice(None, None, -2)) * 2.0,
+        da.isel(time=[0, 3]),
+        da.diff("time"),
+        da.diff("time", label="lower"),
+        da.isel(time=slice(1, None)).rename(time="t"),
+    ]
+    for got, want in zip(_sliced(backend)(da), expected):
+        xr.testing.assert_identical(got.rename(None), want.rename(None))
+    plain = _sliced(backend)(np.arange(5.0))  # no labels given: none on the outputs (as xarray)
+    assert all(not o.indexes for o in plain)
+
+
+def test_two_slices_giving_one_dim_leave_it_without_labels():
+    time = dg.Dim("time", size=5)
+    y = dg.labeled("y", dims=(time,))
+    f = dg.function([y], y.isel(time=slice(1, None)) - y.isel(time=slice(None, -1)), backend="python")
+    out = f(xr.DataArray(np.arange(5.0), dims="time", coords={"time": [10, 20, 30, 40, 50]}))
+    assert not out.indexes and out.values.tolist() == [1.0] * 4
+
+
+def test_renaming_a_sliced_dim_away_and_back_is_not_the_full_dim(backend):
+    """The derived dim stays derived under a rename: combining it with the full dim is a DimError naming both."""
+    time = dg.Dim("time")
+    y = dg.labeled("y", dims=(time,))
+    back = y.isel(time=slice(1, None)).rename(time="t").rename(t="time")
+    assert back.dims[0] != time and back.dims[0] == y.isel(time=slice(1, None)).dims[0]
+    with pytest.raises(dg.DimError, match=r"two different dims named 'time': Dim\('time', origin='isel\(time, 1\)'\).*Dim\('time'\)"):
+        back - y
+    f = dg.function([y], [back * 2.0, y.isel(time=slice(1, None)) + back], backend=backend)
+    da = xr.DataArray(np.arange(4.0), dims="time", coords={"time": [10, 20, 30, 40]})
+    twice, total = f(da)
+    xr.testing.assert_identical(twice.rename(None), (da.isel(time=slice(1, None)) * 2.0))
+    xr.testing.assert_identical(total.rename(None), (da.isel(time=slice(1, None)) * 2.0))
+
+
+def test_a_cut_put_on_the_full_dim_by_hand_is_checked_naming_both_dims(backend):
+    """`rename({"time": time})` onto the Dim the data sizes: a length mismatch is an error naming both dims."""
+    time = dg.Dim("time")
+    y = dg.labeled("y", dims=(time,))
+    f = dg.function([y], y.isel(time=slice(1, None)).rename({"time": time}) - y, backend=backend)
+    if backend == "c":  # NOTE: c plans every shape before any node runs, so its broadcast check comes first
+        with pytest.raises(dg.ShapeError, match="sub: axis 0 has different sizes"):
+            f(np.arange(4.0))
+        return
+    with pytest.raises(AssertionError, match=r"rename: the data gives these dims different lengths: Dim\('time', origin='isel\(time, 1\)'\) put on Dim\('time'\)"):
+        f(np.arange(4.0))
