@@ -1,0 +1,79 @@
+"""Bridges from a model's compiled log density to external samplers (optional: `pip install dimgraph[samplers]`).
+
+nutpie: its public `nutpie.compiled_pyfunc.from_pyfunc` takes a logp-and-gradient function on the
+flat unconstrained vector (the model's `LogpFunction`, called with the data
+already in dims order, so each call goes straight to the compiled kernels) and
+an expand function per draw; ours keeps the flat vector as it is, and the
+constrained values and deterministics of every draw come after sampling from
+one compiled call mapped over (chain, draw). Chains run in nutpie's threads;
+the numba kernels release the GIL while they run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dimgraph.model import results
+
+SAMPLERS = ("nutpie",)
+
+
+def sample(model, sampler, draws, tune, chains, seed, backend, **kwargs):
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sample: unknown sampler {sampler!r}; the samplers are {list(SAMPLERS)}")
+    fn = model.logp_fn(backend)
+    model.check_point(model.initial_point(jitter=0), backend)  # bad parameters or data: an error before sampling
+    theta, stats = _nutpie(model, fn, draws, tune, chains, seed, **kwargs)
+    posterior = model.constrain(theta, backend, batch_dims=("chain", "draw"))
+    posterior = posterior.assign_coords(chain=np.arange(theta.shape[0]), draw=np.arange(theta.shape[1]))
+    groups = {"posterior": posterior, "sample_stats": stats}
+    if model._observed:
+        groups["log_likelihood"] = model.log_likelihood(posterior, backend)
+    groups.update(_data_groups(model))
+    return results.container(groups)
+
+
+def _data_groups(model):
+    from dimgraph.model.predictive import _data_groups as groups
+
+    return groups(model)
+
+
+def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False, **kwargs):
+    try:
+        import nutpie
+        from nutpie.compiled_pyfunc import from_pyfunc
+    except ImportError:
+        raise ImportError("sample: sampler 'nutpie' needs the nutpie package: pip install 'dimgraph[samplers]'") from None
+    layout, function = fn.flat.layout, fn.flat.function
+    size, slices = layout.size, layout.slices
+    data = model._data_arrays()
+
+    def make_logp_fn():
+        arrays = layout.arrays
+        grad = np.empty(size)
+
+        def logp(x, **_):
+            value, *grads = function(*arrays(x), *data)
+            for g, where in zip(grads, slices):
+                grad[where] = np.ravel(g)
+            return float(value), grad.copy()
+
+        return logp
+
+    def make_expand_fn(*_):
+        return lambda x, **__: {"theta": np.array(x, dtype=np.float64)}
+
+    compiled = from_pyfunc(
+        size, make_logp_fn, make_expand_fn, [np.dtype("float64")], [(size,)], ["theta"],
+        make_initial_point_fn=lambda s: model.initial_point(seed=int(s)),
+    )
+    seed = int(np.random.SeedSequence(seed).generate_state(1)[0] >> 1) if seed is None or not isinstance(seed, int) else seed
+    trace = nutpie.sample(
+        compiled, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores or chains,
+        progress_bar=progress_bar, save_warmup=False, **kwargs,
+    )
+    theta = np.asarray(trace.posterior["theta"].values)
+    stats = trace.sample_stats
+    keep = [n for n in stats.data_vars if not any(str(d).startswith("unconstrained") or str(d) == "theta_dim_0" for d in stats[n].dims)]
+    return theta, stats[keep]
