@@ -326,8 +326,10 @@ class Model:
 
         `options` go to `minimize`. A failed optimization is a RuntimeError with scipy's message.
         """
-        from scipy.optimize import minimize
-
+        try:
+            from scipy.optimize import minimize
+        except ImportError:
+            raise ImportError("map needs scipy: pip install scipy (or 'dimgraph[samplers]')") from None
         fn = self.logp_fn(backend, jacobian=False)
         theta0 = self.initial_point(jitter=0) if theta0 is None else np.asarray(theta0, dtype=float)
         self.check_point(theta0, backend)

@@ -191,3 +191,18 @@ def test_sample_with_nutpie():
     az = pytest.importorskip("arviz")
     summary = az.summary(idata, var_names=["mu", "tau"])
     assert list(summary.index) == ["mu", "tau"]
+
+
+def test_the_models_guide_runs():
+    """docs/models.md is code users paste: its blocks run as printed (from the sampling block on, with nutpie)."""
+    import importlib.util
+    import pathlib
+    import re
+
+    guide = (pathlib.Path(__file__).parent.parent.parent / "docs" / "models.md").read_text()
+    namespace = {}
+    for block in re.findall(r"```python\n(.*?)```", guide, re.S):
+        if "m.sample(" in block and importlib.util.find_spec("nutpie") is None:
+            break
+        exec(compile(block, "docs/models.md", "exec"), namespace)
+    assert namespace["fn"].names == ["mu_a", "sigma_a_log__", "mu_b", "sigma_b_log__", "z_a", "z_b", "sigma_y_log__"]
