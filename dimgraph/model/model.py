@@ -449,7 +449,8 @@ class LogpFunction:
 
     def __call__(self, theta):
         layout = self.flat.layout
-        value, *grads = self.flat.function(*layout.arrays(layout.check(theta)), *self.model._data_arrays())
+        # the parameters' arrays come from the layout and the data was checked when set: no checks per call
+        value, *grads = self.flat.function(*layout.arrays(layout.check(theta)), *self.model._data_arrays(), trust_input=True)
         flat = np.empty(layout.size)
         for g, where in zip(grads, layout.slices):
             flat[where] = np.ravel(g)

@@ -54,7 +54,7 @@ def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False
         grad = np.empty(size)
 
         def logp(x, **_):
-            value, *grads = function(*arrays(x), *data)
+            value, *grads = function(*arrays(x), *data, trust_input=True)
             for g, where in zip(grads, slices):
                 grad[where] = np.ravel(g)
             return float(value), grad.copy()
