@@ -199,9 +199,11 @@ class Model:
 
     def __getitem__(self, name):
         """The labeled variable named `name` (random, observed, data or deterministic)."""
-        for entries in (self._free, self._observed, self._data):
+        if name in self._free:
+            return self._free[name].value
+        for entries in (self._observed, self._data):
             if name in entries:
-                return entries[name].value if entries is self._free else entries[name].var
+                return entries[name].var
         if name in self._deterministics:
             return self._deterministics[name]
         raise KeyError(f"{name!r} is not a variable of this model; it has {self.names}")

@@ -23,12 +23,14 @@ def container(groups):
 
 
 def group(results, name):
-    """The Dataset of group `name` in an InferenceData, a DataTree, or a bare Dataset (taken as that group)."""
+    """The Dataset of group `name` in an InferenceData, a DataTree, or a bare Dataset or group node (taken as that group)."""
     import xarray as xr
 
     if isinstance(results, xr.Dataset):
         return results
     if isinstance(results, xr.DataTree):
+        if name not in results.children and results.data_vars:  # a group's own node (`idata.posterior`)
+            return results.to_dataset()
         if name not in results.children:
             raise KeyError(f"the results have no {name!r} group; they have {list(results.children)}")
         return results[name].to_dataset()
