@@ -1,8 +1,8 @@
 """Bridges from a model's compiled log density to external samplers (optional: `pip install dimgraph[samplers]`).
 
 nutpie: its public `nutpie.compiled_pyfunc.from_pyfunc` takes a logp-and-gradient function on the
-flat unconstrained vector (the model's `LogpFunction`, called with the data
-already in dims order, so each call goes straight to the compiled kernels) and
+flat unconstrained vector (the model's `LogpFunction`: the data already in
+dims order, no checks per call, so each call goes straight to the compiled kernels) and
 an expand function per draw; ours keeps the flat vector as it is, and the
 constrained values and deterministics of every draw come after sampling from
 one compiled call mapped over (chain, draw). Chains run in nutpie's threads;
@@ -45,21 +45,10 @@ def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False
         from nutpie.compiled_pyfunc import from_pyfunc
     except ImportError:
         raise ImportError("sample: sampler 'nutpie' needs the nutpie package: pip install 'dimgraph[samplers]'") from None
-    layout, function = fn.flat.layout, fn.flat.function
-    size, slices = layout.size, layout.slices
-    data = model._data_arrays()
+    size = fn.size
 
     def make_logp_fn():
-        arrays = layout.arrays
-        grad = np.empty(size)
-
-        def logp(x, **_):
-            value, *grads = function(*arrays(x), *data, trust_input=True)
-            for g, where in zip(grads, slices):
-                grad[where] = np.ravel(g)
-            return float(value), grad.copy()
-
-        return logp
+        return lambda x, **_: fn(x)  # the model's data is bound in `fn`, in dims order
 
     def make_expand_fn(*_):
         return lambda x, **__: {"theta": np.array(x, dtype=np.float64)}
@@ -68,12 +57,10 @@ def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False
         size, make_logp_fn, make_expand_fn, [np.dtype("float64")], [(size,)], ["theta"],
         make_initial_point_fn=lambda s: model.initial_point(seed=int(s)),
     )
-    seed = int(np.random.SeedSequence(seed).generate_state(1)[0] >> 1) if seed is None or not isinstance(seed, int) else seed
+    if seed is None:  # fresh entropy, as NumPy's
+        seed = int(np.random.SeedSequence().generate_state(1)[0])
     trace = nutpie.sample(
         compiled, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores or chains,
         progress_bar=progress_bar, save_warmup=False, **kwargs,
     )
-    theta = np.asarray(trace.posterior["theta"].values)
-    stats = trace.sample_stats
-    keep = [n for n in stats.data_vars if not any(str(d).startswith("unconstrained") or str(d) == "theta_dim_0" for d in stats[n].dims)]
-    return theta, stats[keep]
+    return np.asarray(trace.posterior["theta"].values), trace.sample_stats
