@@ -121,9 +121,12 @@ class Model:
         """
         what = f"data {name!r}"
         self._check_name(name, what)
+        array = np.asarray(value.values if is_dataarray(value) else value)
+        if dims is None and array.ndim:
+            raise TypeError(f"{what}: give dims=, one Dim per axis of the data (shape {array.shape})")
         dims = () if dims is None else ((dims,) if hasattr(dims, "name") else tuple(dims))
         if dtype is None:
-            kind = np.asarray(value.values if is_dataarray(value) else value).dtype.kind
+            kind = array.dtype.kind
             dtype = {"b": "bool", "i": "int64", "u": "int64"}.get(kind, "float64")
         var = DataVariable(name, dims, dtype, value)
         self._data[name] = var

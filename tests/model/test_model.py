@@ -139,6 +139,8 @@ def test_bad_input_names_the_variable_before_any_work():
     with pytest.raises(InputError, match=r"'y'.*expected dims"):
         m.set_data(y=wrong)
     np.testing.assert_array_equal(m._observed["y"].array, Y)  # a refused value changes nothing
+    with pytest.raises(TypeError, match=r"data 'x': give dims=, one Dim per axis of the data \(shape \(5,\)\)"):
+        m.data("x", Y)
     with pytest.raises(ValueError, match=r"lack the distribution's dims \['group'\]"):
         m.normal("g", dg.constant(np.zeros(3), dims=(group,)), 1.0, dims=(obs,))
 
