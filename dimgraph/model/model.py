@@ -19,6 +19,8 @@ variable is added; data is an input of each, so new data never recompiles.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from dimgraph.compile.flat import flat_value_and_grad
@@ -344,8 +346,10 @@ class Model:
             return -value, -grad
 
         fit = minimize(negative, theta0, jac=True, method=method, **options)
-        if not fit.success and not np.isfinite(fit.fun):
+        if not np.isfinite(fit.fun):
             raise RuntimeError(f"map: the optimizer failed: {fit.message}")
+        if not fit.success:
+            warnings.warn(f"map: the optimizer stopped before converging: {fit.message}", RuntimeWarning, stacklevel=2)
         return self.constrain(fit.x, backend)
 
     def constrain(self, theta, backend=None, batch_dims=()):

@@ -53,10 +53,10 @@ def prior(model, draws, seed, backend):
     ds = results.with_chain(fn(seed_state(seed), *[v.array for v in model._data.values()]))
     latent = list(model._free) + list(model._deterministics)
     groups = {"prior": ds[latent], "prior_predictive": ds[list(model._observed)]}
-    return results.container({**groups, **_data_groups(model)})
+    return results.container({**groups, **data_groups(model)})
 
 
-def _data_groups(model):
+def data_groups(model):
     import xarray as xr
 
     groups = {}
@@ -96,7 +96,7 @@ def posterior(model, idata, seed, backend, extend):
     fn = model._function(("posterior_predictive", backend), lambda: _predictive_function(model, backend))
     draws = fn(*_posterior_values(model, post), seed_state(seed))
     groups = {"posterior_predictive": draws.assign_coords({k: post.coords[k] for k in ("chain", "draw") if k in post.coords})}
-    groups.update(_data_groups(model))
+    groups.update(data_groups(model))
     if extend:
         return results.add_groups(idata, groups)
     return results.container(groups)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.model import results
+from dimgraph.model.predictive import data_groups
 
 SAMPLERS = ("nutpie",)
 
@@ -22,21 +23,17 @@ def sample(model, sampler, draws, tune, chains, seed, backend, **kwargs):
     if sampler not in SAMPLERS:
         raise ValueError(f"sample: unknown sampler {sampler!r}; the samplers are {list(SAMPLERS)}")
     fn = model.logp_fn(backend)
-    model.check_point(model.initial_point(jitter=0), backend)  # bad parameters or data: an error before sampling
+    start = model.initial_point(jitter=0)
+    model.check_point(start, backend)  # bad parameters or data: an error before sampling
+    fn(start)  # the first call (kernel compiles, the fast path switched on) in one thread, before the chains'
     theta, stats = _nutpie(model, fn, draws, tune, chains, seed, **kwargs)
     posterior = model.constrain(theta, backend, batch_dims=("chain", "draw"))
     posterior = posterior.assign_coords(chain=np.arange(theta.shape[0]), draw=np.arange(theta.shape[1]))
     groups = {"posterior": posterior, "sample_stats": stats}
     if model._observed:
         groups["log_likelihood"] = model.log_likelihood(posterior, backend)
-    groups.update(_data_groups(model))
+    groups.update(data_groups(model))
     return results.container(groups)
-
-
-def _data_groups(model):
-    from dimgraph.model.predictive import _data_groups as groups
-
-    return groups(model)
 
 
 def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False, **kwargs):
