@@ -170,3 +170,26 @@ def test_swapped_data_changes_the_logp_without_a_recompile(models):
     expected = shifted - before
     ours = normal_lpdf(Y_SCHOOLS + 1, mu + tau * theta[2:], SIGMA_SCHOOLS).sum() - normal_lpdf(Y_SCHOOLS, mu + tau * theta[2:], SIGMA_SCHOOLS).sum()
     np.testing.assert_allclose(expected, ours, rtol=1e-10)
+
+
+def test_prior_draws_run_through_the_scan(models):
+    """Prior draws of the AR(1): the deterministic path is the recursion of the drawn phi, sigma and z, per draw."""
+    prior = models["ar1"].prior_predictive(4, seed=1).prior
+    phi, sigma, z, x = (prior[n].values[0] for n in ("phi", "sigma", "z", "x"))
+    assert prior["x"].dims == ("chain", "draw", "time") and ((phi > -1) & (phi < 1)).all()
+    prev, path = np.zeros(4), []
+    for t in range(T_STEPS):
+        prev = phi * prev + sigma * z[:, t]
+        path.append(prev)
+    np.testing.assert_allclose(x, np.array(path).T, rtol=1e-12)
+
+
+def test_posterior_predictive_of_the_radon_model_keeps_the_county_coords(models):
+    m = models["radon"]
+    prior = m.prior_predictive(6, seed=2)
+    pp = m.posterior_predictive(prior.prior, seed=3).posterior_predictive["log_radon"]
+    assert pp.dims == ("chain", "draw", "house") and pp.shape == (1, 6, N_HOUSE)
+    assert list(prior.prior["a"]["county"].values) == COUNTIES
+    a, b, sy = (prior.prior[n].values[0] for n in ("a", "b", "sigma_y"))
+    z = (pp.values[0] - (a[:, COUNTY_IDX] + b[:, COUNTY_IDX] * FLOOR)) / sy[:, None]
+    assert abs(z.mean()) < 0.2 and abs(z.std() - 1) < 0.15  # 360 standardized residuals of N(0, 1)
