@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 
-from dimgraph.compile.flat import flat_value_and_grad
+from dimgraph.compile.flat import FlatParams, flat_value_and_grad
 from dimgraph.compile.function import function
 from dimgraph.errors import InputError
 from dimgraph.labeled.basic import constant, is_dataarray
@@ -300,19 +300,21 @@ class Model:
 
         return self._function(("constrain", backend), build)
 
+    @property
+    def layout(self):
+        """The `dg.FlatParams` of the unconstrained parameters: the flat vector's layout."""
+        return self._function(("layout",), lambda: FlatParams([v.free for v in self.sampled]))
+
     def initial_point(self, seed=None, jitter=1.0) -> np.ndarray:
         """A flat unconstrained start: zeros plus uniform(-jitter, jitter) noise (seeded)."""
-        n = self._flat_size()
+        n = self.layout.size
         return np.random.default_rng(seed).uniform(-jitter, jitter, size=n) if jitter else np.zeros(n)
-
-    def _flat_size(self):
-        return int(sum(np.prod([d.size for d in v.free.dims], dtype=int) for v in self.sampled))
 
     def check_point(self, theta, backend=None):
         """Raise a ValueError naming every variable whose log density is not finite at the flat point `theta`
         (a parameter outside its support, data outside the distribution's): the check before any sampling."""
         fn = self._function(("terms", backend), lambda: self._terms_function(backend))
-        values = fn(*self.logp_fn(backend).flat.layout.arrays(np.asarray(theta, dtype=float)), *self._data_arrays())
+        values = fn(*self.layout.arrays(self.layout.check(theta)), *self._data_arrays())
         bad = {name: float(v) for name, v in zip(self._terms_names(), values) if not np.isfinite(v)}
         if bad:
             details = "; ".join(f"{name!r}: log density {v}" + _why(v) for name, v in bad.items())
@@ -323,7 +325,8 @@ class Model:
 
     def _terms_function(self, backend):
         terms = self.logp_terms()
-        graphs = vectorize_graph([terms[n] for n in self._terms_names()], self.constrained_values())
+        graphs = [terms[n] for n in self._terms_names()]
+        graphs = vectorize_graph(graphs, self.constrained_values()) if self.sampled else graphs
         params = [v.free for v in self.sampled]
         return function(params + self._inputs(), [g.to_positional() for g in graphs], backend=backend)
 
@@ -355,8 +358,7 @@ class Model:
     def constrain(self, theta, backend=None, batch_dims=()):
         """The constrained values and deterministics (an `xarray.Dataset`) at flat unconstrained `theta`
         (with `batch_dims`, a stack of points such as `("chain", "draw")`)."""
-        fn = self.logp_fn(backend)
-        params = fn.unravel(theta, batch_dims=batch_dims)
+        params = self.layout.unravel(theta, batch_dims=batch_dims)
         return self.constrain_fn(backend)(*params.values(), *self._data_arrays())
 
     # --- predictive draws and sampling
