@@ -306,7 +306,7 @@ class Model:
         return self._function(("layout",), lambda: FlatParams([v.free for v in self.sampled]))
 
     def initial_point(self, seed=None, jitter=1.0) -> np.ndarray:
-        """A flat unconstrained start: zeros plus uniform(-jitter, jitter) noise (seeded)."""
+        """A flat unconstrained start: zeros plus uniform(-jitter, jitter) noise (`seed`: an int, a Generator or None)."""
         n = self.layout.size
         return np.random.default_rng(seed).uniform(-jitter, jitter, size=n) if jitter else np.zeros(n)
 

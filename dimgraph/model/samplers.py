@@ -52,7 +52,7 @@ def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False
 
     compiled = from_pyfunc(
         size, make_logp_fn, make_expand_fn, [np.dtype("float64")], [(size,)], ["theta"],
-        make_initial_point_fn=lambda s: model.initial_point(seed=int(s)),
+        make_initial_point_fn=lambda s: _start(model, fn, int(s)),
     )
     if seed is None:  # fresh entropy, as NumPy's
         seed = int(np.random.SeedSequence().generate_state(1)[0])
@@ -61,3 +61,14 @@ def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False
         progress_bar=progress_bar, save_warmup=False, **kwargs,
     )
     return np.asarray(trace.posterior["theta"].values), trace.sample_stats
+
+
+def _start(model, fn, seed, tries=10):
+    """A chain's start: the jittered point of `seed` where the log density is finite, else (after `tries`)
+    the unjittered one, which `sample` checked."""
+    rng = np.random.default_rng(seed)
+    for _ in range(tries):
+        theta = model.initial_point(seed=rng)
+        if np.isfinite(fn(theta)[0]):
+            return theta
+    return model.initial_point(jitter=0)

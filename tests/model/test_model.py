@@ -260,3 +260,14 @@ def test_random_variables_are_labeled_variables_sel_linalg(backend):
                 + st.multivariate_normal(np.zeros(2), covv).logpdf(xv) + st.norm(xv[1], 1).logpdf([0.5, -0.2]).sum())
     np.testing.assert_allclose(m.logp_fn(backend, jacobian=False)(theta)[0], expected, rtol=1e-10)
     np.testing.assert_allclose(point["cov"].sel(i="u", j="v"), covv[0, 1], rtol=1e-12)
+
+
+def test_a_chain_starts_where_the_log_density_is_finite():
+    from dimgraph.model.samplers import _start
+
+    m = dg.Model()
+    mu = m.normal("mu", 0.0, 1.0)
+    m.observe("y", dg.dist.normal(0.0, 1.0 - 10 * mu), data=Y, dims=(obs,))  # finite only for mu < 0.1
+    fn = m.logp_fn("python")
+    starts = [_start(m, fn, seed) for seed in range(20)]
+    assert all(np.isfinite(fn(s)[0]) for s in starts) and len({float(s[0]) for s in starts}) > 1
