@@ -280,12 +280,6 @@ class ZeroSum(Transform):
         return 0.0 * y.sum(tuple(self.free.values()))
 
 
-def _strict_lower(n):
-    """Row and column of each strictly lower entry, row by row: (1, 0), (2, 0), (2, 1), (3, 0), ..."""
-    rows, cols = np.tril_indices(n, -1)
-    return rows, cols
-
-
 class CholeskyCorr(Transform):
     """Lower Cholesky factors of correlation matrices on dims (row, col) <-> R^(n(n-1)/2).
 
@@ -303,7 +297,7 @@ class CholeskyCorr(Transform):
         if _sized(self.col, "cholesky_corr") != self.n:
             raise ValueError(f"cholesky_corr: dims {self.row.name!r} and {self.col.name!r} need one size")
         self.free = Dim(f"{self.row.name}_{self.col.name}__free", size=self.n * (self.n - 1) // 2)
-        rows, cols = _strict_lower(self.n)
+        rows, cols = np.tril_indices(self.n, -1)  # the strictly lower entries row by row: (1, 0), (2, 0), (2, 1), ...
         packed = np.zeros((self.n, self.n), dtype=np.int64)
         packed[rows, cols] = np.arange(rows.size)
         self._packed = constant(packed, dims=(self.row, self.col))
