@@ -396,6 +396,7 @@ class Model:
 
         `sampler="nutpie"` (the `dimgraph[samplers]` extra) runs nutpie's NUTS on the
         compiled logp and gradient; `kwargs` go to `nutpie.sample` (`cores`, `progress_bar`, ...).
+        `sampler="blackjax"` runs blackjax's NUTS on the jax backend (`target_accept=`).
         The starting points are checked first: a log density that is not finite there is a
         ValueError naming the variable.
         """

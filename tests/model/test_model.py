@@ -161,7 +161,7 @@ def test_parameter_outside_its_support_at_the_start_is_an_error_naming_the_varia
 
 
 def test_unknown_sampler(model):
-    with pytest.raises(ValueError, match=r"unknown sampler 'hmc'; the samplers are \['nutpie'\]"):
+    with pytest.raises(ValueError, match=r"unknown sampler 'hmc'; the samplers are \['nutpie', 'blackjax'\]"):
         model.sample(sampler="hmc")
 
 
@@ -271,3 +271,18 @@ def test_a_chain_starts_where_the_log_density_is_finite():
     fn = m.logp_fn("python")
     starts = [_start(m, fn, seed) for seed in range(20)]
     assert all(np.isfinite(fn(s)[0]) for s in starts) and len({float(s[0]) for s in starts}) > 1
+
+
+def test_sample_with_blackjax():
+    pytest.importorskip("blackjax")
+    from test_reference_models import eight_schools_model
+
+    m = eight_schools_model()
+    idata = m.sample(draws=300, tune=300, chains=2, seed=4, sampler="blackjax")
+    post = idata.posterior
+    assert post["theta"].dims == ("chain", "draw", "school") and list(post["school"].values) == list("ABCDEFGH")
+    assert idata.sample_stats["diverging"].shape == (2, 300) and int(idata.sample_stats["diverging"].sum()) <= 6
+    assert abs(float(post["mu"].mean()) - 4.4) < 2.0 and (post["tau"] > 0).all()
+    assert idata.log_likelihood["y"].dims == ("chain", "draw", "school")
+    with pytest.raises(ValueError, match="runs the jax backend"):
+        m.sample(draws=10, tune=10, chains=1, sampler="blackjax", backend="numba")
