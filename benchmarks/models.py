@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
+import sys
 import time
 import warnings
 
 import numpy as np
 
-from timing import median_time
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.timing import median_time  # noqa: E402
 
 K, N = 85, 919
 
