@@ -56,3 +56,7 @@ from dimgraph.core.random import rng_state, seed_state  # noqa: E402,F401
 from dimgraph.labeled.distributions import log_softmax, softmax  # noqa: E402,F401
 from dimgraph.errors import CacheWarning, IndexOutOfBounds  # noqa: E402,F401  (reliability: disk caches, out-of-range positions)
 from dimgraph.compile.chunked import ChunkWarning  # noqa: E402,F401  (dask inputs chunked along a dim the function computes with)
+
+# models (issue 27): named random variables, transforms, predictive draws, samplers
+from dimgraph import transforms  # noqa: E402,F401
+from dimgraph.model import Model  # noqa: E402,F401

@@ -95,6 +95,8 @@ class Distribution:
     """Parameters on named dims with a log density (`logp`) and draws (`draw`)."""
 
     names: tuple = ()  # parameter names, in signature order
+    # the transform to unconstrained space a model samples it on (`dimgraph.labeled.transforms`; None: discrete)
+    default_transform: str | None = "identity"
     defaults: dict = {}
     discrete = False
 
@@ -232,6 +234,7 @@ def _prob(p):
 
 class Normal(Distribution):
     names, defaults = ("mu", "sigma"), {"mu": 0.0, "sigma": 1.0}
+    default_transform = "identity"
     positive = ("sigma",)
 
     def log_density(self, x, mu, sigma):
@@ -248,6 +251,7 @@ class Normal(Distribution):
 
 class HalfNormal(Distribution):
     names, defaults = ("sigma",), {"sigma": 1.0}
+    default_transform = "log"
     positive = ("sigma",)
     domain = "nonnegative"
 
@@ -265,6 +269,7 @@ class HalfNormal(Distribution):
 
 class LogNormal(Distribution):
     names, defaults = ("mu", "sigma"), {"mu": 0.0, "sigma": 1.0}
+    default_transform = "log"
     safe_value = 1.0
     positive = ("sigma",)
     domain = "positive"
@@ -284,6 +289,7 @@ class LogNormal(Distribution):
 
 class StudentT(Distribution):
     names, defaults = ("nu", "mu", "sigma"), {"mu": 0.0, "sigma": 1.0}
+    default_transform = "identity"
     positive = ("nu", "sigma")
 
     def log_density(self, x, nu, mu, sigma):
@@ -302,6 +308,7 @@ class StudentT(Distribution):
 
 class Cauchy(Distribution):
     names, defaults = ("alpha", "beta"), {"alpha": 0.0, "beta": 1.0}
+    default_transform = "identity"
     positive = ("beta",)
 
     def log_density(self, x, alpha, beta):
@@ -318,6 +325,7 @@ class Cauchy(Distribution):
 
 class Uniform(Distribution):
     names, defaults = ("lower", "upper"), {"lower": 0.0, "upper": 1.0}
+    default_transform = "interval"
 
     def valid(self, lower, upper):
         return lower < upper
@@ -335,6 +343,7 @@ class Uniform(Distribution):
 
 class Exponential(Distribution):
     names, defaults = ("lam",), {"lam": 1.0}
+    default_transform = "log"
     positive = ("lam",)
     domain = "nonnegative"
 
@@ -350,6 +359,7 @@ class Gamma(Distribution):
     """Shape `alpha`, rate `beta` (PyMC); scipy's `gamma(alpha, scale=1/beta)`."""
 
     names, defaults = ("alpha", "beta"), {"beta": 1.0}
+    default_transform = "log"
     safe_value = 1.0
     positive = ("alpha", "beta")
     domain = "nonnegative"
@@ -366,6 +376,7 @@ class InverseGamma(Distribution):
     """Shape `alpha`, scale `beta` (PyMC); scipy's `invgamma(alpha, scale=beta)`."""
 
     names, defaults = ("alpha", "beta"), {"beta": 1.0}
+    default_transform = "log"
     safe_value = 1.0
     positive = ("alpha", "beta")
     domain = "positive"
@@ -380,6 +391,7 @@ class InverseGamma(Distribution):
 
 class Beta(Distribution):
     names = ("alpha", "beta")
+    default_transform = "logodds"
     positive = ("alpha", "beta")
 
     def support(self, x, alpha, beta):
@@ -397,6 +409,7 @@ class Beta(Distribution):
 
 class Bernoulli(Distribution):
     names = ("p",)
+    default_transform = None
     discrete = True
 
     def valid(self, p):
@@ -419,6 +432,7 @@ def _is_count(x):
 
 class Binomial(Distribution):
     names = ("n", "p")
+    default_transform = None
     discrete = True
 
     def valid(self, n, p):
@@ -438,6 +452,7 @@ class Binomial(Distribution):
 
 class Poisson(Distribution):
     names = ("mu",)
+    default_transform = None
     discrete = True
 
     def valid(self, mu):
@@ -458,6 +473,7 @@ class NegativeBinomial(Distribution):
     """Failures before the `n`-th success with success probability `p` (scipy.stats.nbinom, NumPy)."""
 
     names = ("n", "p")
+    default_transform = None
     discrete = True
 
     def valid(self, n, p):
@@ -491,6 +507,7 @@ class Categorical(_CoreDim):
     """Index along `dim` drawn with probabilities `p` (normalized over `dim`)."""
 
     names = ("p",)
+    default_transform = None
     discrete = True
 
     def logp(self, x, check="nan"):
@@ -521,6 +538,7 @@ class Dirichlet(_CoreDim):
     """Points on the simplex over `dim` with concentrations `a`."""
 
     names = ("a",)
+    default_transform = "simplex"
     safe_value = 0.5
 
     def support(self, x, a):
@@ -579,6 +597,7 @@ class MultivariateNormal(Distribution):
     """
 
     names = ("mu", "chol")
+    default_transform = "identity"
 
     def __init__(self, mu, cov=None, chol=None, dims=None):
         from dimgraph.labeled import linalg

@@ -83,8 +83,9 @@ def _einsum(op, node):
     return call
 
 
-# Steps exact on any dtype: comparisons, a choice, a conversion to float64 (a step count in a sum).
-_ANY_DTYPE = ("gt", "ge", "lt", "le", "eq", "neq", "where")
+# Steps exact on any dtype: comparisons, a choice, bitwise logic, float predicates, a conversion to
+# float64 (a step count in a sum). A log density's support and validity checks are made of them.
+_ANY_DTYPE = ("gt", "ge", "lt", "le", "eq", "neq", "where", "and", "or", "xor", "invert", "isnan", "isfinite", "isinf")
 
 
 @host_impl.register(Elemwise)
