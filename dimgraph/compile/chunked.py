@@ -57,9 +57,12 @@ def lazy_call(fn, values, ctx):
             "a function that updates shared variables cannot be called with dask-backed inputs (the new values "
             "would exist only after computing); call .compute() on the inputs or drop the updates"
         )
-    meta_ctx = _copy_of(ctx, streams)
-    meta = _as_list(fn(*plan.meta_values(), ctx=meta_ctx), base)
-    start = {s: np.asarray(ctx.get(s)).copy() for s in streams}
+    with ctx.lock:  # the states this call starts from, and their one advance, as an eager call under threads
+        meta_ctx = _copy_of(ctx, streams)
+        meta = _as_list(fn(*plan.meta_values(), ctx=meta_ctx), base)
+        start = {s: np.asarray(ctx.get(s)).copy() for s in streams}
+        for s in streams:
+            ctx._values[s] = meta_ctx.get(s)
     n_extra = len(plan.extra)
     kernel = _Block(fn, plan, meta, start)
     args = []
@@ -82,8 +85,6 @@ def lazy_call(fn, values, ctx):
             new_axis=list(range(n_extra, n_extra + len(core))) or None, meta=np.empty((0,) * len(chunks), m.dtype),
         )
         results.append(_like(m, lazy, plan))
-    for s in streams:  # one advance, as an eager call makes
-        ctx._values[s] = meta_ctx.get(s)
     return results[0] if base._single else results
 
 
@@ -264,7 +265,7 @@ def _context(values):
     """A context holding just `values` (RNG states), so a call reads and advances nothing else."""
     from dimgraph.core.shared import SharedContext
 
-    ctx = SharedContext.__new__(SharedContext)
+    ctx = SharedContext()
     ctx.seed_sequence = None
     ctx._values = values
     return ctx
