@@ -29,8 +29,10 @@ from dimgraph.labeled import math as lmath
 from dimgraph.labeled.dims import resolve_dims
 from dimgraph.labeled.shape import arange
 from dimgraph.labeled.random import draw_dims, labeled_params, primitive_draw
+from dimgraph.labeled.tails import log_ndtr, ndtri_exp
 
 _LOG_2PI = math.log(2 * math.pi)
+_LOG2, _LOG_PI, _SQRT1_2 = math.log(2.0), math.log(math.pi), math.sqrt(0.5)
 
 
 def xlog1py(x, y):
@@ -97,6 +99,10 @@ class Distribution:
     names: tuple = ()  # parameter names, in signature order
     defaults: dict = {}
     discrete = False
+    # how a model samples it (dimgraph.labeled.transforms): "identity", "log", "logodds", "interval" (on the
+    # `lower`/`upper` params), "simplex" (over `dim`), "ordered", "cholesky_corr", "corr", "zerosum" (over `dims`);
+    # None: discrete, not sampled by gradient samplers
+    default_transform = "identity"
 
     def __init__(self, *args, **kwargs):
         what = type(self).__name__.lower()
@@ -180,6 +186,35 @@ class Distribution:
     def out_dims(self, dims):
         return dims
 
+    # --- tail probabilities (distributions that have them define log_cdf/log_sf, and for draws of their
+    # truncations icdf_exp/isf_exp: the quantile of exp(lp), of the lower and the upper tail)
+    def logcdf(self, x):
+        """log P(X <= x): -inf below the support, 0 above it, NaN for invalid parameters.
+
+        >>> import dimgraph as dg
+        >>> round(float(dg.dist.normal(0.0, 1.0).logcdf(-40.0).eval(backend="python")), 6)  # scipy.stats.norm.logcdf(-40)
+        -804.608442
+        """
+        return self._tail("log_cdf", x)
+
+    def logsf(self, x):
+        """log P(X > x), the log survival function, accurate where the cdf rounds to 1.
+
+        >>> import dimgraph as dg
+        >>> round(float(dg.dist.exponential(2.0).logsf(30.0).eval(backend="python")), 6)
+        -60.0
+        """
+        return self._tail("log_sf", x)
+
+    def _tail(self, kind, x):
+        if not hasattr(self, kind):
+            what = type(self).__name__.lower()
+            raise TypeError(f"{what}: has no {kind.replace('_', '')} (its cdf needs a special function dimgraph lacks)")
+        x = lmath.as_operand(x, kind.replace("_", ""))
+        out = getattr(self, kind)(x, **self.params)
+        valid = self.valid(**self.params)
+        return out if valid is None else out + _nan_unless(valid)
+
 
 def _check_option(check):
     if check not in ("nan", "raise"):
@@ -218,6 +253,13 @@ def _nan_unless(valid):
     return lmath.where(valid, 0.0, np.nan)
 
 
+def _log_regularized_gamma(a, x, upper):
+    """log Q(a, x) (`upper`) or log P(a, x); where it is near 1, log1p of minus the other one (P + Q = 1)."""
+    p, q = lmath.elemwise("gammainc", a, x), lmath.elemwise("gammaincc", a, x)
+    this, other = (q, p) if upper else (p, q)
+    return lmath.where(this < 0.5, lmath.log(this), lmath.log1p(-other))
+
+
 def _positive(*vs):
     out = None
     for v in vs:
@@ -232,6 +274,7 @@ def _prob(p):
 
 class Normal(Distribution):
     names, defaults = ("mu", "sigma"), {"mu": 0.0, "sigma": 1.0}
+    default_transform = "identity"
     positive = ("sigma",)
 
     def log_density(self, x, mu, sigma):
@@ -245,9 +288,22 @@ class Normal(Distribution):
         state, z = primitive_draw("normal", state, dims=dims)
         return state, z * sigma + mu
 
+    def log_cdf(self, x, mu, sigma):
+        return log_ndtr((x - mu) / sigma)
+
+    def log_sf(self, x, mu, sigma):
+        return log_ndtr((mu - x) / sigma)
+
+    def icdf_exp(self, lp, mu, sigma):
+        return mu + sigma * ndtri_exp(lp)
+
+    def isf_exp(self, lq, mu, sigma):
+        return mu - sigma * ndtri_exp(lq)
+
 
 class HalfNormal(Distribution):
     names, defaults = ("sigma",), {"sigma": 1.0}
+    default_transform = "log"
     positive = ("sigma",)
     domain = "nonnegative"
 
@@ -262,9 +318,26 @@ class HalfNormal(Distribution):
         state, z = primitive_draw("normal", state, dims=dims)
         return state, _abs(z) * sigma
 
+    def log_cdf(self, x, sigma):
+        z = lmath.maximum(x, 0.0) / sigma  # P(X <= x) = erf(z / sqrt 2); near 1 it is 1 - P(X > x)
+        small = z < 1
+        near = lmath.log(lmath.elemwise("erf", lmath.where(small, z, 0.5) * _SQRT1_2))
+        far = lmath.log1mexp(_LOG2 + log_ndtr(-lmath.where(small, 1.0, z)))
+        return lmath.where(small, near, far)
+
+    def log_sf(self, x, sigma):
+        return _LOG2 + log_ndtr(-lmath.maximum(x, 0.0) / sigma)
+
+    def icdf_exp(self, lp, sigma):
+        return self.isf_exp(lmath.log1mexp(lp), sigma)
+
+    def isf_exp(self, lq, sigma):
+        return -sigma * ndtri_exp(lq - _LOG2)
+
 
 class LogNormal(Distribution):
     names, defaults = ("mu", "sigma"), {"mu": 0.0, "sigma": 1.0}
+    default_transform = "log"
     safe_value = 1.0
     positive = ("sigma",)
     domain = "positive"
@@ -281,9 +354,22 @@ class LogNormal(Distribution):
         state, z = primitive_draw("normal", state, dims=dims)
         return state, lmath.exp(z * sigma + mu)
 
+    def log_cdf(self, x, mu, sigma):
+        return log_ndtr((lmath.log(lmath.maximum(x, 0.0)) - mu) / sigma)
+
+    def log_sf(self, x, mu, sigma):
+        return log_ndtr((mu - lmath.log(lmath.maximum(x, 0.0))) / sigma)
+
+    def icdf_exp(self, lp, mu, sigma):
+        return lmath.exp(mu + sigma * ndtri_exp(lp))
+
+    def isf_exp(self, lq, mu, sigma):
+        return lmath.exp(mu - sigma * ndtri_exp(lq))
+
 
 class StudentT(Distribution):
     names, defaults = ("nu", "mu", "sigma"), {"mu": 0.0, "sigma": 1.0}
+    default_transform = "identity"
     positive = ("nu", "sigma")
 
     def log_density(self, x, nu, mu, sigma):
@@ -302,6 +388,7 @@ class StudentT(Distribution):
 
 class Cauchy(Distribution):
     names, defaults = ("alpha", "beta"), {"alpha": 0.0, "beta": 1.0}
+    default_transform = "identity"
     positive = ("beta",)
 
     def log_density(self, x, alpha, beta):
@@ -315,9 +402,23 @@ class Cauchy(Distribution):
         state, u = primitive_draw("uniform", state, dims=dims)
         return state, lmath.tan(math.pi * (u - 0.5)) * beta + alpha
 
+    # P(X <= x) = atan2(1, -z) / pi: no cancellation in either tail
+    def log_cdf(self, x, alpha, beta):
+        return lmath.log(lmath.elemwise("arctan2", 1.0, (alpha - x) / beta)) - _LOG_PI
+
+    def log_sf(self, x, alpha, beta):
+        return lmath.log(lmath.elemwise("arctan2", 1.0, (x - alpha) / beta)) - _LOG_PI
+
+    def icdf_exp(self, lp, alpha, beta):
+        return alpha - beta / lmath.tan(math.pi * lmath.exp(lp))
+
+    def isf_exp(self, lq, alpha, beta):
+        return alpha + beta / lmath.tan(math.pi * lmath.exp(lq))
+
 
 class Uniform(Distribution):
     names, defaults = ("lower", "upper"), {"lower": 0.0, "upper": 1.0}
+    default_transform = "interval"
 
     def valid(self, lower, upper):
         return lower < upper
@@ -332,9 +433,22 @@ class Uniform(Distribution):
         state, u = primitive_draw("uniform", state, dims=dims)
         return state, u * (upper - lower) + lower
 
+    def log_cdf(self, x, lower, upper):
+        return lmath.log(lmath.clip((x - lower) / (upper - lower), 0.0, 1.0))
+
+    def log_sf(self, x, lower, upper):
+        return lmath.log(lmath.clip((upper - x) / (upper - lower), 0.0, 1.0))
+
+    def icdf_exp(self, lp, lower, upper):
+        return lower + lmath.exp(lp) * (upper - lower)
+
+    def isf_exp(self, lq, lower, upper):
+        return upper - lmath.exp(lq) * (upper - lower)
+
 
 class Exponential(Distribution):
     names, defaults = ("lam",), {"lam": 1.0}
+    default_transform = "log"
     positive = ("lam",)
     domain = "nonnegative"
 
@@ -345,11 +459,24 @@ class Exponential(Distribution):
         state, u = primitive_draw("uniform", state, dims=dims)
         return state, -lmath.log1p(-u) / lam
 
+    def log_cdf(self, x, lam):
+        return lmath.log1mexp(-lam * lmath.maximum(x, 0.0))
+
+    def log_sf(self, x, lam):
+        return -lam * lmath.maximum(x, 0.0)
+
+    def icdf_exp(self, lp, lam):
+        return -lmath.log1mexp(lp) / lam
+
+    def isf_exp(self, lq, lam):
+        return -lq / lam
+
 
 class Gamma(Distribution):
     """Shape `alpha`, rate `beta` (PyMC); scipy's `gamma(alpha, scale=1/beta)`."""
 
     names, defaults = ("alpha", "beta"), {"beta": 1.0}
+    default_transform = "log"
     safe_value = 1.0
     positive = ("alpha", "beta")
     domain = "nonnegative"
@@ -361,11 +488,18 @@ class Gamma(Distribution):
         state, g = primitive_draw("gamma", state, alpha, dims=dims)
         return state, g / beta
 
+    def log_cdf(self, x, alpha, beta):  # no derivative in alpha (gammainc has none)
+        return _log_regularized_gamma(alpha, beta * lmath.maximum(x, 0.0), upper=False)
+
+    def log_sf(self, x, alpha, beta):
+        return _log_regularized_gamma(alpha, beta * lmath.maximum(x, 0.0), upper=True)
+
 
 class InverseGamma(Distribution):
     """Shape `alpha`, scale `beta` (PyMC); scipy's `invgamma(alpha, scale=beta)`."""
 
     names, defaults = ("alpha", "beta"), {"beta": 1.0}
+    default_transform = "log"
     safe_value = 1.0
     positive = ("alpha", "beta")
     domain = "positive"
@@ -377,9 +511,16 @@ class InverseGamma(Distribution):
         state, g = primitive_draw("gamma", state, alpha, dims=dims)
         return state, 1.0 / g * beta
 
+    def log_cdf(self, x, alpha, beta):  # P(X <= x) = Q(alpha, beta / x); no derivative in alpha
+        return _log_regularized_gamma(alpha, beta / lmath.maximum(x, 0.0), upper=True)
+
+    def log_sf(self, x, alpha, beta):
+        return _log_regularized_gamma(alpha, beta / lmath.maximum(x, 0.0), upper=False)
+
 
 class Beta(Distribution):
     names = ("alpha", "beta")
+    default_transform = "logodds"
     positive = ("alpha", "beta")
 
     def support(self, x, alpha, beta):
@@ -397,6 +538,7 @@ class Beta(Distribution):
 
 class Bernoulli(Distribution):
     names = ("p",)
+    default_transform = None
     discrete = True
 
     def valid(self, p):
@@ -412,6 +554,12 @@ class Bernoulli(Distribution):
         state, u = primitive_draw("uniform", state, dims=dims)
         return state, lmath.astype(u < p, "int64")
 
+    def log_cdf(self, x, p):
+        return lmath.where(x < 0, -np.inf, lmath.where(x < 1, lmath.log1p(-p), 0.0))
+
+    def log_sf(self, x, p):
+        return lmath.where(x < 0, 0.0, lmath.where(x < 1, lmath.log(p), -np.inf))
+
 
 def _is_count(x):
     return (x >= 0) & (lmath.floor(x) == x) if np.dtype(x.type.dtype).kind == "f" else x >= 0
@@ -419,6 +567,7 @@ def _is_count(x):
 
 class Binomial(Distribution):
     names = ("n", "p")
+    default_transform = None
     discrete = True
 
     def valid(self, n, p):
@@ -438,6 +587,7 @@ class Binomial(Distribution):
 
 class Poisson(Distribution):
     names = ("mu",)
+    default_transform = None
     discrete = True
 
     def valid(self, mu):
@@ -453,11 +603,20 @@ class Poisson(Distribution):
     def sample(self, state, dims, mu):
         return primitive_draw("poisson", state, mu, dims=dims)
 
+    def log_cdf(self, x, mu):  # P(X <= k) = Q(k + 1, mu)
+        k = lmath.floor(_as_float(x))
+        return lmath.where(k < 0, -np.inf, _log_regularized_gamma(lmath.maximum(k, 0.0) + 1, mu, upper=True))
+
+    def log_sf(self, x, mu):
+        k = lmath.floor(_as_float(x))
+        return lmath.where(k < 0, 0.0, _log_regularized_gamma(lmath.maximum(k, 0.0) + 1, mu, upper=False))
+
 
 class NegativeBinomial(Distribution):
     """Failures before the `n`-th success with success probability `p` (scipy.stats.nbinom, NumPy)."""
 
     names = ("n", "p")
+    default_transform = None
     discrete = True
 
     def valid(self, n, p):
@@ -491,6 +650,7 @@ class Categorical(_CoreDim):
     """Index along `dim` drawn with probabilities `p` (normalized over `dim`)."""
 
     names = ("p",)
+    default_transform = None
     discrete = True
 
     def logp(self, x, check="nan"):
@@ -521,6 +681,7 @@ class Dirichlet(_CoreDim):
     """Points on the simplex over `dim` with concentrations `a`."""
 
     names = ("a",)
+    default_transform = "simplex"
     safe_value = 0.5
 
     def support(self, x, a):
@@ -579,6 +740,7 @@ class MultivariateNormal(Distribution):
     """
 
     names = ("mu", "chol")
+    default_transform = "identity"
 
     def __init__(self, mu, cov=None, chol=None, dims=None):
         from dimgraph.labeled import linalg
