@@ -29,7 +29,7 @@ from dimgraph.labeled import math as lmath
 from dimgraph.labeled.dims import resolve_dims
 from dimgraph.labeled.shape import arange
 from dimgraph.labeled.random import draw_dims, labeled_params, primitive_draw
-from dimgraph.labeled.tails import log_ndtr, ndtri_exp
+from dimgraph.labeled.tails import gamma_quantile_exp, log_ndtr, log_regularized_gamma, ndtri_exp
 
 _LOG_2PI = math.log(2 * math.pi)
 _LOG2, _LOG_PI, _SQRT1_2 = math.log(2.0), math.log(math.pi), math.sqrt(0.5)
@@ -253,11 +253,15 @@ def _nan_unless(valid):
     return lmath.where(valid, 0.0, np.nan)
 
 
-def _log_regularized_gamma(a, x, upper):
-    """log Q(a, x) (`upper`) or log P(a, x); where it is near 1, log1p of minus the other one (P + Q = 1)."""
-    p, q = lmath.elemwise("gammainc", a, x), lmath.elemwise("gammaincc", a, x)
-    this, other = (q, p) if upper else (p, q)
-    return lmath.where(this < 0.5, lmath.log(this), lmath.log1p(-other))
+def _count_quantile(reached, mu, steps=48):
+    """The smallest count k where `reached(k)` holds (it holds from some k on), by bisection between -1 and
+    mu + 40 sqrt(mu) + 40, beyond which a Poisson-like tail has no double-precision mass."""
+    lo, hi = -1.0 + 0 * mu, mu + 40 * lmath.sqrt(mu) + 40
+    for _ in range(steps):
+        mid = lmath.floor((lo + hi) / 2)
+        done = reached(mid)
+        lo, hi = lmath.where(done, lo, mid), lmath.where(done, mid, hi)
+    return lmath.ceil(hi)
 
 
 def _positive(*vs):
@@ -489,10 +493,16 @@ class Gamma(Distribution):
         return state, g / beta
 
     def log_cdf(self, x, alpha, beta):  # no derivative in alpha (gammainc has none)
-        return _log_regularized_gamma(alpha, beta * lmath.maximum(x, 0.0), upper=False)
+        return log_regularized_gamma(alpha, beta * lmath.maximum(x, 0.0), upper=False)
 
     def log_sf(self, x, alpha, beta):
-        return _log_regularized_gamma(alpha, beta * lmath.maximum(x, 0.0), upper=True)
+        return log_regularized_gamma(alpha, beta * lmath.maximum(x, 0.0), upper=True)
+
+    def icdf_exp(self, lp, alpha, beta):
+        return gamma_quantile_exp(lp, alpha) / beta
+
+    def isf_exp(self, lq, alpha, beta):
+        return gamma_quantile_exp(lq, alpha, upper=True) / beta
 
 
 class InverseGamma(Distribution):
@@ -512,10 +522,16 @@ class InverseGamma(Distribution):
         return state, 1.0 / g * beta
 
     def log_cdf(self, x, alpha, beta):  # P(X <= x) = Q(alpha, beta / x); no derivative in alpha
-        return _log_regularized_gamma(alpha, beta / lmath.maximum(x, 0.0), upper=True)
+        return log_regularized_gamma(alpha, beta / lmath.maximum(x, 0.0), upper=True)
 
     def log_sf(self, x, alpha, beta):
-        return _log_regularized_gamma(alpha, beta / lmath.maximum(x, 0.0), upper=False)
+        return log_regularized_gamma(alpha, beta / lmath.maximum(x, 0.0), upper=False)
+
+    def icdf_exp(self, lp, alpha, beta):  # X <= x where the gamma draw beta / X >= beta / x
+        return beta / gamma_quantile_exp(lp, alpha, upper=True)
+
+    def isf_exp(self, lq, alpha, beta):
+        return beta / gamma_quantile_exp(lq, alpha)
 
 
 class Beta(Distribution):
@@ -559,6 +575,12 @@ class Bernoulli(Distribution):
 
     def log_sf(self, x, p):
         return lmath.where(x < 0, 0.0, lmath.where(x < 1, lmath.log(p), -np.inf))
+
+    def icdf_exp(self, lp, p):  # the smallest k with P(X <= k) >= exp(lp)
+        return lmath.where(lp > lmath.log1p(-p), 1.0, 0.0)
+
+    def isf_exp(self, lq, p):  # the smallest k with P(X > k) <= exp(lq)
+        return lmath.where(lmath.log(p) <= lq, 0.0, 1.0)
 
 
 def _is_count(x):
@@ -605,11 +627,17 @@ class Poisson(Distribution):
 
     def log_cdf(self, x, mu):  # P(X <= k) = Q(k + 1, mu)
         k = lmath.floor(_as_float(x))
-        return lmath.where(k < 0, -np.inf, _log_regularized_gamma(lmath.maximum(k, 0.0) + 1, mu, upper=True))
+        return lmath.where(k < 0, -np.inf, log_regularized_gamma(lmath.maximum(k, 0.0) + 1, mu, upper=True))
 
     def log_sf(self, x, mu):
         k = lmath.floor(_as_float(x))
-        return lmath.where(k < 0, 0.0, _log_regularized_gamma(lmath.maximum(k, 0.0) + 1, mu, upper=False))
+        return lmath.where(k < 0, 0.0, log_regularized_gamma(lmath.maximum(k, 0.0) + 1, mu, upper=False))
+
+    def icdf_exp(self, lp, mu):
+        return _count_quantile(lambda k: self.log_cdf(k, mu) >= lp, mu)
+
+    def isf_exp(self, lq, mu):
+        return _count_quantile(lambda k: self.log_sf(k, mu) <= lq, mu)
 
 
 class NegativeBinomial(Distribution):

@@ -12,10 +12,9 @@ Each wraps distributions of `dg.dist` and is one itself (`logp`, `draw`,
   `logsf(upper)`); draws are clipped (PyMC's `Censored`).
 - `Truncated(dist, lower, upper)`: `dist` restricted to [lower, upper] and
   renormalized by the mass between the bounds, taken from whichever tail
-  keeps its precision; draws invert the base's cdf where it has a quantile
-  (continuous distributions with elementary cdfs), else are rejection
-  sampled in a `dg.while_loop` (at most `max_steps` rounds: NaN, or -1 for
-  counts, where no draw fell inside).
+  keeps its precision; draws invert the base's cdf at a uniform draw between
+  the bounds' probabilities (in log space, from the upper tail above the
+  median), so a bound far in a tail costs nothing.
 Bounds are numbers or labeled variables (broadcast by dim name); None leaves
 a side open. For counts a bound is included: `truncated(poisson(3), lower=1)`
 is the zero-truncated Poisson.
@@ -68,7 +67,7 @@ def draw_on(dist, state, dims):
 def _univariate(dist, what):
     if not isinstance(dist, Distribution):
         raise TypeError(f"{what}: expected a dg.dist distribution, got {dist!r}")
-    if not hasattr(dist, "log_cdf"):
+    if not (hasattr(dist, "log_cdf") and hasattr(dist, "icdf_exp")):
         raise TypeError(
             f"{what}: {type(dist).__name__.lower()} has no logcdf/logsf, which {what} needs "
             "(univariate distributions with an elementary or incomplete-gamma cdf have them)"
@@ -169,8 +168,6 @@ class Truncated(_Bounded):
     (-0.725791, -0.725791)
     """
 
-    max_steps = 1000  # rounds of rejection sampling for a base without a quantile
-
     def __init__(self, dist, lower=None, upper=None):
         super().__init__(dist, lower, upper)
         self.default_transform = None if dist.discrete else "interval"
@@ -199,10 +196,9 @@ class Truncated(_Bounded):
     def draw(self, state, extra_dims=()):
         dims = draw_dims([*self.params.values()], extra_dims, "truncated draw")
         dims = dims + tuple(d for d in param_dims(self.base) if d not in dims)
-        if hasattr(self.base, "icdf_exp") and not self.discrete:
-            state, value = self._inverse_cdf(state, dims)
-        else:
-            state, value = self._rejection(state, dims)
+        state, value = self._inverse_cdf(state, dims)
+        if self.discrete:
+            value = lmath.astype(value, "int64")
         return state, _invalid_draws(value, self.valid()).transpose(*dims)
 
     def _inverse_cdf(self, state, dims):
@@ -213,31 +209,14 @@ class Truncated(_Bounded):
         if lower is None:
             value = base.icdf_exp(base.logcdf(upper) + log_v, **p)
         elif upper is None:
-            value = base.isf_exp(base.logsf(lower) + log_v, **p)
+            value = base.isf_exp(base.logsf(self._below(lower)) + log_v, **p)
         else:
-            lo_cdf, hi_cdf, lo_sf, hi_sf = base.logcdf(lower), base.logcdf(upper), base.logsf(lower), base.logsf(upper)
+            below = self._below(lower)
+            lo_cdf, hi_cdf, lo_sf, hi_sf = base.logcdf(below), base.logcdf(upper), base.logsf(below), base.logsf(upper)
             from_cdf = base.icdf_exp(lmath.logaddexp(lo_cdf, log_v + log_diff_exp(hi_cdf, lo_cdf)), **p)
             from_sf = base.isf_exp(lmath.logaddexp(hi_sf, log_v + log_diff_exp(lo_sf, hi_sf)), **p)
             value = lmath.where(lo_cdf > _LOG_HALF, from_sf, from_cdf)
         return state, _clip(value, lower, upper)  # rounding never leaves the interval
-
-    def _rejection(self, state, dims):
-        """Base draws until each element has one inside the bounds (at most `max_steps` rounds)."""
-        from dimgraph.control import while_loop
-
-        base, lower, upper = self.base, self.lower, self.upper
-        state, first = draw_on(base, state, dims)
-        valid = self.valid()
-        done = _inside(first, lower, upper)
-        done = done if valid is None else done | ~valid
-
-        def step(state, value, done):
-            state, candidate = draw_on(base, state, dims)
-            return state, lmath.where(done, value, candidate), done | _inside(candidate, lower, upper)
-
-        state, value, done = while_loop(lambda s, v, d: ~d.all(), step, init=[state, first, done], max_steps=self.max_steps)
-        missing = np.nan if np.dtype(value.type.dtype).kind == "f" else -1
-        return state, lmath.where(done, value, missing)
 
 
 class Mixture(Distribution):

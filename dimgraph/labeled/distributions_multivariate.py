@@ -105,7 +105,8 @@ class _LKJ(Distribution):
         if self.layout == "triu":  # a correlation is symmetric: the lower triangle mirrors the upper
             table[cols, rows], mask[cols, rows] = np.arange(len(rows)), True
         values = lmath.as_operand(packed, "unpack").isel({self.packed_dim: constant(table, dims=self.dims)})
-        return lmath.where(constant(mask, dims=self.dims), values, 0.0)
+        values = lmath.where(constant(mask, dims=self.dims), values, 0.0)
+        return values.transpose(*[d for d in values.dims if d not in self.dims], *self.dims)
 
     def _matrix(self, x):
         """The value as a matrix on the matrix dims (unpacked if packed)."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from dimgraph.labeled import math as lmath
 
 _SQRT1_2 = math.sqrt(0.5)
@@ -85,3 +87,32 @@ def ndtri_exp(lp):
 def log_diff_exp(a, b):
     """log(exp(a) - exp(b)) for a >= b, without forming either exponential."""
     return a + lmath.elemwise("log1mexp", b - a)
+
+
+def log_regularized_gamma(a, x, upper=False):
+    """log Q(a, x) (`upper`) or log P(a, x); where it is near 1, log1p of minus the other one (P + Q = 1)."""
+    p, q = lmath.elemwise("gammainc", a, x), lmath.elemwise("gammaincc", a, x)
+    this, other = (q, p) if upper else (p, q)
+    return lmath.where(this < 0.5, lmath.log(this), lmath.log1p(-other))
+
+
+def gamma_quantile_exp(lp, alpha, upper=False):
+    """The Gamma(alpha, 1) quantile x with log P(alpha, x) = lp (`upper`: log Q(alpha, x) = lp).
+
+    Newton steps on the log probability in log x (where it is nearly linear in both tails), from the
+    larger of Wilson and Hilferty's start and the small-x one, P ~ x^alpha / Gamma(alpha + 1).
+    """
+    lower_lp = lmath.log1mexp(lp) if upper else lp
+    z = -ndtri_exp(lp) if upper else ndtri_exp(lp)
+    cube = 1 - 1 / (9 * alpha) + z / (3 * lmath.sqrt(alpha))
+    positive = cube > 0
+    wilson_hilferty = lmath.where(positive, lmath.log(alpha) + 3 * lmath.log(lmath.where(positive, cube, 1.0)), -np.inf)
+    t = lmath.maximum(wilson_hilferty, (lower_lp + lmath.gammaln(alpha + 1)) / alpha)  # each too small where it fails
+    toward_root = 1.0 if upper else -1.0  # the step where the probability underflows: x moves toward it
+    for _ in range(16):
+        x = lmath.exp(t)
+        log_prob = log_regularized_gamma(alpha, x, upper)
+        slope = lmath.exp(alpha * t - x - lmath.gammaln(alpha) - log_prob)  # d log P / d log x = x pdf(x) / P
+        step = (log_prob - lp) / (-slope if upper else slope)
+        t = t - lmath.clip(lmath.where(lmath.isfinite(step), step, toward_root), -2.0, 2.0)
+    return lmath.exp(t)
