@@ -253,9 +253,9 @@ def _nan_unless(valid):
     return lmath.where(valid, 0.0, np.nan)
 
 
-def _count_quantile(reached, mu, steps=48):
-    """The smallest count k where `reached(k)` holds (it holds from some k on), by bisection between -1 and
-    mu + 40 sqrt(mu) + 40, beyond which a Poisson-like tail has no double-precision mass."""
+def _count_quantile(reached, mu, steps=40):
+    """The smallest count k >= 0 where `reached(k)` holds (it holds from some k on), by bisection between -1 and
+    mu + 40 sqrt(mu) + 40, beyond which a Poisson-like tail has no double-precision mass (mu up to 1e11)."""
     lo, hi = -1.0 + 0 * mu, mu + 40 * lmath.sqrt(mu) + 40
     for _ in range(steps):
         mid = lmath.floor((lo + hi) / 2)
@@ -633,11 +633,12 @@ class Poisson(Distribution):
         k = lmath.floor(_as_float(x))
         return lmath.where(k < 0, 0.0, log_regularized_gamma(lmath.maximum(k, 0.0) + 1, mu, upper=False))
 
+    # one incomplete gamma function per bisection step: P(X <= k) = Q(k + 1, mu), P(X > k) = P(k + 1, mu)
     def icdf_exp(self, lp, mu):
-        return _count_quantile(lambda k: self.log_cdf(k, mu) >= lp, mu)
+        return _count_quantile(lambda k: lmath.log(lmath.elemwise("gammaincc", k + 1, mu)) >= lp, mu)
 
     def isf_exp(self, lq, mu):
-        return _count_quantile(lambda k: self.log_sf(k, mu) <= lq, mu)
+        return _count_quantile(lambda k: lmath.log(lmath.elemwise("gammainc", k + 1, mu)) <= lq, mu)
 
 
 class NegativeBinomial(Distribution):

@@ -100,10 +100,6 @@ def _and(a, b):
     return b if a is None else a if b is None else a & b
 
 
-def _clip(x, lower, upper):
-    return lmath.clip(x, lower, upper)
-
-
 class _Bounded(Distribution):
     """A univariate base distribution with `lower`/`upper` bounds (either may be None)."""
 
@@ -144,19 +140,20 @@ class Censored(_Bounded):
         x = lmath.as_operand(x, "logp")
         lower, upper, base = self.lower, self.upper, self.base
         inside = _inside(x, lower, upper)
-        density = base.logp(_clip(x, lower, upper))
+        density = base.logp(lmath.clip(x, lower, upper))
         if upper is not None:  # P(X >= upper): for counts P(X > upper - 1)
             density = lmath.where(x == upper, base.logsf(self._below(upper)), density)
         if lower is not None:
             density = lmath.where(x == lower, base.logcdf(lower), density)
         density = lmath.where(inside, density, -np.inf)
-        return _invalid_to_nan(density, _ordered(lower, upper), check, "censored") if lower is not None and upper is not None else density
+        ordered = _ordered(lower, upper)
+        return density if ordered is None else _invalid_to_nan(density, ordered, check, "censored")
 
     def draw(self, state, extra_dims=()):
         dims = draw_dims([*self.params.values()], extra_dims, "censored draw")
         dims = dims + tuple(d for d in param_dims(self.base) if d not in dims)
         state, value = draw_on(self.base, state, dims)
-        return state, _invalid_draws(_clip(value, self.lower, self.upper), _ordered(self.lower, self.upper)).transpose(*dims)
+        return state, _invalid_draws(lmath.clip(value, self.lower, self.upper), _ordered(self.lower, self.upper)).transpose(*dims)
 
 
 class Truncated(_Bounded):
@@ -189,7 +186,7 @@ class Truncated(_Bounded):
         _check_option(check)
         x = lmath.as_operand(x, "logp")
         inside = _inside(x, self.lower, self.upper)
-        density = lmath.where(inside, self.base.logp(_clip(x, self.lower, self.upper)) - self.log_mass(), -np.inf)
+        density = lmath.where(inside, self.base.logp(lmath.clip(x, self.lower, self.upper)) - self.log_mass(), -np.inf)
         ordered = _ordered(self.lower, self.upper)
         return density if ordered is None else _invalid_to_nan(density, ordered, check, "truncated")
 
@@ -216,7 +213,7 @@ class Truncated(_Bounded):
             from_cdf = base.icdf_exp(lmath.logaddexp(lo_cdf, log_v + log_diff_exp(hi_cdf, lo_cdf)), **p)
             from_sf = base.isf_exp(lmath.logaddexp(hi_sf, log_v + log_diff_exp(lo_sf, hi_sf)), **p)
             value = lmath.where(lo_cdf > _LOG_HALF, from_sf, from_cdf)
-        return state, _clip(value, lower, upper)  # rounding never leaves the interval
+        return state, lmath.clip(value, lower, upper)  # rounding never leaves the interval
 
 
 class Mixture(Distribution):

@@ -109,9 +109,9 @@ def gamma_quantile_exp(lp, alpha, upper=False):
     wilson_hilferty = lmath.where(positive, lmath.log(alpha) + 3 * lmath.log(lmath.where(positive, cube, 1.0)), -np.inf)
     t = lmath.maximum(wilson_hilferty, (lower_lp + lmath.gammaln(alpha + 1)) / alpha)  # each too small where it fails
     toward_root = 1.0 if upper else -1.0  # the step where the probability underflows: x moves toward it
-    for _ in range(16):
+    for _ in range(12):
         x = lmath.exp(t)
-        log_prob = log_regularized_gamma(alpha, x, upper)
+        log_prob = lmath.log(lmath.elemwise("gammaincc" if upper else "gammainc", alpha, x))
         slope = lmath.exp(alpha * t - x - lmath.gammaln(alpha) - log_prob)  # d log P / d log x = x pdf(x) / P
         step = (log_prob - lp) / (-slope if upper else slope)
         t = t - lmath.clip(lmath.where(lmath.isfinite(step), step, toward_root), -2.0, 2.0)
