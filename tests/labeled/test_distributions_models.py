@@ -630,3 +630,21 @@ def test_invalid_parameters_give_nan():
     ]
     for value in dg.function([eta], outs, backend="python")(-1.0):
         assert np.isnan(value)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.floats(-5, 5), st.floats(0.1, 5), st.floats(-8, 8), st.floats(0.05, 10), st.floats(0, 1)), min_size=1, max_size=10))
+def test_truncated_normal_logp_matches_scipy_over_bounds(backend, rows):
+    """Bounds anywhere from the center to 16 sigma out: the mass comes from the tail that keeps it."""
+
+    def build():
+        i = dg.Dim("i")
+        mu, sigma, lo, hi, x = (dg.labeled(k, dims=(i,)) for k in ("mu", "sigma", "lo", "hi", "x"))
+        return dg.function([mu, sigma, lo, hi, x], dg.dist.truncated(dg.dist.normal(mu, sigma), lower=lo, upper=hi).logp(x), backend=backend)
+
+    mu, sigma, lo, width, frac = (np.array(c) for c in zip(*rows))
+    hi = lo + width
+    x = lo + frac * width
+    got = cached(("truncnorm hypothesis", backend), build)(mu, sigma, lo, hi, x)
+    want = stats.truncnorm((lo - mu) / sigma, (hi - mu) / sigma, mu, sigma).logpdf(x)
+    np.testing.assert_allclose(got.values, want, rtol=1e-8, atol=1e-10)
