@@ -100,8 +100,8 @@ class Distribution:
     defaults: dict = {}
     discrete = False
     # how a model samples it (dimgraph.labeled.transforms): "identity", "log", "logodds", "interval" (on the
-    # `lower`/`upper` params), "simplex" (over `dim`), "ordered", "cholesky_corr", "corr", "zerosum" (over `dims`);
-    # None: discrete, not sampled by gradient samplers
+    # `lower`/`upper` params), "simplex" (over `dim`), "ordered", "cholesky_corr", "corr", "zerosum" (over `dims`),
+    # "cholesky_cov" (lkj_cholesky_cov); None: discrete, not sampled by gradient samplers
     default_transform = "identity"
 
     def __init__(self, *args, **kwargs):
@@ -209,7 +209,10 @@ class Distribution:
     def _tail(self, kind, x):
         if not hasattr(self, kind):
             what = type(self).__name__.lower()
-            raise TypeError(f"{what}: has no {kind.replace('_', '')} (its cdf needs a special function dimgraph lacks)")
+            raise TypeError(
+                f"{what}: has no {kind.replace('_', '')} (univariate distributions with an elementary or "
+                "incomplete-gamma cdf have one; student_t's, beta's and the binomials' need the incomplete beta function)"
+            )
         x = lmath.as_operand(x, kind.replace("_", ""))
         out = getattr(self, kind)(x, **self.params)
         valid = self.valid(**self.params)
