@@ -17,7 +17,7 @@ import numpy as np
 
 from dimgraph.core.shared import SharedTensor
 from dimgraph.core.random import RNGStateType, seed_sequence, seed_state
-from dimgraph.labeled.distributions import DISTRIBUTIONS
+from dimgraph.labeled.distribution_catalog import DISTRIBUTIONS
 
 
 class SharedRNGState(SharedTensor):

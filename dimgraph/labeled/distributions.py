@@ -29,8 +29,10 @@ from dimgraph.labeled import math as lmath
 from dimgraph.labeled.dims import resolve_dims
 from dimgraph.labeled.shape import arange
 from dimgraph.labeled.random import draw_dims, labeled_params, primitive_draw
+from dimgraph.labeled.tails import gamma_quantile_exp, log_ndtr, log_regularized_gamma, ndtri_exp
 
 _LOG_2PI = math.log(2 * math.pi)
+_LOG2, _LOG_PI, _SQRT1_2 = math.log(2.0), math.log(math.pi), math.sqrt(0.5)
 
 
 def xlog1py(x, y):
@@ -99,6 +101,10 @@ class Distribution:
     default_transform: str | None = "identity"
     defaults: dict = {}
     discrete = False
+    # how a model samples it (dimgraph.labeled.transforms): "identity", "log", "logodds", "interval" (on the
+    # `lower`/`upper` params), "simplex" (over `dim`), "ordered", "cholesky_corr", "corr", "zerosum" (over `dims`),
+    # "cholesky_cov" (lkj_cholesky_cov); None: discrete, not sampled by gradient samplers
+    default_transform = "identity"
 
     def __init__(self, *args, **kwargs):
         what = type(self).__name__.lower()
@@ -182,6 +188,38 @@ class Distribution:
     def _out_dims(self, dims):
         return dims
 
+    # --- tail probabilities (distributions that have them define log_cdf/log_sf, and for draws of their
+    # truncations icdf_exp/isf_exp: the quantile of exp(lp), of the lower and the upper tail)
+    def logcdf(self, x):
+        """log P(X <= x): -inf below the support, 0 above it, NaN for invalid parameters.
+
+        >>> import dimgraph as dg
+        >>> round(float(dg.dist.normal(0.0, 1.0).logcdf(-40.0).eval(backend="python")), 6)  # scipy.stats.norm.logcdf(-40)
+        -804.608442
+        """
+        return self._tail("log_cdf", x)
+
+    def logsf(self, x):
+        """log P(X > x), the log survival function, accurate where the cdf rounds to 1.
+
+        >>> import dimgraph as dg
+        >>> round(float(dg.dist.exponential(2.0).logsf(30.0).eval(backend="python")), 6)
+        -60.0
+        """
+        return self._tail("log_sf", x)
+
+    def _tail(self, kind, x):
+        if not hasattr(self, kind):
+            what = type(self).__name__.lower()
+            raise TypeError(
+                f"{what}: has no {kind.replace('_', '')} (univariate distributions with an elementary or "
+                "incomplete-gamma cdf have one; student_t's, beta's and the binomials' need the incomplete beta function)"
+            )
+        x = lmath.as_operand(x, kind.replace("_", ""))
+        out = getattr(self, kind)(x, **self.params)
+        valid = self.valid(**self.params)
+        return out if valid is None else out + _nan_unless(valid)
+
 
 def _check_option(check):
     if check not in ("nan", "raise"):
@@ -220,6 +258,17 @@ def _nan_unless(valid):
     return lmath.where(valid, 0.0, np.nan)
 
 
+def _count_quantile(reached, mu, steps=40):
+    """The smallest count k >= 0 where `reached(k)` holds (it holds from some k on), by bisection between -1 and
+    mu + 40 sqrt(mu) + 40, beyond which a Poisson-like tail has no double-precision mass (mu up to 1e11)."""
+    lo, hi = -1.0 + 0 * mu, mu + 40 * lmath.sqrt(mu) + 40
+    for _ in range(steps):
+        mid = lmath.floor((lo + hi) / 2)
+        done = reached(mid)
+        lo, hi = lmath.where(done, lo, mid), lmath.where(done, mid, hi)
+    return lmath.ceil(hi)
+
+
 def _positive(*vs):
     out = None
     for v in vs:
@@ -248,6 +297,18 @@ class Normal(Distribution):
         state, z = primitive_draw("normal", state, dims=dims)
         return state, z * sigma + mu
 
+    def log_cdf(self, x, mu, sigma):
+        return log_ndtr((x - mu) / sigma)
+
+    def log_sf(self, x, mu, sigma):
+        return log_ndtr((mu - x) / sigma)
+
+    def icdf_exp(self, lp, mu, sigma):
+        return mu + sigma * ndtri_exp(lp)
+
+    def isf_exp(self, lq, mu, sigma):
+        return mu - sigma * ndtri_exp(lq)
+
 
 class HalfNormal(Distribution):
     names, defaults = ("sigma",), {"sigma": 1.0}
@@ -265,6 +326,22 @@ class HalfNormal(Distribution):
     def sample(self, state, dims, sigma):
         state, z = primitive_draw("normal", state, dims=dims)
         return state, _abs(z) * sigma
+
+    def log_cdf(self, x, sigma):
+        z = lmath.maximum(x, 0.0) / sigma  # P(X <= x) = erf(z / sqrt 2); near 1 it is 1 - P(X > x)
+        small = z < 1
+        near = lmath.log(lmath.elemwise("erf", lmath.where(small, z, 0.5) * _SQRT1_2))
+        far = lmath.log1mexp(_LOG2 + log_ndtr(-lmath.where(small, 1.0, z)))
+        return lmath.where(small, near, far)
+
+    def log_sf(self, x, sigma):
+        return _LOG2 + log_ndtr(-lmath.maximum(x, 0.0) / sigma)
+
+    def icdf_exp(self, lp, sigma):
+        return self.isf_exp(lmath.log1mexp(lp), sigma)
+
+    def isf_exp(self, lq, sigma):
+        return -sigma * ndtri_exp(lq - _LOG2)
 
 
 class LogNormal(Distribution):
@@ -285,6 +362,18 @@ class LogNormal(Distribution):
     def sample(self, state, dims, mu, sigma):
         state, z = primitive_draw("normal", state, dims=dims)
         return state, lmath.exp(z * sigma + mu)
+
+    def log_cdf(self, x, mu, sigma):
+        return log_ndtr((lmath.log(lmath.maximum(x, 0.0)) - mu) / sigma)
+
+    def log_sf(self, x, mu, sigma):
+        return log_ndtr((mu - lmath.log(lmath.maximum(x, 0.0))) / sigma)
+
+    def icdf_exp(self, lp, mu, sigma):
+        return lmath.exp(mu + sigma * ndtri_exp(lp))
+
+    def isf_exp(self, lq, mu, sigma):
+        return lmath.exp(mu - sigma * ndtri_exp(lq))
 
 
 class StudentT(Distribution):
@@ -322,6 +411,19 @@ class Cauchy(Distribution):
         state, u = primitive_draw("uniform", state, dims=dims)
         return state, lmath.tan(math.pi * (u - 0.5)) * beta + alpha
 
+    # P(X <= x) = atan2(1, -z) / pi: no cancellation in either tail
+    def log_cdf(self, x, alpha, beta):
+        return lmath.log(lmath.elemwise("arctan2", 1.0, (alpha - x) / beta)) - _LOG_PI
+
+    def log_sf(self, x, alpha, beta):
+        return lmath.log(lmath.elemwise("arctan2", 1.0, (x - alpha) / beta)) - _LOG_PI
+
+    def icdf_exp(self, lp, alpha, beta):
+        return alpha - beta / lmath.tan(math.pi * lmath.exp(lp))
+
+    def isf_exp(self, lq, alpha, beta):
+        return alpha + beta / lmath.tan(math.pi * lmath.exp(lq))
+
 
 class Uniform(Distribution):
     names, defaults = ("lower", "upper"), {"lower": 0.0, "upper": 1.0}
@@ -340,6 +442,18 @@ class Uniform(Distribution):
         state, u = primitive_draw("uniform", state, dims=dims)
         return state, u * (upper - lower) + lower
 
+    def log_cdf(self, x, lower, upper):
+        return lmath.log(lmath.clip((x - lower) / (upper - lower), 0.0, 1.0))
+
+    def log_sf(self, x, lower, upper):
+        return lmath.log(lmath.clip((upper - x) / (upper - lower), 0.0, 1.0))
+
+    def icdf_exp(self, lp, lower, upper):
+        return lower + lmath.exp(lp) * (upper - lower)
+
+    def isf_exp(self, lq, lower, upper):
+        return upper - lmath.exp(lq) * (upper - lower)
+
 
 class Exponential(Distribution):
     names, defaults = ("lam",), {"lam": 1.0}
@@ -353,6 +467,18 @@ class Exponential(Distribution):
     def sample(self, state, dims, lam):
         state, u = primitive_draw("uniform", state, dims=dims)
         return state, -lmath.log1p(-u) / lam
+
+    def log_cdf(self, x, lam):
+        return lmath.log1mexp(-lam * lmath.maximum(x, 0.0))
+
+    def log_sf(self, x, lam):
+        return -lam * lmath.maximum(x, 0.0)
+
+    def icdf_exp(self, lp, lam):
+        return -lmath.log1mexp(lp) / lam
+
+    def isf_exp(self, lq, lam):
+        return -lq / lam
 
 
 class Gamma(Distribution):
@@ -371,6 +497,18 @@ class Gamma(Distribution):
         state, g = primitive_draw("gamma", state, alpha, dims=dims)
         return state, g / beta
 
+    def log_cdf(self, x, alpha, beta):  # no derivative in alpha (gammainc has none)
+        return log_regularized_gamma(alpha, beta * lmath.maximum(x, 0.0), upper=False)
+
+    def log_sf(self, x, alpha, beta):
+        return log_regularized_gamma(alpha, beta * lmath.maximum(x, 0.0), upper=True)
+
+    def icdf_exp(self, lp, alpha, beta):
+        return gamma_quantile_exp(lp, alpha) / beta
+
+    def isf_exp(self, lq, alpha, beta):
+        return gamma_quantile_exp(lq, alpha, upper=True) / beta
+
 
 class InverseGamma(Distribution):
     """Shape `alpha`, scale `beta` (PyMC); scipy's `invgamma(alpha, scale=beta)`."""
@@ -387,6 +525,18 @@ class InverseGamma(Distribution):
     def sample(self, state, dims, alpha, beta):
         state, g = primitive_draw("gamma", state, alpha, dims=dims)
         return state, 1.0 / g * beta
+
+    def log_cdf(self, x, alpha, beta):  # P(X <= x) = Q(alpha, beta / x); no derivative in alpha
+        return log_regularized_gamma(alpha, beta / lmath.maximum(x, 0.0), upper=True)
+
+    def log_sf(self, x, alpha, beta):
+        return log_regularized_gamma(alpha, beta / lmath.maximum(x, 0.0), upper=False)
+
+    def icdf_exp(self, lp, alpha, beta):  # X <= x where the gamma draw beta / X >= beta / x
+        return beta / gamma_quantile_exp(lp, alpha, upper=True)
+
+    def isf_exp(self, lq, alpha, beta):
+        return beta / gamma_quantile_exp(lq, alpha)
 
 
 class Beta(Distribution):
@@ -424,6 +574,18 @@ class Bernoulli(Distribution):
     def sample(self, state, dims, p):
         state, u = primitive_draw("uniform", state, dims=dims)
         return state, lmath.astype(u < p, "int64")
+
+    def log_cdf(self, x, p):
+        return lmath.where(x < 0, -np.inf, lmath.where(x < 1, lmath.log1p(-p), 0.0))
+
+    def log_sf(self, x, p):
+        return lmath.where(x < 0, 0.0, lmath.where(x < 1, lmath.log(p), -np.inf))
+
+    def icdf_exp(self, lp, p):  # the smallest k with P(X <= k) >= exp(lp)
+        return lmath.where(lp > lmath.log1p(-p), 1.0, 0.0)
+
+    def isf_exp(self, lq, p):  # the smallest k with P(X > k) <= exp(lq)
+        return lmath.where(lmath.log(p) <= lq, 0.0, 1.0)
 
 
 def _is_count(x):
@@ -467,6 +629,21 @@ class Poisson(Distribution):
 
     def sample(self, state, dims, mu):
         return primitive_draw("poisson", state, mu, dims=dims)
+
+    def log_cdf(self, x, mu):  # P(X <= k) = Q(k + 1, mu)
+        k = lmath.floor(_as_float(x))
+        return lmath.where(k < 0, -np.inf, log_regularized_gamma(lmath.maximum(k, 0.0) + 1, mu, upper=True))
+
+    def log_sf(self, x, mu):
+        k = lmath.floor(_as_float(x))
+        return lmath.where(k < 0, 0.0, log_regularized_gamma(lmath.maximum(k, 0.0) + 1, mu, upper=False))
+
+    # one incomplete gamma function per bisection step: P(X <= k) = Q(k + 1, mu), P(X > k) = P(k + 1, mu)
+    def icdf_exp(self, lp, mu):
+        return _count_quantile(lambda k: lmath.log(lmath.elemwise("gammaincc", k + 1, mu)) >= lp, mu)
+
+    def isf_exp(self, lq, mu):
+        return _count_quantile(lambda k: lmath.log(lmath.elemwise("gammainc", k + 1, mu)) <= lq, mu)
 
 
 class NegativeBinomial(Distribution):
