@@ -316,6 +316,26 @@ def loop_kernel(
         if red is not None and red[0] == "add" and tuple(red[1]) == (ndim - 1,) and costly[ref]
         and np.dtype(red[2]).kind == "f" and not indexed
     }
+    # A plain load summed over the innermost axis (x.sum(last dim), data.sel(...).sum("time")) is one call
+    # of `rt.sum_row` on the row: its additions may be reassociated into vector partial sums.
+    direct_rows = {
+        k
+        for k, (ref, red) in enumerate(outputs)
+        if red is not None and red[0] == "add" and tuple(red[1]) == (ndim - 1,) and ref < nin
+        and dtypes[ref] == red[2] == "float64" and not in_bcast[ref][ndim - 1] and gathered[ref] != ndim - 1
+        and k not in row_buffers and not any(_is_scatter(r) for _, r in outputs)
+    }
+
+    def row_of(v):
+        """The innermost row that value v (an input) is read from, at the current outer positions."""
+        table, g = (f"t{v}", gathered[v]) if gathered[v] is not None else (f"x{v}", None)
+        if g is not None and inline[v]:
+            at = f"rt_views.check_index(x{v}[{'0' if in_bcast[v][g] else f'j{g}'}], tn{v}, {g})"
+        else:
+            at = f"kp{v}[j{g}]"
+        index = [at if a == g else "0" if in_bcast[v][a] else ":" if a == ndim - 1 else f"j{a}" for a in range(ndim)]
+        return table + "[" + ", ".join(index) + "]"
+
     ret = []
     for k, (ref, red) in enumerate(outputs):
         if red is None:
@@ -351,6 +371,10 @@ def loop_kernel(
             reducer, r_axes, out_dtype = red
             kept_idx = _idx([f"j{a}" for a in range(ndim) if a not in r_axes])
             val = _cast_expr(names[ref], dtypes[ref], out_dtype)
+            if k in direct_rows:
+                if (when == "inner" and rows_only) or (when == "exit" and d == ndim - 1 and not rows_only):
+                    src(f"o{k}{kept_idx} = rt.sum_row({row_of(ref)})")
+                continue
             if k in row_buffers:
                 last = ndim - 1
                 if when == "inner":
@@ -368,7 +392,9 @@ def loop_kernel(
             elif when == "inner":
                 src(f"o{k}{kept_idx} = {_combine(reducer, f'o{k}{kept_idx}', val, out_dtype)}")
 
-    emit_nest(list(range(ndim)), [ref for ref, _ in outputs], temp_set, stores, fast=fast_divisions)
+    targets = [ref for k, (ref, _) in enumerate(outputs) if k not in direct_rows]
+    rows_only = not targets  # every output is a row sum: no loop over the innermost axis at all
+    emit_nest(list(range(ndim - 1 if rows_only else ndim)), targets, temp_set, stores, fast=fast_divisions)
     src(f"return {ret[0]}" if len(ret) == 1 else f"return {', '.join(ret)}")
     return "\n".join(src.lines) + "\n"
 
