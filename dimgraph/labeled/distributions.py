@@ -97,14 +97,12 @@ class Distribution:
     """Parameters on named dims with a log density (`logp`) and draws (`draw`)."""
 
     names: tuple = ()  # parameter names, in signature order
-    # the transform to unconstrained space a model samples it on (`dimgraph.labeled.transforms`; None: discrete)
-    default_transform: str | None = "identity"
     defaults: dict = {}
     discrete = False
     # how a model samples it (dimgraph.labeled.transforms): "identity", "log", "logodds", "interval" (on the
     # `lower`/`upper` params), "simplex" (over `dim`), "ordered", "cholesky_corr", "corr", "zerosum" (over `dims`),
     # "cholesky_cov" (lkj_cholesky_cov); None: discrete, not sampled by gradient samplers
-    default_transform = "identity"
+    default_transform: str | None = "identity"
 
     def __init__(self, *args, **kwargs):
         what = type(self).__name__.lower()
