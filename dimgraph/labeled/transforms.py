@@ -10,7 +10,7 @@ between the two on labeled variables:
   reduce their core dims (one number per batch element).
 
 Transforms that change a dim's length (simplex, zero-sum: n -> n - 1; Cholesky
-correlation: (n, n) -> n (n - 1) / 2) put their free coordinates on a new
+correlation: (n, n) -> n (n - 1) / 2; Cholesky covariance: (n, n) -> n (n + 1) / 2) put their free coordinates on a new
 Dim named after the constrained one (`<dim>__free`). A simplex's density is
 taken with respect to its first n - 1 coordinates (the Dirichlet's), a zero-sum
 vector's with respect to the hyperplane's own measure (the isometry below has
@@ -375,8 +375,67 @@ class Corr(CholeskyCorr):
         return super().log_jac_det(y) + extra
 
 
+class CholeskyCov(Transform):
+    """Lower Cholesky factors of covariance matrices <-> R^(n(n+1)/2): the diagonal on the log scale.
+
+    The free coordinates are the lower triangle with the diagonal in row order (PyMC's packed
+    order, `np.tril_indices`), the diagonal ones the logs of L_ii, so log|det J| is their sum.
+    The constrained value is the matrix on dims (row, col), or, for a distribution built with
+    `packed=True`, those entries on its packed dim.
+    """
+
+    name = "cholesky_cov"
+
+    def __init__(self, dims, packed_dim=None):
+        self.row, self.col = dims
+        self.n = _sized(self.row, "cholesky_cov")
+        if _sized(self.col, "cholesky_cov") != self.n:
+            raise ValueError(f"cholesky_cov: dims {self.row.name!r} and {self.col.name!r} need one size")
+        self.packed_dim = packed_dim
+        self.free = Dim(f"{self.row.name}_{self.col.name}__free", size=self.n * (self.n + 1) // 2)
+        rows, cols = np.tril_indices(self.n)
+        table = np.zeros((self.n, self.n), dtype=np.int64)
+        table[rows, cols] = np.arange(rows.size)
+        self._table = constant(table, dims=(self.row, self.col))
+        self._rows = constant(rows.astype(np.int64), dims=(self.free,))
+        self._cols = constant(cols.astype(np.int64), dims=(self.free,))
+        self._on_diag = constant(rows == cols, dims=(self.free,))
+        self._lower = arange(self.row) >= arange(self.col)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(dims=({self.row.name!r}, {self.col.name!r}))"
+
+    def _core(self):
+        return (self.packed_dim,) if self.packed_dim is not None else (self.row, self.col)
+
+    def free_dims(self, dims):
+        return tuple(d for d in dims if d not in self._core()) + (self.free,)
+
+    def backward(self, y):
+        y = lmath.as_operand(y, "backward")
+        entries = lmath.where(self._on_diag, lmath.exp(y), y)
+        batch = tuple(d for d in y.dims if d != self.free)
+        if self.packed_dim is not None:
+            return entries.rename({self.free.name: self.packed_dim}).transpose(*batch, self.packed_dim)
+        chol = lmath.where(self._lower, entries.isel({self.free.name: self._table}), 0.0)
+        return chol.transpose(*batch, self.row, self.col)
+
+    def forward(self, x):
+        x = lmath.as_operand(x, "forward")
+        if self.packed_dim is not None:
+            entries = x.rename({self.packed_dim.name: self.free})
+        else:
+            entries = x.isel({self.row.name: self._rows, self.col.name: self._cols})
+        y = lmath.where(self._on_diag, lmath.log(lmath.where(self._on_diag, entries, 1.0)), entries)
+        return y.transpose(*self.free_dims(x.dims))
+
+    def log_jac_det(self, y):
+        y = lmath.as_operand(y, "log_jac_det")
+        return lmath.where(self._on_diag, y, 0.0).sum(self.free)
+
+
 TRANSFORMS = {
-    t.name: t for t in (Identity, Log, LogOdds, Interval, Simplex, Ordered, ZeroSum, CholeskyCorr, Corr)
+    t.name: t for t in (Identity, Log, LogOdds, Interval, Simplex, Ordered, ZeroSum, CholeskyCorr, Corr, CholeskyCov)
 }
 
 
@@ -396,9 +455,9 @@ def resolve_transform(spec, dist, dims, what):
         return cls()
     if cls is Interval:
         params = getattr(dist, "params", {})
-        if "lower" not in params or "upper" not in params:
-            raise ValueError(f"{what}: the 'interval' transform needs a distribution with lower and upper parameters, got {dist!r}")
-        return Interval(params["lower"], params["upper"])
+        if "lower" not in params and "upper" not in params:
+            raise ValueError(f"{what}: the 'interval' transform needs a distribution with lower or upper parameters, got {dist!r}")
+        return Interval(params.get("lower", -np.inf), params.get("upper", np.inf))  # a missing bound is open
     if cls in (Simplex, Ordered):
         dim = getattr(dist, "dim", None)
         if dim is None and len(dims) == 1:
@@ -411,4 +470,6 @@ def resolve_transform(spec, dist, dims, what):
     core = getattr(dist, "dims", None)
     if core is None:
         raise ValueError(f"{what}: the {spec!r} transform needs the distribution's dims; give transform=dg.transforms.{cls.__name__}(dims)")
+    if cls is CholeskyCov:
+        return CholeskyCov(core, getattr(dist, "packed_dim", None))
     return cls(core)

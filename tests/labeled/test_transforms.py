@@ -17,6 +17,13 @@ def lower_entries(a):
     return a[np.tril_indices(a.shape[0], -1)]
 
 
+def lower_with_diagonal(a):
+    return a[np.tril_indices(a.shape[0])]
+
+
+packed = dg.Dim("r_c", size=6)
+
+
 # (transform, constrained dims without the batch dim g, the coordinates the density is written in, det kind)
 CASES = {
     "identity": (T.Identity(), (), lambda x: x, "square"),
@@ -31,6 +38,8 @@ CASES = {
     "zerosum_2d": (T.ZeroSum((k, r)), (k, r), lambda x: x.ravel(), "volume"),
     "cholesky_corr": (T.CholeskyCorr((r, c)), (r, c), lower_entries, "square"),
     "corr": (T.Corr((r, c)), (r, c), lower_entries, "square"),
+    "cholesky_cov": (T.CholeskyCov((r, c)), (r, c), lower_with_diagonal, "square"),
+    "cholesky_cov_packed": (T.CholeskyCov((r, c), packed), (packed,), lambda x: x, "square"),
 }
 
 
@@ -111,6 +120,10 @@ def test_constrained_values_lie_in_their_support(python_fns):
         np.testing.assert_allclose((chol**2).sum(1), 1.0)
         np.testing.assert_allclose(np.diag(corr), 1.0)
         assert (np.linalg.eigvalsh(corr) > 0).all()
+        cov = x["cholesky_cov"][b]
+        np.testing.assert_allclose(np.triu(cov, 1), 0.0)
+        assert (np.diag(cov) > 0).all()
+        assert (x["cholesky_cov_packed"][b][[0, 2, 5]] > 0).all()  # the diagonal in PyMC's packed order
 
 
 def test_every_backend_agrees_with_python(backend, python_fns):
@@ -138,7 +151,23 @@ def test_resolve_transform_reads_the_distribution():
     assert T.resolve_transform("ordered", dg.dist.normal(), (k,), "cut").n == 4
     with pytest.raises(ValueError, match=r"rv 'sigma': unknown transform 'lg'"):
         T.resolve_transform("lg", dg.dist.halfnormal(), (), "rv 'sigma'")
-    with pytest.raises(ValueError, match="needs a distribution with lower and upper"):
+    with pytest.raises(ValueError, match="needs a distribution with lower or upper parameters"):
         T.resolve_transform("interval", dg.dist.normal(), (), "rv 'x'")
     with pytest.raises(ValueError, match="Ordered"):
         T.resolve_transform("ordered", dg.dist.normal(), (g, k), "rv 'x'")
+
+
+def test_resolve_transform_for_lkj_covariance_and_one_sided_bounds():
+    sd = dg.dist.halfnormal(1.0)
+    unpacked = dg.dist.lkj_cholesky_cov(2.0, sd, dims=(r, c))
+    t = T.resolve_transform(unpacked.default_transform, unpacked, (r, c), "chol")
+    assert isinstance(t, T.CholeskyCov) and t.free_dims((r, c)) == (t.free,) and t.free.size == 6
+    packed_dist = dg.dist.lkj_cholesky_cov(2.0, sd, dims=(r, c), packed=True)
+    tp = T.resolve_transform(packed_dist.default_transform, packed_dist, (packed_dist.packed_dim,), "chol")
+    assert tp.packed_dim == packed_dist.packed_dim
+    above = dg.dist.truncated(dg.dist.normal(0.0, 1.0), lower=0.5)
+    ti = T.resolve_transform(above.default_transform, above, (), "t")
+    assert isinstance(ti, T.Interval)
+    f = dg.function([], [ti.backward(dg.constant(np.array(-30.0), dims=()))])
+    assert float(f()[0]) > 0.5  # the open upper side: lower + exp(y)
+
