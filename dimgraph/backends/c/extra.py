@@ -90,4 +90,4 @@ def _assert(op, node):
         cond = " && ".join(f"{o.ptr(k)}[0]" for k in range(len(types)))
         return f"if (!({cond})) {o.fail(0)}"
 
-    return CImpl(types, code, plan, errors=[(AssertionError, op.message)])
+    return CImpl(types, code, plan, errors=[(op.error, op.message)])

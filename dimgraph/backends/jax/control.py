@@ -1,6 +1,11 @@
 """JAX entries for control flow: `Loop`/`Scan` -> `lax.scan` / `lax.fori_loop` / `lax.while_loop`, `IfElse` -> `lax.cond`, a kept
 `OpFromGraph` traced inline.
 
+A loop whose step count is known while tracing (a Dim of fixed size, a static
+length) becomes `lax.scan`, which JAX differentiates in reverse mode under
+`jit`; only a count computed from traced data gives `lax.fori_loop` with
+dynamic bounds (forward values and `jvp` only, as in JAX).
+
 An inner graph becomes a pure function with `compiler.graph_function`, as a
 whole graph does. Run-time checks inside a body or a branch (`checks.py`)
 cannot leave the loop's trace, so each inner function returns its check
@@ -101,6 +106,9 @@ def _loop(op, node):
                 return new, tuple(new[0][k] for k in traced)
 
             carry, traces = lax.scan(scan_step, carry, jnp.arange(steps, dtype=jnp.int64))
+        elif is_static(n):  # static bounds: a scan, so reverse mode works under the user's jit(grad)
+            carry, _ = lax.scan(lambda c, i: (step(i, c), None), carry, jnp.arange(int(n), dtype=jnp.int64))
+            traces = ()
         else:
             carry = lax.fori_loop(jnp.asarray(0, dtype=jnp.int64), jnp.asarray(n, dtype=jnp.int64), step, carry)
             traces = ()
