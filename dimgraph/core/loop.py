@@ -25,19 +25,22 @@ Window states give taps further back than one step: an AR(2) carries
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dimgraph.core.basic import as_tensor, tensor
+from dimgraph.core.elemwise import DimShuffle
 from dimgraph.core.gradient import vjp
 from dimgraph.core.graph import Apply, Constant, Op, clone_graph
 from dimgraph.core.inner import InnerGraph, free_inputs
 from dimgraph.core.join import concatenate
-from dimgraph.core.shape import shape_of, to_static
-from dimgraph.core.shape_ops import Alloc, expand_dims, zeros, zeros_like
+from dimgraph.core.shape import shape_of, static_or_symbolic, to_static
+from dimgraph.core.shape_ops import Alloc, broadcast_to, expand_dims, zeros, zeros_like
 from dimgraph.core.subtensor import Subtensor, getitem, inc_subtensor
 from dimgraph.core.type import TensorType
+from dimgraph.core.vectorize import batch_shape, blockwise_fallback, full_batch, pad, vectorize_graph, vectorize_node
 from dimgraph.errors import NonDifferentiable
 
 
@@ -305,3 +308,73 @@ def loop_from_graph(index, states, consts, new_states, n_steps, init, const_valu
     free = free_inputs(new_states, placeholders)
     body = InnerGraph(placeholders + free, new_states)
     return Loop(body, len(states), traced=tuple(traced), until=until, name=name).make_node(n_steps, *init, *const_values, *free).outputs
+
+
+@vectorize_node.register(LoopOp)
+def _vectorize_loop(op, node, inputs, batched, nb):
+    """A loop over batched inputs is one loop whose body is the vectorized body (no loop per batch element).
+
+    Each state that the batch reaches (given batched, or computed from batched
+    values in the body, found by iterating to a fixed point) carries the batch
+    axes first. A constant the body reads only as `c[i]` (a sequence) keeps its
+    step axis first, `(steps, *batch, ...)`, so every step reads one
+    contiguous slice and the gradient still sees a sequence. Traces come out
+    `(*batch, steps, ...)`. A batched step count or while condition, or a
+    batched value of another type, varies the steps per element: Blockwise.
+    """
+    ns = op.n_states
+    n, init, consts = inputs[0], list(inputs[1 : 1 + ns]), list(inputs[1 + ns :])
+    kinds_ok = all(isinstance(v.type, TensorType) for v, b in zip(inputs, batched) if b)
+    if batched[0] or getattr(op, "until", None) is not None or not kinds_ok:
+        return blockwise_fallback(op, node, inputs, batched, nb)
+    body = op.body
+    reads = sequence_reads(body, ns)
+    shape = batch_shape(inputs, batched, nb)
+    state_batched = [isinstance(v.type, TensorType) and b for v, b in zip(init, batched[1 : 1 + ns])]
+    const_batched = list(batched[1 + ns :])
+    while True:
+        new_init = [full_batch(v if b else pad(v, nb), shape, nb) if sb else v for v, b, sb in zip(init, batched[1 : 1 + ns], state_batched)]
+        places, replace, outer_consts = [body.inputs[0]], {}, []
+        for k, (p, v) in enumerate(zip(body.inputs[1 : 1 + ns], new_init)):
+            if state_batched[k]:
+                p_new = TensorType(v.type.dtype, v.type.shape).make_variable(name=p.name)
+                replace[p] = p_new
+                p = p_new
+            places.append(p)
+        for j, (p, c) in enumerate(zip(body.inputs[1 + ns :], consts)):
+            if not const_batched[j]:
+                places.append(p)
+                outer_consts.append(c)
+            elif j in reads:  # a sequence: steps first, then the batch
+                c = DimShuffle(c.type.ndim, (nb,) + tuple(range(nb)) + tuple(range(nb + 1, c.type.ndim)))(c)
+                p_new = TensorType(c.type.dtype, c.type.shape).make_variable(name=p.name)
+                for read in reads[j]:
+                    replace[read] = getitem(p_new, body.inputs[0])
+                places.append(p_new)
+                outer_consts.append(c)
+            else:
+                p_new = TensorType(c.type.dtype, c.type.shape).make_variable(name=p.name)
+                replace[p] = p_new
+                places.append(p_new)
+                outer_consts.append(c)
+        outs = vectorize_graph(list(body.outputs), replace) if replace else list(body.outputs)
+        reached = [k for k, (o, b) in enumerate(zip(outs[:ns], body.outputs[:ns])) if o.type.ndim > b.type.ndim and not state_batched[k]]
+        if not reached:
+            break
+        for k in reached:
+            state_batched[k] = True
+    for k in range(ns):
+        if state_batched[k] and outs[k].type.shape != places[1 + k].type.shape:  # unbatched, or broadcastable batch axes
+            o = outs[k] if outs[k].type.ndim > body.outputs[k].type.ndim else pad(outs[k], nb)
+            outs[k] = broadcast_to(o, static_or_symbolic(places[1 + k]))
+    new_body = InnerGraph(places, outs)
+    new_op = dataclasses.replace(op, body=new_body)
+    results = new_op.make_node(n, *new_init, *outer_consts).outputs
+    finals = list(results[:ns])
+    traces = []
+    for m, k in enumerate(new_op._traced()):
+        t = results[ns + m]
+        if state_batched[k]:  # (steps, *batch, ...) -> (*batch, steps, ...)
+            t = DimShuffle(t.type.ndim, tuple(range(1, nb + 1)) + (0,) + tuple(range(nb + 1, t.type.ndim)))(t)
+        traces.append(t)
+    return finals + traces
