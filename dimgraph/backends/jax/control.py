@@ -86,7 +86,8 @@ def _loop(op, node):
 
         if is_static(n) and int(n) <= 0:  # no step: the body is not traced (it may index empty sequences)
             return list(states) + [jnp.zeros((0,) + states[k].shape, dtype=states[k].dtype) for k in traced]
-        checks = _discover(body, jnp.asarray(0, dtype=jnp.int64), *states, *consts)
+        # the constants as the loop sees them (static ones stay static: their checks are made while tracing)
+        checks = _discover(lambda i, *carried: body(i, *carried, *consts), jnp.asarray(0, dtype=jnp.int64), *states)
         carry = (states, tuple(jnp.asarray(True) for _ in checks))
         if until is not None:
             n = jnp.asarray(n, dtype=jnp.int64)
