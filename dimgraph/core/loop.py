@@ -36,7 +36,7 @@ from dimgraph.core.gradient import vjp
 from dimgraph.core.graph import Apply, Constant, Op, clone_graph
 from dimgraph.core.inner import InnerGraph, free_inputs
 from dimgraph.core.join import concatenate
-from dimgraph.core.shape import shape_of, static_or_symbolic, to_static
+from dimgraph.core.shape import shape_entry_as_variable, shape_of, static_or_symbolic, to_static
 from dimgraph.core.shape_ops import Alloc, broadcast_to, expand_dims, zeros, zeros_like
 from dimgraph.core.subtensor import Subtensor, getitem, inc_subtensor
 from dimgraph.core.type import TensorType
@@ -322,16 +322,48 @@ def _vectorize_loop(op, node, inputs, batched, nb):
     `(*batch, steps, ...)`. A batched step count or while condition, or a
     batched value of another type, varies the steps per element: Blockwise.
     """
+    out = _batched_loop(op, inputs, batched, nb, batch_shape(inputs, batched, nb), None)
+    return out if out is not None else blockwise_fallback(op, node, inputs, batched, nb)
+
+
+def loop_draws_over_batch(node, inputs, batch):
+    """A loop whose body draws, with fresh numbers for every batch element at every step (as
+    `core.random.draw_over_batch` gives a draw outside loops): the batch sizes `batch` enter the body
+    as constants, and each draw in it gets them as leading axes. `inputs` are the node's new inputs
+    (some with leading batch axes); None for a node that is not such a loop (or cannot be batched so).
+    """
+    from dimgraph.core.random import RandomDraw
+
+    op = node.op
+    if not isinstance(op, LoopOp) or not any(isinstance(n.op, (RandomDraw, LoopOp)) for n in op.body.nodes()):
+        return None
+    nb = len(batch)
+    extra = [v.type.ndim - o.type.ndim for v, o in zip(inputs, node.inputs)]
+    padded = [pad(v, nb - k) if 0 < k < nb else v for v, k in zip(inputs, extra)]
+    return _batched_loop(op, padded, [k > 0 for k in extra], nb, tuple(batch), batch)
+
+
+def _batched_loop(op, inputs, batched, nb, shape, draws):
+    """The outputs of `op` over `inputs` (batched ones with `nb` leading axes) as one loop, or None where it
+    cannot be one. `shape`: the batch sizes; `draws`: the batch sizes every draw in the body gets, or None."""
+    from dimgraph.core.random import draw_over_batch
+
     ns = op.n_states
     n, init, consts = inputs[0], list(inputs[1 : 1 + ns]), list(inputs[1 + ns :])
     kinds_ok = all(isinstance(v.type, TensorType) for v, b in zip(inputs, batched) if b)
     if batched[0] or getattr(op, "until", None) is not None or not kinds_ok:
-        return blockwise_fallback(op, node, inputs, batched, nb)
+        return None
     body = op.body
     reads = sequence_reads(body, ns)
-    shape = batch_shape(inputs, batched, nb)
+    sizes = [tensor(f"batch{k}", (), "int64") for k in range(nb)] if draws is not None else []
+    rule = None
+    if draws is not None:  # every draw of the body (and of loops nested in it) gets the batch
+
+        def rule(inner, ins):
+            found = draw_over_batch(inner, ins, sizes)
+            return found if found is not None else loop_draws_over_batch(inner, ins, sizes)
+
     state_batched = [isinstance(v.type, TensorType) and b for v, b in zip(init, batched[1 : 1 + ns])]
-    const_batched = list(batched[1 + ns :])
     while True:
         new_init = [full_batch(v if b else pad(v, nb), shape, nb) if sb else v for v, b, sb in zip(init, batched[1 : 1 + ns], state_batched)]
         places, replace, outer_consts = [body.inputs[0]], {}, []
@@ -342,22 +374,20 @@ def _vectorize_loop(op, node, inputs, batched, nb):
                 p = p_new
             places.append(p)
         for j, (p, c) in enumerate(zip(body.inputs[1 + ns :], consts)):
-            if not const_batched[j]:
+            if not batched[1 + ns + j]:
                 places.append(p)
-                outer_consts.append(c)
             elif j in reads:  # a sequence: steps first, then the batch
                 c = DimShuffle(c.type.ndim, (nb,) + tuple(range(nb)) + tuple(range(nb + 1, c.type.ndim)))(c)
                 p_new = TensorType(c.type.dtype, c.type.shape).make_variable(name=p.name)
                 for read in reads[j]:
                     replace[read] = getitem(p_new, body.inputs[0])
                 places.append(p_new)
-                outer_consts.append(c)
             else:
                 p_new = TensorType(c.type.dtype, c.type.shape).make_variable(name=p.name)
                 replace[p] = p_new
                 places.append(p_new)
-                outer_consts.append(c)
-        outs = vectorize_graph(list(body.outputs), replace) if replace else list(body.outputs)
+            outer_consts.append(c)
+        outs = vectorize_graph(list(body.outputs), replace, node_rule=rule) if replace or rule else list(body.outputs)
         reached = [k for k, (o, b) in enumerate(zip(outs[:ns], body.outputs[:ns])) if o.type.ndim > b.type.ndim and not state_batched[k]]
         if not reached:
             break
@@ -367,14 +397,12 @@ def _vectorize_loop(op, node, inputs, batched, nb):
         if state_batched[k] and outs[k].type.shape != places[1 + k].type.shape:  # unbatched, or broadcastable batch axes
             o = outs[k] if outs[k].type.ndim > body.outputs[k].type.ndim else pad(outs[k], nb)
             outs[k] = broadcast_to(o, static_or_symbolic(places[1 + k]))
-    new_body = InnerGraph(places, outs)
-    new_op = dataclasses.replace(op, body=new_body)
-    results = new_op.make_node(n, *new_init, *outer_consts).outputs
-    finals = list(results[:ns])
+    new_op = dataclasses.replace(op, body=InnerGraph(places + sizes, outs))
+    results = new_op.make_node(n, *new_init, *outer_consts, *[shape_entry_as_variable(b) for b in (draws or [])]).outputs
     traces = []
     for m, k in enumerate(new_op._traced()):
         t = results[ns + m]
         if state_batched[k]:  # (steps, *batch, ...) -> (*batch, steps, ...)
             t = DimShuffle(t.type.ndim, tuple(range(1, nb + 1)) + (0,) + tuple(range(nb + 1, t.type.ndim)))(t)
         traces.append(t)
-    return finals + traces
+    return list(results[:ns]) + traces

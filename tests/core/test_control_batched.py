@@ -237,3 +237,26 @@ def test_the_shortest_sequence_sets_the_steps(backend):
         m = min(n, 4)
         np.testing.assert_allclose(trace, np.cumsum(x[:m] * y[:m]))
         assert float(final) == np.sum(x[:m] * y[:m])
+
+
+def test_map_extra_dims_over_a_scan_that_draws_gives_each_element_fresh_numbers(backend):
+    """A random walk in a scan, mapped over posterior draws of its scale: every element draws anew at every
+    step (as separate calls would), not one path scaled by each element's sigma."""
+
+    def build():
+        sigma, state = dg.labeled("sigma", dims=()), dg.rng_state("s")
+
+        def step(x, st):
+            st, e = dg.dist.normal(0.0, sigma).draw(st)
+            return x + e, st
+
+        (_, _), (path, _) = dg.scan(step, init=[dg.constant(0.0, dims=()), state], dim=T)
+        return dg.function([sigma, state], path, backend=backend, map_extra_dims=True)
+
+    f = _compiled("mapped_walk", backend, build)
+    out = f(xr.DataArray([1e-9, 1.0, 1.0, 2.0], dims="draw"), dg.seed_state(3))
+    assert out.dims == ("draw", "t")
+    steps = np.diff(out.values, axis=1, prepend=0.0)
+    assert np.all(np.isfinite(steps)) and np.all(np.abs(steps[0]) < 1e-7) and np.all(np.abs(steps[1:]) > 1e-7)
+    assert not np.allclose(steps[1], steps[2])
+    assert not np.allclose(steps[3], 2 * steps[1]) and not np.allclose(steps[3], 2 * steps[2])
