@@ -36,6 +36,8 @@ from dimgraph.core.gradient import vjp
 from dimgraph.core.graph import Apply, Constant, Op, clone_graph
 from dimgraph.core.inner import InnerGraph, free_inputs
 from dimgraph.core.join import concatenate
+from dimgraph.core.math import lt, where
+from dimgraph.core.reduce import max as reduce_max
 from dimgraph.core.shape import shape_entry_as_variable, shape_of, static_or_symbolic, to_static
 from dimgraph.core.shape_ops import Alloc, broadcast_to, expand_dims, zeros, zeros_like
 from dimgraph.core.subtensor import Subtensor, getitem, inc_subtensor
@@ -319,11 +321,36 @@ def _vectorize_loop(op, node, inputs, batched, nb):
     axes first. A constant the body reads only as `c[i]` (a sequence) keeps its
     step axis first, `(steps, *batch, ...)`, so every step reads one
     contiguous slice and the gradient still sees a sequence. Traces come out
-    `(*batch, steps, ...)`. A batched step count or while condition, or a
-    batched value of another type, varies the steps per element: Blockwise.
+    `(*batch, steps, ...)`. A batched step count runs the most steps any
+    element takes, each element's states frozen after its own count (so the
+    last states, and their gradients, are one loop too); traces of different
+    lengths per element are a Blockwise (a ShapeError unless the counts agree).
+    A batched while condition, or a batched value of another type: Blockwise.
     """
-    out = _batched_loop(op, inputs, batched, nb, batch_shape(inputs, batched, nb), None)
+    shape = batch_shape(inputs, batched, nb)
+    if batched[0] and getattr(op, "until", None) is None:
+        masked = _masked_by_count(op)
+        if masked is not None:
+            n_max = reduce_max(concatenate([inputs[0].flatten(), as_tensor(np.zeros(1, inputs[0].type.dtype))]))
+            out = _batched_loop(masked, [n_max, *inputs[1:], inputs[0]], [False, *batched[1:], True], nb, shape, None)
+            if out is not None:
+                traces = blockwise_fallback(op, node, inputs, batched, nb)[op.n_states :]  # dead unless read
+                return out[: op.n_states] + traces
+    out = _batched_loop(op, inputs, batched, nb, shape, None)
     return out if out is not None else blockwise_fallback(op, node, inputs, batched, nb)
+
+
+def _masked_by_count(op):
+    """`op` with one more constant, the element's own step count `m`: a step `i >= m` leaves every state
+    as it is (run `m` steps or more, the last states are those after `m`). None with a non-tensor state."""
+    body, ns = op.body, op.n_states
+    if not all(isinstance(t, TensorType) for t in body.input_types[1 : 1 + ns]):
+        return None
+    own = tensor("own_steps", (), "int64")
+    i, states = body.inputs[0], body.inputs[1 : 1 + ns]
+    runs = lt(i, own)
+    outs = [where(runs, o, s) for o, s in zip(body.outputs[:ns], states)]
+    return dataclasses.replace(op, body=InnerGraph([*body.inputs, own], outs))
 
 
 def loop_draws_over_batch(node, inputs, batch):

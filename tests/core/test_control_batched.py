@@ -260,3 +260,27 @@ def test_map_extra_dims_over_a_scan_that_draws_gives_each_element_fresh_numbers(
     assert np.all(np.isfinite(steps)) and np.all(np.abs(steps[0]) < 1e-7) and np.all(np.abs(steps[1:]) > 1e-7)
     assert not np.allclose(steps[1], steps[2])
     assert not np.allclose(steps[3], 2 * steps[1]) and not np.allclose(steps[3], 2 * steps[2])
+
+
+def test_vectorize_graph_over_a_batched_step_count_and_its_gradient(backend):
+    """Each element runs its own number of steps (one loop of the most steps, states frozen after each
+    element's count); the gradient compiles (it was an InputError naming a stray int64 input)."""
+
+    def build():
+        n, w, ns = dg.scalar("n", dtype="int64"), dg.scalar("w"), dg.vector("ns", dtype="int64")
+        final, _ = dg.scan(lambda s: dg.sin(s * w) + 1.0, init=dg.core.constant(0.5), n_steps=n)
+        out = dg.vectorize_graph(final, {n: ns})
+        return dg.function([ns, w], [out, dg.grad((out**2).sum(), [w])[0]], backend=backend)
+
+    def element(n, w):
+        s = 0.5
+        for _ in range(n):
+            s = np.sin(s * w) + 1.0
+        return s
+
+    f = _compiled("batched_n", backend, build)
+    ns, w = np.array([0, 1, 4, 2]), 0.8
+    out, g = f(ns, w)
+    np.testing.assert_allclose(out, [element(n, w) for n in ns], rtol=1e-12)
+    np.testing.assert_allclose(g, _fd(lambda w: sum(element(n, float(w)) ** 2 for n in ns), [w], 0), rtol=1e-6)
+    np.testing.assert_allclose(f(np.zeros(0, dtype=np.int64), w)[0], np.zeros(0))
