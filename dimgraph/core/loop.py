@@ -37,6 +37,7 @@ from dimgraph.core.graph import Apply, Constant, Op, clone_graph
 from dimgraph.core.inner import InnerGraph, free_inputs
 from dimgraph.core.join import concatenate
 from dimgraph.core.math import lt, where
+from dimgraph.core.reduce import any as reduce_any
 from dimgraph.core.reduce import max as reduce_max
 from dimgraph.core.shape import shape_entry_as_variable, shape_of, static_or_symbolic, to_static
 from dimgraph.core.shape_ops import Alloc, broadcast_to, expand_dims, zeros, zeros_like
@@ -325,10 +326,12 @@ def _vectorize_loop(op, node, inputs, batched, nb):
     element takes, each element's states frozen after its own count (so the
     last states, and their gradients, are one loop too); traces of different
     lengths per element are a Blockwise (a ShapeError unless the counts agree).
-    A batched while condition, or a batched value of another type: Blockwise.
+    A batched while condition runs while any element goes on, each element's
+    states frozen once its own condition fails. A batched value of another
+    type (an RNG state): Blockwise.
     """
     shape = batch_shape(inputs, batched, nb)
-    if batched[0] and getattr(op, "until", None) is None:
+    if batched[0]:
         masked = _masked_by_count(op)
         if masked is not None:
             n_max = reduce_max(concatenate([inputs[0].flatten(), as_tensor(np.zeros(1, inputs[0].type.dtype))]))
@@ -378,8 +381,9 @@ def _batched_loop(op, inputs, batched, nb, shape, draws):
     ns = op.n_states
     n, init, consts = inputs[0], list(inputs[1 : 1 + ns]), list(inputs[1 + ns :])
     kinds_ok = all(isinstance(v.type, TensorType) for v, b in zip(inputs, batched) if b)
-    if batched[0] or getattr(op, "until", None) is not None or not kinds_ok:
+    if batched[0] or not kinds_ok:
         return None
+    until = getattr(op, "until", None)
     body = op.body
     reads = sequence_reads(body, ns)
     sizes = [tensor(f"batch{k}", (), "int64") for k in range(nb)] if draws is not None else []
@@ -392,6 +396,10 @@ def _batched_loop(op, inputs, batched, nb, shape, draws):
 
     state_batched = [isinstance(v.type, TensorType) and b for v, b in zip(init, batched[1 : 1 + ns])]
     while True:
+        if until is not None and state_batched[until] and not all(state_batched):  # elements stop apart:
+            if not all(isinstance(t, TensorType) for t in body.input_types[1 : 1 + ns]):  # each state frozen per element
+                return None
+            state_batched = [True] * ns
         new_init = [full_batch(v if b else pad(v, nb), shape, nb) if sb else v for v, b, sb in zip(init, batched[1 : 1 + ns], state_batched)]
         places, replace, outer_consts = [body.inputs[0]], {}, []
         for k, (p, v) in enumerate(zip(body.inputs[1 : 1 + ns], new_init)):
@@ -424,8 +432,18 @@ def _batched_loop(op, inputs, batched, nb, shape, draws):
         if state_batched[k] and outs[k].type.shape != places[1 + k].type.shape:  # unbatched, or broadcastable batch axes
             o = outs[k] if outs[k].type.ndim > body.outputs[k].type.ndim else pad(outs[k], nb)
             outs[k] = broadcast_to(o, static_or_symbolic(places[1 + k]))
-    new_op = dataclasses.replace(op, body=InnerGraph(places + sizes, outs))
-    results = new_op.make_node(n, *new_init, *outer_consts, *[shape_entry_as_variable(b) for b in (draws or [])]).outputs
+    extra_init = []
+    if until is not None and state_batched[until]:  # one more state, "any element goes on", is the condition
+        go = places[1 + until]
+        outs = [where(DimShuffle(nb, tuple(range(nb)) + ("x",) * (p.type.ndim - nb))(go), o, p) for o, p in zip(outs, places[1 : 1 + ns])]
+        outs.append(reduce_any(outs[until]))
+        places.insert(1 + ns, tensor("any_goes", (), "bool"))
+        extra_init.append(reduce_any(new_init[until]))
+        new_op = Loop(InnerGraph(places + sizes, outs), ns + 1, name=op.name, traced=op.traced, until=ns)
+    else:
+        new_op = dataclasses.replace(op, body=InnerGraph(places + sizes, outs))
+    results = new_op.make_node(n, *new_init, *extra_init, *outer_consts, *[shape_entry_as_variable(b) for b in (draws or [])]).outputs
+    results = results[:ns] + results[ns + len(extra_init) :]
     traces = []
     for m, k in enumerate(new_op._traced()):
         t = results[ns + m]

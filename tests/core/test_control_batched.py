@@ -284,3 +284,35 @@ def test_vectorize_graph_over_a_batched_step_count_and_its_gradient(backend):
     np.testing.assert_allclose(out, [element(n, w) for n in ns], rtol=1e-12)
     np.testing.assert_allclose(g, _fd(lambda w: sum(element(n, float(w)) ** 2 for n in ns), [w], 0), rtol=1e-6)
     np.testing.assert_allclose(f(np.zeros(0, dtype=np.int64), w)[0], np.zeros(0))
+
+
+def test_vectorize_graph_of_a_while_loop_whose_elements_stop_apart(backend):
+    """One loop while any element goes on, each element's states frozen once its own condition fails
+    (one element never stops: max_steps bounds it)."""
+
+    def build():
+        x, lim, xs = dg.scalar("x"), dg.scalar("lim"), dg.vector("xs")
+        y, k = dg.while_loop(lambda v, c: v < lim, lambda v, c: (v * 2.0, c + 1), init=[x, dg.core.constant(np.int64(0))], max_steps=40)
+        return dg.function([xs, lim], dg.vectorize_graph([y, k], {x: xs}), backend=backend)
+
+    f = _compiled("batched_while", backend, build)
+    ys, ks = f(np.array([3.0, 200.0, 0.7, -1.0]), 100.0)
+    np.testing.assert_allclose(ys, [192.0, 200.0, 179.2, -(2.0**40)], rtol=1e-12)
+    assert ks.tolist() == [6, 0, 8, 40]
+
+
+def test_map_extra_dims_over_a_traced_while_loop(backend):
+    """Traces of the steps taken: one array when every element takes as many steps, else a ShapeError."""
+
+    def build():
+        v0 = dg.labeled("v0", dims=())
+        fin, path = dg.while_loop(lambda v: v < 100.0, lambda v: v * 2.0, init=v0, max_steps=50, trace=True, dim="step")
+        return dg.function([v0], [fin, path], backend=backend, map_extra_dims=True)
+
+    f = _compiled("mapped_while", backend, build)
+    fin, path = f(xr.DataArray([3.0, 2.9], dims="draw"))
+    assert path.dims == ("draw", "step")
+    np.testing.assert_allclose(fin.values, [192.0, 185.6], rtol=1e-12)
+    np.testing.assert_allclose(path.values, [3.0 * 2.0 ** np.arange(1, 7), 2.9 * 2.0 ** np.arange(1, 7)], rtol=1e-12)
+    with pytest.raises(dg.ShapeError, match="batch element"):
+        f(xr.DataArray([3.0, 3.5], dims="draw"))  # 6 steps and 5
