@@ -12,8 +12,6 @@ from outside (closures) become explicit constants of the loop.
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from dimgraph.core.basic import as_tensor, tensor
@@ -165,17 +163,19 @@ def _step_count(name, n, seqs, dim):
                 n = k if n is None else minimum(n, k)
         return _check_count(name, n, "n_steps")
     n = _check_count(name, n, "n_steps")
+    exact = dim is not None  # labeled: the trace gets the step dim, so the count is its length
     for j, k in enumerate(lengths):
         what = f"sequence {j}" if seqs else f"the step dim {dim.name!r}"
-        if dim is not None:
-            rule, holds, fits = f"n_steps must equal the length of {what} (slice or pad the sequences to change the steps)", eq, operator.eq
+        if exact:
+            rule = f"n_steps must equal the length of {what} (slice or pad the sequences to change the steps)"
         else:
-            rule, holds, fits = f"n_steps must be at most the length of {what} (a sequence may be longer, as in PyTensor)", le, operator.le
+            rule = f"n_steps must be at most the length of {what} (a sequence may be longer, as in PyTensor)"
         if isinstance(k, int) and isinstance(n, Constant):
-            if not fits(int(n.data), k):
-                raise (DimError if dim is not None else ShapeError)(f"{name}: n_steps is {int(n.data)} but {what} has {k} steps; {rule}")
+            steps = int(n.data)
+            if (steps != k) if exact else (steps > k):
+                raise (DimError if exact else ShapeError)(f"{name}: n_steps is {steps} but {what} has {k} steps; {rule}")
             continue
-        n = assert_op(n, holds(n, k), msg=f"{name}: {rule}", error=ShapeError)
+        n = assert_op(n, (eq if exact else le)(n, k), msg=f"{name}: {rule}", error=ShapeError)
     return n
 
 

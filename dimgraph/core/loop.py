@@ -332,7 +332,7 @@ def _vectorize_loop(op, node, inputs, batched, nb):
     """
     shape = batch_shape(inputs, batched, nb)
     if batched[0]:
-        masked = _masked_by_count(op)
+        masked = _masked_by_count(op, inputs[0].type.dtype)
         if masked is not None:
             n_max = reduce_max(concatenate([inputs[0].flatten(), as_tensor(np.zeros(1, inputs[0].type.dtype))]))
             out = _batched_loop(masked, [n_max, *inputs[1:], inputs[0]], [False, *batched[1:], True], nb, shape, None)
@@ -343,13 +343,13 @@ def _vectorize_loop(op, node, inputs, batched, nb):
     return out if out is not None else blockwise_fallback(op, node, inputs, batched, nb)
 
 
-def _masked_by_count(op):
+def _masked_by_count(op, dtype):
     """`op` with one more constant, the element's own step count `m`: a step `i >= m` leaves every state
     as it is (run `m` steps or more, the last states are those after `m`). None with a non-tensor state."""
     body, ns = op.body, op.n_states
     if not all(isinstance(t, TensorType) for t in body.input_types[1 : 1 + ns]):
         return None
-    own = tensor("own_steps", (), "int64")
+    own = tensor("own_steps", (), dtype)
     i, states = body.inputs[0], body.inputs[1 : 1 + ns]
     runs = lt(i, own)
     outs = [where(runs, o, s) for o, s in zip(body.outputs[:ns], states)]
