@@ -316,3 +316,33 @@ def test_map_extra_dims_over_a_traced_while_loop(backend):
     np.testing.assert_allclose(path.values, [3.0 * 2.0 ** np.arange(1, 7), 2.9 * 2.0 ** np.arange(1, 7)], rtol=1e-12)
     with pytest.raises(dg.ShapeError, match="batch element"):
         f(xr.DataArray([3.0, 3.5], dims="draw"))  # 6 steps and 5
+
+
+# -- branches over extra dims -----------------------------------------------------------------------------
+
+
+def test_vectorize_graph_of_an_ifelse_stays_one_lazy_branch(backend):
+    """Batched arguments under one condition: one IfElse of vectorized branches (the untaken one, which
+    would fail, does not run); a condition batched per element picks a branch per element."""
+    from dimgraph.core.ifelse import IfElse
+
+    def build():
+        c, x, w = dg.scalar("c", dtype="int32"), dg.vector("x", size=3), dg.scalar("w")
+        failing = dg.core.assert_op(x[::-1] * 2.0, dg.core.all(x > 0), msg="the else branch must not run")
+        y = dg.ifelse(c, dg.sin(x * w), failing)
+        ws, cs = dg.vector("ws"), dg.vector("cs", dtype="int32")
+        out = dg.vectorize_graph(y, {w: ws})
+        per_element = dg.vectorize_graph(dg.ifelse(c, x * w, x - w), {c: cs, w: ws})
+        return dg.function([c, x, ws, cs], [out, dg.grad((out**2).sum(), [ws])[0], per_element], backend=backend)
+
+    f = _compiled("vectorized_ifelse", backend, build)
+    x, ws, cs = np.array([-0.1, 0.2, 0.3]), np.array([1.0, 2.0]), np.array([1, 0], dtype=np.int32)
+    out, g, per = f(1, x, ws, cs)
+    np.testing.assert_allclose(out, np.sin(x * ws[:, None]), rtol=1e-12)
+    np.testing.assert_allclose(g, (x * np.sin(2 * x * ws[:, None])).sum(axis=1), rtol=1e-10)
+    np.testing.assert_allclose(per, [x * 1.0, x - 2.0], rtol=1e-12)
+    with pytest.raises(AssertionError, match="must not run"):
+        f(0, x, ws, cs)
+    nodes = f.fgraph.toposort()
+    assert any(isinstance(n.op, IfElse) and n.outputs[0].type.ndim == 2 for n in nodes)  # the value's, over the batch
+    assert len([n for n in nodes if isinstance(n.op, Blockwise) and isinstance(n.op.core_op, IfElse)]) == 1  # per_element
