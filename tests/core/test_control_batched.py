@@ -346,3 +346,36 @@ def test_vectorize_graph_of_an_ifelse_stays_one_lazy_branch(backend):
     nodes = f.fgraph.toposort()
     assert any(isinstance(n.op, IfElse) and n.outputs[0].type.ndim == 2 for n in nodes)  # the value's, over the batch
     assert len([n for n in nodes if isinstance(n.op, Blockwise) and isinstance(n.op.core_op, IfElse)]) == 1  # per_element
+
+
+@pytest.mark.parametrize("inline", [False, True])
+def test_vectorize_graph_of_an_op_from_graph_is_one_macro(backend, inline):
+    """A macro over batched inputs: one node of its vectorized graph; with a user gradient, a Blockwise
+    whose gradient is the user's."""
+    from dimgraph.core.opfromgraph import OpFromGraph
+
+    def build():
+        a, b = dg.vector("a", size=3), dg.scalar("b")
+        macro = dg.op_from_graph([a, b], [dg.tanh(a * b).sum(), a * 2.0], inline=inline)
+        fake = dg.op_from_graph([a, b], [(a * b).sum()], grad=lambda ins, gs: [ins[0] * 0.0 + 1.0, gs[0] * 0.0 + 3.0])
+        bs = dg.vector("bs")
+        s, twice = dg.vectorize_graph(macro(a, b), {b: bs})
+        faked = dg.vectorize_graph(fake(a, b), {b: bs})
+        cost = (s**2).sum()
+        return dg.function([a, bs], [s, twice, *dg.grad(cost, [a, bs]), dg.grad(faked.sum(), [bs])[0]], backend=backend)
+
+    def cost(a, bs):
+        return float((np.tanh(a[None, :] * bs[:, None]).sum(axis=1) ** 2).sum())
+
+    f = _compiled(("vectorized_ofg", inline), backend, build)
+    a, bs = np.array([0.3, -0.2, 0.5]), np.array([1.0, -2.0, 0.5, 3.0])
+    s, twice, ga, gbs, g_fake = f(a, bs)
+    np.testing.assert_allclose(s, np.tanh(a[None, :] * bs[:, None]).sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(twice, a * 2.0)
+    np.testing.assert_allclose(ga, _fd(cost, [a, bs], 0), rtol=1e-6)
+    np.testing.assert_allclose(gbs, _fd(cost, [a, bs], 1), rtol=1e-6)
+    np.testing.assert_array_equal(g_fake, np.full(4, 3.0))
+    if not inline:
+        nodes = f.fgraph.toposort()
+        assert any(isinstance(n.op, OpFromGraph) and n.outputs[0].type.ndim == 1 for n in nodes)
+        assert not any(isinstance(n.op, Blockwise) and isinstance(n.op.core_op, OpFromGraph) and n.op.core_op.grad_graph is None for n in nodes)
