@@ -37,6 +37,7 @@ from dimgraph.core.graph import Apply, Constant, Op, clone_graph
 from dimgraph.core.inner import InnerGraph, free_inputs
 from dimgraph.core.join import concatenate
 from dimgraph.core.math import lt, where
+from dimgraph.core.random import RandomDraw, draw_over_batch
 from dimgraph.core.reduce import any as reduce_any
 from dimgraph.core.reduce import max as reduce_max
 from dimgraph.core.shape import shape_entry_as_variable, shape_of, static_or_symbolic, to_static
@@ -362,8 +363,6 @@ def loop_draws_over_batch(node, inputs, batch):
     as constants, and each draw in it gets them as leading axes. `inputs` are the node's new inputs
     (some with leading batch axes); None for a node that is not such a loop (or cannot be batched so).
     """
-    from dimgraph.core.random import RandomDraw
-
     op = node.op
     if not isinstance(op, LoopOp) or not any(isinstance(n.op, (RandomDraw, LoopOp)) for n in op.body.nodes()):
         return None
@@ -376,8 +375,6 @@ def loop_draws_over_batch(node, inputs, batch):
 def _batched_loop(op, inputs, batched, nb, shape, draws):
     """The outputs of `op` over `inputs` (batched ones with `nb` leading axes) as one loop, or None where it
     cannot be one. `shape`: the batch sizes; `draws`: the batch sizes every draw in the body gets, or None."""
-    from dimgraph.core.random import draw_over_batch
-
     ns = op.n_states
     n, init, consts = inputs[0], list(inputs[1 : 1 + ns]), list(inputs[1 + ns :])
     kinds_ok = all(isinstance(v.type, TensorType) for v, b in zip(inputs, batched) if b)
