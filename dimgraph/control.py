@@ -21,12 +21,12 @@ from dimgraph.core.ifelse import ifelse as core_ifelse
 from dimgraph.core.loop import loop_from_graph, scan_from_graph
 from dimgraph.core.opfromgraph import check_distinct_inputs
 from dimgraph.core.opfromgraph import op_from_graph as core_op_from_graph
-from dimgraph.core.math import eq, ge
+from dimgraph.core.math import eq, ge, le, minimum
 from dimgraph.core.random import draws_made, is_rng_state
 from dimgraph.core.shape import ShapeI
 from dimgraph.core.subtensor import getitem
 from dimgraph.core.type import TensorType
-from dimgraph.errors import DimError
+from dimgraph.errors import DimError, ShapeError
 from dimgraph.labeled.basic import constant as labeled_constant
 from dimgraph.labeled.basic import from_positional
 from dimgraph.labeled.math import astype
@@ -134,6 +134,52 @@ def _check_count(name, n, what):
     return assert_op(n, ge(n, 0), msg=f"{name}: {what} must be >= 0")
 
 
+def _length(s):
+    """A sequence's number of steps: a Python int where its type fixes it, else a symbolic length."""
+    size = s.type.shape[0]
+    return size if size is not None else ShapeI(0)(s)
+
+
+def _step_count(name, n, seqs, dim):
+    """The scan's 0-d int64 step count, checked against the sequences (positional: as PyTensor's scan).
+
+    Positional: `n_steps` may be shorter than a sequence (the rest is not
+    read) but not longer; without it the shortest sequence sets the count.
+    Labeled: the sequences share the step dim, so `n_steps` must equal its
+    length. A mismatch known now is an error now; one that depends on the
+    data a ShapeError when the function runs, before the loop starts.
+    """
+    lengths = [_length(s) for s in seqs]
+    if dim is not None and dim.size is not None and not lengths:
+        lengths = [dim.size]
+    if n is None:
+        if not lengths:
+            where = "" if dim is None else f" and dim {dim.name!r} has no size"
+            raise TypeError(f"{name}: give n_steps= (no sequences{where})")
+        known = [k for k in lengths if isinstance(k, int)]
+        n = as_tensor(min(known), dtype="int64") if known else None
+        for k in lengths:
+            if not isinstance(k, int):  # a length known at run time only: the count is the least of them
+                k = k.astype("int64") if k.type.dtype != "int64" else k
+                n = k if n is None else minimum(n, k)
+        return _check_count(name, n, "n_steps")
+    n = _check_count(name, n, "n_steps")
+    exact = dim is not None  # labeled: the trace gets the step dim, so the count is its length
+    for j, k in enumerate(lengths):
+        what = f"sequence {j}" if seqs else f"the step dim {dim.name!r}"
+        if exact:
+            rule = f"n_steps must equal the length of {what} (slice or pad the sequences to change the steps)"
+        else:
+            rule = f"n_steps must be at most the length of {what} (a sequence may be longer, as in PyTensor)"
+        if isinstance(k, int) and isinstance(n, Constant):
+            steps = int(n.data)
+            if (steps != k) if exact else (steps > k):
+                raise (DimError if exact else ShapeError)(f"{name}: n_steps is {steps} but {what} has {k} steps; {rule}")
+            continue
+        n = assert_op(n, (eq if exact else le)(n, k), msg=f"{name}: {rule}", error=ShapeError)
+    return n
+
+
 def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     """Run `step` `n_steps` times, carrying states; return `(final, trace)`.
 
@@ -144,7 +190,9 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     (labeled) or axis 0 (positional). `final` holds the states after the last
     step; `trace` each state's values after every step, with `dim` first
     (labeled: a DataArray with `dim`'s coords) or a leading axis (positional).
-    `n_steps` defaults to the length of `dim` or of the sequences.
+    `n_steps` defaults to the length of `dim` or of the shortest sequence; as
+    in PyTensor, a positional sequence may be longer than `n_steps` (its
+    extra rows are not read), never shorter (a ShapeError before the loop).
     Taps further back than one step are window states: an AR(2) carries
     `(x[t-1], x[t-2])` and returns `(x_t, x[t-1])`.
 
@@ -196,28 +244,7 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
             seq_outer.append(s)
             seq_inner.append(ph)
             slices.append(getitem(ph, body.index))
-    n = body.lower_outer(n_steps)
-    length = None
-    if seq_outer:
-        length = seq_outer[0].type.shape[0]
-        length = length if length is not None else ShapeI(0)(seq_outer[0])
-    elif labeled and dim.size is not None:
-        length = dim.size
-    if n is None:
-        if length is None:
-            raise TypeError(f"{name}: give n_steps= (no sequences{'' if not labeled else ' and dim ' + repr(dim.name) + ' has no size'})")
-        n = as_tensor(length, dtype="int64")
-    n = _check_count(name, n, "n_steps")
-    for s in seq_outer if n_steps is not None else seq_outer[1:]:
-        size = s.type.shape[0]
-        if size is not None and isinstance(n, Constant):
-            if int(n.data) != size:
-                raise DimError(f"{name}: n_steps is {int(n.data)} but a sequence has {size} steps")
-            continue
-        size = size if size is not None else ShapeI(0)(s)
-        n = assert_op(n, eq(n, size), msg=f"{name}: n_steps and the length of every sequence must agree")
-    if labeled and dim.size is not None and isinstance(n, Constant) and int(n.data) != dim.size:
-        raise DimError(f"{name}: n_steps is {int(n.data)} but the step dim {dim.name!r} has size {dim.size}")
+    n = _step_count(name, body.lower_outer(n_steps), seq_outer, dim if labeled else None)
     since = draws_made()
     outs, _ = _as_list(step(*body.user_states, *slices))
     _check_step_draws(outs, [*body.user_states, *slices], since, name)

@@ -89,6 +89,7 @@ class MappedFunction:
         from dimgraph.core.shape import ShapeI
         from dimgraph.core.shape_ops import broadcast_to
         from dimgraph.core.shape import static_or_symbolic
+        from dimgraph.core.loop import loop_draws_over_batch
         from dimgraph.core.random import draw_over_batch
         from dimgraph.core.vectorize import pad, vectorize_graph
         from dimgraph.labeled.basic import from_positional
@@ -119,7 +120,10 @@ class MappedFunction:
         lowered = lower(list(base.outputs) + list(streams.values()))
         outputs = []
         batch_sizes = [sizes[d] for d in order]
-        fresh_draws = lambda node, ins: draw_over_batch(node, ins, batch_sizes)  # noqa: E731 - each element draws anew
+        def fresh_draws(node, ins):  # each element draws anew, in loops too
+            found = draw_over_batch(node, ins, batch_sizes)
+            return found if found is not None else loop_draws_over_batch(node, ins, batch_sizes)
+
         vectorized = vectorize_graph(lowered, replace, node_rule=fresh_draws)
         options = dict(self._options, updates={**explicit, **dict(zip(streams, vectorized[len(base.outputs) :]))})
         for out, low in zip(base.outputs, vectorized):

@@ -193,9 +193,18 @@ def arange(start, stop=None, step=1, dtype=None):
 
 @dataclass(frozen=True)
 class Assert(Op):
-    """Passes its first input through; raises `AssertionError(message)` when any condition is false at run time."""
+    """Passes its first input through; raises `error(message)` when any condition is false at run time.
+
+    `error` is AssertionError by default; checks of what the user gave (a step
+    count against a sequence's length) raise the library's own `ShapeError`.
+    """
 
     message: str = "assertion failed"
+    error: type = AssertionError
+
+    def __post_init__(self):
+        if not (isinstance(self.error, type) and issubclass(self.error, Exception)):
+            raise TypeError(f"Assert: error must be an exception class, got {self.error!r}")
 
     def make_node(self, value, *conds):
         value = as_tensor(value)
@@ -211,7 +220,7 @@ class Assert(Op):
     def perform(self, node, inputs):
         value, *conds = inputs
         if not all(bool(c) for c in conds):
-            raise AssertionError(self.message)
+            raise self.error(self.message)
         return [value]
 
     def L_op(self, inputs, outputs, output_grads):
@@ -219,8 +228,8 @@ class Assert(Op):
         return [output_grads[0] if is_float(inputs[0]) else None] + [None] * (len(inputs) - 1)
 
 
-def assert_op(x, *conds, msg="assertion failed"):
-    """`x`, checked at run time: evaluating it raises `AssertionError(msg)` unless every condition holds.
+def assert_op(x, *conds, msg="assertion failed", error=AssertionError):
+    """`x`, checked at run time: evaluating it raises `error(msg)` (AssertionError by default) unless every condition holds.
 
     Non-scalar conditions are reduced with `all`.
 
@@ -232,4 +241,4 @@ def assert_op(x, *conds, msg="assertion failed"):
     """
     conds = [as_tensor(c) for c in conds]
     conds = [c if c.type.ndim == 0 else reduce_all(c) for c in conds]
-    return Assert(msg)(x, *conds)
+    return Assert(msg, error)(x, *conds)

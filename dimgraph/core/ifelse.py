@@ -19,8 +19,10 @@ from dimgraph.core.gradient import vjp
 from dimgraph.core.graph import Apply, Constant, Op, toposort
 from dimgraph.core.inner import InnerGraph
 from dimgraph.core.math import neq
-from dimgraph.core.shape import ShapeI
+from dimgraph.core.shape import ShapeI, static_or_symbolic
+from dimgraph.core.shape_ops import broadcast_to
 from dimgraph.core.type import TensorType
+from dimgraph.core.vectorize import batch_shape, blockwise_fallback, full_batch, pad, vectorize_graph, vectorize_node
 
 
 def _join_type(k, a, b):
@@ -124,3 +126,24 @@ def ifelse(cond, then_outputs, else_outputs):
                 args.append(o)
     node = IfElse(InnerGraph(args, then_outs), InnerGraph(args, else_outs)).make_node(cond, *args)
     return node.outputs[0] if single else list(node.outputs)
+
+
+@vectorize_node.register(IfElse)
+def _vectorize_ifelse(op, node, inputs, batched, nb):
+    """A branch over batched arguments and one condition is one IfElse of the vectorized branches (still
+    lazy); an output batched in one branch only is broadcast in the other. A batched condition picks a
+    branch per element: Blockwise."""
+    if batched[0] or not all(isinstance(v.type, TensorType) for v, b in zip(inputs, batched) if b):
+        return blockwise_fallback(op, node, inputs, batched, nb)
+    shape = batch_shape(inputs, batched, nb)
+    args = [full_batch(a, shape, nb) if b else a for a, b in zip(inputs[1:], batched[1:])]
+    first = next(k for k, b in enumerate(batched[1:]) if b)
+    branches = []
+    for graph in (op.then_graph, op.else_graph):
+        places = [a.type.make_variable() if b else p for p, a, b in zip(graph.inputs, args, batched[1:])]
+        replace = {p: q for p, q, b in zip(graph.inputs, places, batched[1:]) if b}
+        outs = vectorize_graph(list(graph.outputs), replace)
+        sizes = static_or_symbolic(places[first])[:nb]  # the batch, read inside the branch
+        outs = [o if o.type.ndim > c.type.ndim else broadcast_to(pad(o, nb), tuple(sizes) + tuple(static_or_symbolic(o))) for o, c in zip(outs, graph.outputs)]
+        branches.append(InnerGraph(places, outs))
+    return IfElse(*branches).make_node(inputs[0], *args).outputs

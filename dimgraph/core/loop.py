@@ -25,19 +25,26 @@ Window states give taps further back than one step: an AR(2) carries
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dimgraph.core.basic import as_tensor, tensor
+from dimgraph.core.elemwise import DimShuffle
 from dimgraph.core.gradient import vjp
 from dimgraph.core.graph import Apply, Constant, Op, clone_graph
 from dimgraph.core.inner import InnerGraph, free_inputs
 from dimgraph.core.join import concatenate
-from dimgraph.core.shape import shape_of, to_static
-from dimgraph.core.shape_ops import Alloc, expand_dims, zeros, zeros_like
+from dimgraph.core.math import lt, where
+from dimgraph.core.random import RandomDraw, draw_over_batch
+from dimgraph.core.reduce import any as reduce_any
+from dimgraph.core.reduce import max as reduce_max
+from dimgraph.core.shape import shape_entry_as_variable, shape_of, static_or_symbolic, to_static
+from dimgraph.core.shape_ops import Alloc, broadcast_to, expand_dims, zeros, zeros_like
 from dimgraph.core.subtensor import Subtensor, getitem, inc_subtensor
 from dimgraph.core.type import TensorType
+from dimgraph.core.vectorize import batch_shape, blockwise_fallback, full_batch, pad, vectorize_graph, vectorize_node
 from dimgraph.errors import NonDifferentiable
 
 
@@ -305,3 +312,139 @@ def loop_from_graph(index, states, consts, new_states, n_steps, init, const_valu
     free = free_inputs(new_states, placeholders)
     body = InnerGraph(placeholders + free, new_states)
     return Loop(body, len(states), traced=tuple(traced), until=until, name=name).make_node(n_steps, *init, *const_values, *free).outputs
+
+
+@vectorize_node.register(LoopOp)
+def _vectorize_loop(op, node, inputs, batched, nb):
+    """A loop over batched inputs is one loop whose body is the vectorized body (no loop per batch element).
+
+    Each state that the batch reaches (given batched, or computed from batched
+    values in the body, found by iterating to a fixed point) carries the batch
+    axes first. A constant the body reads only as `c[i]` (a sequence) keeps its
+    step axis first, `(steps, *batch, ...)`, so every step reads one
+    contiguous slice and the gradient still sees a sequence. Traces come out
+    `(*batch, steps, ...)`. A batched step count runs the most steps any
+    element takes, each element's states frozen after its own count (so the
+    last states, and their gradients, are one loop too); traces of different
+    lengths per element are a Blockwise (a ShapeError unless the counts agree).
+    A batched while condition runs while any element goes on, each element's
+    states frozen once its own condition fails. A batched value of another
+    type (an RNG state): Blockwise.
+    """
+    shape = batch_shape(inputs, batched, nb)
+    if batched[0]:
+        masked = _masked_by_count(op, inputs[0].type.dtype)
+        if masked is not None:
+            n_max = reduce_max(concatenate([inputs[0].flatten(), as_tensor(np.zeros(1, inputs[0].type.dtype))]))
+            out = _batched_loop(masked, [n_max, *inputs[1:], inputs[0]], [False, *batched[1:], True], nb, shape, None)
+            if out is not None:
+                traces = blockwise_fallback(op, node, inputs, batched, nb)[op.n_states :]  # dead unless read
+                return out[: op.n_states] + traces
+    out = _batched_loop(op, inputs, batched, nb, shape, None)
+    return out if out is not None else blockwise_fallback(op, node, inputs, batched, nb)
+
+
+def _masked_by_count(op, dtype):
+    """`op` with one more constant, the element's own step count `m`: a step `i >= m` leaves every state
+    as it is (run `m` steps or more, the last states are those after `m`). None with a non-tensor state."""
+    body, ns = op.body, op.n_states
+    if not all(isinstance(t, TensorType) for t in body.input_types[1 : 1 + ns]):
+        return None
+    own = tensor("own_steps", (), dtype)
+    i, states = body.inputs[0], body.inputs[1 : 1 + ns]
+    runs = lt(i, own)
+    outs = [where(runs, o, s) for o, s in zip(body.outputs[:ns], states)]
+    return dataclasses.replace(op, body=InnerGraph([*body.inputs, own], outs))
+
+
+def loop_draws_over_batch(node, inputs, batch):
+    """A loop whose body draws, with fresh numbers for every batch element at every step (as
+    `core.random.draw_over_batch` gives a draw outside loops): the batch sizes `batch` enter the body
+    as constants, and each draw in it gets them as leading axes. `inputs` are the node's new inputs
+    (some with leading batch axes); None for a node that is not such a loop (or cannot be batched so).
+    """
+    op = node.op
+    if not isinstance(op, LoopOp) or not any(isinstance(n.op, (RandomDraw, LoopOp)) for n in op.body.nodes()):
+        return None
+    nb = len(batch)
+    extra = [v.type.ndim - o.type.ndim for v, o in zip(inputs, node.inputs)]
+    padded = [pad(v, nb - k) if 0 < k < nb else v for v, k in zip(inputs, extra)]
+    return _batched_loop(op, padded, [k > 0 for k in extra], nb, tuple(batch), batch)
+
+
+def _batched_loop(op, inputs, batched, nb, shape, draws):
+    """The outputs of `op` over `inputs` (batched ones with `nb` leading axes) as one loop, or None where it
+    cannot be one. `shape`: the batch sizes; `draws`: the batch sizes every draw in the body gets, or None."""
+    ns = op.n_states
+    n, init, consts = inputs[0], list(inputs[1 : 1 + ns]), list(inputs[1 + ns :])
+    kinds_ok = all(isinstance(v.type, TensorType) for v, b in zip(inputs, batched) if b)
+    if batched[0] or not kinds_ok:
+        return None
+    until = getattr(op, "until", None)
+    body = op.body
+    reads = sequence_reads(body, ns)
+    sizes = [tensor(f"batch{k}", (), "int64") for k in range(nb)] if draws is not None else []
+    rule = None
+    if draws is not None:  # every draw of the body (and of loops nested in it) gets the batch
+
+        def rule(inner, ins):
+            found = draw_over_batch(inner, ins, sizes)
+            return found if found is not None else loop_draws_over_batch(inner, ins, sizes)
+
+    state_batched = [isinstance(v.type, TensorType) and b for v, b in zip(init, batched[1 : 1 + ns])]
+    while True:
+        if until is not None and state_batched[until] and not all(state_batched):  # elements stop apart:
+            if not all(isinstance(t, TensorType) for t in body.input_types[1 : 1 + ns]):  # each state frozen per element
+                return None
+            state_batched = [True] * ns
+        new_init = [full_batch(v if b else pad(v, nb), shape, nb) if sb else v for v, b, sb in zip(init, batched[1 : 1 + ns], state_batched)]
+        places, replace, outer_consts = [body.inputs[0]], {}, []
+        for k, (p, v) in enumerate(zip(body.inputs[1 : 1 + ns], new_init)):
+            if state_batched[k]:
+                p_new = TensorType(v.type.dtype, v.type.shape).make_variable(name=p.name)
+                replace[p] = p_new
+                p = p_new
+            places.append(p)
+        for j, (p, c) in enumerate(zip(body.inputs[1 + ns :], consts)):
+            if not batched[1 + ns + j]:
+                places.append(p)
+            elif j in reads:  # a sequence: steps first, then the batch
+                c = DimShuffle(c.type.ndim, (nb,) + tuple(range(nb)) + tuple(range(nb + 1, c.type.ndim)))(c)
+                p_new = TensorType(c.type.dtype, c.type.shape).make_variable(name=p.name)
+                for read in reads[j]:
+                    replace[read] = getitem(p_new, body.inputs[0])
+                places.append(p_new)
+            else:
+                p_new = TensorType(c.type.dtype, c.type.shape).make_variable(name=p.name)
+                replace[p] = p_new
+                places.append(p_new)
+            outer_consts.append(c)
+        outs = vectorize_graph(list(body.outputs), replace, node_rule=rule) if replace or rule else list(body.outputs)
+        reached = [k for k, (o, b) in enumerate(zip(outs[:ns], body.outputs[:ns])) if o.type.ndim > b.type.ndim and not state_batched[k]]
+        if not reached:
+            break
+        for k in reached:
+            state_batched[k] = True
+    for k in range(ns):
+        if state_batched[k] and outs[k].type.shape != places[1 + k].type.shape:  # unbatched, or broadcastable batch axes
+            o = outs[k] if outs[k].type.ndim > body.outputs[k].type.ndim else pad(outs[k], nb)
+            outs[k] = broadcast_to(o, static_or_symbolic(places[1 + k]))
+    extra_init = []
+    if until is not None and state_batched[until]:  # one more state, "any element goes on", is the condition
+        go = places[1 + until]
+        outs = [where(DimShuffle(nb, tuple(range(nb)) + ("x",) * (p.type.ndim - nb))(go), o, p) for o, p in zip(outs, places[1 : 1 + ns])]
+        outs.append(reduce_any(outs[until]))
+        places.insert(1 + ns, tensor("any_goes", (), "bool"))
+        extra_init.append(reduce_any(new_init[until]))
+        new_op = Loop(InnerGraph(places + sizes, outs), ns + 1, name=op.name, traced=op.traced, until=ns)
+    else:
+        new_op = dataclasses.replace(op, body=InnerGraph(places + sizes, outs))
+    results = new_op.make_node(n, *new_init, *extra_init, *outer_consts, *[shape_entry_as_variable(b) for b in (draws or [])]).outputs
+    results = results[:ns] + results[ns + len(extra_init) :]
+    traces = []
+    for m, k in enumerate(new_op._traced()):
+        t = results[ns + m]
+        if state_batched[k]:  # (steps, *batch, ...) -> (*batch, steps, ...)
+            t = DimShuffle(t.type.ndim, tuple(range(1, nb + 1)) + (0,) + tuple(range(nb + 1, t.type.ndim)))(t)
+        traces.append(t)
+    return list(results[:ns]) + traces

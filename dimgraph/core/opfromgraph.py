@@ -22,6 +22,7 @@ from dimgraph.core.inner import InnerGraph
 from dimgraph.core.shape import shape_of
 from dimgraph.core.shape_ops import zeros_like
 from dimgraph.core.type import TensorType
+from dimgraph.core.vectorize import blockwise_fallback, vectorize_graph, vectorize_node
 
 
 def _is_float(var) -> bool:
@@ -123,3 +124,15 @@ def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph")
                 raise TypeError(f"{name}: the gradient of input {k} is {g.type}, expected the input's type {v.type}")
         grad_graph = InnerGraph(ins + gs, given)
     return OpFromGraph(graph, grad_graph, inline, name)
+
+
+@vectorize_node.register(OpFromGraph)
+def _vectorize_op_from_graph(op, node, inputs, batched, nb):
+    """A macro over batched inputs is the macro of its vectorized graph (one node, not one per element).
+    A user gradient is written for the unbatched inputs: that macro stays a Blockwise (its gradient is
+    the user's, vectorized)."""
+    if op.grad_graph is not None or not all(isinstance(v.type, TensorType) for v, b in zip(inputs, batched) if b):
+        return blockwise_fallback(op, node, inputs, batched, nb)
+    places = [v.type.make_variable(name=p.name) if b else p for p, v, b in zip(op.graph.inputs, inputs, batched)]
+    outs = vectorize_graph(list(op.graph.outputs), {p: q for p, q, b in zip(op.graph.inputs, places, batched) if b})
+    return OpFromGraph(InnerGraph(places, outs), None, op.inline, op.name).make_node(*inputs).outputs

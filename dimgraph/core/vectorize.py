@@ -225,7 +225,7 @@ def _cumop(op, node, inputs, batched, nb):
 def _assert(op, node, inputs, batched, nb):
     value, *conds = inputs
     conds = [reduce_all(c) if b else c for c, b in zip(conds, batched[1:])]
-    return extra.Assert(op.message)(value, *conds)
+    return extra.Assert(op.message, op.error)(value, *conds)
 
 
 @vectorize_node.register(extra.ARange)

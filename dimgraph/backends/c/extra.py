@@ -87,7 +87,7 @@ def _assert(op, node):
         # the checked size, say) would fail on the unchecked shape first: check it here, with this message.
         for cond in node.inputs[1:]:
             if _known_now(ctx, cond) and not np.all(ctx.host_value(cond)):
-                raise AssertionError(op.message)
+                raise op.error(op.message)
         return [ins[0][...]], list(ins[1:]), True
 
     def code(o):
@@ -96,7 +96,7 @@ def _assert(op, node):
         cond = " && ".join(f"{o.ptr(k)}[0]" for k in range(len(types)))
         return f"if (!({cond})) {o.fail(0)}"
 
-    return CImpl(types, code, plan, errors=[(AssertionError, op.message)])
+    return CImpl(types, code, plan, errors=[(op.error, op.message)])
 
 
 def _known_now(ctx, var) -> bool:

@@ -222,8 +222,9 @@ for _type in MATRIX_OPS:
 @c_impl.register(Blockwise)
 def _blockwise(op, node):
     if not isinstance(op.core_op, MATRIX_OPS):
-        # not unrolled (unknown or large batch): the batch loop runs on the host, the core op's perform per element
-        return CImpl([], None, lambda ctx, ins: (op.perform(node, ins), [], False))
+        # not unrolled (unknown or large batch): the batch loop runs on the host, the core op's perform per
+        # element, on the inputs' values (evaluated by the plan: buffers C fills later hold nothing yet)
+        return CImpl([], None, lambda ctx, ins: ([ctx.host_value(o) for o in node.outputs], [], False))
     return _matrix_impl(op.core_op, node, op.batch_ndim(node))
 
 

@@ -268,7 +268,9 @@ def compile_graph(fgraph, output="numpy", shard=None, mesh=None):
             check_not_forked()
         narrow = x64 and jax.dtypes.canonicalize_dtype(np.float64) != np.float64  # the caller runs without x64
         with x64_context(x64):
-            args = [jax.numpy.asarray(a, dtype=d) for a, d in zip(args, in_dtypes)]
+            # Python and NumPy values stay static (as `static_argnums` under the user's jit): a size or a
+            # branch condition they set is known while tracing, as in the compiled function's own jit
+            args = [np.asarray(a, dtype=d) if is_static(a) else jax.numpy.asarray(a, dtype=d) for a, d in zip(args, in_dtypes)]
             try:
                 outs = graph(*args)
             except NeedsStatic as need:

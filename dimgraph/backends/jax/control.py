@@ -1,6 +1,11 @@
 """JAX entries for control flow: `Loop`/`Scan` -> `lax.scan` / `lax.fori_loop` / `lax.while_loop`, `IfElse` -> `lax.cond`, a kept
 `OpFromGraph` traced inline.
 
+A loop whose step count is known while tracing (a Dim of fixed size, a static
+length) becomes `lax.scan`, which JAX differentiates in reverse mode under
+`jit`; only a count computed from traced data gives `lax.fori_loop` with
+dynamic bounds (forward values and `jvp` only, as in JAX).
+
 An inner graph becomes a pure function with `compiler.graph_function`, as a
 whole graph does. Run-time checks inside a body or a branch (`checks.py`)
 cannot leave the loop's trace, so each inner function returns its check
@@ -8,6 +13,11 @@ outcomes: a loop carries "every check held so far" per check, a branch returns
 the checks of both branches (True for the one not taken); the outer trace then
 records them as its own checks. Which checks an inner function has is found
 by tracing it once with `jax.eval_shape`.
+
+A branch is lazy: where the two branches do not trace to the same shapes
+(vectors of different lengths, an index out of range of one branch's static
+shape) the condition is made static (`DataDependentShape`), so only the
+taken branch is traced.
 """
 
 from __future__ import annotations
@@ -18,7 +28,7 @@ import numpy as np
 from jax import lax
 
 from dimgraph.backends.jax.checks import collect, runtime_check
-from dimgraph.backends.jax.registry import is_static, jax_impl, static_int
+from dimgraph.backends.jax.registry import BACKEND, DataDependentShape, is_static, jax_impl, static_int
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import LoopOp
@@ -76,7 +86,8 @@ def _loop(op, node):
 
         if is_static(n) and int(n) <= 0:  # no step: the body is not traced (it may index empty sequences)
             return list(states) + [jnp.zeros((0,) + states[k].shape, dtype=states[k].dtype) for k in traced]
-        checks = _discover(body, jnp.asarray(0, dtype=jnp.int64), *states, *consts)
+        # the constants as the loop sees them (static ones stay static: their checks are made while tracing)
+        checks = _discover(lambda i, *carried: body(i, *carried, *consts), jnp.asarray(0, dtype=jnp.int64), *states)
         carry = (states, tuple(jnp.asarray(True) for _ in checks))
         if until is not None:
             n = jnp.asarray(n, dtype=jnp.int64)
@@ -101,6 +112,9 @@ def _loop(op, node):
                 return new, tuple(new[0][k] for k in traced)
 
             carry, traces = lax.scan(scan_step, carry, jnp.arange(steps, dtype=jnp.int64))
+        elif is_static(n):  # static bounds: a scan, so reverse mode works under the user's jit(grad)
+            carry, _ = lax.scan(lambda c, i: (step(i, c), None), carry, jnp.arange(int(n), dtype=jnp.int64))
+            traces = ()
         else:
             carry = lax.fori_loop(jnp.asarray(0, dtype=jnp.int64), jnp.asarray(n, dtype=jnp.int64), step, carry)
             traces = ()
@@ -111,8 +125,30 @@ def _loop(op, node):
     return loop
 
 
+def _branch_types(fn, args):
+    """The (error, message) of each check `fn` records and its outputs' shapes and dtypes, traced abstractly;
+    None when tracing the branch fails (an index out of range of a static shape: it must not run)."""
+    found = []
+
+    def probe(*a):
+        outs, oks, msgs = fn(*a)
+        found[:] = msgs
+        return outs, oks
+
+    try:
+        outs, _ = jax.eval_shape(probe, *args)
+    except DataDependentShape:
+        raise
+    except Exception:  # noqa: BLE001 - any failure to trace the branch is its own (shown when it is taken)
+        return None
+    return found, [(o.shape, o.dtype) for o in outs]
+
+
 @jax_impl.register(IfElse)
 def _ifelse(op, node):
+    """`lax.cond` when both branches trace to the same shapes; otherwise the condition must be known while
+    tracing (the compiled function makes its small inputs static, one compile per value), and only the
+    taken branch is traced, so the other may have other shapes or fail to trace at all (lazy, as PyTensor's)."""
     then_fn, else_fn = _inner_function(op.then_graph), _inner_function(op.else_graph)
     dtypes = [o.type.dtype for o in node.outputs]
 
@@ -122,7 +158,19 @@ def _ifelse(op, node):
             for ok, (error, message) in zip(oks, msgs):
                 runtime_check(ok, error, message)
             return [jnp.asarray(o, dtype=dt) for o, dt in zip(outs, dtypes)]
-        then_checks, else_checks = _discover(then_fn, *args), _discover(else_fn, *args)
+        then_t, else_t = _branch_types(then_fn, args), _branch_types(else_fn, args)
+        if then_t is None or else_t is None or [s for s, _ in then_t[1]] != [s for s, _ in else_t[1]]:
+            why = "one cannot be traced with these shapes" if then_t is None or else_t is None else (
+                f"they give shapes {[tuple(s) for s, _ in then_t[1]]} and {[tuple(s) for s, _ in else_t[1]]}"
+            )
+            raise DataDependentShape(
+                f"the {BACKEND} backend cannot compile {op} with a condition computed from input data: {why}, "
+                "and XLA traces both branches of a cond to one output shape; the condition must be known while "
+                "tracing (the compiled function does this when it comes from small inputs; under your own "
+                "jax.jit make them static_argnums), or use another backend",
+                cond,
+            )
+        then_checks, else_checks = then_t[0], else_t[0]
         t_true = tuple(jnp.asarray(True) for _ in then_checks)
         e_true = tuple(jnp.asarray(True) for _ in else_checks)
 

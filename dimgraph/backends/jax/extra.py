@@ -46,7 +46,7 @@ def _assert(op, node):
     def check(inputs):
         value, *conds = inputs
         for c in conds:
-            runtime_check(c if is_static(c) else jnp.asarray(c).astype(bool), AssertionError, op.message)
+            runtime_check(c if is_static(c) else jnp.asarray(c).astype(bool), op.error, op.message)
         return [value]
 
     return check

@@ -42,10 +42,12 @@ def _assert(op, node):
     conds = [f"c{k}" for k in range(len(node.inputs) - 1)]
     message = op.message.encode("utf-8", "surrogatepass").hex()  # any str, lone surrogates included
     test = " and ".join(f"c{k}.item()" for k in range(len(conds))) or "True"
+    error = op.error.__name__
+    imported = "" if op.error.__module__ == "builtins" else f"from {op.error.__module__} import {error}\n\n"
     return (
-        f'_MESSAGE = bytes.fromhex("{message}").decode("utf-8", "surrogatepass")\n\n\n'
+        imported + f'_MESSAGE = bytes.fromhex("{message}").decode("utf-8", "surrogatepass")\n\n\n'
         f"def kernel(x{''.join(', ' + c for c in conds)}):\n"
         f"    if not ({test}):\n"
-        "        raise AssertionError(_MESSAGE)\n"
+        f"        raise {error}(_MESSAGE)\n"
         "    return x\n"
     )

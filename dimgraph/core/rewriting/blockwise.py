@@ -15,6 +15,7 @@ import numpy as np
 from dimgraph.core.blockwise import Blockwise
 from dimgraph.core.join import stack
 from dimgraph.core.rewriting.engine import node_rewriter
+from dimgraph.core.shape import static_or_symbolic
 from dimgraph.core.shape_ops import reshape
 
 UNROLL_LIMIT = 256  # batch elements; more would print more code than a loop is worth
@@ -52,7 +53,7 @@ def unroll_blockwise(keep):
             flat = stack(r) if r else None
             if flat is None:
                 return None
-            new.append(reshape(flat, o.type.shape))
+            new.append(reshape(flat, batch + tuple(static_or_symbolic(flat)[1:])))  # core sizes may be known at run time only
         return new
 
     return unroll

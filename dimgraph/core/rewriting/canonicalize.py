@@ -342,7 +342,7 @@ def assert_proved(fgraph, node):
     keep = [c for c in conds if not (isinstance(c, Constant) and bool(np.all(c.data)))]
     if len(keep) == len(conds):
         return None
-    return Assert(node.op.message)(node.inputs[0], *keep) if keep else node.inputs[0]
+    return Assert(node.op.message, node.op.error)(node.inputs[0], *keep) if keep else node.inputs[0]
 
 
 @node_rewriter([Elemwise], tags=("canonicalize",))
