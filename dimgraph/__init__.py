@@ -54,4 +54,4 @@ from dimgraph import dist  # noqa: E402
 from dimgraph.compile.random import RandomStream, rng  # noqa: E402,F401
 from dimgraph.core.random import rng_state, seed_state  # noqa: E402,F401
 from dimgraph.labeled.distributions import log_softmax, softmax  # noqa: E402,F401
-from dimgraph.errors import CacheWarning, IndexOutOfBounds  # noqa: E402,F401  (reliability: disk caches, out-of-range positions)
+from dimgraph.errors import CacheWarning, IndexOutOfBounds, PerformanceWarning  # noqa: E402,F401  (reliability: disk caches, out-of-range positions, Python on a hot path)

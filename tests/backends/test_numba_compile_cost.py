@@ -108,8 +108,8 @@ def test_lapack_functions_run_by_numpy_in_the_driver_and_jitted_in_loop_bodies()
 
 def test_unknown_options_are_an_error_naming_the_accepted_ones():
     x = dg.tensor("x", shape=(None,))
-    with pytest.raises(TypeError, match=r"unknown options \['jit_graph'\]; accepted"):
-        dg.function([x], x + 1, backend="numba", jit_graph=True)
+    with pytest.raises(TypeError, match=r"unknown options \['jit_graf'\]; accepted: jit_graph"):
+        dg.function([x], x + 1, backend="numba", jit_graf=True)
 
 
 def test_guards_of_a_wide_kernel_are_one_raise_and_still_raise():
