@@ -329,6 +329,24 @@ def test_logp_gradients_match_finite_differences(backend):
             np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7, err_msg=f"{name} d/d{v.name}")
 
 
+def test_no_log_density_runs_a_node_through_perform_on_numba():
+    """Every distribution's log density and its gradients, on 0-d values (the driver's single-element
+    programs) and on vectors (kernels): no node runs by Python `perform`, on the driver or in the jitted graph."""
+    cases = gradient_cases()
+    inputs = [v for _, _, vs, _, _ in cases for v in vs]
+    outputs = [o for _, cost, _, wrt, _ in cases for o in [cost, *dg.grad(cost, wrt)]]
+    values = [v for *_, vals in cases for v in vals]
+    for jit_graph in (False, None):
+        f = dg.function(inputs, outputs, backend="numba", jit_graph=jit_graph)
+        assert f.timings["perform"] == (), f.summary()
+        assert f._compiled.plan.performs == () and not f._compiled.tiers.state.startswith("failed")
+    want = dg.function(inputs, outputs, backend="python")(*values)
+    for got, w in zip(f(*values), want):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(w), rtol=1e-12, atol=1e-14)
+    vectors = logp_function("numba")._compiled
+    assert vectors.performs == () and vectors.plan.performs == ()
+
+
 def test_same_seed_same_numbers_and_contexts_are_independent(backend):
     obs = dg.Dim("obs", size=50)
     f = dg.function([], dg.rng(7).normal(0.0, 1.0, extra_dims=(obs,)), backend=backend)

@@ -39,7 +39,7 @@ from dimgraph.backends.numba import cache, graphjit, progress, threads
 # Kernel families, mirroring dimgraph.core; each registers its ops with `ops.numba_kernel`.
 from dimgraph.backends.numba import control, extra, fused, join, linalg, random, subtensor  # noqa: F401
 from dimgraph.backends.numba.host import host_call, host_impl
-from dimgraph.backends.numba.linalg import lapack_on_host
+from dimgraph.backends.numba.linalg import einsum_on_host, lapack_on_host
 from dimgraph.backends.numba.ops import ObjmodeKernel, numba_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.elemwise import DimShuffle, Elemwise
@@ -216,7 +216,7 @@ def plan(fgraph) -> Plan:
         if key not in printed:
             for out in node.outputs:
                 _check_dtype(out)
-            if _is_view(node) or lapack_on_host(node):
+            if _is_view(node) or lapack_on_host(node) or einsum_on_host(node):
                 printed[key] = None
             else:
                 src = numba_kernel(node.op, node)
@@ -327,13 +327,16 @@ def build(plan: Plan, jit_graph=None):
         tiers.count(args)
         return out
 
-    performs = tuple(dict.fromkeys(
-        [_comment(node.op) for name, node in plan.hosts if getattr(namespace[name], "performs", False)] + list(plan.performs)
-    ))  # fmt: skip
-    if plan.performs:
+    # The nodes that the entry calls settle on runs by `perform`: the jitted graph's object-mode nodes, or
+    # the driver's host nodes without a NumPy program of their own.
+    if tiers.available:
+        performs = plan.performs
+    else:
+        performs = tuple(dict.fromkeys(_comment(n.op) for name, n in plan.hosts if getattr(namespace[name], "performs", False)))
+    if performs:
         warnings.warn(
-            f"numba backend: no compiled form for {list(plan.performs)}: each call runs them by their Python "
-            "`perform` (see f.summary())", PerformanceWarning, stacklevel=2,
+            f"numba backend: no compiled form for {list(performs)}: each call runs them by their Python "
+            "`perform` (see f.summary())", PerformanceWarning, stacklevel=3,
         )  # fmt: skip
     return NumbaCompiled(
         run,
