@@ -151,7 +151,9 @@ class FlatFunction:
         # (dtype, ndim, static sizes) per data input when the compiled entry may take them, else None
         specs = [_fast_spec(spec) for spec in self._data_specs]
         plain = not function._shared and not function._n_updates and None not in specs + self._data_names
-        self._data_fast = specs if plain else None
+        # per data input: (name, spec, ((axis, static size), ...)); the entry itself refuses other dtypes
+        self._data_fast = [(n, sp, f[2]) for n, sp, f in zip(self._data_names, self._data_specs, specs)] if plain else None
+        self._theta_shape = (layout.size,)
         # Checks of labels pass NumPy data (DataArrays take the general path then); size checks run on
         # the arrays, the parameters' places held by stand-ins of their static shapes.
         self._labels_checked = any(_labels_only(c) for c in function._checks)
@@ -159,7 +161,7 @@ class FlatFunction:
         self._stand_ins = [np.empty(shape, dtype) for shape, dtype in zip(layout.shapes, layout.dtypes)]
         self._entry = None
         compiled = function._compiled
-        if compiled.flat is not None and self._data_fast is not None and layout.size:
+        if compiled.flat is not None and plain and layout.size:
             dtypes = [d.name for d in layout.dtypes]
             compiled.flat([tuple(s) for s in layout.shapes], dtypes, self._promote)
 
@@ -168,14 +170,8 @@ class FlatFunction:
 
     def __call__(self, theta, **data):
         entry = self._entry
-        if (
-            entry is not None
-            and type(theta) is np.ndarray
-            and theta.dtype == np.float64
-            and theta.shape == (self.layout.size,)
-            and theta.flags.c_contiguous
-            and len(data) == len(self._data_names)
-        ):
+        # (the entry refuses a theta or data of other dtypes or memory layouts by a TypeError: the general path)
+        if entry is not None and type(theta) is np.ndarray and theta.shape == self._theta_shape:
             arrays = self._data_arrays(data)
             if arrays is not None:
                 try:
@@ -193,14 +189,21 @@ class FlatFunction:
     def _data_arrays(self, data):
         """The data inputs in order, converted and checked (None: the general path, which names what is missing
         and checks labels)."""
+        if len(data) != len(self._data_fast):
+            return None
         arrays = []
-        for name, spec, (dtype, ndim, static) in zip(self._data_names, self._data_specs, self._data_fast):
+        for name, spec, static in self._data_fast:
             value = data.get(name, _MISSING)
             if value is _MISSING:
                 return None
-            if type(value) is not np.ndarray or value.dtype != dtype or value.ndim != ndim or any(
-                value.shape[a] != n for a, n in static
-            ):
+            exact = type(value) is np.ndarray
+            if exact:
+                shape = value.shape
+                for a, n in static:
+                    if a >= len(shape) or shape[a] != n:
+                        exact = False
+                        break
+            if not exact:
                 if self._labels_checked:
                     return None
                 value = spec.convert(value)

@@ -88,6 +88,7 @@ class Function:
             self._fast_wrap = _listed_all if len(outputs) != 1 else (_bare if single else _listed)
         else:
             self._fast_wrap = self._wrap_outputs
+        self._bare = self._fast_wrap is _bare  # the backend's result is the call's (no wrapping call)
         # Per input: (dtype, ndim, ((axis, static size), ...)); data that matches exactly needs no conversion.
         self._fast_specs = tuple(specs) if plain else ()
         self._fallback = None
@@ -223,7 +224,7 @@ class Function:
                     if self._fallback is None:
                         raise
                     out = self._fallback(arrays, err)
-                return self._fast_wrap(out, args)
+                return out if self._bare else self._fast_wrap(out, args)
         if self._first_call:
             return self._timed_first_call(args, ctx, trust_input, kwargs)
         raw = self._bind(args, kwargs)
@@ -385,8 +386,12 @@ def function(
         output="jax" -- jax: JAX device arrays instead of NumPy arrays (default "numpy").
         shard={dim or input: mesh axis}, mesh=jax.sharding.Mesh -- jax: place inputs over
             devices with `NamedSharding`.
-        jit_graph=True/False -- numba: jit the whole graph function (default: only when it
-            calls between a few and a few hundred kernels).
+        jit_graph=None/True/False -- numba: run the whole graph as one jitted function.
+            None (default): the first calls run a Python driver between the kernels; once
+            the function is hot (200 calls) the jitted graph compiles on a background
+            thread and later calls take it (it is cached on disk: a later process takes it
+            at its first call). True: jit it at the first call. False: the driver only.
+            `f.summary()` says which runs.
         The c and python backends take no backend options; an unknown option is a TypeError on every backend.
 
     The result is a `Function`: `f(...)` runs it, `f.dprint()` prints the rewritten graph,

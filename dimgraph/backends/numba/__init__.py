@@ -5,9 +5,11 @@
   Op type; Elemwise/Composite and reductions are printed as loop nests by
   `loops.py` from the scalar-op table in `scalar.py`), and
 - one driver `graph(...)` that calls the kernels in topological order, and runs
-  views, shapes and single-element arithmetic by their NumPy code. It stays
-  Python: a jitted driver makes Numba link and optimize every kernel's code
-  once more (seconds per graph) to save about 1 us per kernel call.
+  views, shapes and single-element arithmetic by their NumPy code: it answers
+  the first calls, and
+- the whole graph as one jitted function (`graphjit.py`), which calls move to
+  once the function is hot: linking every kernel again costs seconds, paid on a
+  background thread and once (it is cached on disk), for microseconds per call.
 
 Identifiers in the generated text are generated (`v3`, `k0`): user names never
 reach it. Structurally identical kernels print the same text, so they are one
@@ -20,8 +22,8 @@ which runs row blocks on a thread pool (kernels are `nogil`).
 `compile` is `build(plan(fgraph))`: the `Plan` (texts, host nodes, large constants)
 pickles, so a warm process (`dimgraph.compile.warm`) builds the callable from it
 without the graph. Both return a `NumbaCompiled`: the driver (`fast`), the source
-(shown by `Function.source`), the kernel digests, the first call's kernel timings
-and the plan.
+(shown by `Function.source`), the kernel digests, the first call's kernel timings,
+the plan and the tiers (`graphjit.Tiers`).
 """
 
 from __future__ import annotations
