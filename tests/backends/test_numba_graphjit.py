@@ -223,3 +223,21 @@ def test_compile_time_and_repr_include_the_first_call(backend, tmp_path, monkeyp
     assert f.compile_time == pytest.approx(sum(f.timings.get(k) or 0.0 for k in phases))
     assert f.compile_time >= before + f.timings["first call"] - 1e-12 and f.timings["first call"] > 0
     assert f"compiled in {f.compile_time:.2f} s" in repr(f)
+
+
+def test_the_jitted_graph_draws_and_updates_as_the_driver_does():
+    rng = dg.rng(0)
+    t = dg.Dim("t", size=4)
+    draws = rng.normal(0.0, 1.0, extra_dims=(t,)) + rng.gamma(2.0, 1.0, extra_dims=(t,))
+    w = dg.shared(np.zeros(4), name="w")
+    v = dg.tensor("v", shape=(4,))
+    outs = [draws.values + w.sum(), w * 2.0]
+    jitted = dg.function([v], outs, updates={w: w + v}, backend="numba", jit_graph=True)
+    driver = dg.function([v], outs, updates={w: w + v}, backend="numba", jit_graph=False)
+    ctx_j, ctx_d = dg.SharedContext(5), dg.SharedContext(5)
+    for k in range(3):
+        got, want = jitted(np.full(4, k), ctx=ctx_j), driver(np.full(4, k), ctx=ctx_d)
+        for g, w_ in zip(got, want):
+            np.testing.assert_array_equal(g, w_)
+        np.testing.assert_array_equal(w.get(ctx=ctx_j), w.get(ctx=ctx_d))
+    assert jitted._compiled.tiers.state == "jitted" and driver._compiled.tiers.state == "driver"

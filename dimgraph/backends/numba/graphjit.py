@@ -26,8 +26,10 @@ Once switched, a call with argument types the jitted graph was not compiled for
 
 from __future__ import annotations
 
+import atexit
 import functools
 import logging
+import os
 import threading
 import time
 import warnings
@@ -177,11 +179,21 @@ class Tiers:
         self.sig = sig
         if background:
             self.state = "compiling"
-            threading.Thread(target=self._build, args=(sig, False), name="dimgraph-jit-graph", daemon=True).start()
+            thread = threading.Thread(target=self._build, args=(sig, False), name="dimgraph-jit-graph", daemon=True)
+            with _RUNNING_LOCK:
+                _RUNNING.add(thread)
+            thread.start()
         else:
             self._build(sig, cache_only)
 
     def _build(self, sig, cache_only):
+        try:
+            self._build_now(sig, cache_only)
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(threading.current_thread())
+
+    def _build_now(self, sig, cache_only):
         t0 = time.perf_counter()
         try:
             dispatcher = self._dispatcher()
@@ -262,6 +274,23 @@ class Tiers:
         if not _no_match(err):
             raise err
         return self.driver(*arrays)
+
+
+_RUNNING = set()  # background compiles in flight
+_RUNNING_LOCK = threading.Lock()
+
+
+def _wait_for_compiles():
+    """Let background compiles finish: before a fork (a child would inherit Numba's compiler lock held by a
+    thread it does not have) and at exit (a compile cut off mid-way by the interpreter's end)."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for thread in running:
+        thread.join()
+
+
+os.register_at_fork(before=_wait_for_compiles)
+atexit.register(_wait_for_compiles)
 
 
 def _no_match(err) -> bool:
