@@ -198,6 +198,23 @@ def test_a_node_without_a_nopython_form_is_named_and_warned_about():
     assert not g._compiled.tiers.available
 
 
+def test_a_hot_function_warns_about_nodes_run_by_perform(monkeypatch):
+    monkeypatch.setattr(graphjit, "HOT_CALLS", 3)
+    x = dg.tensor("x", shape=(3, 4))
+    i, j = dg.tensor("i", shape=(2,), dtype="int64"), dg.tensor("j", shape=(2,), dtype="int64")
+    f = dg.function([x, i, j], x[i, j] * 2.0, backend="numba")  # two index arrays: NumPy's perform
+    xv, iv, jv = np.arange(12.0).reshape(3, 4), np.array([0, 2]), np.array([1, 3])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dg.PerformanceWarning)
+        for _ in range(2):  # a few calls stay quiet
+            np.testing.assert_array_equal(f(xv, iv, jv), xv[iv, jv] * 2.0)
+    with pytest.warns(dg.PerformanceWarning, match="AdvancedSubtensor"):
+        f(xv, iv, jv)
+    assert f.timings["perform"] == ("AdvancedSubtensor",) and "AdvancedSubtensor" in f.summary()
+
+
 def test_a_trusted_numpy_scalar_is_read_in_a_scan_body(backend):
     step = dg.Dim("step", size=5)
     rho = dg.labeled("rho", dims=())

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import builtins
 import re
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +51,6 @@ from dimgraph.core.fused import CAReduceElemwise
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.shape_ops import Alloc, Reshape
-from dimgraph.errors import PerformanceWarning
 
 # The loop printer writes a multi-output reduce-of-elemwise as one pass with several accumulators.
 BACKEND = Backend("numba", __name__, options=("jit_graph",), rewrites_opt_in=("multi_output_reduce_fusion", "indexed_loop_fusion", "gather_fusion"))
@@ -335,11 +333,9 @@ def build(plan: Plan, jit_graph=None):
         performs = plan.performs
     else:
         performs = tuple(dict.fromkeys(_comment(n.op) for name, n in plan.hosts if getattr(namespace[name], "performs", False)))
-    if performs:
-        warnings.warn(
-            f"numba backend: no compiled form for {list(performs)}: each call runs them by their Python "
-            "`perform` (see f.summary())", PerformanceWarning, stacklevel=3,
-        )  # fmt: skip
+    tiers.performs = performs
+    if performs and jit_graph is True:  # else once the function is hot (`graphjit.Tiers.count`)
+        graphjit.warn_performs(performs)
     return NumbaCompiled(
         run,
         source=plan.source,

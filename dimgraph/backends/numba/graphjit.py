@@ -19,7 +19,9 @@ shapes and 0-d arithmetic too), the big constants taken as leading arguments.
 - `jit_graph=False`: the driver only.
 
 With `jit_graph=True`, a node whose op has no nopython form runs its `perform` in
-object mode inside the jitted graph (`build` warns, `f.summary()` names it).
+object mode inside the jitted graph. The ops that the entry calls settle on runs by
+`perform` are named by `f.summary()` and by a `PerformanceWarning`: at compile with
+`jit_graph=True`, else once the function is hot (a one-off call stays quiet).
 Once switched, a call with argument types the jitted graph was not compiled for
 (a Fortran-ordered array, say) runs the driver: the hot path never compiles.
 """
@@ -40,6 +42,7 @@ import numpy as np
 
 from dimgraph.backends.numba import cache, flatjit
 from dimgraph.backends.numba.ops import ObjmodeKernel, numba_kernel
+from dimgraph.errors import PerformanceWarning
 
 _log = logging.getLogger("dimgraph.numba")
 
@@ -117,6 +120,7 @@ class Tiers:
         self.plan, self.driver, self.bigs = plan, driver, bigs
         self._kernels = kernels  # the driver's kernels by digest: loaded, so the jitted graph's module finds them
         self.splitters, self.mode = splitters, mode
+        self.performs = ()  # the ops the entry calls settle on runs by `perform` (set by `build`)
         self.calls = 0
         self.state = "driver"  # driver -> compiling -> jitted (or failed: why)
         self.seconds = None  # compile seconds of the jitted graph, once it is ready
@@ -138,6 +142,8 @@ class Tiers:
         """Count a driver call; start the jitted graph's compile when the graph turns hot (or on the first call
         with `jit_graph=True`, or when the disk cache holds it)."""
         self.calls += 1
+        if self.calls == HOT_CALLS and self.performs and self.mode is not True:
+            warn_performs(self.performs)
         if not self.available or self.state != "driver":
             return
         if self.mode is True:
@@ -274,6 +280,14 @@ class Tiers:
         if not _no_match(err):
             raise err
         return self.driver(*arrays)
+
+
+def warn_performs(performs):
+    """The `PerformanceWarning` naming the ops a hot (or `jit_graph=True`) function runs by `perform`."""
+    warnings.warn(
+        f"numba backend: no compiled form for {list(performs)}: each call runs them by their Python "
+        "`perform` (see f.summary())", PerformanceWarning, stacklevel=4,
+    )  # fmt: skip
 
 
 _RUNNING = set()  # background compiles in flight
