@@ -29,6 +29,7 @@ from dimgraph.backends.numba.cache import loaded as _loaded
 graph = _loaded("{graph}").graph
 """
 
+
 @intrinsic
 def as_pointer(typingctx, address, dtype):
     """The typed pointer at int64 `address` (`dtype` a NumPy scalar type such as `np.float64`): how the
@@ -130,13 +131,12 @@ class CFunction:
 
     signature = "int64(int64 n, const double* x, double* grad, double* logp, void* data)"
 
-    def __init__(self, cfunc, arrays, flat):
+    def __init__(self, cfunc, arrays):
         self._cfunc, self._arrays = cfunc, arrays  # the arrays the table points to: alive as long as this
         self._table = table(arrays)
         self.address = cfunc.address
         self.data = self._table.ctypes.data
         self.ctypes = cfunc.ctypes  # callable from Python, for checks: ctypes(n, x, grad, logp, data)
-        self.flat = flat
 
     def __repr__(self):
         return f"<dimgraph CFunction {self.signature} at {self.address:#x}, data at {self.data:#x}>"

@@ -85,7 +85,7 @@ class Printer:
 
     def finish(self, results, header_lines, kernels, jit_options) -> tuple:
         """(module text, texts of the kernels only it calls, big constant names, ops run by perform)."""
-        used = {k for line in self.body for k in _names_called(line)}
+        used = {_name_called(line) for line in self.body}
         lines = [line for line in header_lines if line.startswith("c")]
         lines += [f'{name} = _kernel("{key}")' for key, name in {**kernels, **self.own}.items() if name in used]
         big = tuple(line.split(" ", 1)[0] for line in header_lines if line.startswith("b"))
@@ -100,9 +100,9 @@ class Printer:
         return text, tuple(self.texts), big, tuple(self.performs)
 
 
-def _names_called(line):
-    head = line.split("=", 1)[1].strip()
-    return [head.split("(", 1)[0]]
+def _name_called(line):
+    """`k3` of a body line `    v7, v8 = k3(v1, c2)`."""
+    return line.split("=", 1)[1].strip().split("(", 1)[0]
 
 
 class Tiers:
@@ -250,14 +250,12 @@ class Tiers:
     def cfunc(self, shapes, dtypes, params, data):
         """The C-callable logp and gradient (`flatjit.CFunction`) with `data` (C-contiguous arrays) bound."""
         self.jit_now(list(params) + list(data))
-        flat = self._flat_entry(shapes, dtypes)
+        text = flatjit.flat_text(cache.digest(self.plan.jit_driver), shapes, dtypes, len(self.bigs), len(data), self.options)
+        flat = cache.load_module("f", text)  # its `flat` compiles for the C function's argument types
         arguments = [(a.dtype.name, a.ndim) for a in self.bigs + tuple(data)]
         size = sum(int(np.prod(s, dtype=np.int64)) for s in shapes)
-        flat_module = cache.digest(flatjit.flat_text(
-            cache.digest(self.plan.jit_driver), shapes, dtypes, len(self.bigs), len(data), self.options
-        ))  # fmt: skip
-        module = cache.load_module("c", flatjit.cfunc_text(flat_module, size, len(self.bigs), arguments))
-        return flatjit.CFunction(module.logp_dlogp, self.bigs + tuple(data), flat)
+        module = cache.load_module("c", flatjit.cfunc_text(flat.digest, size, len(self.bigs), arguments))
+        return flatjit.CFunction(module.logp_dlogp, self.bigs + tuple(data))
 
     def _dispatcher(self):
         """A dispatcher of its own for the graph module's function: it stops compiling once ready, while
@@ -265,7 +263,6 @@ class Tiers:
         for text in self.plan.jit_kernels:
             cache.load_module("k", text)
         return _own(cache.load_module("g", self.plan.jit_driver).graph)
-
 
     def run_jitted(self, arrays):
         """`run` on the jitted graph (the driver for argument types it was not compiled for)."""
