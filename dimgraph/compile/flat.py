@@ -154,9 +154,8 @@ class FlatFunction:
         # per data input: (name, spec, ((axis, static size), ...)); the entry itself refuses other dtypes
         self._data_fast = [(n, sp, f[2]) for n, sp, f in zip(self._data_names, self._data_specs, specs)] if plain else None
         self._theta_shape = (layout.size,)
-        # Checks of labels pass NumPy data (DataArrays take the general path then); size checks run on
-        # the arrays, the parameters' places held by stand-ins of their static shapes.
-        self._labels_checked = any(_labels_only(c) for c in function._checks)
+        # The function's checks, run on the data (`_data_arrays`).
+        self._checks = function._checks
         self._size_checks = [c for c in function._checks if not _labels_only(c)]
         self._stand_ins = [np.empty(shape, dtype) for shape, dtype in zip(layout.shapes, layout.dtypes)]
         self._entry = None
@@ -179,6 +178,10 @@ class FlatFunction:
                 except TypeError as err:  # types the entry was not compiled for: the general path
                     if not str(err).startswith("No matching definition"):
                         raise
+                except IndexError as err:  # the function's failure checks name the input at fault
+                    raw = [None] * len(self._stand_ins) + [data[name] for name in self._data_names]
+                    self.function._name_index_error(self._stand_ins + arrays, raw, err)
+                    raise
         theta = self.layout.check(theta)
         value, *grads = self.function(*self.layout.arrays(theta), **data)
         flat = np.empty(self.layout.size)
@@ -187,11 +190,11 @@ class FlatFunction:
         return float(value), flat
 
     def _data_arrays(self, data):
-        """The data inputs in order, converted and checked (None: the general path, which names what is missing
-        and checks labels)."""
+        """The data inputs in order, converted and checked as a call of the function converts and checks
+        them (None when one is missing or unexpected: the general path names it)."""
         if len(data) != len(self._data_fast):
             return None
-        arrays = []
+        arrays, converted = [], False
         for name, spec, static in self._data_fast:
             value = data.get(name, _MISSING)
             if value is _MISSING:
@@ -204,14 +207,17 @@ class FlatFunction:
                         exact = False
                         break
             if not exact:
-                if self._labels_checked:
-                    return None
                 value = spec.convert(value)
+                converted = True
             arrays.append(value)
-        if self._size_checks:
+        # NumPy data pass the label checks; DataArrays are checked by all (the parameters' places held by
+        # stand-ins of their static shapes, with no labels)
+        checks = self._checks if converted else self._size_checks
+        if checks:
             every = self._stand_ins + arrays
-            for check in self._size_checks:
-                check(every, None)
+            raw = [None] * len(self._stand_ins) + [data[name] for name, _, _ in self._data_fast]
+            for check in checks:
+                check(every, raw)
         return arrays
 
     def cfunc(self, **data):

@@ -75,8 +75,25 @@ def test_the_flat_entry_keeps_the_checks_and_conversions(flat_fns):
         jitted(theta, idx=DATA["idx"])
     with pytest.raises(dg.InputError, match="expected a vector of 7"):
         jitted(np.zeros(6), **DATA)
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match="input 'idx': index 7 is out of bounds for dim 'county' with size 4"):
         jitted(theta, idx=np.full(9, 7), y=DATA["y"])
+
+
+def test_the_flat_entry_checks_dataarray_labels():
+    house = dg.Dim("house")  # a coord-less dim of run-time size: labels of DataArrays must agree
+    mu = dg.labeled("mu", dims=())
+    x, y = dg.labeled("x", dims=(house,)), dg.labeled("y", dims=(house,))
+    fn = dg.flat_value_and_grad(((y - mu * x) ** 2).sum(), [mu], inputs=[x, y], backend="numba", jit_graph=True)
+    xv, yv = np.arange(4.0), np.arange(4.0) * 2
+    assert fn(np.array([1.0]), x=xv, y=yv) == (pytest.approx(14.0), pytest.approx(np.array([-28.0])))
+    assert fn._entry is not None
+    value, grad = fn(np.array([1.0]), x=xr.DataArray(xv, dims="house"), y=xr.DataArray(yv, dims="house"))
+    assert value == 14.0 and grad.tolist() == [-28.0]
+    with pytest.raises(dg.InputError, match="label dim 'house' differently"):
+        fn(np.array([1.0]), x=xr.DataArray(xv, dims="house", coords={"house": [0, 1, 2, 3]}),
+           y=xr.DataArray(yv, dims="house", coords={"house": [3, 2, 1, 0]}))  # fmt: skip
+    with pytest.raises(dg.InputError, match="disagree on the size of dim 'house'"):
+        fn(np.array([1.0]), x=xv, y=yv[:3])
 
 
 def test_the_c_callable_logp_and_gradient_match_the_python_call(flat_fns):
