@@ -309,8 +309,11 @@ def build(plan: Plan, jit_graph=None):
     timings = {}  # "k3 (its op)": seconds of its calls during the first call (Numba compile or cache load)
     untimed = [{f"k{k}": label for k, label in enumerate(plan.labels)}]
     single = plan.n_results == 1
+    # Einsums and LAPACK calls run by BLAS/LAPACK through NumPy on the driver; the jitted graph would run
+    # printed loops or Numba's np.linalg (seconds of compile): such a graph keeps the driver unless asked.
+    blas = any(einsum_on_host(node) or lapack_on_host(node) for _, node in plan.hosts)
     tiers = graphjit.Tiers(
-        plan, driver, dispatchers, tuple(plan.big[b] for b in plan.jit_big), splitters, jit_graph, JIT_OPTIONS
+        plan, driver, dispatchers, tuple(plan.big[b] for b in plan.jit_big), splitters, jit_graph, JIT_OPTIONS, blas
     )
 
     def run(args):

@@ -12,7 +12,8 @@ shapes and 0-d arithmetic too), the big constants taken as leading arguments.
   compiles the jitted graph for the types of that call while the driver keeps
   answering; later calls go to it once it is ready. A graph whose kernels split
   over threads (`threads.py`: large arrays) stays on the driver, which is faster
-  there, and so does a graph with a node that has no nopython form. The jitted
+  there, and so does a graph with a node that has no nopython form, an einsum or
+  a LAPACK call (BLAS through NumPy on the driver). The jitted
   graph is cached on disk like the kernels, so a later process takes it from the
   cache at its first call.
 - `jit_graph=True`: the first call compiles it and every call runs it.
@@ -114,7 +115,7 @@ class Tiers:
     the seconds its compile (or load from the disk cache) took.
     """
 
-    def __init__(self, plan, driver, kernels, bigs, splitters, mode, options):
+    def __init__(self, plan, driver, kernels, bigs, splitters, mode, options, blas=False):
         self.options = options  # the jit options of generated modules (`JIT_OPTIONS`)
         self.sig = None  # the argument types the jitted graph is compiled for
         self.plan, self.driver, self.bigs = plan, driver, bigs
@@ -127,9 +128,10 @@ class Tiers:
         self._callbacks = []
         self._entry = None
         self._lock = threading.Lock()
-        # A graph with object-mode nodes stays on the driver unless asked (`jit_graph=True`): the driver runs
-        # them by NumPy code of their own (an einsum by its contraction path) where the jitted graph calls `perform`.
-        self.available = bool(plan.jit_driver) and (mode is True or (mode is None and not plan.performs))
+        # A graph with object-mode nodes, einsums or LAPACK calls stays on the driver unless asked
+        # (`jit_graph=True`): the driver runs them by NumPy code of their own (BLAS, an einsum's
+        # contraction path) where the jitted graph calls `perform` or runs printed loops.
+        self.available = bool(plan.jit_driver) and (mode is True or (mode is None and not plan.performs and not blas))
 
     def promote(self, callback):
         with self._lock:
@@ -291,7 +293,7 @@ _RUNNING = set()  # background compiles in flight
 _RUNNING_LOCK = threading.Lock()
 
 
-def _wait_for_compiles():
+def wait_for_compiles():
     """Let background compiles finish: before a fork (a child would inherit Numba's compiler lock held by a
     thread it does not have) and at exit (a compile cut off mid-way by the interpreter's end)."""
     with _RUNNING_LOCK:
@@ -300,8 +302,8 @@ def _wait_for_compiles():
         thread.join()
 
 
-os.register_at_fork(before=_wait_for_compiles)
-atexit.register(_wait_for_compiles)
+os.register_at_fork(before=wait_for_compiles)
+atexit.register(wait_for_compiles)
 
 
 def _no_match(err) -> bool:
