@@ -5,7 +5,12 @@ varying intercept and slope, HalfNormal scales, 175 parameters), eight schools n
 an AR(1) `dg.scan` over T = 1000 steps; and the call floor of a 0-d `x + 1` graph
 (trusted, checked, DataArray out).
 
-    python benchmarks/call_path.py [--backend numba]
+    .venv/bin/python benchmarks/call_path.py [--backend numba] [--jit-graph True|False] [--only radon]
+
+Each function is first called until its calls have settled (numba: the jitted graph, compiled
+on a background thread once hot), then timed: medians of rounds of many calls. Run it with
+`PYTHONPATH=<a checkout>` to compare checkouts in one session (interleave them: a shared
+machine's load moves every figure).
 """
 
 from __future__ import annotations
