@@ -1,16 +1,34 @@
-"""Timing helpers shared by the benchmarks: per-call wall-clock times after one warm-up call."""
+"""Timing helpers shared by the benchmarks: per-call wall-clock times after a warm-up."""
 
 from __future__ import annotations
 
 import gc
 import statistics
+import sys
 import time
+
+# Warm-up: calls for up to this many seconds (at most `WARM_CALLS`), as a sampler's or optimizer's
+# first calls, then the numba backend's background compiles finish (its jitted graph, once hot).
+WARM_SECONDS = 1.0
+WARM_CALLS = 250
+
+
+def warm_up(fn):
+    """Call `fn` as a hot loop begins, and let background compiles end (they would run in the timed rounds)."""
+    t0 = time.perf_counter()
+    for _ in range(WARM_CALLS):
+        fn()
+        if time.perf_counter() - t0 > WARM_SECONDS:
+            break
+    graphjit = sys.modules.get("dimgraph.backends.numba.graphjit")
+    if graphjit is not None:
+        graphjit.wait_for_compiles()
 
 
 def call_times(fn, repeats, number=1):
-    """Seconds per call of `fn` in each of `repeats` rounds of `number` calls, after a warm-up call;
+    """Seconds per call of `fn` in each of `repeats` rounds of `number` calls, after a warm-up (`warm_up`);
     the garbage collector is paused while a round runs, so a collection lands in no measurement."""
-    fn()
+    warm_up(fn)
     times = []
     for _ in range(repeats):
         gc.disable()

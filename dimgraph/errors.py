@@ -35,5 +35,10 @@ class IndexOutOfBounds(IndexError):
         return f"index {index} is out of bounds for axis {axis} with size {size}"
 
 
+class PerformanceWarning(RuntimeWarning):
+    """A compiled graph runs a node by its op's Python `perform` (no compiled form): microseconds to
+    milliseconds per call on a hot path; `f.summary()` names the nodes."""
+
+
 class CacheWarning(RuntimeWarning):
     """A cache directory or file that dimgraph refused or discarded (it recompiles instead)."""

@@ -42,7 +42,19 @@ class Compiled:
     fast: Callable | None = None  # fast(*arrays) -> bare array, or tuple for several outputs: the entry `Function` calls directly
     timings: dict = field(default_factory=dict)  # {kernel: seconds}, filled by the first call (numba)
     exports: dict = field(default_factory=dict)  # {attribute: make(function)}: extras set on the `Function` (jax: jax_fn)
-    plan: object = None  # what `module.build(plan)` rebuilds this from in a warm process (None: no warm start)
+    plan: object = None  # what `module.build(plan, **options)` rebuilds this from in a warm process (None: no warm start)
+    # promote(callback): `callback(fast, run, fallback, seconds)` once a faster entry is ready (numba: the
+    # jitted graph); `fallback(arrays, err)` answers a TypeError of that `fast` (see `numba/graphjit.py`).
+    promote: Callable | None = None
+    # Flat entries (numba): flat(shapes, dtypes, callback) calls `callback(entry)` once `entry(theta, *data)
+    # -> (value, gradient)` is compiled for a graph of outputs [value, *grads]; cfunc(shapes, dtypes,
+    # params, data) -> the C-callable logp and gradient with `data` bound (`numba/flatjit.py`).
+    flat: Callable | None = None
+    cfunc: Callable | None = None
+    # describe() -> {what: value} for `Function.summary()` (numba: which entry calls take, the nodes run
+    # by `perform`); performs: the ops run by their Python `perform` (`f.timings["perform"]`).
+    describe: Callable | None = None
+    performs: tuple = ()
 
 
 @dataclass(frozen=True)

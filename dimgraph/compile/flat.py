@@ -14,8 +14,11 @@ import math
 
 import numpy as np
 
+from dimgraph.compile.function import _fast_spec, _labels_only
 from dimgraph.errors import InputError
 from dimgraph.labeled.dims import dim_refs
+
+_MISSING = object()
 
 
 class FlatParams:
@@ -134,19 +137,126 @@ class FlatParams:
 
 
 class FlatFunction:
-    """`fn(theta, **data) -> (value, flat gradient)`; see `flat_value_and_grad`."""
+    """`fn(theta, **data) -> (value, flat gradient)`; see `flat_value_and_grad`.
+
+    On the numba backend, once the graph runs jitted (`dg.function`'s `jit_graph=`), a call
+    whose `theta` is a C-contiguous float64 vector takes one compiled entry: the vector's
+    unpacking and the gradient's packing are compiled with the graph.
+    """
 
     def __init__(self, layout, function):
         self.layout = layout
         self.function = function
+        n = len(layout.params)
+        self._data_names = [v.name for v in function.inputs[n:]]
+        self._data_specs = function._in_specs[n:]
+        # (dtype, ndim, static sizes) per data input when the compiled entry may take them, else None
+        specs = [_fast_spec(spec) for spec in self._data_specs]
+        plain = not function._shared and not function._n_updates and None not in specs + self._data_names
+        # per data input: (name, spec, ((axis, static size), ...)); the entry itself refuses other dtypes
+        self._data_fast = [(n, sp, f[2]) for n, sp, f in zip(self._data_names, self._data_specs, specs)] if plain else None
+        self._theta_shape = (layout.size,)
+        # The function's checks, run on the data (`_data_arrays`).
+        self._checks = function._checks
+        self._size_checks = [c for c in function._checks if not _labels_only(c)]
+        self._stand_ins = [np.empty(shape, dtype) for shape, dtype in zip(layout.shapes, layout.dtypes)]
+        self._entry = None
+        compiled = function._compiled
+        if compiled.flat is not None and plain and layout.size:
+            dtypes = [d.name for d in layout.dtypes]
+            compiled.flat([tuple(s) for s in layout.shapes], dtypes, self._promote)
+
+    def _promote(self, entry):
+        self._entry = entry
 
     def __call__(self, theta, **data):
+        entry = self._entry
+        # (the entry refuses a theta or data of other dtypes or memory layouts by a TypeError: the general path)
+        if entry is not None and type(theta) is np.ndarray and theta.shape == self._theta_shape:
+            arrays = self._data_arrays(data)
+            if arrays is not None:
+                try:
+                    return entry(theta, *arrays)
+                except TypeError as err:  # types the entry was not compiled for: the general path
+                    if not str(err).startswith("No matching definition"):
+                        raise
+                except IndexError as err:  # the function's failure checks name the input at fault
+                    raw = [None] * len(self._stand_ins) + [data[name] for name in self._data_names]
+                    self.function._name_index_error(self._stand_ins + arrays, raw, err)
+                    raise
         theta = self.layout.check(theta)
         value, *grads = self.function(*self.layout.arrays(theta), **data)
         flat = np.empty(self.layout.size)
         for g, where in zip(grads, self.layout.slices):
             flat[where] = np.ravel(g)
         return float(value), flat
+
+    def _data_arrays(self, data):
+        """The data inputs in order, converted and checked as a call of the function converts and checks
+        them (None when one is missing or unexpected: the general path names it)."""
+        if len(data) != len(self._data_fast):
+            return None
+        arrays, converted = [], False
+        for name, spec, static in self._data_fast:
+            value = data.get(name, _MISSING)
+            if value is _MISSING:
+                return None
+            exact = type(value) is np.ndarray
+            if exact:
+                shape = value.shape
+                for a, n in static:
+                    if a >= len(shape) or shape[a] != n:
+                        exact = False
+                        break
+            if not exact:
+                value = spec.convert(value)
+                converted = True
+            arrays.append(value)
+        # NumPy data pass the label checks; DataArrays are checked by all (the parameters' places held by
+        # stand-ins of their static shapes, with no labels)
+        checks = self._checks if converted else self._size_checks
+        if checks:
+            every = self._stand_ins + arrays
+            raw = [None] * len(self._stand_ins) + [data[name] for name, _, _ in self._data_fast]
+            for check in checks:
+                check(every, raw)
+        return arrays
+
+    def cfunc(self, **data):
+        """The C-callable log density and gradient with `data` bound (numba backend): a `CFunction` whose
+        `address` is a GIL-free `int64 f(int64 n, const double* x, double* grad, double* logp, void* data)`
+        to be called with its `data` pointer, as a sampler written in Rust or C calls a model (nutpie
+        calls PyMC's so). It returns 0, or 1 when `n` is not `fn.size`. The data are copied (C order)
+        and held by the `CFunction`: keep it alive while the address is in use.
+
+        >>> import ctypes, dimgraph as dg, numpy as np
+        >>> g = dg.Dim("g", size=2)
+        >>> mu, y = dg.labeled("mu", dims=(g,)), dg.labeled("y", dims=(g,))
+        >>> fn = dg.flat_value_and_grad(-((mu - y) ** 2).sum(), [mu], inputs=[y])
+        >>> c = fn.cfunc(y=np.array([1.0, 2.0]))
+        >>> x, grad, logp = np.zeros(2), np.empty(2), np.empty(1)
+        >>> ptr = ctypes.POINTER(ctypes.c_double)
+        >>> c.ctypes(2, x.ctypes.data_as(ptr), grad.ctypes.data_as(ptr), logp.ctypes.data_as(ptr), c.data)
+        0
+        >>> float(logp[0]), grad.tolist()
+        (-5.0, [2.0, 4.0])
+        """
+        f = self.function
+        if f._compiled.cfunc is None:
+            raise NotImplementedError(
+                f"cfunc: the C-callable function needs the numba backend; this function runs on {f.backend!r}"
+            )
+        missing = [n for n in self._data_names if n not in data]
+        unknown = sorted(set(data) - set(self._data_names))
+        if missing or unknown:
+            raise InputError(f"cfunc: binds the data inputs {self._data_names}; missing {missing}, unexpected {unknown}")
+        arrays = [np.array(spec.convert(data[n]), order="C") for n, spec in zip(self._data_names, self._data_specs)]
+        params = self.layout.arrays(np.zeros(self.layout.size))
+        raw = [None] * len(params) + [data[n] for n in self._data_names]
+        for check in f._checks:  # label checks of the data, once: nothing checks them at each call
+            check(params + arrays, raw, None)
+        shapes = [tuple(s) for s in self.layout.shapes]
+        return f._compiled.cfunc(shapes, [d.name for d in self.layout.dtypes], params, arrays)
 
     def ravel(self, values) -> np.ndarray:
         return self.layout.ravel(values)

@@ -21,8 +21,8 @@ from dimgraph.compile.chunked import is_lazy, lazy_call
 from dimgraph.compile.datasets import bind_dataset, dataset_names, is_dataset, to_dataset
 from dimgraph.compile.pickling import Recipe, portable, rebuild, shared_values
 from dimgraph.compile.sharding import resolve_shard
-from dimgraph.compile.summary import function_html, function_repr
-from dimgraph.core.io import PYTHON_SCALARS, TensorInput, TensorOutput
+from dimgraph.compile.summary import function_html, function_repr, function_summary
+from dimgraph.core.io import TensorInput, TensorOutput
 from dimgraph.core.shared import DEFAULT_CONTEXT, SharedMixin
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.graph import Constant, Variable, ancestors, graph_inputs
@@ -39,10 +39,13 @@ class Function:
     """A compiled graph. Call with arrays positionally or by input name.
 
     `timings` gives seconds per compile phase: "lower", "rewrite", "codegen", "first call"
-    (once a call has run: numba compiles its kernels then) and "kernels" ({kernel: seconds}
-    on the numba backend); a warm start (the same graph compiled by an earlier process, see
-    `dimgraph.compile.warm`) has "warm start" instead of the first three. Compiles that run
-    long show their progress (a bar in a notebook, `logging` "dimgraph" elsewhere: `dimgraph.progress`).
+    (once a call has run: numba compiles its kernels then), "jit graph" (numba: once the whole
+    graph runs as one jitted function) and "kernels" ({kernel: seconds} on the numba backend);
+    a warm start (the same graph compiled by an earlier process, see `dimgraph.compile.warm`)
+    has "warm start" instead of the first three. `timings["perform"]` names the ops run by
+    their Python `perform` (no compiled form). `compile_time` is the sum of the phases.
+    Compiles that run long show their progress (a bar in a notebook, `logging` "dimgraph" elsewhere:
+    `dimgraph.progress`).
     """
 
     __name__ = "dimgraph_function"  # what tools that name callables show (dask task keys, profilers)
@@ -68,12 +71,13 @@ class Function:
         self._names = {v.name: k for k, v in enumerate(inputs) if v.name}
         self.source = compiled.source
         # The common call (every input positional, arrays or labeled arrays, no shared variables,
-        # no updates, no label checks) skips binding and contexts: `compiled.fast(*arrays)` is the
+        # no updates, no size checks) skips binding and contexts: `compiled.fast(*arrays)` is the
         # backend's own entry (numba: the driver), returning a bare array for one output, a
         # tuple for several; labeled outputs are wrapped by their specs.
         fast = compiled.fast
         specs = [_fast_spec(s) for s in in_specs]
-        plain = not self._checks and not shared and not n_updates and None not in specs
+        # Checks that read only DataArrays' labels pass NumPy data: the fast path takes exact arrays only then.
+        plain = all(_labels_only(c) for c in self._checks) and not shared and not n_updates and None not in specs
         # The first call takes the general path and is timed (it compiles the numba kernels); the
         # fast path is switched on after it succeeds.
         self._fast_after_first = fast if plain else None
@@ -81,15 +85,28 @@ class Function:
         self._first_call = True
         # Seconds per phase: lower, rewrite, codegen (set by `function`), "first call", and the
         # backend's own ({kernel: seconds}, filled by the first call).
-        self.timings = {"kernels": compiled.timings}
+        self.timings = {"kernels": compiled.timings, "perform": compiled.performs}
         self._n_inputs = len(inputs)
-        self._labeled_in = any(type(s) is not TensorInput for s in in_specs)
         if all(type(s) is TensorOutput for s in out_specs):
             self._fast_wrap = _listed_all if len(outputs) != 1 else (_bare if single else _listed)
         else:
             self._fast_wrap = self._wrap_outputs
+        self._bare = self._fast_wrap is _bare  # the backend's result is the call's (no wrapping call)
         # Per input: (dtype, ndim, ((axis, static size), ...)); data that matches exactly needs no conversion.
         self._fast_specs = tuple(specs) if plain else ()
+        self._fallback = None
+        if compiled.promote is not None:  # a faster entry later (numba: the jitted graph)
+            compiled.promote(self._promote)
+
+    def _promote(self, fast, run, fallback, seconds):
+        """Switch calls to the backend's faster entry (called once it is ready, maybe from another thread)."""
+        self.timings["jit graph"] = seconds
+        self._fallback = fallback
+        self._run = run
+        if self._fast_after_first is not None:
+            self._fast_after_first = fast
+            if self._fast is not None:
+                self._fast = fast
 
     @property
     def fgraph(self):
@@ -102,6 +119,30 @@ class Function:
     def rewrite_trace(self):
         """What the rewrites did (dimgraph.core.rewriting.RewriteTrace): counts, and events when traced."""
         return getattr(self.fgraph, "rewrite_trace", None)
+
+    @property
+    def compile_time(self) -> float:
+        """Seconds of compiling so far: the sum of the phases in `timings` (the first call's kernel compiles
+        once it has run, the jitted graph's once it is ready)."""
+        return sum(v for k, v in self.timings.items() if k in _PHASES and v is not None)
+
+    def summary(self) -> str:
+        """What runs a call, and what compiling took: the backend, graph size, the entry calls take
+        (numba: the Python driver or the jitted graph), the ops run by Python `perform`, seconds per phase.
+
+        >>> import dimgraph as dg, numpy as np
+        >>> x = dg.scalar("x")
+        >>> f = dg.function([x], x + 1, backend="numba", jit_graph=True)
+        >>> float(f(1.0))
+        2.0
+        >>> print(f.summary())  # doctest: +ELLIPSIS
+        dimgraph.Function: numba, 1 nodes (0 fused kernels)
+        calls run: the jitted graph (compiled in ... s)
+        driver calls: 1
+        run by Python perform: none
+        compile: ...
+        """
+        return function_summary(self)
 
     def _wrap_outputs(self, out, raw):
         results = [out] if self._n_results == 1 else out
@@ -128,8 +169,8 @@ class Function:
         return values
 
     def _fast_convert(self, args):
-        """`args` unchanged when each is an ndarray of the exact dtype and static shape, else converted (None: some
-        are dask-backed, for `lazy_call`)."""
+        """`args` unchanged when each is an ndarray of the exact dtype and static shape, else converted
+        (None: the general path, which checks labels and takes dask-backed inputs lazily)."""
         for value, (dtype, ndim, static) in zip(args, self._fast_specs):
             if type(value) is not np.ndarray or value.dtype != dtype or value.ndim != ndim:
                 break
@@ -142,7 +183,7 @@ class Function:
             break
         else:
             return args
-        if any(is_lazy(v) for v in args):
+        if self._checks or any(is_lazy(v) for v in args):  # label checks read the DataArrays; dask inputs stay lazy
             return None
         return [spec.convert(v) for spec, v in zip(self._in_specs, args)]
 
@@ -170,18 +211,23 @@ class Function:
         if fast is not None and not kwargs and ctx is None and len(args) == self._n_inputs:
             if not trust_input:
                 arrays = self._fast_convert(args)
-                if arrays is None:
-                    return lazy_call(self, list(args), ctx)
-            elif self._labeled_in or any(type(a) in PYTHON_SCALARS for a in args):
-                arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, args)]
             else:
                 arrays = args
-            try:
-                out = fast(*arrays)
-            except IndexError as err:
-                self._name_index_error(arrays, args, err)
-                raise
-            return self._fast_wrap(out, args)
+                for a in args:
+                    if type(a) is not np.ndarray:  # a DataArray, a Python or NumPy scalar
+                        arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, args)]
+                        break
+            if arrays is not None:
+                try:
+                    out = fast(*arrays)
+                except IndexError as err:
+                    self._name_index_error(arrays, args, err)
+                    raise
+                except TypeError as err:  # the backend's faster entry refused these types: its fallback answers
+                    if self._fallback is None:
+                        raise
+                    out = self._fallback(arrays, err)
+                return out if self._bare else self._fast_wrap(out, args)
         if self._first_call:
             return self._timed_first_call(args, ctx, trust_input, kwargs)
         raw = self._bind(args, kwargs)
@@ -237,7 +283,8 @@ class Function:
             self._first_call = True  # bad input, say: the next call is the first that runs
             raise
         seconds = time.perf_counter() - t0
-        self.timings["first call"] = seconds
+        # A jitted graph compiled within this call (`jit_graph=True`) is its own phase.
+        self.timings["first call"] = seconds - (self.timings.get("jit graph") or 0.0)
         self._fast = self._fast_after_first
         if seconds > 2.0:
             _log.info("dimgraph: first call took %.2f s (kernel compiles: %s)", seconds, self.timings["kernels"])
@@ -262,6 +309,7 @@ class Function:
 
 
 _MISSING = object()
+_PHASES = ("lower", "rewrite", "codegen", "warm start", "first call", "jit graph")  # what `compile_time` sums
 
 
 def _unaliased(results, n_out, arrays, n_inputs):
@@ -287,6 +335,11 @@ def _unaliased(results, n_out, arrays, n_inputs):
 
 def _overlap(a, b) -> bool:
     return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
+
+
+def _labels_only(check) -> bool:
+    """Whether `check` reads only DataArrays' labels (NumPy data always passes it)."""
+    return getattr(check, "labels_only", False)
 
 
 def _bare(out, raw):
@@ -346,8 +399,12 @@ def function(
         output="jax" -- jax: JAX device arrays instead of NumPy arrays (default "numpy").
         shard={dim or input: mesh axis}, mesh=jax.sharding.Mesh -- jax: place inputs over
             devices with `NamedSharding`.
-        jit_graph=True/False -- numba: jit the whole graph function (default: only when it
-            calls between a few and a few hundred kernels).
+        jit_graph=None/True/False -- numba: run the whole graph as one jitted function.
+            None (default): the first calls run a Python driver between the kernels; once
+            the function is hot (200 calls) the jitted graph compiles on a background
+            thread and later calls take it (it is cached on disk: a later process takes it
+            at its first call). True: jit it at the first call. False: the driver only.
+            `f.summary()` says which runs.
         The c and python backends take no backend options; an unknown option is a TypeError on every backend.
 
     The result is a `Function`: `f(...)` runs it, `f.dprint()` prints the rewritten graph,
@@ -404,13 +461,12 @@ def function(
         key = warm.graph_digest(inputs, outputs, module, settings)
     record = warm.load(key) if key is not None else None
     if record is not None:
-        compiled = module.build(record.plan)
+        compiled = module.build(record.plan, **backend_options)
         f = Function(inputs, outputs, single, None, backend_contract.name, compiled, record.in_specs, record.out_specs,
                      record.checks, [], 0)  # fmt: skip
         f._rebuild_fgraph = lambda: _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_numpy)[0]
         f._update_targets = []
-        f.compile_time = time.perf_counter() - t_lower
-        f.timings["warm start"] = f.compile_time
+        f.timings["warm start"] = time.perf_counter() - t_lower
         _log.debug("dimgraph: warm start from %s in %.3f s", key, f.compile_time)
     else:
         progress = Progress(_described(outputs))
@@ -427,7 +483,6 @@ def function(
             inputs, outputs, single, fgraph, backend_contract.name, compiled, in_specs, out_specs, checks, shared, n_updates
         )
         f._update_targets = [t.storage_key for t in updates]
-        f.compile_time = seconds["rewrite"] + (t_done - t_codegen)  # rewrites and code generation, in seconds
         f.timings.update(seconds, codegen=t_done - t_codegen)
         _log.debug("dimgraph: lower %.3f s, rewrite %.3f s, codegen %.3f s", *(f.timings[k] for k in ("lower", "rewrite", "codegen")))
         if key is not None and not shared and compiled.plan is not None:

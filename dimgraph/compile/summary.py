@@ -1,5 +1,6 @@
 """What a compiled function shows in a REPL and a notebook: inputs and outputs with dims,
-backend, graph size and compile time (`repr(f)`, `f._repr_html_()`)."""
+backend, graph size and compile time (`repr(f)`, `f._repr_html_()`), and what runs its calls
+(`f.summary()`)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,17 @@ def function_html(f) -> str:
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         f"<small>{html.escape(_facts(f))}</small></div>"
     )
+
+
+def function_summary(f) -> str:
+    """Lines of `f.summary()`: facts, the backend's own (`Compiled.describe`), the ops run by `perform`,
+    seconds per compile phase."""
+    nodes, fused = graph_size(f.fgraph)
+    lines = [f"dimgraph.Function: {f.backend}, {nodes} nodes ({fused} fused kernels)"]
+    describe = f._compiled.describe
+    lines += [f"{k}: {v}" for k, v in (describe() if describe is not None else {}).items()]
+    performs = f.timings.get("perform") or ()
+    lines.append(f"run by Python perform: {', '.join(performs) if performs else 'none'}")
+    phases = [f"{k} {v:.3f} s" for k, v in f.timings.items() if isinstance(v, float)]
+    lines.append(f"compile: {', '.join(phases)}; {f.compile_time:.3f} s in all")
+    return "\n".join(lines)

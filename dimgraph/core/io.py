@@ -136,9 +136,9 @@ class TensorInput:
         return cast_exact(self.name, arr, self.type.dtype, weak=is_weak(value))
 
     def trusted(self, value):
-        """`value` for a call with `trust_input=True`: a DataArray's data, a Python scalar as a 0-d array
-        of the input's dtype (a compiled kernel has no signature for a Python float), anything else as given."""
-        if type(value) in PYTHON_SCALARS:
+        """`value` for a call with `trust_input=True`: a DataArray's data, a Python or NumPy scalar as a
+        0-d array of the input's dtype (a compiled kernel has no signature for a Python float), anything else as given."""
+        if type(value) in PYTHON_SCALARS or isinstance(value, np.generic):  # np.float64(1.0) is no 0-d array
             return np.asarray(value, dtype=self.type.dtype)
         if hasattr(value, "dims") and hasattr(value, "values") and not isinstance(value, np.ndarray):
             return value.values

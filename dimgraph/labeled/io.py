@@ -84,8 +84,8 @@ class LabeledInput:
 
     def trusted(self, value):
         """`value` for a call with `trust_input=True`: a DataArray put in dims order, unchecked
-        (a Python scalar becomes a 0-d array of the input's dtype)."""
-        if type(value) in PYTHON_SCALARS:
+        (a Python or NumPy scalar becomes a 0-d array of the input's dtype)."""
+        if type(value) in PYTHON_SCALARS or isinstance(value, np.generic):  # np.float64(1.0) is no 0-d array
             return np.asarray(value, dtype=self.type.dtype)
         if not is_dataarray(value):
             return value

@@ -385,6 +385,7 @@ class _SharedSizeCheck:
 
 class _PositionalLabelsCheck:
     __slots__ = ("name", "ks", "labels")
+    labels_only = True  # reads only DataArrays' labels: NumPy data passes it (a fast path skips it then)
 
     def __init__(self, name, ks, labels):
         self.name, self.ks, self.labels = name, ks, labels
@@ -429,6 +430,7 @@ class _CoordsCheck:
     """Two input DataArrays that label one coord-less dim differently would be silently misaligned: refuse."""
 
     __slots__ = ("name", "ks", "labels")
+    labels_only = True  # reads only DataArrays' labels: NumPy data passes it (a fast path skips it then)
 
     def __init__(self, name, ks, labels):
         self.name, self.ks, self.labels = name, ks, labels

@@ -87,7 +87,7 @@ def test_split_matches_one_pass(compiled):
         np.testing.assert_allclose(s, w, rtol=1e-12, atol=N * 1e-13)
     np.testing.assert_array_equal(compiled["hier", 2](*args)[1], split[1])  # the same bits on every call
     # the blocks have the whole call's argument types (a read-only base included): one compiled version
-    kernel = compiled["hier", 2]._compiled.fast.__globals__["k0"]
+    kernel = compiled["hier", 2]._compiled.tiers.driver.__globals__["k0"]
     assert len(kernel.signatures) == 1, kernel.signatures
     a, b = rng.normal(size=(N // 4, 4)), rng.normal(size=(N // 4, 4))
     (e, emax, esum), (we, wmax, wsum) = compiled["rows", 2](a, b), compiled["rows", 1](a, b)

@@ -293,23 +293,28 @@ _GRADS = {}
 def gradient_cases():
     """[(label, cost, variables, wrt, values)]: every distribution's logp w.r.t. the value and each real parameter."""
     if not _GRADS:
-        cases = []
-        for name, (params, x, continuous) in GRAD_CASES.items():
-            vs = [dg.labeled(f"{name}_{k}", dims=()) for k in range(len(params) + 1)]
-            cost = getattr(dg.dist, name)(*vs[:-1]).logp(vs[-1])
-            wrt = vs if continuous else vs[:-1]
-            if name == "binomial":
-                wrt = vs[1:2]  # n is a count
-            cases.append((name, cost, vs, wrt, [*params, x]))
-        row, col = K, K.rename("k2")
-        p, a, s = (dg.labeled(n, dims=(K,)) for n in ("cat_p", "dir_a", "dir_x"))
-        cases.append(("categorical", dg.dist.categorical(p, dim=K).logp(1), [p], [p], [CAT_P]))
-        cases.append(("dirichlet", dg.dist.dirichlet(a, dim=K).logp(s), [a, s], [a, s], [DIR_A, np.array([0.2, 0.3, 0.5])]))
-        mu, cov, x = dg.labeled("mvn_mu", dims=(row,)), dg.labeled("mvn_cov", dims=(row, col)), dg.labeled("mvn_x", dims=(row,))
-        mvn = dg.dist.multivariate_normal(mu, cov=cov, dims=(row, col)).logp(x)
-        cases.append(("multivariate_normal", mvn, [mu, cov, x], [mu, cov, x], [np.array([0.0, 1.0, -1.0]), COV, np.array([0.5, 0.0, 2.0])]))
-        _GRADS["cases"] = cases
+        _GRADS["cases"] = new_gradient_cases()
     return _GRADS["cases"]
+
+
+def new_gradient_cases():
+    """`gradient_cases` on variables of their own."""
+    cases = []
+    for name, (params, x, continuous) in GRAD_CASES.items():
+        vs = [dg.labeled(f"{name}_{k}", dims=()) for k in range(len(params) + 1)]
+        cost = getattr(dg.dist, name)(*vs[:-1]).logp(vs[-1])
+        wrt = vs if continuous else vs[:-1]
+        if name == "binomial":
+            wrt = vs[1:2]  # n is a count
+        cases.append((name, cost, vs, wrt, [*params, x]))
+    row, col = K, K.rename("k2")
+    p, a, s = (dg.labeled(n, dims=(K,)) for n in ("cat_p", "dir_a", "dir_x"))
+    cases.append(("categorical", dg.dist.categorical(p, dim=K).logp(1), [p], [p], [CAT_P]))
+    cases.append(("dirichlet", dg.dist.dirichlet(a, dim=K).logp(s), [a, s], [a, s], [DIR_A, np.array([0.2, 0.3, 0.5])]))
+    mu, cov, x = dg.labeled("mvn_mu", dims=(row,)), dg.labeled("mvn_cov", dims=(row, col)), dg.labeled("mvn_x", dims=(row,))
+    mvn = dg.dist.multivariate_normal(mu, cov=cov, dims=(row, col)).logp(x)
+    cases.append(("multivariate_normal", mvn, [mu, cov, x], [mu, cov, x], [np.array([0.0, 1.0, -1.0]), COV, np.array([0.5, 0.0, 2.0])]))
+    return cases
 
 
 def test_logp_gradients_match_finite_differences(backend):
@@ -327,6 +332,27 @@ def test_logp_gradients_match_finite_differences(backend):
             if v.type.ndim == 2:  # a covariance: only its symmetric part is seen by the density
                 g, fd = (g + g.T) / 2, (fd + fd.T) / 2
             np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7, err_msg=f"{name} d/d{v.name}")
+
+
+def test_no_log_density_runs_a_node_through_perform_on_numba():
+    """Every distribution's log density and its gradients, on 0-d values (the driver's single-element
+    programs) and on vectors (kernels): no node runs by Python `perform`, on the driver or in the jitted graph."""
+    from dimgraph.backends.numba.host import host_call
+
+    cases = new_gradient_cases()  # NOTE: variables of its own: a third compile of one labeled graph fails (MVN's)
+    inputs = [v for _, _, vs, _, _ in cases for v in vs]
+    outputs = [o for _, cost, _, wrt, _ in cases for o in [cost, *dg.grad(cost, wrt)]]
+    values = [v for *_, vals in cases for v in vals]
+    f = dg.function(inputs, outputs, backend="numba", jit_graph=True)
+    plan = f._compiled.plan
+    assert f.timings["perform"] == () and plan.performs == (), f.summary()  # the jitted graph
+    assert not [n for name, n in plan.hosts if getattr(host_call(n), "performs", False)]  # the driver
+    want = dg.function(inputs, outputs, backend="python")(*values)
+    for got, w in zip(f(*values), want):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(w), rtol=1e-12, atol=1e-14)
+    assert f._compiled.tiers.state == "jitted"
+    vectors = logp_function("numba")._compiled
+    assert vectors.performs == () and vectors.plan.performs == ()
 
 
 def test_same_seed_same_numbers_and_contexts_are_independent(backend):

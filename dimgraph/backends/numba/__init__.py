@@ -5,9 +5,11 @@
   Op type; Elemwise/Composite and reductions are printed as loop nests by
   `loops.py` from the scalar-op table in `scalar.py`), and
 - one driver `graph(...)` that calls the kernels in topological order, and runs
-  views, shapes and single-element arithmetic by their NumPy code. It stays
-  Python: a jitted driver makes Numba link and optimize every kernel's code
-  once more (seconds per graph) to save about 1 us per kernel call.
+  views, shapes and single-element arithmetic by their NumPy code: it answers
+  the first calls, and
+- the whole graph as one jitted function (`graphjit.py`), which calls move to
+  once the function is hot: linking every kernel again costs seconds, paid on a
+  background thread and once (it is cached on disk), for microseconds per call.
 
 Identifiers in the generated text are generated (`v3`, `k0`): user names never
 reach it. Structurally identical kernels print the same text, so they are one
@@ -20,8 +22,8 @@ which runs row blocks on a thread pool (kernels are `nogil`).
 `compile` is `build(plan(fgraph))`: the `Plan` (texts, host nodes, large constants)
 pickles, so a warm process (`dimgraph.compile.warm`) builds the callable from it
 without the graph. Both return a `NumbaCompiled`: the driver (`fast`), the source
-(shown by `Function.source`), the kernel digests, the first call's kernel timings
-and the plan.
+(shown by `Function.source`), the kernel digests, the first call's kernel timings,
+the plan and the tiers (`graphjit.Tiers`).
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ import numpy as np
 
 from dimgraph.backends import Backend, Compiled
 from dimgraph import config
-from dimgraph.backends.numba import cache, progress, threads
+from dimgraph.backends.numba import cache, graphjit, progress, threads
 # Kernel families, mirroring dimgraph.core; each registers its ops with `ops.numba_kernel`.
 from dimgraph.backends.numba import control, extra, fused, join, linalg, random, subtensor  # noqa: F401
 from dimgraph.backends.numba.host import host_call, host_impl
-from dimgraph.backends.numba.linalg import lapack_on_host
+from dimgraph.backends.numba.linalg import einsum_on_host, lapack_on_host
 from dimgraph.backends.numba.ops import ObjmodeKernel, numba_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.elemwise import DimShuffle, Elemwise
@@ -51,7 +53,7 @@ from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.shape_ops import Alloc, Reshape
 
 # The loop printer writes a multi-output reduce-of-elemwise as one pass with several accumulators.
-BACKEND = Backend("numba", __name__, rewrites_opt_in=("multi_output_reduce_fusion", "indexed_loop_fusion", "gather_fusion"))
+BACKEND = Backend("numba", __name__, options=("jit_graph",), rewrites_opt_in=("multi_output_reduce_fusion", "indexed_loop_fusion", "gather_fusion"))
 
 # Kernels are called from Python only: no C-callable wrapper (10% of a small kernel's compile).
 # nogil: `threads.py` runs row blocks of one kernel at once.
@@ -149,7 +151,7 @@ def compile(fgraph, **options):
 
         note = "# numba backend: this graph holds a dtype Numba cannot hold (float16 or complex);\n# it runs on the python backend.\n"
         return NumbaCompiled(python.compile(fgraph, **options).run, source=note)
-    return build(plan(fgraph))
+    return build(plan(fgraph), **options)
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,12 @@ class Plan:
     big: dict  # the constants too large to print, by name
     n_results: int
     source: str  # what `Function.source` shows
+    # The whole graph as one jitted function (`graphjit.py`): its module's text, the kernel
+    # modules only it calls, the big constants it takes first, and the ops it runs by `perform`.
+    jit_driver: str = ""
+    jit_kernels: tuple = ()
+    jit_big: tuple = ()
+    performs: tuple = ()
 
 
 def plan(fgraph) -> Plan:
@@ -208,7 +216,7 @@ def plan(fgraph) -> Plan:
         if key not in printed:
             for out in node.outputs:
                 _check_dtype(out)
-            if _is_view(node) or lapack_on_host(node):
+            if _is_view(node) or lapack_on_host(node) or einsum_on_host(node):
                 printed[key] = None
             else:
                 src = numba_kernel(node.op, node)
@@ -216,6 +224,7 @@ def plan(fgraph) -> Plan:
         return key, printed[key]
 
     placed = [(node, *kernel_of(node)) for node in nodes]
+    jit = graphjit.Printer(params, lambda src: KERNEL_HEADER + src + KERNEL_FOOTER, _comment)
     splitters = {}  # (kernel name, Split): the name of the driver's splitting wrapper
     may_split = threads.thread_count(config.threads) > 1
     loops = any(src is not None and not _is_tiny(node) for node, _, src in placed)
@@ -253,6 +262,7 @@ def plan(fgraph) -> Plan:
             outs.append(names[out])
             counter += 1
         body.append(f"    {', '.join(outs)} = {fn}({args})")
+        jit.call(node, outs, args, src, kernels)
     results = [ref(v) for v in fgraph.outputs]
     text = (
         GRAPH_HEADER
@@ -262,7 +272,11 @@ def plan(fgraph) -> Plan:
         + "\n"
     )
     source = text + "\n\n# ---- kernels ----\n\n" + "\n\n".join(kernel_sources)
-    return Plan(text, tuple(kernel_texts), tuple(labels), tuple(host_nodes), big, len(results), source)
+    jit_driver, jit_kernels, jit_big, performs = jit.finish(results, header_lines, kernels, JIT_OPTIONS)
+    return Plan(
+        text, tuple(kernel_texts), tuple(labels), tuple(host_nodes), big, len(results), source,
+        jit_driver, jit_kernels, jit_big, performs,
+    )  # fmt: skip
 
 
 def _detached(node):
@@ -272,43 +286,75 @@ def _detached(node):
     return Apply(node.op, inputs, [o.type for o in node.outputs])
 
 
-def build(plan: Plan):
-    """The callable of `plan`: kernels loaded (from Numba's disk cache when there), the driver executed."""
+def build(plan: Plan, jit_graph=None):
+    """The callable of `plan`: kernels loaded (from Numba's disk cache when there), the driver executed,
+    and the jitted graph's `graphjit.Tiers` (`jit_graph`: None, True or False, see there)."""
+    if jit_graph not in (None, True, False):
+        raise TypeError(f"numba backend: jit_graph must be None, True or False, got {jit_graph!r}")
     dispatchers = {}
     for text in plan.kernels:
         module = cache.load_module("k", text)
         dispatchers[module.digest] = module.kernel
     namespace = {name: host_call(node) for name, node in plan.hosts}
     count = threads.thread_count(config.threads)
+    splitters = []
 
     def splitter(name, cut, base, combine):
-        return threads.Splitter(lambda: namespace[name], threads.Split(cut, base, combine), count)
+        splitters.append(threads.Splitter(lambda: namespace[name], threads.Split(cut, base, combine), count))
+        return splitters[-1]
 
     namespace.update(_big=plan.big, _constant=cache.constant, _kernel=dispatchers.__getitem__, _splitter=splitter)
     exec(builtins.compile(plan.driver, "<dimgraph numba graph>", "exec"), namespace)  # noqa: S102 - our own text
-    fn = namespace["graph"]
+    driver = namespace["graph"]
     timings = {}  # "k3 (its op)": seconds of its calls during the first call (Numba compile or cache load)
     untimed = [{f"k{k}": label for k, label in enumerate(plan.labels)}]
     single = plan.n_results == 1
+    # Einsums and LAPACK calls run by BLAS/LAPACK through NumPy on the driver; the jitted graph would run
+    # printed loops or Numba's np.linalg (seconds of compile): such a graph keeps the driver unless asked.
+    blas = any(einsum_on_host(node) or lapack_on_host(node) for _, node in plan.hosts)
+    tiers = graphjit.Tiers(
+        plan, driver, dispatchers, tuple(plan.big[b] for b in plan.jit_big), splitters, jit_graph, JIT_OPTIONS, blas
+    )
 
     def run(args):
         if untimed:  # the first call compiles the kernels: time each one
             with progress.KernelTimer(namespace, untimed.pop(), timings):
-                out = fn(*args)
+                out = driver(*args)
         else:
-            out = fn(*args)
+            out = driver(*args)
+        tiers.count(args)
         return [out] if single else list(out)
 
+    def fast(*args):
+        out = driver(*args)
+        tiers.count(args)
+        return out
+
+    # The nodes that the entry calls settle on runs by `perform`: the jitted graph's object-mode nodes, or
+    # the driver's host nodes without a NumPy program of their own.
+    if tiers.available:
+        performs = plan.performs
+    else:
+        performs = tuple(dict.fromkeys(_comment(n.op) for name, n in plan.hosts if getattr(namespace[name], "performs", False)))
+    tiers.performs = performs
+    if performs and jit_graph is True:  # else once the function is hot (`graphjit.Tiers.count`)
+        graphjit.warn_performs(performs)
     return NumbaCompiled(
         run,
         source=plan.source,
-        # Function's positional fast path calls the driver directly (a bare array for one output,
-        # a tuple for several).
-        fast=fn,
+        # Function's positional fast path calls the driver (a bare array for one output, a tuple for
+        # several), then the jitted graph once `tiers` promotes it.
+        fast=fast,
         timings=timings,
         kernel_digests=tuple(dispatchers),
         host_ops=tuple(name for name, _ in plan.hosts),
         plan=plan,
+        promote=tiers.promote,
+        flat=tiers.flat,
+        cfunc=tiers.cfunc,
+        tiers=tiers,
+        describe=tiers.describe,
+        performs=performs,
     )
 
 
@@ -316,6 +362,7 @@ def build(plan: Plan):
 class NumbaCompiled(Compiled):
     kernel_digests: tuple = ()  # the digests of the graph's kernels (their modules in the disk cache)
     host_ops: tuple = ()  # the names of the ops the driver runs on the host (NumPy `perform`)
+    tiers: object = None  # `graphjit.Tiers`: which entry calls take, the driver's or the jitted graph's
 
 
 # What `dimgraph.compile.warm` reads: the toolchain's versions (for the warm-start digest) and the

@@ -129,6 +129,11 @@ def load_module(kind: str, text: str):
     return mod
 
 
+def loaded(key: str):
+    """An already loaded generated module, by digest (a jitted graph's entries refer to it so)."""
+    return _LOADED[key]
+
+
 def kernel(key: str):
     """The kernel dispatcher of an already loaded kernel module (graph modules refer to kernels by digest)."""
     return _LOADED[key].kernel
@@ -141,6 +146,16 @@ def verified(dispatcher: Dispatcher) -> Dispatcher:
         if "__module_object__" in dispatcher.py_func.__globals__:  # a generated module: see `_importable`
             dispatcher.compile = functools.partial(_compile_importable, dispatcher.compile, dispatcher.py_func)
     return dispatcher
+
+
+def load_cached(dispatcher: Dispatcher, sig) -> bool:
+    """Add `dispatcher`'s machine code for `sig` from the disk cache, if there; never compile."""
+    with global_compiler_lock, _importable(dispatcher.py_func):
+        cres = dispatcher._cache.load_overload(sig, dispatcher.targetctx)
+        if cres is None:
+            return False
+        dispatcher.add_overload(cres)
+        return True
 
 
 def _compile_importable(compile, py_func, sig):

@@ -4,8 +4,8 @@
 The default runs the op's `perform` (the python backend's code); entries here
 precompute what `perform` would work out on every call, for the ops the driver
 runs often: a DimShuffle is one indexing of a transposed view, float64
-arithmetic on single elements calls the ufuncs step by step (1 us a step, where
-`perform` takes about 90), an einsum of
+arithmetic on single elements calls the ufuncs (or a special function's NumPy
+reference) step by step (1 us a step, where `perform` takes about 90), an einsum of
 static shapes follows a contraction path found once (BLAS products instead of
 `np.einsum`'s plain loops: 11 ms -> 0.3 ms per call in the softmax regression).
 """
@@ -33,6 +33,7 @@ def host_impl(op, node):
         outs = [o if type(o) is np.ndarray else np.asarray(o, dtype=v.type.dtype) for o, v in zip(outs, node.outputs)]
         return outs[0] if single else tuple(outs)
 
+    call.performs = True  # named by `Function.summary()`
     return call
 
 
@@ -66,14 +67,15 @@ def _einsum(op, node):
     shapes = [i.type.shape for i in node.inputs]
     sizes = {}
     for term, shape in zip(op.terms, shapes):
-        if len(set(term)) != len(term) or None in shape:
-            return host_impl.dispatch(object)(op, node)  # diagonals or run-time sizes: perform's checks
+        if None in shape:
+            return host_impl.dispatch(object)(op, node)  # run-time sizes: perform's checks
         for c, n in zip(term, shape):
             sizes.setdefault(c, set()).add(n)
     if any(len(s) > 1 for s in sizes.values()):  # a static size 1 broadcasts: perform handles it
         return host_impl.dispatch(object)(op, node)
     dummies = [np.zeros(s, dtype=i.type.dtype) for s, i in zip(shapes, node.inputs)]
-    path = np.einsum_path(op.subscripts, *dummies, optimize="greedy")[0]
+    diagonal = any(len(set(term)) != len(term) for term in op.terms)  # (`aa->a`): NumPy's own loop
+    path = False if diagonal else np.einsum_path(op.subscripts, *dummies, optimize="greedy")[0]
     subscripts, dtype = op.subscripts, np.dtype(node.outputs[0].type.dtype)
 
     def call(*arrays):
@@ -83,9 +85,10 @@ def _einsum(op, node):
     return call
 
 
-# Steps exact on any dtype: comparisons, a choice, bitwise logic, float predicates, a conversion to
-# float64 (a step count in a sum). A log density's support and validity checks are made of them.
-_ANY_DTYPE = ("gt", "ge", "lt", "le", "eq", "neq", "where", "and", "or", "xor", "invert", "isnan", "isfinite", "isinf")
+# Steps exact on any dtype: comparisons, logic and bit operations, finiteness tests, a choice, a
+# conversion to float64 (a step count in a sum). A support check `where(and(ge(x, 0), isfinite(x)), ...)`
+# is one of these programs, not a call of `perform` (about 100 us).
+_ANY_DTYPE = ("gt", "ge", "lt", "le", "eq", "neq", "where", "and", "or", "xor", "invert", "isfinite", "isnan", "isinf")
 
 
 @host_impl.register(Elemwise)
@@ -109,9 +112,10 @@ def _elemwise(op, node):
             fn, general = np.where, True
         else:
             spec = SCALAR_SPECS.get(step_op.name)
-            if spec is None or spec.ufunc is None or spec.impl is not spec.ufunc:
+            if spec is None or spec.impl is None:
                 return host_impl.dispatch(object)(op, node)
-            fn, general = spec.ufunc, step_op.name in _ANY_DTYPE
+            # a special function (gammaln, xlogy) by its NumPy reference, on float64 only
+            fn, general = spec.impl, spec.impl is spec.ufunc and step_op.name in _ANY_DTYPE
         if not general and any(d != "float64" for d in in_dt + [out_dt]):
             return host_impl.dispatch(object)(op, node)
         with np.errstate(all="ignore"):

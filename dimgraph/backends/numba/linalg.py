@@ -6,11 +6,14 @@ the kernel (the NaN failure rule of `core.matrix` needs no exception), the
 others call Numba's `np.linalg` (LAPACK) on a contiguous copy of each matrix,
 with a failed factorisation turned into NaNs. The helpers are printed into the
 kernel's text, so the text stays the whole cache key. Outside loop bodies the
-`np.linalg` ones run by NumPy in the driver instead (`lapack_on_host`). A Blockwise of any other
-core op runs its NumPy `perform` in object mode (`ops.objmode_kernel`).
+`np.linalg` ones run by NumPy in the driver instead (`lapack_on_host`), and so do einsums
+(`einsum_on_host`: BLAS products; their printed loops serve jitted code). A Blockwise of any
+other core op runs its NumPy `perform` in object mode (`ops.objmode_kernel`).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from dimgraph.backends.numba.matmul import matmul_kernel
 from dimgraph.backends.numba.ops import numba_kernel, objmode_kernel
@@ -212,6 +215,48 @@ def _blockwise(op, node):
 
 
 numba_kernel.register(MatMul)(matmul_kernel)
-# Einsums call BLAS through NumPy: the driver runs them by `host.py` (a contraction path found
-# once); inside jitted code, in object mode.
-numba_kernel.register(Einsum)(objmode_kernel)
+
+
+@numba_kernel.register(Einsum)
+def _einsum(op, node):
+    """Plain loops over every letter, a product summed into the output (size-1 axes broadcast). The driver
+    runs einsums by `host.py` instead (BLAS through a contraction path, `einsum_on_host`); this kernel
+    serves jitted code: the jitted graph and loop bodies."""
+    out_dtype = node.outputs[0].type.dtype
+    if np.dtype(out_dtype).kind not in "iuf":
+        return objmode_kernel(op, node)
+    terms, output = op.terms, op.output
+    letters = list(dict.fromkeys("".join(terms) + output))
+    args = [f"x{k}" for k in range(len(terms))]
+    lines = [f"def kernel({', '.join(args)}):"]
+    message = mismatch_message("einsum", "a letter")
+    for c in letters:
+        lines.append(f"    n_{c} = 1")
+        for k, term in enumerate(terms):
+            for a, t in enumerate(term):
+                if t == c:
+                    lines += [
+                        f"    if x{k}.shape[{a}] != 1:",
+                        f"        if n_{c} != 1 and n_{c} != x{k}.shape[{a}]:",
+                        f"            raise ShapeError({message!r})",
+                        f"        n_{c} = x{k}.shape[{a}]",
+                    ]
+    shape = "(" + "".join(f"n_{c}, " for c in output) + ")"
+    lines.append(f"    out = np.zeros({shape}, dtype={np_type(out_dtype)})")
+    indent = "    "
+    for c in letters:
+        lines.append(f"{indent}for i_{c} in range(n_{c}):")
+        indent += "    "
+    factors = []
+    for k, term in enumerate(terms):
+        index = ", ".join(f"i_{t} if x{k}.shape[{a}] != 1 else 0" for a, t in enumerate(term))
+        factors.append(f"x{k}[{index}]" if term else f"x{k}[()]")
+    target = f"out[{', '.join(f'i_{c}' for c in output)}]" if output else "out[()]"
+    lines.append(f"{indent}{target} += {' * '.join(factors)}")
+    lines.append("    return out")
+    return "\n".join(lines) + "\n"
+
+
+def einsum_on_host(node) -> bool:
+    """Whether the driver runs `node` by NumPy (`host.py`): an einsum, by BLAS products along a contraction path."""
+    return isinstance(node.op, Einsum)

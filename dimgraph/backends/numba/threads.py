@@ -123,6 +123,7 @@ class Splitter:
     def __init__(self, lookup, split: Split, threads: int):
         self.lookup, self.split, self.threads = lookup, split, threads
         self.ready = False  # whether the kernel has run once (compiled or loaded from the disk cache)
+        self.splits = 0  # calls that ran in blocks (a graph that splits stays on the Python driver)
 
     def __call__(self, *args):
         kernel = self.lookup()
@@ -133,6 +134,7 @@ class Splitter:
             out = kernel(*args)
             self.ready = True
             return out
+        self.splits += 1
         pool = _pool(self.threads)
         calls = [self._args(args, lo, hi, first=lo == 0) for lo, hi in blocks]
         later = [pool.submit(kernel, *a) for a in calls[1:]]

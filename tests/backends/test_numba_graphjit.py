@@ -1,0 +1,277 @@
+"""The numba backend's jitted graph (`graphjit.py`), flat entry and C-callable logp + gradient (`flatjit.py`).
+
+Values are checked against the python backend (the NumPy reference); the tiers by what a
+function reports (`f.summary()`, `f.timings`) and by which entry its calls take.
+"""
+
+import ctypes
+import time
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import dimgraph as dg
+from dimgraph.backends.numba import graphjit, threads
+
+county, obs = dg.Dim("county", size=4), dg.Dim("obs", size=9)
+MU, LOG_S, LOG_SY = dg.labeled("mu", dims=()), dg.labeled("log_s", dims=()), dg.labeled("log_sy", dims=())
+Z = dg.labeled("z", dims=(county,))
+IDX = dg.labeled("idx", dims=(obs,), dtype="int64")
+Y = dg.labeled("y", dims=(obs,))
+PARAMS = [MU, LOG_S, Z, LOG_SY]
+# A varying-intercept model: views, DimShuffles, 0-d arithmetic (HalfNormal's support checks), a gather, sums.
+A = MU + dg.exp(LOG_S) * Z
+COST = (
+    dg.dist.normal(A.isel(county=IDX), dg.exp(LOG_SY)).logp(Y).sum()
+    + dg.dist.normal(0.0, 1.0).logp(Z).sum()
+    + dg.dist.normal(0.0, 5.0).logp(MU)
+    + dg.dist.halfnormal(1.0).logp(dg.exp(LOG_S)) + LOG_S
+    + dg.dist.halfnormal(2.0).logp(dg.exp(LOG_SY)) + LOG_SY
+)
+DATA = {"idx": np.array([0, 1, 2, 3, 0, 1, 2, 3, 3]), "y": np.linspace(-1.0, 2.0, 9)}
+
+
+@pytest.fixture(scope="module")
+def flat_fns():
+    """The model's flat value-and-gradient, jitted at the first call and on the python backend."""
+    jitted = dg.flat_value_and_grad(COST, PARAMS, inputs=[IDX, Y], backend="numba", jit_graph=True)
+    reference = dg.flat_value_and_grad(COST, PARAMS, inputs=[IDX, Y], backend="python")
+    return jitted, reference
+
+
+@given(arrays(np.float64, 7, elements=st.floats(-3, 3)))
+def test_the_jitted_flat_entry_matches_the_python_backend(flat_fns, theta):
+    jitted, reference = flat_fns
+    value, grad = jitted(theta, **DATA)
+    assert jitted._entry is not None and "the jitted graph" in jitted.function.summary()
+    want_value, want_grad = reference(theta, **DATA)
+    assert isinstance(value, float) and value == pytest.approx(want_value, rel=1e-12)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-11, atol=1e-12)
+
+
+def test_the_jitted_graph_runs_no_node_by_perform(flat_fns):
+    jitted, _ = flat_fns
+    assert jitted.function.timings["perform"] == ()
+    assert "run by Python perform: none" in jitted.function.summary()
+
+
+def test_the_flat_entry_keeps_the_checks_and_conversions(flat_fns):
+    jitted, reference = flat_fns
+    theta = np.linspace(-1, 1, 7)
+    want = reference(theta, **DATA)
+    # other dtypes, DataArrays and a non-contiguous theta take the general path, with the same result
+    labeled = {"idx": xr.DataArray(DATA["idx"].astype(np.int32), dims="obs"), "y": list(DATA["y"])}
+    for th, data in ((theta, labeled), (np.repeat(theta, 2)[::2], DATA), (theta.tolist(), DATA)):
+        value, grad = jitted(th, **data)
+        assert value == pytest.approx(want[0], rel=1e-12)
+        np.testing.assert_allclose(grad, want[1], rtol=1e-11, atol=1e-12)
+    with pytest.raises(dg.InputError, match="'y'"):
+        jitted(theta, idx=DATA["idx"], y=np.zeros(8))
+    with pytest.raises(dg.InputError, match="missing inputs \\['y'\\]"):
+        jitted(theta, idx=DATA["idx"])
+    with pytest.raises(dg.InputError, match="expected a vector of 7"):
+        jitted(np.zeros(6), **DATA)
+    with pytest.raises(IndexError, match="input 'idx': index 7 is out of bounds for dim 'county' with size 4"):
+        jitted(theta, idx=np.full(9, 7), y=DATA["y"])
+
+
+def test_the_flat_entry_checks_dataarray_labels():
+    house = dg.Dim("house")  # a coord-less dim of run-time size: labels of DataArrays must agree
+    mu = dg.labeled("mu", dims=())
+    x, y = dg.labeled("x", dims=(house,)), dg.labeled("y", dims=(house,))
+    fn = dg.flat_value_and_grad(((y - mu * x) ** 2).sum(), [mu], inputs=[x, y], backend="numba", jit_graph=True)
+    xv, yv = np.arange(4.0), np.arange(4.0) * 2
+    assert fn(np.array([1.0]), x=xv, y=yv) == (pytest.approx(14.0), pytest.approx(np.array([-28.0])))
+    assert fn._entry is not None
+    value, grad = fn(np.array([1.0]), x=xr.DataArray(xv, dims="house"), y=xr.DataArray(yv, dims="house"))
+    assert value == 14.0 and grad.tolist() == [-28.0]
+    with pytest.raises(dg.InputError, match="label dim 'house' differently"):
+        fn(np.array([1.0]), x=xr.DataArray(xv, dims="house", coords={"house": [0, 1, 2, 3]}),
+           y=xr.DataArray(yv, dims="house", coords={"house": [3, 2, 1, 0]}))  # fmt: skip
+    with pytest.raises(dg.InputError, match="disagree on the size of dim 'house'"):
+        fn(np.array([1.0]), x=xv, y=yv[:3])
+
+
+def test_the_c_callable_logp_and_gradient_match_the_python_call(flat_fns):
+    jitted, reference = flat_fns
+    c = jitted.cfunc(**DATA)
+    ptr = ctypes.POINTER(ctypes.c_double)
+    for theta in (np.zeros(7), np.linspace(-2, 1, 7)):
+        grad, logp = np.full(7, np.nan), np.full(1, np.nan)
+        args = (theta.ctypes.data_as(ptr), grad.ctypes.data_as(ptr), logp.ctypes.data_as(ptr), c.data)
+        assert c.ctypes(7, *args) == 0
+        want_value, want_grad = reference(theta, **DATA)
+        assert logp[0] == pytest.approx(want_value, rel=1e-12)
+        np.testing.assert_allclose(grad, want_grad, rtol=1e-11, atol=1e-12)
+    assert c.ctypes(6, *args) == 1  # the wrong size: refused, nothing written
+    # the address is the same function, callable from C through ctypes' own prototype
+    proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ptr, ptr, ptr, ctypes.c_void_p)
+    theta = np.full(7, 0.25)
+    grad, logp = np.empty(7), np.empty(1)
+    assert proto(c.address)(7, theta.ctypes.data_as(ptr), grad.ctypes.data_as(ptr), logp.ctypes.data_as(ptr), c.data) == 0
+    assert logp[0] == pytest.approx(reference(theta, **DATA)[0], rel=1e-12)
+    assert "int64 n, const double* x, double* grad, double* logp, void* data" in c.signature
+
+
+def test_cfunc_errors():
+    python = dg.flat_value_and_grad(COST, PARAMS, inputs=[IDX, Y], backend="python")
+    with pytest.raises(NotImplementedError, match="needs the numba backend.*'python'"):
+        python.cfunc(**DATA)
+    numba_fn = dg.flat_value_and_grad(COST, PARAMS, inputs=[IDX, Y], backend="numba", jit_graph=False)
+    with pytest.raises(dg.InputError, match=r"missing \['y'\], unexpected \['w'\]"):
+        numba_fn.cfunc(idx=DATA["idx"], w=1.0)
+    with pytest.raises(dg.InputError, match="'y'"):
+        numba_fn.cfunc(idx=DATA["idx"], y=np.zeros(3))
+
+
+def _wait_for(f, state, seconds=120):
+    tiers = f._compiled.tiers
+    deadline = time.monotonic() + seconds
+    while tiers.state != state and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return tiers.state
+
+
+def test_calls_switch_to_the_jitted_graph_once_hot(monkeypatch, tmp_path):
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", str(tmp_path))  # nothing cached: the jitted graph compiles
+    monkeypatch.setattr(graphjit, "HOT_CALLS", 3)
+    x = dg.tensor("x", shape=(None, 3))
+    s = dg.scalar("s")
+    f = dg.function([x, s], [(x.T * s).sum(axis=0), dg.exp(s) + 1.0], backend="numba")
+    xv = np.arange(12.0).reshape(4, 3)
+    for _ in range(3):
+        f(xv, 0.5)
+    assert "driver" in f.summary()
+    assert _wait_for(f, "jitted") == "jitted"
+    assert f._fast is f._compiled.tiers._entry and f.timings["jit graph"] > 0
+    want = [(xv.T * 0.5).sum(axis=0), np.exp(0.5) + 1.0]
+    for got, w in zip(f(xv, 0.5), want):
+        np.testing.assert_allclose(got, w, rtol=1e-15)
+    # types it was not compiled for (Fortran order, float32 data) run the driver: no compile on the hot path
+    for data in (np.asfortranarray(xv), xv.astype(np.float32), xv[:, ::1][::2]):
+        np.testing.assert_allclose(f(data, np.float64(0.5))[0], (np.asarray(data, float).T * 0.5).sum(axis=0))
+    assert len(f._fast.signatures) == 1
+    # the same graph compiled again takes the jitted graph from the disk cache at its first call
+    g = dg.function([x, s], [(x.T * s).sum(axis=0), dg.exp(s) + 1.0], backend="numba")
+    g(xv, 0.5)
+    assert g._compiled.tiers.state == "jitted" and g._compiled.tiers.calls == 1
+
+
+def test_a_graph_whose_kernels_split_over_threads_stays_on_the_driver(monkeypatch):
+    monkeypatch.setattr(graphjit, "HOT_CALLS", 2)
+    monkeypatch.setattr(threads, "MIN_WORK", 10)
+    monkeypatch.setattr(dg.config, "threads", 2)
+    x = dg.tensor("x", shape=(None,))
+    f = dg.function([x], dg.tanh(x) * 2.0, backend="numba")
+    xv = np.linspace(-1, 1, 100)
+    for _ in range(4):
+        np.testing.assert_allclose(f(xv), np.tanh(xv) * 2.0, rtol=1e-15)
+    assert f._compiled.tiers.state == "driver" and "split over threads" in f.summary()
+
+
+def test_jit_graph_false_stays_on_the_driver_and_a_bad_value_is_refused(monkeypatch):
+    monkeypatch.setattr(graphjit, "HOT_CALLS", 2)
+    x = dg.scalar("x")
+    f = dg.function([x], x * 3.0, backend="numba", jit_graph=False)
+    for _ in range(3):
+        assert float(f(2.0)) == 6.0
+    assert f._compiled.tiers.state == "driver" and "the Python driver" in f.summary()
+    with pytest.raises(TypeError, match="jit_graph must be None, True or False, got 'yes'"):
+        dg.function([x], x * 3.0, backend="numba", jit_graph="yes")
+
+
+EINSUMS = [  # (subscripts, operand shapes): contractions, a diagonal, an outer product, size-1 broadcasts, a full sum
+    ("ij,jk->ik", [(3, 4), (4, 2)]),
+    ("aa->a", [(3, 3)]),
+    ("aab,b->", [(2, 2, 3), (3,)]),
+    ("i,j->ij", [(3,), (2,)]),
+    ("ij,ij->i", [(3, 1), (1, 4)]),
+    ("ijk,kj->i", [(2, 3, 4), (4, 3)]),
+]
+
+
+@pytest.mark.parametrize("subscripts, shapes", EINSUMS)
+def test_einsums_in_the_jitted_graph_match_numpy(subscripts, shapes):
+    operands = [dg.tensor(f"x{k}", shape=s) for k, s in enumerate(shapes)]
+    f = dg.function(operands, dg.core.einsum(subscripts, *operands) * 2.0, backend="numba", jit_graph=True)
+    values = [np.random.default_rng(k).normal(size=s) for k, s in enumerate(shapes)]
+    np.testing.assert_allclose(f(*values), 2.0 * np.einsum(subscripts, *values), rtol=1e-13)
+    assert f.timings["perform"] == () and f._compiled.tiers.state == "jitted"
+
+
+def test_a_node_without_a_nopython_form_is_named_and_warned_about():
+    a, b = dg.tensor("a", shape=(3, 3), dtype="bool"), dg.tensor("b", shape=(3,), dtype="bool")
+    with pytest.warns(dg.PerformanceWarning, match="Einsum"):
+        f = dg.function([a, b], dg.core.einsum("ij,j->i", a, b), backend="numba", jit_graph=True)
+    av, bv = np.eye(3, dtype=bool), np.array([True, False, True])
+    np.testing.assert_array_equal(f(av, bv), np.einsum("ij,j->i", av, bv))
+    assert f.timings["perform"] == ("Einsum",) and "run by Python perform: Einsum" in f.summary()
+    # by default such a graph stays on the driver, which runs the einsum by NumPy code of its own
+    g = dg.function([a, b], dg.core.einsum("ij,j->i", a, b), backend="numba")
+    assert not g._compiled.tiers.available
+
+
+def test_a_hot_function_warns_about_nodes_run_by_perform(monkeypatch):
+    monkeypatch.setattr(graphjit, "HOT_CALLS", 3)
+    x = dg.tensor("x", shape=(3, 4))
+    i, j = dg.tensor("i", shape=(2,), dtype="int64"), dg.tensor("j", shape=(2,), dtype="int64")
+    f = dg.function([x, i, j], x[i, j] * 2.0, backend="numba")  # two index arrays: NumPy's perform
+    xv, iv, jv = np.arange(12.0).reshape(3, 4), np.array([0, 2]), np.array([1, 3])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dg.PerformanceWarning)
+        for _ in range(2):  # a few calls stay quiet
+            np.testing.assert_array_equal(f(xv, iv, jv), xv[iv, jv] * 2.0)
+    with pytest.warns(dg.PerformanceWarning, match="AdvancedSubtensor"):
+        f(xv, iv, jv)
+    assert f.timings["perform"] == ("AdvancedSubtensor",) and "AdvancedSubtensor" in f.summary()
+
+
+def test_a_trusted_numpy_scalar_is_read_in_a_scan_body(backend):
+    step = dg.Dim("step", size=5)
+    rho = dg.labeled("rho", dims=())
+    y = dg.labeled("y", dims=(step,))
+    final, _ = dg.scan(lambda acc, v: acc * rho + v, init=dg.constant(0.0), sequences=[y], dim=step)
+    f = dg.function([rho, y], final, backend=backend)
+    yv = np.arange(5.0)
+    want = 0.0
+    for v in yv:
+        want = want * 0.5 + v
+    assert float(f(np.float64(0.5), yv)) == pytest.approx(want, rel=1e-15)
+    assert float(f(np.float64(0.5), yv, trust_input=True)) == pytest.approx(want, rel=1e-15)
+    assert float(f(0.5, yv, trust_input=True)) == pytest.approx(want, rel=1e-15)
+
+
+def test_compile_time_and_repr_include_the_first_call(backend, tmp_path, monkeypatch):
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", str(tmp_path))
+    x = dg.tensor("x", shape=(None,))
+    f = dg.function([x], dg.sin(x).sum() + 3.0, backend=backend)
+    before = f.compile_time
+    f(np.zeros(3))
+    phases = ("lower", "rewrite", "codegen", "first call", "jit graph")
+    assert f.compile_time == pytest.approx(sum(f.timings.get(k) or 0.0 for k in phases))
+    assert f.compile_time >= before + f.timings["first call"] - 1e-12 and f.timings["first call"] > 0
+    assert f"compiled in {f.compile_time:.2f} s" in repr(f)
+
+
+def test_the_jitted_graph_draws_and_updates_as_the_driver_does():
+    rng = dg.rng(0)
+    t = dg.Dim("t", size=4)
+    draws = rng.normal(0.0, 1.0, extra_dims=(t,)) + rng.gamma(2.0, 1.0, extra_dims=(t,))
+    w = dg.shared(np.zeros(4), name="w")
+    v = dg.tensor("v", shape=(4,))
+    outs = [draws.values + w.sum(), w * 2.0]
+    jitted = dg.function([v], outs, updates={w: w + v}, backend="numba", jit_graph=True)
+    driver = dg.function([v], outs, updates={w: w + v}, backend="numba", jit_graph=False)
+    ctx_j, ctx_d = dg.SharedContext(5), dg.SharedContext(5)
+    for k in range(3):
+        got, want = jitted(np.full(4, k), ctx=ctx_j), driver(np.full(4, k), ctx=ctx_d)
+        for g, w_ in zip(got, want):
+            np.testing.assert_array_equal(g, w_)
+        np.testing.assert_array_equal(w.get(ctx=ctx_j), w.get(ctx=ctx_d))
+    assert jitted._compiled.tiers.state == "jitted" and driver._compiled.tiers.state == "driver"
