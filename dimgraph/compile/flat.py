@@ -132,19 +132,31 @@ class FlatParams:
 
 
 class FlatFunction:
-    """`fn(theta, **data) -> (value, flat gradient)`; see `flat_value_and_grad`."""
+    """`fn(theta, **data) -> (value, flat gradient)`; see `flat_value_and_grad`.
 
-    def __init__(self, layout, function):
+    `function` is the compiled graph of `(theta, *data inputs) -> (value, flat gradient)`:
+    the vector is sliced and the gradient concatenated inside it, so a call hands the
+    backend one parameter array and gets two results back, whatever the number of parameters.
+    """
+
+    def __init__(self, layout, function, data_names=()):
         self.layout = layout
         self.function = function
+        self._data_names = tuple(data_names)
+        self._n_data = len(self._data_names)
 
     def __call__(self, theta, **data):
         theta = self.layout.check(theta)
-        value, *grads = self.function(*self.layout.arrays(theta), **data)
-        flat = np.empty(self.layout.size)
-        for g, where in zip(grads, self.layout.slices):
-            flat[where] = np.ravel(g)
-        return float(value), flat
+        if len(data) == self._n_data:
+            try:
+                args = [data[name] for name in self._data_names]
+            except KeyError:
+                args = None
+            if args is not None:  # the data by position: the function's fast path
+                value, grad = self.function(theta, *args)
+                return float(value), grad
+        value, grad = self.function(theta, **data)  # names the missing or unexpected input
+        return float(value), grad
 
     def ravel(self, values) -> np.ndarray:
         return self.layout.ravel(values)
@@ -176,13 +188,49 @@ def flat_value_and_grad(cost, params, inputs=(), backend=None, **options):
     (5.0, [-2.0, -4.0])
     """
     from dimgraph.compile.function import function
+    from dimgraph.core.join import concatenate
+    from dimgraph.core.math import cast
+    from dimgraph.core.shape_ops import reshape
     from dimgraph.lower.gradient import value_and_grad
 
     layout = FlatParams(params)
-    value, grads = value_and_grad(cost, list(params))
-    outs = [_positional(value)] + [_positional(g) for g in grads]  # arrays out: no DataArray per call
-    f = function(list(params) + list(inputs), outs, backend=backend, **options)
-    return FlatFunction(layout, f)
+    inputs = list(inputs)
+    theta, cost, pieces = _read_from_vector(layout, cost, inputs)
+    value, grads = value_and_grad(cost, pieces)
+    flat = [_positional(g) for g in grads]
+    flat = [reshape(g if g.type.dtype == "float64" else cast(g, "float64"), (-1,)) for g in flat]
+    flat_grad = concatenate(flat) if len(flat) > 1 else flat[0]
+    f = function([theta] + inputs, [_positional(value), flat_grad], backend=backend, **options)
+    return FlatFunction(layout, f, [v.name for v in inputs])
+
+
+def _read_from_vector(layout, cost, inputs):
+    """`(theta, cost, pieces)`: `cost` with each parameter read from its slice of one float64 vector
+    `theta` (`pieces`, in the parameters' order, are what it reads them as: the gradient's `wrt`)."""
+    from dimgraph.core.basic import tensor
+    from dimgraph.core.graph import clone_graph
+    from dimgraph.core.math import cast
+    from dimgraph.core.shape_ops import reshape
+    from dimgraph.labeled.basic import from_positional
+
+    taken = {v.name for v in inputs}
+    name = next(n for n in ("theta", "flat_theta", "flat_params_vector") if n not in taken)
+    theta = tensor(name, shape=(layout.size,), dtype="float64")
+    pieces, replace = [], {}
+    for p, shape, where, dtype in zip(layout.params, layout.shapes, layout.slices, layout.dtypes):
+        piece = reshape(theta[where], shape)
+        if dtype != np.float64:
+            piece = cast(piece, dtype)
+        if hasattr(p.type, "dims"):
+            twin = p.tag.get("positional")  # what graphs lowered on the spot (a scan's body) read it as
+            if twin is not None:
+                replace[twin] = piece
+            piece = from_positional(piece, p.type.dims)
+        piece.name = p.name  # errors about it (a parameter the cost does not read) name the parameter
+        replace[p] = piece
+        pieces.append(piece)
+    _, (cost,), _ = clone_graph([cost], [], replace=replace)
+    return theta, cost, pieces
 
 
 def _positional(v):

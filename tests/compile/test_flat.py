@@ -106,3 +106,25 @@ def test_unravel_batches_of_vectors_into_dataarrays_with_batch_dims():
             assert float(draws["log_sigma"][c, d]) == float(one["log_sigma"])
     with pytest.raises(dg.InputError, match=r"expected shape \(\*\('chain', 'draw'\), 7\)"):
         LAYOUT.unravel(np.zeros((2, 7)), batch_dims=("chain", "draw"))
+
+
+def test_parameters_read_inside_a_scan_body_take_their_slice_of_theta(backend):
+    """A scan's body reads the parameters it closes over from theta too: value and gradient vs NumPy."""
+    t = dg.Dim("t")
+    rho, mu = dg.scalar("rho"), dg.labeled("mu", dims=(group,))
+    prev, nxt = dg.labeled("prev", dims=(t, group)), dg.labeled("next", dims=(t, group))
+    _, pred = dg.scan(lambda state, p: mu + rho * (p - mu), init=dg.zeros_like(mu), sequences=prev, dim=t)
+    fn = dg.flat_value_and_grad(-0.5 * ((nxt - pred) ** 2).sum(), [mu, rho], inputs=[prev, nxt], backend=backend)
+    assert [v.name for v in fn.function.inputs] == ["theta", "prev", "next"] and len(fn.function.outputs) == 2
+    x = np.random.default_rng(3).normal(size=(6, 3))
+
+    def numpy_logp(theta):
+        m, r = theta[:3], theta[3]
+        return -0.5 * np.sum((x[1:] - m - r * (x[:-1] - m)) ** 2)
+
+    theta = np.array([0.2, -0.1, 0.4, 0.6])
+    value, grad = fn(theta, prev=x[:-1], next=x[1:])
+    np.testing.assert_allclose(value, numpy_logp(theta), rtol=1e-12)
+    eps = 1e-6
+    numeric = [(numpy_logp(theta + eps * e) - numpy_logp(theta - eps * e)) / (2 * eps) for e in np.eye(4)]
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
