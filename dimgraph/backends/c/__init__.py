@@ -35,6 +35,7 @@ from dimgraph.backends.c.build import CCompileError, load  # noqa: F401
 from dimgraph.backends.c.linalg import MATRIX_OPS
 from dimgraph.backends.c.program import Context, Program
 from dimgraph.backends.c.registry import MissingEmitter, c_impl  # noqa: F401
+from dimgraph.backends.c.replay import Replayer
 from dimgraph.backends.c.scalar import PRELUDE
 from dimgraph.core.rewriting.blockwise import unroll_blockwise
 from dimgraph.core.rewriting.fusion import unfuse_indexed_loop
@@ -61,11 +62,18 @@ def compile(fgraph, **options):
     entry.restype = ctypes.c_int
     inputs, outputs, errors = program.inputs, program.outputs, program.errors
 
-    def run(args):
+    def raise_code(rc):
+        exc, message = errors[rc - 1]
+        raise exc(message)
+
+    def plan_call(args, log):
+        """Plan and run one call; with `log` (a `replay.ReadLog`), return (ctx, output buffers) for `Replayer`."""
         ctx = Context()
+        if log is not None:
+            ctx.host = log
         given = set()
         for v, a in zip(inputs, args):
-            a = _usable(np.asarray(a, dtype=v.type.dtype))
+            a = _usable(a)
             ctx.bufs[v] = ctx.host[v] = a
             given.add(id(a))
         given.update(id(a) for a in program.constants.values())
@@ -75,8 +83,10 @@ def compile(fgraph, **options):
             m = np.array(meta, dtype=np.int64)
             rc = entry(p.ctypes.data, m.ctypes.data, bytes(flags))
             if rc:
-                exc, message = errors[rc - 1]
-                raise exc(message)
+                raise_code(rc)
+        if log is not None:
+            ctx.tables = (ptrs, meta, flags)
+            return ctx, [ctx.bufs[v] for v in outputs]
         results = []
         for v in outputs:
             a = ctx.bufs[v]
@@ -84,6 +94,12 @@ def compile(fgraph, **options):
                 a = np.array(a)
             results.append(a)
         return results
+
+    replayer = Replayer(inputs, outputs, entry, plan_call, raise_code)
+    dtypes = [v.type.dtype for v in inputs]
+
+    def run(args):
+        return replayer([np.asarray(a, dtype=d) for a, d in zip(args, dtypes)])
 
     return CCompiled(run, source=source, cache_key=key)
 
