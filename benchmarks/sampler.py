@@ -40,6 +40,9 @@ from sampler_models import MODELS  # noqa: E402
 
 BACKENDS = ("numba", "jax", "c")
 RTOL = 1e-8
+# On a loaded 2-core machine XLA's concurrency-optimized thunk schedule costs small graphs 1.5-2.5x (thread
+# hand-offs between thunks of a few microseconds); the flag is process-wide, so it is an option here.
+SEQUENTIAL_XLA = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
 
 
 def has(module):
@@ -273,10 +276,18 @@ def main():
     parser.add_argument("--compile-repeats", type=int, default=1)
     parser.add_argument("--no-nutpie", action="store_true", help="skip nutpie's wall times")
     parser.add_argument("--no-pymc", action="store_true", help="leave PyMC out even where it is installed")
+    parser.add_argument(
+        "--xla-sequential", action="store_true",
+        help="run XLA's CPU thunks in sequence (XLA_FLAGS=--xla_cpu_enable_concurrency_optimized_scheduler=false), "
+        "for every JAX row: dimgraph's and the hand-written one",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.xla_sequential:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + SEQUENTIAL_XLA).strip()
     backends = [b for b in args.backends if b != "jax" or has("jax")]
     with_pymc = has("pymc") and not args.no_pymc
-    print(f"Python {sys.version.split()[0]}; backends {backends}; PyMC {'yes' if with_pymc else 'not installed (make bench-peers-env)'}")
+    print(f"Python {sys.version.split()[0]}; backends {backends}; PyMC {'yes' if with_pymc else 'not installed (make bench-peers-env)'}; "
+          f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")  # fmt: skip
     if with_pymc:
         import pymc
         import pytensor
