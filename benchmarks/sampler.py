@@ -237,31 +237,20 @@ def print_compile(times, names, whats):
 # -- nutpie ---------------------------------------------------------------------------------------
 
 
-def nutpie_times(model, backend, with_pymc, chains=4, tune=1000, draws=1000):
+def nutpie_times(model, backends, with_pymc, chains=4, tune=1000, draws=1000):
     """{label: (compile s, sampling wall s)} for nutpie over dimgraph's flat function (`from_pyfunc`)
     and over PyMC's model (`compile_pymc_model`), 4 chains of tune + draws iterations, 2 cores."""
     import nutpie
+    from nutpie.compiled_pyfunc import from_pyfunc  # public, not re-exported by the package
 
     out = {}
-    t0 = time.perf_counter()
-    fn = model.flat(backend)
-    fn(model.theta, **model.data)
-    layout = fn.layout
-
-    def make_expand_fn(*_, **__):
-        def expand(theta, **data):
-            return {name: np.asarray(theta[where]).reshape(shape) for name, shape, where in zip(layout.names, layout.shapes, layout.slices)}
-
-        return expand
-
-    compiled = nutpie.from_pyfunc(
-        fn.size, lambda: fn, make_expand_fn, [np.dtype("float64")] * len(layout.names), layout.shapes, layout.names,
-        shared_data=dict(model.data), make_initial_point_fn=lambda seed: np.random.default_rng(seed).normal(0, 0.5, fn.size),
-    )  # fmt: skip
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, cores=2, seed=1, progress_bar=False)
-    out[f"dg {backend}, from_pyfunc"] = (compile_s, time.perf_counter() - t0)
+    for backend in backends:
+        t0 = time.perf_counter()
+        compiled = _nutpie_model(from_pyfunc, model.flat(backend), model)
+        compile_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, cores=2, seed=1, progress_bar=False)
+        out[f"dg {backend}, from_pyfunc"] = (compile_s, time.perf_counter() - t0)
     if with_pymc:
         t0 = time.perf_counter()
         compiled = nutpie.compile_pymc_model(model.pymc_model())
@@ -272,6 +261,23 @@ def nutpie_times(model, backend, with_pymc, chains=4, tune=1000, draws=1000):
     return out
 
 
+def _nutpie_model(from_pyfunc, fn, model):
+    """nutpie's model over `fn` (a `flat_value_and_grad`): it calls `fn(theta, **data)` for logp and gradient."""
+    fn(model.theta, **model.data)  # the first call compiles (numba's kernels)
+    layout = fn.layout
+
+    def make_expand_fn(*_, **__):
+        def expand(theta, **data):
+            return {n: np.asarray(theta[w]).reshape(sh) for n, sh, w in zip(layout.names, layout.shapes, layout.slices)}
+
+        return expand
+
+    return from_pyfunc(
+        fn.size, lambda: fn, make_expand_fn, [np.dtype("float64")] * len(layout.names), layout.shapes, layout.names,
+        shared_data=dict(model.data), make_initial_point_fn=lambda seed: np.random.default_rng(seed).normal(0, 0.5, fn.size),
+    )  # fmt: skip
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
@@ -280,6 +286,7 @@ def main():
     parser.add_argument("--no-compile", action="store_true", help="skip the fresh-process compile rows")
     parser.add_argument("--compile-repeats", type=int, default=1)
     parser.add_argument("--no-nutpie", action="store_true", help="skip nutpie's wall times")
+    parser.add_argument("--nutpie-backends", nargs="+", default=["numba", "c"], choices=list(BACKENDS))
     parser.add_argument("--no-pymc", action="store_true", help="leave PyMC out even where it is installed")
     parser.add_argument(
         "--xla-sequential", action="store_true",
@@ -315,7 +322,7 @@ def main():
         print_compile(times, args.models, whats)
     if not args.no_nutpie and has("nutpie") and "radon" in args.models:
         print("\n### nutpie, radon, 4 chains x (1000 tune + 1000 draws), 2 cores: compile s / sampling wall s\n")
-        for label, (c, w) in nutpie_times(MODELS["radon"](), "numba", with_pymc).items():
+        for label, (c, w) in nutpie_times(MODELS["radon"](), args.nutpie_backends, with_pymc).items():
             print(f"| {label} | {c:.2f} | {w:.2f} |")
 
 
