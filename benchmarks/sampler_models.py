@@ -13,7 +13,7 @@ PyMC's value variables by name.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -38,7 +38,6 @@ class Model:
     jax_data: tuple  # the data arguments of `jax_logp`, NumPy arrays
     pymc_model: Callable | None = None  # () -> pm.Model
     pymc_point: Callable | None = None  # theta -> {value variable name: array}
-    notes: dict = field(default_factory=dict)
 
     def flat(self, backend):
         return dg.flat_value_and_grad(self.cost, self.params, inputs=self.data_vars, backend=backend)
@@ -560,7 +559,7 @@ def ar1(T=1000, seed=2):
         r = (y_next - pred) / s
         return c0 - 0.5 * m * m - 2 * rh * rh - 0.5 * s * s + ls - 0.5 * r @ r - n * ls
 
-    def pymc_model():
+    def pymc_model():  # vectorized, as a PyMC user writes it (no scan)
         import pymc as pm
 
         with pm.Model() as model:
@@ -577,7 +576,6 @@ def ar1(T=1000, seed=2):
     return Model(
         "ar1", cost, [mu, rho, log_sigma], [y_prev, y_next], data, theta, numpy_fn, lambda t: _numba(t, y),
         jax_logp, (data["y_prev"], data["y_next"]), pymc_model, pymc_point,
-        notes={"pymc": "PyMC written vectorized (no scan), as a PyMC user would"},
     )  # fmt: skip
 
 
