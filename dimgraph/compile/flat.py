@@ -134,18 +134,19 @@ class FlatParams:
 class FlatFunction:
     """`fn(theta, **data) -> (value, flat gradient)`; see `flat_value_and_grad`.
 
-    `function` is the compiled graph of `(theta, *data inputs) -> (value, flat gradient)`:
+    `flat_function` is the compiled graph of `(theta, *data inputs) -> (value, flat gradient)`:
     the vector is sliced and the gradient concatenated inside it, so a call hands the
     backend one parameter array and gets two results back, whatever the number of parameters.
+    `function` calls it with each parameter's array and returns each parameter's gradient.
     """
 
-    def __init__(self, layout, function, data_names=()):
+    def __init__(self, layout, flat_function, data_names=()):
         self.layout = layout
-        self.function = function
+        self.flat_function = flat_function
         self._data_names = tuple(data_names)
         self._n_data = len(self._data_names)
 
-    def __call__(self, theta, **data):
+    def __call__(self, theta, trust_input=False, **data):
         theta = self.layout.check(theta)
         if len(data) == self._n_data:
             try:
@@ -153,10 +154,16 @@ class FlatFunction:
             except KeyError:
                 args = None
             if args is not None:  # the data by position: the function's fast path
-                value, grad = self.function(theta, *args)
+                value, grad = self.flat_function(theta, *args, trust_input=trust_input)
                 return float(value), grad
-        value, grad = self.function(theta, **data)  # names the missing or unexpected input
+        value, grad = self.flat_function(theta, trust_input=trust_input, **data)  # names what is missing or unexpected
         return float(value), grad
+
+    @property
+    def function(self):
+        """`function(*parameter arrays, *data, trust_input=False) -> [value, *gradients]`, each gradient in its
+        parameter's shape: for callers that hold the parameters apart."""
+        return ParameterCall(self)
 
     def ravel(self, values) -> np.ndarray:
         return self.layout.ravel(values)
@@ -167,6 +174,24 @@ class FlatFunction:
     @property
     def size(self) -> int:
         return self.layout.size
+
+
+class ParameterCall:
+    """A `FlatFunction` called with the parameters' arrays (in dims order) instead of one vector (`fn.function`)."""
+
+    def __init__(self, flat):
+        self.flat = flat
+
+    @property
+    def backend(self):
+        return self.flat.flat_function.backend
+
+    def __call__(self, *args, trust_input=False, **data):
+        layout = self.flat.layout
+        n = len(layout.params)
+        theta = np.concatenate([np.ravel(a) for a in args[:n]]).astype(np.float64, copy=False) if n else np.empty(0)
+        value, grad = self.flat.flat_function(layout.check(theta), *args[n:], trust_input=trust_input, **data)
+        return [value] + [grad[where].reshape(shape) for where, shape in zip(layout.slices, layout.shapes)]
 
 
 def flat_value_and_grad(cost, params, inputs=(), backend=None, **options):
