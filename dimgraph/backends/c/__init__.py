@@ -23,6 +23,7 @@ in `compile`, naming the op and the backend.
 from __future__ import annotations
 
 import ctypes
+import time
 
 import numpy as np
 
@@ -77,7 +78,9 @@ def compile(fgraph, **options):
             ctx.bufs[v] = ctx.host[v] = a
             given.add(id(a))
         given.update(id(a) for a in program.constants.values())
+        t0 = time.perf_counter()
         ptrs, meta, flags, _ = program.plan(ctx)
+        ctx.plan_seconds = time.perf_counter() - t0
         if any(flags):
             p = np.array(ptrs, dtype=np.uintp)
             m = np.array(meta, dtype=np.int64)
