@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test bench clean
+.PHONY: run test bench bench-peers-env bench-sampler clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,5 +24,24 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
+# The sampler suite's peers (PyMC 6, pytensor, nutpie) need Python >= 3.12: their own venv, made
+# with pyenv's 3.12, holding dimgraph too so the suite can run whole there. The project keeps 3.11.
+PEERS := .venv-peers
+PEERS_PY := $(PEERS)/bin/python
+PY312 ?= $(shell p="$$(pyenv root 2>/dev/null)/versions/3.12.1/bin/python"; [ -x "$$p" ] && echo "$$p" || command -v python3.12)
+
+$(PEERS)/.installed-stamp: pyproject.toml
+	@[ -n "$(PY312)" ] || { echo "bench-peers-env: needs Python 3.12 (pyenv's 3.12.1 or python3.12 on PATH)"; exit 1; }
+	$(PY312) -m venv $(PEERS)
+	$(PEERS_PY) -m pip install --upgrade pip >/dev/null
+	$(PEERS_PY) -m pip install 'pymc>=6,<7' pytensor nutpie numba jax jaxlib scipy
+	$(PEERS_PY) -m pip install -e '.[jax]'
+	touch $@
+
+bench-peers-env: $(PEERS)/.installed-stamp
+
+bench-sampler: $(PEERS)/.installed-stamp
+	$(PEERS_PY) benchmarks/sampler.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(PEERS) build *.egg-info

@@ -169,7 +169,7 @@ class FlatFunction:
     def _promote(self, entry):
         self._entry = entry
 
-    def __call__(self, theta, **data):
+    def __call__(self, theta, trust_input=False, **data):
         entry = self._entry
         # (the entry refuses a theta or data of other dtypes or memory layouts by a TypeError: the general path)
         if entry is not None and type(theta) is np.ndarray and theta.shape == self._theta_shape:
@@ -185,7 +185,7 @@ class FlatFunction:
                     self.function._name_index_error(self._stand_ins + arrays, raw, err)
                     raise
         theta = self.layout.check(theta)
-        value, *grads = self.function(*self.layout.arrays(theta), **data)
+        value, *grads = self.function(*self.layout.arrays(theta), trust_input=trust_input, **data)
         flat = np.empty(self.layout.size)
         for g, where in zip(grads, self.layout.slices):
             flat[where] = np.ravel(g)

@@ -373,3 +373,23 @@ def test_a_child_forked_after_jax_started_refuses_instead_of_hanging(tmp_path):
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:4] == ["parent 5.0"] + ["child refused: True"] * 3  # f.jax_fn hung
+
+
+def test_a_scan_reads_its_sequences_at_the_step_number_without_run_time_checks():
+    """The step number lies in [0, n): reading a sequence of length >= n at it (or at n - 1 - i, as the
+    gradient's reverse loop does) needs no per-step bounds check, so the jitted call returns no check flags."""
+    t = dg.Dim("t")
+    rho, seq = dg.labeled("rho", dims=()), dg.labeled("seq", dims=(t,))
+    _, path = dg.scan(lambda s, e: rho * s + e, init=dg.zeros_like(rho), sequences=seq, dim=t)
+    cost = (path**2).sum()
+    outs = [cost.to_positional(), dg.grad(cost, rho).to_positional(), dg.grad(cost, seq).to_positional()]
+    f = dg.function([rho, seq], outs, backend="jax")
+    ref = dg.function([rho, seq], outs, backend="python")
+    e = np.random.default_rng(0).normal(size=30)
+    for got, want in zip(f(0.7, e), ref(0.7, e)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    import jax
+
+    with jax.enable_x64(True):
+        _, flags = f._compiled.jitted[frozenset()](np.asarray(0.7), e)
+    assert flags is None

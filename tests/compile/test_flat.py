@@ -106,3 +106,38 @@ def test_unravel_batches_of_vectors_into_dataarrays_with_batch_dims():
             assert float(draws["log_sigma"][c, d]) == float(one["log_sigma"])
     with pytest.raises(dg.InputError, match=r"expected shape \(\*\('chain', 'draw'\), 7\)"):
         LAYOUT.unravel(np.zeros((2, 7)), batch_dims=("chain", "draw"))
+
+
+def test_parameters_read_inside_a_scan_body_take_their_slice_of_theta(backend):
+    """A scan's body reads the parameters it closes over from theta too: value and gradient vs NumPy."""
+    t = dg.Dim("t")
+    rho, mu = dg.scalar("rho"), dg.labeled("mu", dims=(group,))
+    prev, nxt = dg.labeled("prev", dims=(t, group)), dg.labeled("next", dims=(t, group))
+    _, pred = dg.scan(lambda state, p: mu + rho * (p - mu), init=dg.zeros_like(mu), sequences=prev, dim=t)
+    fn = dg.flat_value_and_grad(-0.5 * ((nxt - pred) ** 2).sum(), [mu, rho], inputs=[prev, nxt], backend=backend)
+    x = np.random.default_rng(3).normal(size=(6, 3))
+
+    def numpy_logp(theta):
+        m, r = theta[:3], theta[3]
+        return -0.5 * np.sum((x[1:] - m - r * (x[:-1] - m)) ** 2)
+
+    theta = np.array([0.2, -0.1, 0.4, 0.6])
+    value, grad = fn(theta, prev=x[:-1], next=x[1:])
+    np.testing.assert_allclose(value, numpy_logp(theta), rtol=1e-12)
+    eps = 1e-6
+    numeric = [(numpy_logp(theta + eps * e) - numpy_logp(theta - eps * e)) / (2 * eps) for e in np.eye(4)]
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_function_takes_each_parameter_and_gives_each_gradient(backend):
+    """`fn.function(*parameter arrays, *data)`: the parameters apart, one gradient per parameter, in its shape."""
+    cost, y = _negative_logp()
+    fn = dg.flat_value_and_grad(cost, [MU, LOG_SIGMA], inputs=[y], backend=backend)
+    theta = np.linspace(-0.5, 0.7, 7)
+    value, grad = fn(theta, y=DATA)
+    by_param = fn.function(*LAYOUT.arrays(theta), DATA.transpose("obs", "group").values, trust_input=True)
+    assert by_param[0] == value and by_param[1].shape == (3, 2) and by_param[2].shape == ()
+    np.testing.assert_array_equal(np.concatenate([by_param[1].ravel(), [by_param[2]]]), grad)
+    trusted_value, trusted_grad = fn(theta, trust_input=True, y=DATA.transpose("obs", "group").values)
+    assert trusted_value == value
+    np.testing.assert_array_equal(trusted_grad, grad)

@@ -194,11 +194,13 @@ def _loop(op, node):
                 check_state_shape(op.name, k, f.shape, b.shape)
                 flags[k] = any(np.may_share_memory(b, s) for s in finals)
         except StepDependent:
+            ctx.no_replay()  # the host step is registered for this call only
             key = next(_KEYS)
             _JOBS[key] = lambda: job(ins, outs)
             LoopStats.host_loops += 1
             tables, body_outs = inner.empty_tables(), finals
         except Exception as err:  # noqa: BLE001 - raised by C if a step runs
+            ctx.no_replay()  # the error is kept for this call only
             deferred.keep(err)
             flags[ns] = 1
             tables, body_outs = inner.empty_tables(), finals
@@ -282,6 +284,8 @@ def _ifelse(op, node):
         for b, (tables, bouts, err) in enumerate(planned):
             flags[b] = err is not None
             failed[b].keep(err)
+            if err is not None:
+                ctx.no_replay()  # the error is kept for this call only
             operands += tables
             branch_outs += list(bouts) if bouts is not None and [a.shape for a in bouts] == [o.shape for o in outs] else outs
         return outs, operands + branch_outs + outs, True

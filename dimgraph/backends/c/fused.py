@@ -27,7 +27,7 @@ def _careduce_elemwise(op, node):
     def plan(ctx, ins):
         shape = node_shape(node, ins)
         check_nonempty(op, op.reducer, shape, op.axis)
-        res = np.full([s for k, s in enumerate(shape) if k not in op.axis], ident, out.type.dtype)
+        res = ctx.filled([s for k, s in enumerate(shape) if k not in op.axis], ident, out.type.dtype)
         views = [np.broadcast_to(a, shape) for a in ins] + [reduced_view(res, shape, op.axis)]
         return [res], collapse_trailing(views, r), True
 

@@ -148,7 +148,11 @@ class InnerContext(Context):
         super().__init__()
         self.outer, self.varying = outer, varying
         self.alive = outer.alive
+        self.fills = outer.fills  # a branch's buffers are restored by the outer replay (a loop body's by C too)
         self.sources = {}  # inner input -> the outer variable holding its value
+
+    def no_replay(self):
+        self.outer.no_replay()
 
     def evaluate(self, variables):
         stack, seen = list(variables), set()

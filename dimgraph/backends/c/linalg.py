@@ -224,7 +224,11 @@ def _blockwise(op, node):
     if not isinstance(op.core_op, MATRIX_OPS):
         # not unrolled (unknown or large batch): the batch loop runs on the host, the core op's perform per
         # element, on the inputs' values (evaluated by the plan: buffers C fills later hold nothing yet)
-        return CImpl([], None, lambda ctx, ins: ([ctx.host_value(o) for o in node.outputs], [], False))
+        def host(ctx, ins):
+            ctx.no_replay()  # computed here, in Python: a replayed run would not compute it again
+            return [ctx.host_value(o) for o in node.outputs], [], False
+
+        return CImpl([], None, host)
     return _matrix_impl(op.core_op, node, op.batch_ndim(node))
 
 
@@ -264,7 +268,7 @@ def _matmul(op, node):
         a2 = a if a.ndim > 1 else a[None, :]
         b2 = b if b.ndim > 1 else b[:, None]
         m, k, n = a2.shape[-2], a2.shape[-1], b2.shape[-1]
-        res = np.zeros(batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ()), out.type.dtype)
+        res = ctx.filled(batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ()), 0, out.type.dtype)
         full = batch + (m, k, n)
         sa = elem_strides(np.broadcast_to(a2, batch + (m, k)))
         sb = elem_strides(np.broadcast_to(b2, batch + (k, n)))
@@ -346,7 +350,7 @@ def _einsum(op, node):
                 if x.shape[ax] == target[c]:
                     per[c] += st[ax]
             views.append(strided(x, full, [per[c] for c in letters]))
-        res = np.zeros([target[c] for c in output], out.type.dtype)
+        res = ctx.filled([target[c] for c in output], 0, out.type.dtype)
         so = elem_strides(res)
         views.append(strided(res, full, so + [0] * (L - len(output))))
         return [res], collapse_trailing(views, len(summed)), True

@@ -115,12 +115,29 @@ def _comment(node):
 
 
 class Context:
-    """One call's planning state: the arrays of every variable, and the values known before C runs."""
+    """One call's planning state: the arrays of every variable, and the values known before C runs.
+
+    What a later call needs to run the same plan again (`replay.py`): the buffers the plan
+    initialized (`filled`, restored before each run) and whether the plan did work that C
+    does not repeat (`no_replay`: a step in Python, a failure kept for C to raise).
+    """
 
     def __init__(self):
         self.bufs = {}  # variable -> array (filled by C for computed variables)
         self.host = {}  # variable -> value known now (inputs, constants, shapes, evaluated shape graphs)
         self.alive = []  # operand arrays of every planned kernel (inner programs' included)
+        self.fills = []  # (array, value): buffers the plan initialized, which kernels accumulate into
+        self.replayable = True
+
+    def filled(self, shape, value, dtype):
+        """A new buffer of `shape` holding `value` (a reduction's identity), restored before each replayed run."""
+        a = np.full(shape, value, dtype)
+        self.fills.append((a, value))
+        return a
+
+    def no_replay(self):
+        """This plan did work C does not repeat: a later call must plan again."""
+        self.replayable = False
 
     def set_host(self, var, value):
         self.host[var] = value

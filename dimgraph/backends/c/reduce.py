@@ -169,7 +169,7 @@ def _careduce(op, node):
     def plan(ctx, ins):
         (a,) = ins
         check_nonempty(op, op.scalar_op, a.shape, op.axis)
-        res = np.full([s for k, s in enumerate(a.shape) if k not in op.axis], ident, out.type.dtype)
+        res = ctx.filled([s for k, s in enumerate(a.shape) if k not in op.axis], ident, out.type.dtype)
         return [res], collapse_trailing([a, reduced_view(res, a.shape, op.axis)], r), True
 
     def code(o):

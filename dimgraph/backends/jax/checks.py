@@ -21,6 +21,53 @@ import jax.numpy as jnp
 import numpy as np
 
 _ACTIVE = contextvars.ContextVar("dimgraph_jax_checks", default=None)
+_RANGES = contextvars.ContextVar("dimgraph_jax_ranges", default={})
+
+
+class known_range:
+    """Context manager: while a loop body is traced, its step number `value` is known to lie in [0, `n`),
+    so a read `c[i]` of a sequence at least `n` long needs no run-time check (`range_of`)."""
+
+    def __init__(self, value, n):
+        self.value, self.n = value, n
+
+    def __enter__(self):
+        self._token = _RANGES.set({**_RANGES.get(), id(self.value): (self.value, 0, self.n)})
+        return self
+
+    def __exit__(self, *exc):
+        _RANGES.reset(self._token)
+
+
+def shifted_range(op_name, a, b, result):
+    """Note the range of `result` = `a - b` or `a + b` (`op_name`) where one side has a known range and the other
+    is a static int (a reversed loop reads `c[n - 1 - i]`); only inside a body traced with `known_range`."""
+    ranges = _RANGES.get()
+    if not ranges or op_name not in ("add", "sub"):
+        return
+    ra, rb = range_of(a), range_of(b)
+    if ra is not None and _static_int(b) is not None:
+        k = _static_int(b)
+        lo, hi = (ra[0] + k, ra[1] + k) if op_name == "add" else (ra[0] - k, ra[1] - k)
+    elif rb is not None and _static_int(a) is not None:
+        k = _static_int(a)
+        lo, hi = (rb[0] + k, rb[1] + k) if op_name == "add" else (k - rb[1] + 1, k - rb[0] + 1)
+    else:
+        return
+    ranges[id(result)] = (result, lo, hi)
+
+
+def _static_int(value):
+    if isinstance(value, jax.core.Tracer):
+        return None
+    a = np.asarray(value)
+    return int(a) if a.ndim == 0 and a.dtype.kind in "iu" else None
+
+
+def range_of(value):
+    """`(lo, hi)`: the half-open range `value` is known to lie in while tracing, or None."""
+    found = _RANGES.get().get(id(value))
+    return found[1:] if found is not None and found[0] is value else None
 
 
 def runtime_check(ok, error, message, detail=None):

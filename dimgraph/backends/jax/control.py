@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from dimgraph.backends.jax.checks import collect, runtime_check
+from dimgraph.backends.jax.checks import collect, known_range, runtime_check
 from dimgraph.backends.jax.registry import BACKEND, DataDependentShape, is_static, jax_impl, static_int
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
@@ -77,8 +77,14 @@ def _loop(op, node):
         n, states, consts = inputs[0], inputs[1 : 1 + ns], inputs[1 + ns :]
         states = tuple(jnp.asarray(s, dtype=dt) for s, dt in zip(states, dtypes))
 
+        def ranged_body(i, *args):
+            if not is_static(n):
+                return body(i, *args)
+            with known_range(i, int(n)):  # the step number: reads of sequences at it need no bounds check
+                return body(i, *args)
+
         def step(i, carry):
-            outs, oks, _ = body(jnp.asarray(i, dtype=jnp.int64), *carry[0], *consts)
+            outs, oks, _ = ranged_body(jnp.asarray(i, dtype=jnp.int64), *carry[0], *consts)
             for k, (old, new) in enumerate(zip(carry[0], outs)):
                 if old.shape != new.shape:
                     raise ValueError(f"{op.name}: state {k} has shape {old.shape} before a step and {new.shape} after it")
@@ -87,7 +93,7 @@ def _loop(op, node):
         if is_static(n) and int(n) <= 0:  # no step: the body is not traced (it may index empty sequences)
             return list(states) + [jnp.zeros((0,) + states[k].shape, dtype=states[k].dtype) for k in traced]
         # the constants as the loop sees them (static ones stay static: their checks are made while tracing)
-        checks = _discover(lambda i, *carried: body(i, *carried, *consts), jnp.asarray(0, dtype=jnp.int64), *states)
+        checks = _discover(lambda i, *carried: ranged_body(i, *carried, *consts), jnp.asarray(0, dtype=jnp.int64), *states)
         carry = (states, tuple(jnp.asarray(True) for _ in checks))
         if until is not None:
             n = jnp.asarray(n, dtype=jnp.int64)

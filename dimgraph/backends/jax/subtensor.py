@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dimgraph.backends.jax.checks import runtime_check
+from dimgraph.backends.jax.checks import range_of, runtime_check
 from dimgraph.backends.jax.registry import DataDependentShape, is_static, jax_impl, static_int
 from dimgraph.core.graph import Constant
 from dimgraph.core.subtensor import (
@@ -47,6 +47,9 @@ def _position(op, value, axis, n):
         if not -n <= k < n:
             raise IndexError(f"{op}: {_out_of_bounds(k, axis, n)}")
         return k
+    known = range_of(value)
+    if known is not None and -n <= known[0] and known[1] <= n:  # a loop's step number on a long enough sequence
+        return jnp.asarray(value)
     value = jnp.asarray(value)
     inside = (value < n) if jnp.issubdtype(value.dtype, jnp.unsignedinteger) else (value >= -n) & (value < n)
     runtime_check(inside, IndexError, _escaped(op) + f": {_out_of_bounds('{}', axis, n)}", value)
