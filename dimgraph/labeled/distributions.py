@@ -8,6 +8,11 @@
   NOTE: invalid parameters (sigma <= 0, p outside [0, 1], ...) give NaN, never
   a number that looks valid; `check="raise"` makes the compiled function raise
   instead (an assert in the graph).
+  NOTE: infinite parameters give the limit of the log density as they grow:
+  -inf where the density vanishes (`gamma(inf, 1)`, `normal(0, inf)`), the
+  limiting distribution's where there is one (`student_t(inf, mu, sigma)` is
+  normal), +inf where it grows without bound (`exponential(inf).logp(0)`), NaN
+  only where the limit depends on how the parameters grow (`gamma(inf, inf)`).
 - `draw(state, extra_dims=())`: `(next state, draws)`, the draws on
   `extra_dims` then the parameters' dims (NaN, or -1 for counts, where the
   parameters are invalid: the rule of the primitives), from primitive draws
@@ -73,6 +78,53 @@ def log_softmax(x, dim=None, axis=None):
 
 def _abs(x):
     return lmath.elemwise("abs", x)
+
+
+def _finite(v, stand_in=1.0):
+    """`v` with `stand_in` where it is +-inf: what a formula sees where a `where` takes the limit instead, so
+    neither the branch not taken nor its gradient is NaN (NaN stays NaN: it is no limit)."""
+    return lmath.where(lmath.isinf(v), stand_in, v)
+
+
+def _log1p_square(d, *scales):
+    """log1p(q^2) with q = d / prod(scales), that cannot overflow: for |q| > 1 it is 2 log|q| + log1p(1 / q^2),
+    and log|q| is taken from the logs of d and the scales where q itself overflows (cauchy(0, 1e-300).logp(1e-10)
+    squared 1e290 to inf)."""
+    q = _abs(d)
+    for s in scales:
+        q = q / s
+    big = q > 1
+    small = lmath.where(big, 0.0, q)
+    q_big = lmath.where(big, q, 2.0)
+    huge = lmath.isinf(q_big)
+    log_q = lmath.where(
+        huge,
+        lmath.log(lmath.where(huge, _abs(d), 1.0)) - sum(lmath.log(s) for s in scales),
+        lmath.log(lmath.where(huge, 2.0, q_big)),
+    )
+    return lmath.where(big, 2 * log_q + lmath.log1p(lmath.square(1.0 / q_big)), lmath.log1p(small * small))
+
+
+_STIRLING_FROM = 20.0  # the shape from which gammaln(a) is taken from Stirling's series (its tail below 2e-15)
+
+
+def _log_gamma_kernel(a, y, log_y):
+    """a log(y) - y - gammaln(a) for a >= 20, `y` given both as computed (it may have overflowed) and as its log.
+
+    With Stirling's series gammaln(a) = (a - 1/2) log a - a + log(2 pi) / 2 + tail(a), the sum is
+    -a (r - 1 - log r) + log(a) / 2 - log(2 pi) / 2 - tail(a), r = y / a: nothing of size a log a cancels
+    (the plain sum keeps no digit of gamma(1e100, 1).logp(1e100) = -116.05). r - 1 - log r is taken as
+    t - log1p(t), t = r - 1, where y / a is a normal number, else from log r (r is then far from 1).
+    """
+    r = y / a
+    direct = lmath.isfinite(r) & (r > 1e-300)
+    t = lmath.where(direct, r, 1.0) - 1
+    log_r = lmath.where(direct, 0.0, log_y - lmath.log(a))
+    deviance = lmath.where(direct, t - lmath.log1p(t), lmath.exp(log_r) - 1 - log_r)  # r - 1 - log r >= 0
+    inv = 1.0 / a
+    inv2 = inv * inv
+    tail = inv * (1.0 / 12 - inv2 * (1.0 / 360 - inv2 * (1.0 / 1260 - inv2 * (1.0 / 1680))))
+    return -a * deviance + 0.5 * lmath.log(a) - 0.5 * _LOG_2PI - tail
 
 
 def _as_float(x):
@@ -235,7 +287,7 @@ class Normal(Distribution):
     positive = ("sigma",)
 
     def log_density(self, x, mu, sigma):
-        z = (x - mu) / sigma
+        z = (x - mu) / _finite(sigma)  # sigma = inf: the normalizer's -inf is the limit, for any mu
         return -0.5 * z * z
 
     def normalizer(self, mu, sigma):
@@ -271,7 +323,7 @@ class LogNormal(Distribution):
 
     def log_density(self, x, mu, sigma):
         lx = lmath.log(x)
-        z = (lx - mu) / sigma
+        z = (lx - mu) / _finite(sigma)  # sigma = inf: the normalizer's -inf is the limit, for any mu
         return -0.5 * z * z - lx
 
     def normalizer(self, mu, sigma):
@@ -287,12 +339,16 @@ class StudentT(Distribution):
     positive = ("nu", "sigma")
 
     def log_density(self, x, nu, mu, sigma):
-        z = (x - mu) / sigma
-        return -(nu + 1) / 2 * lmath.log1p(z * z / nu)
+        d, nu_f, sigma_f = x - mu, _finite(nu), _finite(sigma)  # sigma = inf: the normalizer's -inf is the limit
+        t = -(nu_f + 1) / 2 * _log1p_square(d, sigma_f, lmath.sqrt(nu_f))  # log1p(z^2 / nu)
+        z = d / sigma_f
+        return lmath.where(lmath.isinf(nu), -0.5 * z * z, t)  # nu = inf: the normal limit
 
     def normalizer(self, nu, mu, sigma):
         # gammaln((nu + 1) / 2) - gammaln(nu / 2) = log(pi) / 2 - betaln(nu / 2, 1 / 2): no cancellation for large nu
-        return -lmath.betaln(nu / 2, 0.5) - 0.5 * lmath.log(nu) - lmath.log(sigma)
+        nu_f = _finite(nu)
+        t = -lmath.betaln(nu_f / 2, 0.5) - 0.5 * lmath.log(nu_f)
+        return lmath.where(lmath.isinf(nu), -0.5 * _LOG_2PI, t) - lmath.log(sigma)
 
     def sample(self, state, dims, nu, mu, sigma):
         state, z = primitive_draw("normal", state, dims=dims)
@@ -305,8 +361,7 @@ class Cauchy(Distribution):
     positive = ("beta",)
 
     def log_density(self, x, alpha, beta):
-        z = (x - alpha) / beta
-        return -lmath.log1p(z * z)
+        return -_log1p_square(x - alpha, _finite(beta))  # beta = inf: the normalizer's -inf is the limit
 
     def normalizer(self, alpha, beta):
         return -math.log(math.pi) - lmath.log(beta)
@@ -326,7 +381,7 @@ class Uniform(Distribution):
         return (x >= lower) & (x <= upper)
 
     def log_density(self, x, lower, upper):
-        return -lmath.log(upper - lower) + 0 * x
+        return -lmath.log(upper - lower) + 0 * _finite(x)  # on x's dims; an infinite bound gives -inf, x = inf too
 
     def sample(self, state, dims, lower, upper):
         state, u = primitive_draw("uniform", state, dims=dims)
@@ -339,7 +394,9 @@ class Exponential(Distribution):
     domain = "nonnegative"
 
     def log_density(self, x, lam):
-        return lmath.log(lam) - lam * x
+        lam_f = _finite(lam)
+        limit = lmath.where(x > 0, -np.inf, np.inf)  # lam = inf: all the mass at 0
+        return lmath.where(lmath.isinf(lam), limit, lmath.log(lam_f) - lam_f * x)
 
     def sample(self, state, dims, lam):
         state, u = primitive_draw("uniform", state, dims=dims)
@@ -355,7 +412,20 @@ class Gamma(Distribution):
     domain = "nonnegative"
 
     def log_density(self, x, alpha, beta):
-        return alpha * lmath.log(beta) - lmath.gammaln(alpha) + lmath.xlogy(alpha - 1, x) - beta * x
+        a, b = _finite(alpha), _finite(beta)
+        plain = a * lmath.log(b) - lmath.gammaln(a) + lmath.xlogy(a - 1, x) - b * x
+        big = (a >= _STIRLING_FROM) & (x > 0)
+        a_s, b_s, x_s = lmath.where(big, a, _STIRLING_FROM), lmath.where(big, b, 1.0), lmath.where(big, x, 1.0)
+        log_x = lmath.log(x_s)
+        stirling = _log_gamma_kernel(a_s, b_s * x_s, lmath.log(b_s) + log_x) - log_x
+        density = lmath.where(big, stirling, plain)
+        # alpha = inf: the mass leaves every x (NaN with beta = inf: then it depends on alpha / beta);
+        # beta = inf: all the mass at 0, where the density grows without bound for alpha <= 1
+        at_zero = lmath.where(alpha > 1, -np.inf, np.inf)
+        limit_beta = lmath.where(x > 0, -np.inf, at_zero)
+        limit_alpha = lmath.where(lmath.isinf(beta) & (x > 0), np.nan, -np.inf)
+        limit = lmath.where(lmath.isinf(alpha), limit_alpha, limit_beta)
+        return lmath.where(lmath.isinf(alpha) | lmath.isinf(beta), limit, density)
 
     def sample(self, state, dims, alpha, beta):
         state, g = primitive_draw("gamma", state, alpha, dims=dims)
@@ -371,7 +441,18 @@ class InverseGamma(Distribution):
     domain = "positive"
 
     def log_density(self, x, alpha, beta):
-        return alpha * lmath.log(beta) - lmath.gammaln(alpha) - (alpha + 1) * lmath.log(x) - beta / x
+        a, b = _finite(alpha), _finite(beta)
+        log_x = lmath.log(x)
+        plain = a * lmath.log(b) - lmath.gammaln(a) - (a + 1) * log_x - b / x
+        big = a >= _STIRLING_FROM
+        a_s = lmath.where(big, a, _STIRLING_FROM)
+        stirling = _log_gamma_kernel(a_s, b / x, lmath.log(b) - log_x) - log_x
+        return lmath.where(big, stirling, plain)
+
+    def normalizer(self, alpha, beta):
+        # alpha = inf: the mass goes to 0; beta = inf: to inf; both: it depends on alpha / beta
+        inf_alpha, inf_beta = lmath.isinf(alpha), lmath.isinf(beta)
+        return lmath.where(inf_alpha & inf_beta, np.nan, lmath.where(inf_alpha | inf_beta, -np.inf, 0.0))
 
     def sample(self, state, dims, alpha, beta):
         state, g = primitive_draw("gamma", state, alpha, dims=dims)
@@ -386,7 +467,16 @@ class Beta(Distribution):
         return (x >= 0) & (x <= 1)
 
     def log_density(self, x, alpha, beta):
-        return lmath.xlogy(alpha - 1, x) + xlog1py(beta - 1, -x) - lmath.betaln(alpha, beta)
+        a, b = _finite(alpha), _finite(beta)
+        density = lmath.xlogy(a - 1, x) + xlog1py(b - 1, -x) - lmath.betaln(a, b)
+        # alpha = inf: all the mass at 1, where the density grows without bound for beta <= 1 (beta = inf: at 0);
+        # both: the mass goes where alpha / beta says (NaN inside, -inf at 0 and 1)
+        limit_alpha = lmath.where(x == 1, lmath.where(beta <= 1, np.inf, -np.inf), -np.inf)
+        limit_beta = lmath.where(x == 0, lmath.where(alpha <= 1, np.inf, -np.inf), -np.inf)
+        limit_both = lmath.where((x > 0) & (x < 1), np.nan, -np.inf)
+        inf_a, inf_b = lmath.isinf(alpha), lmath.isinf(beta)
+        limit = lmath.where(inf_a & inf_b, limit_both, lmath.where(inf_a, limit_alpha, limit_beta))
+        return lmath.where(inf_a | inf_b, limit, density)
 
     def sample(self, state, dims, alpha, beta):
         # X / (X + Y) = sigmoid(log X - log Y), from log-gammas: no 0/0 for tiny shapes
@@ -417,6 +507,11 @@ def _is_count(x):
     return (x >= 0) & (lmath.floor(x) == x) if np.dtype(x.type.dtype).kind == "f" else x >= 0
 
 
+def _is_finite_count(x):
+    """A count a pmf is positive at (n = inf is a parameter's limit, never a value)."""
+    return _is_count(x) & lmath.isfinite(x) if np.dtype(x.type.dtype).kind == "f" else x >= 0
+
+
 class Binomial(Distribution):
     names = ("n", "p")
     discrete = True
@@ -425,12 +520,15 @@ class Binomial(Distribution):
         return _prob(p) & _is_count(n)
 
     def support(self, x, n, p):
-        return _is_count(x) & (x <= n)
+        return _is_finite_count(x) & (x <= n)
 
     def log_density(self, x, n, p):
         x, n = _as_float(x), _as_float(n)
+        n_f = _finite(n)
         # log C(n, x) = -log(n + 1) - betaln(n - x + 1, x + 1)
-        return -lmath.log1p(n) - lmath.betaln(n - x + 1, x + 1) + lmath.xlogy(x, p) + xlog1py(n - x, -p)
+        density = -lmath.log1p(n_f) - lmath.betaln(n_f - x + 1, x + 1) + lmath.xlogy(x, p) + xlog1py(n_f - x, -p)
+        limit = lmath.where((p == 0) & (x == 0), 0.0, -np.inf)  # n = inf: the mass leaves every count unless p = 0
+        return lmath.where(lmath.isinf(n), limit, density)
 
     def sample(self, state, dims, n, p):
         return primitive_draw("binomial", state, n, p, dims=dims)
@@ -441,14 +539,17 @@ class Poisson(Distribution):
     discrete = True
 
     def valid(self, mu):
-        return (mu >= 0) & lmath.isfinite(mu)
+        return mu >= 0
 
     def support(self, x, mu):
-        return _is_count(x)
+        return _is_finite_count(x)
 
     def log_density(self, x, mu):
         x = _as_float(x)
-        return lmath.xlogy(x, mu) - mu - lmath.gammaln(x + 1)
+        return lmath.xlogy(x, _finite(mu)) - lmath.gammaln(x + 1)
+
+    def normalizer(self, mu):
+        return -mu  # mu = inf: -inf, the mass leaves every count
 
     def sample(self, state, dims, mu):
         return primitive_draw("poisson", state, mu, dims=dims)
@@ -464,12 +565,14 @@ class NegativeBinomial(Distribution):
         return (n > 0) & (p > 0) & (p <= 1)
 
     def support(self, x, n, p):
-        return _is_count(x)
+        return _is_finite_count(x)
 
     def log_density(self, x, n, p):
-        x = _as_float(x)
+        x, n_f = _as_float(x), _finite(n)
         # log C(x + n - 1, x) = -log(x + n) - betaln(n, x + 1)
-        return -lmath.log(x + n) - lmath.betaln(n, x + 1) + n * lmath.log(p) + xlog1py(x, -p)
+        density = -lmath.log(x + n_f) - lmath.betaln(n_f, x + 1) + n_f * lmath.log(p) + xlog1py(x, -p)
+        limit = lmath.where((p == 1) & (x == 0), 0.0, -np.inf)  # n = inf: the mass leaves every count unless p = 1
+        return lmath.where(lmath.isinf(n), limit, density)
 
     def sample(self, state, dims, n, p):
         state, g = primitive_draw("gamma", state, n, dims=dims)  # Poisson-gamma mixture
