@@ -114,13 +114,15 @@ def _log_gamma_kernel(a, y, log_y):
     With Stirling's series gammaln(a) = (a - 1/2) log a - a + log(2 pi) / 2 + tail(a), the sum is
     -a (r - 1 - log r) + log(a) / 2 - log(2 pi) / 2 - tail(a), r = y / a: nothing of size a log a cancels
     (the plain sum keeps no digit of gamma(1e100, 1).logp(1e100) = -116.05). r - 1 - log r is taken as
-    t - log1p(t), t = r - 1, where y / a is a normal number, else from log r (r is then far from 1).
+    t - log1p(t), t = r - 1, near r = 1; r comes from log r where y / a over- or underflows.
     """
     r = y / a
     direct = lmath.isfinite(r) & (r > 1e-300)
-    t = lmath.where(direct, r, 1.0) - 1
-    log_r = lmath.where(direct, 0.0, log_y - lmath.log(a))
-    deviance = lmath.where(direct, t - lmath.log1p(t), lmath.exp(log_r) - 1 - log_r)  # r - 1 - log r >= 0
+    log_r = lmath.where(direct, lmath.log(lmath.where(direct, r, 1.0)), log_y - lmath.log(a))
+    r = lmath.where(direct, r, lmath.exp(log_r))
+    near = _abs(r - 1) < 0.5
+    t = lmath.where(near, r, 1.5) - 1
+    deviance = lmath.where(near, t - lmath.log1p(t), r - 1 - log_r)  # r - 1 - log r >= 0
     inv = 1.0 / a
     inv2 = inv * inv
     tail = inv * (1.0 / 12 - inv2 * (1.0 / 360 - inv2 * (1.0 / 1260 - inv2 * (1.0 / 1680))))
@@ -280,6 +282,11 @@ def _positive(*vs):
 
 def _prob(p):
     return (p >= 0) & (p <= 1)
+
+
+def _count(flags, dim):
+    """How many of the booleans `flags` hold along `dim`."""
+    return lmath.where(flags, 1.0, 0.0).sum(dim)
 
 
 class Normal(Distribution):
@@ -600,15 +607,20 @@ class Categorical(_CoreDim):
         _check_option(check)
         x = lmath.as_operand(x, "logp")
         p = self.params["p"]
-        logp = lmath.log(p) - lmath.log(p.sum(self.dim))
+        p_f = _finite(p)
+        logp = lmath.log(p_f) - lmath.log(p_f.sum(self.dim))
         hit = arange(self.dim) == x
         picked = lmath.where(hit, logp, 0.0).sum(self.dim)
         inside = hit.any(self.dim)
-        density = lmath.where(inside, picked, -np.inf)
+        # weights at inf take all the mass: one gets it whole, two or more share it as they grow (NaN)
+        infinite = lmath.isinf(p)
+        shared = _count(infinite, self.dim) > 1
+        limit = lmath.where((hit & infinite).any(self.dim), lmath.where(shared, np.nan, 0.0), -np.inf)
+        density = lmath.where(inside, lmath.where(infinite.any(self.dim), limit, picked), -np.inf)
         return _invalid_to_nan(density, self.valid(p), check, "categorical")
 
     def valid(self, p):
-        return ((p >= 0) & lmath.isfinite(p)).all(self.dim) & (p.sum(self.dim) > 0)
+        return (p >= 0).all(self.dim) & (p.sum(self.dim) > 0)
 
     def sample(self, state, dims, p):
         # Gumbel-max: argmax over dim of log p + G, G = -log(-log U)
@@ -638,8 +650,18 @@ class Dirichlet(_CoreDim):
         a = self.params["a"]
         inside = self.support(x, a)
         safe = lmath.where(inside, x, 1.0 / (self.dim.size or 2))
-        norm = lmath.gammaln(a.sum(self.dim)) - lmath.gammaln(a).sum(self.dim)
-        density = lmath.where(inside, norm + lmath.xlogy(a - 1, safe).sum(self.dim), -np.inf)
+        a_f = _finite(a)
+        norm = lmath.gammaln(a_f.sum(self.dim)) - lmath.gammaln(a_f).sum(self.dim)
+        density = norm + lmath.xlogy(a_f - 1, safe).sum(self.dim)
+        # concentrations at inf: the mass goes to the face where every other component is 0, and leaves any
+        # point off it (or on it where a finite a > 1 zeroes the density, or an infinite one's component is 0);
+        # on it the density grows without bound for one such component (or where a finite a < 1 has a pole),
+        # and depends on how two or more grow (NaN)
+        infinite, finite = lmath.isinf(a), lmath.isfinite(a)
+        off = ((finite & ((safe > 0) | (a > 1))) | (infinite & (safe == 0))).any(self.dim)
+        pole = (finite & (safe == 0) & (a < 1)).any(self.dim) | (_count(infinite, self.dim) == 1)
+        limit = lmath.where(off, -np.inf, lmath.where(pole, np.inf, np.nan))
+        density = lmath.where(inside, lmath.where(infinite.any(self.dim), limit, density), -np.inf)
         return _invalid_to_nan(density, self.valid(a), check, "dirichlet")
 
     def sample(self, state, dims, a):
@@ -703,18 +725,22 @@ class MultivariateNormal(Distribution):
         x = lmath.as_operand(x, "logp")
         row, col = self.dims
         mu, chol = self.params["mu"], self.params["chol"]
-        z = linalg.solve_triangular(chol, x - mu, dims=self.dims)  # on col: L z = x - mu
+        d = x - mu
+        far = lmath.isinf(d)  # a mean (or value) component at +-inf: the density vanishes
+        z = linalg.solve_triangular(chol, _finite(d, 0.0), dims=self.dims)  # on col: L z = x - mu
         diag = linalg.diagonal(chol, dims=self.dims)
         k = row.size
         density = -0.5 * (z * z).sum(col) - lmath.log(diag).sum(row) - 0.5 * k * _LOG_2PI
+        density = lmath.where(far.any(row), -np.inf, density)
         return _invalid_to_nan(density, self.valid(mu, chol), check, "multivariate_normal")
 
     def valid(self, mu, chol):
-        """A Cholesky factor with a positive finite diagonal (a covariance that is not positive definite gives NaNs)."""
+        """A Cholesky factor with a positive diagonal (inf: a variance without bound, so the density vanishes; a
+        covariance that is not positive definite gives NaNs)."""
         from dimgraph.labeled import linalg
 
         diag = linalg.diagonal(chol, dims=self.dims)
-        return ((diag > 0) & lmath.isfinite(diag)).all(self.dims[0])
+        return (diag > 0).all(self.dims[0])
 
     def sample(self, state, dims, mu, chol):
         row, col = self.dims
