@@ -36,7 +36,6 @@ SCALAR = {
     "poisson": ("mu",),
     "negative_binomial": ("n", "p"),
 }
-DISCRETE = {"bernoulli", "binomial", "poisson", "negative_binomial"}
 FILLER = {  # a valid row for the distributions a call does not look at
     "normal": (0.0, 1.0, 0.5),
     "halfnormal": (1.0, 0.5),
@@ -144,19 +143,25 @@ def logp_function(backend):
     return dg.function([v for vs in inputs.values() for v in vs], list(outputs.values()), backend=backend)
 
 
+DIFFERENTIATED = ("cauchy", "student_t", "gamma", "invgamma")  # the new branches with finite values
+
+
 @functools.lru_cache(maxsize=None)
 def grad_function(backend):
     """d logp / d (every parameter and x), per case: the gradient of the sum over the cases."""
     inputs, outputs = _graph()
-    grads = [g for name in SCALAR for g in dg.grad(outputs[name].sum(), inputs[name])]
-    return dg.function([v for vs in inputs.values() for v in vs], grads, backend=backend)
+    grads = [g for name in DIFFERENTIATED for g in dg.grad(outputs[name].sum(), inputs[name])]
+    return dg.function([v for name in DIFFERENTIATED for v in inputs[name]], grads, backend=backend)
 
 
-def _columns(rows_by_name):
-    """The inputs of the compiled functions: each distribution's rows as columns (a filler row where none)."""
+def _columns(rows_by_name, names=SCALAR):
+    """The inputs of the compiled functions: each distribution's rows as columns, padded with a filler row to
+    one length of at least 16 (jax compiles once per shape: the hypothesis tests then share one)."""
+    length = max([16, *(len(rows) for rows in rows_by_name.values())])
     values = []
-    for name in SCALAR:
-        table = np.array(rows_by_name.get(name) or [FILLER[name]], dtype=float)
+    for name in names:
+        rows = list(rows_by_name.get(name, []))
+        table = np.array(rows + [FILLER[name]] * (length - len(rows)), dtype=float)
         values += [table[:, j] for j in range(table.shape[1])]
     return values
 
@@ -169,8 +174,8 @@ def logp(backend, rows_by_name):
 
 def logp_grads(backend, rows_by_name):
     """{name: array (rows, parameters + x) of d logp / d each input} on `backend`."""
-    out = iter(grad_function(backend)(*_columns(rows_by_name)))
-    return {name: np.stack([next(out).values for _ in range(len(names) + 1)], axis=1) for name, names in SCALAR.items()}
+    out = iter(grad_function(backend)(*_columns(rows_by_name, DIFFERENTIATED)))
+    return {name: np.stack([next(out).values for _ in range(len(SCALAR[name]) + 1)], axis=1) for name in DIFFERENTIATED}
 
 
 def _by_name(cases):
@@ -309,7 +314,7 @@ def test_infinite_parameters_give_the_limit(backend):
 
 
 # --- gradients on the new branches, against high-precision differences of the reference
-GRADIENTS = [  # (name, (parameters..., x)): every input differentiated but the counts
+GRADIENTS = [  # (name, (parameters..., x)): every input differentiated (test_distributions.py: the other points)
     ("cauchy", (0.3, 1e-3, 5e3)),  # |z| > 1: 2 log|z| + log1p(1 / z^2)
     ("cauchy", (0.0, 1e-100, 1e100)),
     ("student_t", (4.0, 0.3, 1e-3, 5e3)),
@@ -319,12 +324,7 @@ GRADIENTS = [  # (name, (parameters..., x)): every input differentiated but the 
     ("gamma", (19.5, 2.0, 9.0)),
     ("invgamma", (50.0, 2.0, 0.05)),
     ("invgamma", (1e6, 1e6, 1.1)),
-    ("poisson", (3.5, 4.0)),
-    ("binomial", (12.0, 0.3, 4.0)),
-    ("negative_binomial", (2.5, 0.3, 4.0)),
-    ("beta", (2.5, 1.5, 0.3)),
-    ("exponential", (1.5, 0.7)),
-    ("uniform", (-1.0, 2.0, 0.5)),
+    ("invgamma", (3.0, 2.0, 0.5)),
 ]
 NORMAL_LIMIT_GRADIENTS = [(-2.1, 0.01, -2.095), (3.0, 2.0, -1.0)]  # student_t(inf, mu, sigma) at x
 
@@ -351,8 +351,7 @@ def test_gradients_match_high_precision_differences(backend):
     seen = {}
     for name, row in GRADIENTS:
         k = seen[name] = seen.get(name, -1) + 1
-        counts = {len(row) - 1} if name in DISCRETE else set()  # the value of a count, and binomial's n
-        for j in set(range(len(row))) - counts - ({0} if name == "binomial" else set()):
+        for j in range(len(row)):
             want = _reference_gradient(name, row, j)
             assert got[name][k, j] == pytest.approx(want, rel=1e-8, abs=1e-12), (name, row, j)
     for i, r in enumerate(NORMAL_LIMIT_GRADIENTS):  # the normal limit: d / d(mu, sigma, x), 0 for nu
@@ -449,7 +448,8 @@ VECTOR_FILLER["multivariate_normal"] = ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (0.0, 
 def vector_logp(backend, cases):
     """{name: logp per case}; categorical cases are (p, x), dirichlet (a, x), multivariate_normal (mu, the
     covariance's diagonal, x)."""
-    rows = {name: cases.get(name) or [VECTOR_FILLER[name]] for name in VECTOR_FILLER}
+    length = max([16, *(len(c) for c in cases.values())])  # one shape for jax, as `_columns`
+    rows = {name: list(cases.get(name, [])) + [filler] * (length - len(cases.get(name, []))) for name, filler in VECTOR_FILLER.items()}
     cat, dirichlet, mvn = rows["categorical"], rows["dirichlet"], rows["multivariate_normal"]
     values = [
         np.array([c[0] for c in cat], dtype=float),
@@ -530,8 +530,8 @@ def test_core_dim_log_density_is_finite_wherever_the_true_one_is(backend, name):
     def check(cases):
         got = vector_logp(backend, {name: cases})[name]
         for case, value in zip(cases, got):
-            if name == "dirichlet" and min(case[1]) == 0.0:
-                continue  # a component that underflowed to 0: no interior point
+            if name == "dirichlet" and min(case[1]) < np.finfo(float).tiny:
+                continue  # no interior point (0), or a subnormal one: XLA on CPU flushes those to 0
             want, size = vector_reference(name, case)
             if not (math.isfinite(want) and abs(want) < 1e300):
                 continue
