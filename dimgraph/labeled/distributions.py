@@ -88,21 +88,14 @@ def _finite(v, stand_in=1.0):
 
 def _log1p_square(d, *scales):
     """log1p(q^2) with q = d / prod(scales), that cannot overflow: for |q| > 1 it is 2 log|q| + log1p(1 / q^2),
-    and log|q| is taken from the logs of d and the scales where q itself overflows (cauchy(0, 1e-300).logp(1e-10)
-    squared 1e290 to inf)."""
+    with log|q| from the logs of |d| and the scales (cauchy(0, 1e-300).logp(1e-10) squared q = 1e290 to inf)."""
     q = _abs(d)
     for s in scales:
         q = q / s
     big = q > 1
-    small = lmath.where(big, 0.0, q)
-    q_big = lmath.where(big, q, 2.0)
-    huge = lmath.isinf(q_big)
-    log_q = lmath.where(
-        huge,
-        lmath.log(lmath.where(huge, _abs(d), 1.0)) - sum(lmath.log(s) for s in scales),
-        lmath.log(lmath.where(huge, 2.0, q_big)),
-    )
-    return lmath.where(big, 2 * log_q + lmath.log1p(lmath.square(1.0 / q_big)), lmath.log1p(small * small))
+    log_q = lmath.log(lmath.where(big, _abs(d), 1.0)) - sum(lmath.log(s) for s in scales)
+    u = lmath.where(big, 1.0 / lmath.where(big, q, 1.0), q)  # min(|q|, 1 / |q|)
+    return lmath.log1p(u * u) + lmath.where(big, 2 * log_q, 0.0)
 
 
 _STIRLING_FROM = 20.0  # the shape from which gammaln(a) is taken from Stirling's series (its tail below 2e-15)
@@ -114,15 +107,15 @@ def _log_gamma_kernel(a, y, log_y):
     With Stirling's series gammaln(a) = (a - 1/2) log a - a + log(2 pi) / 2 + tail(a), the sum is
     -a (r - 1 - log r) + log(a) / 2 - log(2 pi) / 2 - tail(a), r = y / a: nothing of size a log a cancels
     (the plain sum keeps no digit of gamma(1e100, 1).logp(1e100) = -116.05). r - 1 - log r is taken as
-    t - log1p(t), t = r - 1, near r = 1; r comes from log r where y / a over- or underflows.
+    t - log1p(t), t = r - 1, near r = 1; log r comes from log y where y / a over- or underflows.
     """
     r = y / a
     direct = lmath.isfinite(r) & (r > 1e-300)
     log_r = lmath.where(direct, lmath.log(lmath.where(direct, r, 1.0)), log_y - lmath.log(a))
-    r = lmath.where(direct, r, lmath.exp(log_r))
     near = _abs(r - 1) < 0.5
     t = lmath.where(near, r, 1.5) - 1
-    deviance = lmath.where(near, t - lmath.log1p(t), r - 1 - log_r)  # r - 1 - log r >= 0
+    far = lmath.where(direct, r, lmath.where(log_r > 0, np.inf, 0.0))  # past a double, r itself is all of it or none
+    deviance = lmath.where(near, t - lmath.log1p(t), far - 1 - log_r)  # r - 1 - log r >= 0
     inv = 1.0 / a
     inv2 = inv * inv
     tail = inv * (1.0 / 12 - inv2 * (1.0 / 360 - inv2 * (1.0 / 1260 - inv2 * (1.0 / 1680))))
@@ -421,11 +414,11 @@ class Gamma(Distribution):
     def log_density(self, x, alpha, beta):
         a, b = _finite(alpha), _finite(beta)
         plain = a * lmath.log(b) - lmath.gammaln(a) + lmath.xlogy(a - 1, x) - b * x
-        big = (a >= _STIRLING_FROM) & (x > 0)
-        a_s, b_s, x_s = lmath.where(big, a, _STIRLING_FROM), lmath.where(big, b, 1.0), lmath.where(big, x, 1.0)
+        big, positive = a >= _STIRLING_FROM, x > 0  # big on the parameters' dims: its terms are computed there
+        a_s, x_s = lmath.where(big, a, _STIRLING_FROM), lmath.where(positive, x, 1.0)
         log_x = lmath.log(x_s)
-        stirling = _log_gamma_kernel(a_s, b_s * x_s, lmath.log(b_s) + log_x) - log_x
-        density = lmath.where(big, stirling, plain)
+        stirling = _log_gamma_kernel(a_s, b * x_s, lmath.log(b) + log_x) - log_x
+        density = lmath.where(big & positive, stirling, plain)
         # alpha = inf: the mass leaves every x (NaN with beta = inf: then it depends on alpha / beta);
         # beta = inf: all the mass at 0, where the density grows without bound for alpha <= 1
         at_zero = lmath.where(alpha > 1, -np.inf, np.inf)
