@@ -237,6 +237,7 @@ _NORMAL_AT = {  # student_t(nu=inf) is the normal: its log density there, from m
     (-2.1, 0.01, -2.1): 3.6862316527834182,
     (0.0, 1.0, 1.0): -1.4189385332046727,
     (3.0, 2.0, -1.0): reference("normal", (3.0, 2.0, -1.0))[0],
+    (0.0, 1.0, 1e60): reference("normal", (0.0, 1.0, 1e60))[0],  # the normal's own value far out, -5e119
 }
 INFINITE = [  # (name, (parameters..., x), log density)
     ("normal", (inf, 1, 0), -inf),
