@@ -102,24 +102,27 @@ _STIRLING_FROM = 20.0  # the shape from which gammaln(a) is taken from Stirling'
 
 
 def _log_gamma_kernel(a, y, log_y):
-    """a log(y) - y - gammaln(a) for a >= 20, `y` given both as computed (it may have overflowed) and as its log.
+    """a log(y) - y - gammaln(a), `y` given both as computed (it may have over- or underflowed) and as its log.
 
-    With Stirling's series gammaln(a) = (a - 1/2) log a - a + log(2 pi) / 2 + tail(a), the sum is
-    -a (r - 1 - log r) + log(a) / 2 - log(2 pi) / 2 - tail(a), r = y / a: nothing of size a log a cancels
-    (the plain sum keeps no digit of gamma(1e100, 1).logp(1e100) = -116.05). r - 1 - log r is taken as
-    t - log1p(t), t = r - 1, near r = 1; log r comes from log y where y / a over- or underflows.
+    Written as -a (r - 1 - log r) + c(a), r = y / a, c(a) = a log a - a - gammaln(a), so nothing of size
+    a log a cancels (the plain sum keeps no digit of gamma(1e100, 1).logp(1e100) = -116.05): c(a) is
+    log(a) / 2 - log(2 pi) / 2 - tail(a) by Stirling's series from a = 20 on, and r - 1 - log r is
+    t - log1p(t), t = r - 1, near r = 1. c(a) lives on the parameters' dims, and no branch is taken per element
+    but the one near r = 1.
     """
-    r = y / a
-    direct = lmath.isfinite(r) & (r > 1e-300)
-    log_r = lmath.where(direct, lmath.log(lmath.where(direct, r, 1.0)), log_y - lmath.log(a))
-    near = _abs(r - 1) < 0.5
-    t = lmath.where(near, r, 1.5) - 1
-    far = lmath.where(direct, r, lmath.where(log_r > 0, np.inf, 0.0))  # past a double, r itself is all of it or none
-    deviance = lmath.where(near, t - lmath.log1p(t), far - 1 - log_r)  # r - 1 - log r >= 0
-    inv = 1.0 / a
+    big = a >= _STIRLING_FROM
+    a_s, a_p = lmath.where(big, a, _STIRLING_FROM), lmath.where(big, 1.0, a)
+    inv = 1.0 / a_s
     inv2 = inv * inv
     tail = inv * (1.0 / 12 - inv2 * (1.0 / 360 - inv2 * (1.0 / 1260 - inv2 * (1.0 / 1680))))
-    return -a * deviance + 0.5 * lmath.log(a) - 0.5 * _LOG_2PI - tail
+    stirling = 0.5 * lmath.log(a_s) - 0.5 * _LOG_2PI - tail
+    c = lmath.where(big, stirling, a_p * lmath.log(a_p) - a_p - lmath.gammaln(a_p))
+    r = y / a
+    log_r = log_y - lmath.log(a)
+    near = _abs(r - 1) < 0.5
+    t = lmath.where(near, r, 1.5) - 1
+    a_deviance = lmath.where(near, a * (t - lmath.log1p(t)), y - a - a * log_r)  # a (r - 1 - log r) >= 0
+    return c - a_deviance
 
 
 def _as_float(x):
@@ -414,19 +417,15 @@ class Gamma(Distribution):
 
     def log_density(self, x, alpha, beta):
         a, b = _finite(alpha), _finite(beta)
-        plain = a * lmath.log(b) - lmath.gammaln(a) + lmath.xlogy(a - 1, x) - b * x
-        big, positive = a >= _STIRLING_FROM, x > 0  # big on the parameters' dims: its terms are computed there
-        a_s, x_s = lmath.where(big, a, _STIRLING_FROM), lmath.where(positive, x, 1.0)
-        log_x = lmath.log(x_s)
-        stirling = _log_gamma_kernel(a_s, b * x_s, lmath.log(b) + log_x) - log_x
-        density = lmath.where(big & positive, stirling, plain)
-        # alpha = inf: the mass leaves every x (NaN with beta = inf: then it depends on alpha / beta);
-        # beta = inf: all the mass at 0, where the density grows without bound for alpha <= 1
-        at_zero = lmath.where(alpha > 1, -np.inf, np.inf)
-        limit_beta = lmath.where(x > 0, -np.inf, at_zero)
-        limit_alpha = lmath.where(lmath.isinf(beta) & (x > 0), np.nan, -np.inf)
-        limit = lmath.where(lmath.isinf(alpha), limit_alpha, limit_beta)
-        return lmath.where(lmath.isinf(alpha) | lmath.isinf(beta), limit, density)
+        positive = x > 0
+        log_x = lmath.log(lmath.where(positive, x, 1.0))
+        # x > 0 and alpha = inf: the mass leaves every x; beta = inf: it goes to 0; both: it depends on alpha / beta
+        inf_alpha, inf_beta = lmath.isinf(alpha), lmath.isinf(beta)
+        limit = lmath.where(inf_alpha & inf_beta, np.nan, lmath.where(inf_alpha | inf_beta, -np.inf, 0.0))
+        density = _log_gamma_kernel(a, b * x, lmath.log(b) + log_x) - log_x + limit
+        # x = 0: the density there is 0 (alpha > 1, alpha = inf too), beta (alpha = 1) or unbounded (alpha < 1)
+        at_zero = lmath.where(alpha > 1, -np.inf, lmath.where(alpha == 1, lmath.log(beta), np.inf))
+        return lmath.where(positive, density, at_zero)
 
     def sample(self, state, dims, alpha, beta):
         state, g = primitive_draw("gamma", state, alpha, dims=dims)
@@ -444,11 +443,7 @@ class InverseGamma(Distribution):
     def log_density(self, x, alpha, beta):
         a, b = _finite(alpha), _finite(beta)
         log_x = lmath.log(x)
-        plain = a * lmath.log(b) - lmath.gammaln(a) - (a + 1) * log_x - b / x
-        big = a >= _STIRLING_FROM
-        a_s = lmath.where(big, a, _STIRLING_FROM)
-        stirling = _log_gamma_kernel(a_s, b / x, lmath.log(b) - log_x) - log_x
-        return lmath.where(big, stirling, plain)
+        return _log_gamma_kernel(a, b / x, lmath.log(b) - log_x) - log_x
 
     def normalizer(self, alpha, beta):
         # alpha = inf: the mass goes to 0; beta = inf: to inf; both: it depends on alpha / beta
