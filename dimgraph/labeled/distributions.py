@@ -8,6 +8,11 @@
   NOTE: invalid parameters (sigma <= 0, p outside [0, 1], ...) give NaN, never
   a number that looks valid; `check="raise"` makes the compiled function raise
   instead (an assert in the graph).
+  NOTE: infinite parameters give the limit of the log density as they grow:
+  -inf where the density vanishes (`gamma(inf, 1)`, `normal(0, inf)`), the
+  limiting distribution's where there is one (`student_t(inf, mu, sigma)` is
+  normal), +inf where it grows without bound (`exponential(inf).logp(0)`), NaN
+  only where the limit depends on how the parameters grow (`gamma(inf, inf)`).
 - `draw(state, extra_dims=())`: `(next state, draws)`, the draws on
   `extra_dims` then the parameters' dims (NaN, or -1 for counts, where the
   parameters are invalid: the rule of the primitives), from primitive draws
@@ -75,6 +80,51 @@ def log_softmax(x, dim=None, axis=None):
 
 def _abs(x):
     return lmath.elemwise("abs", x)
+
+
+def _finite(v, stand_in=1.0):
+    """`v` with `stand_in` where it is +-inf: what a formula sees where a `where` takes the limit instead, so
+    neither the branch not taken nor its gradient is NaN (NaN stays NaN: it is no limit)."""
+    return lmath.where(lmath.isinf(v), stand_in, v)
+
+
+def _log1p_square(d, *scales):
+    """log1p(q^2) with q = d / prod(scales), that cannot overflow: for |q| > 1 it is 2 log|q| + log1p(1 / q^2),
+    with log|q| from the logs of |d| and the scales (cauchy(0, 1e-300).logp(1e-10) squared q = 1e290 to inf)."""
+    q = _abs(d)
+    for s in scales:
+        q = q / s
+    big = q > 1
+    log_q = lmath.log(lmath.where(big, _abs(d), 1.0)) - sum(lmath.log(s) for s in scales)
+    u = lmath.where(big, 1.0 / lmath.where(big, q, 1.0), q)  # min(|q|, 1 / |q|)
+    return lmath.log1p(u * u) + lmath.where(big, 2 * log_q, 0.0)
+
+
+_STIRLING_FROM = 20.0  # the shape from which gammaln(a) is taken from Stirling's series (its tail below 2e-15)
+
+
+def _log_gamma_kernel(a, y, log_y):
+    """a log(y) - y - gammaln(a), `y` given both as computed (it may have over- or underflowed) and as its log.
+
+    Written as -a (r - 1 - log r) + c(a), r = y / a, c(a) = a log a - a - gammaln(a), so nothing of size
+    a log a cancels (the plain sum keeps no digit of gamma(1e100, 1).logp(1e100) = -116.05): c(a) is
+    log(a) / 2 - log(2 pi) / 2 - tail(a) by Stirling's series from a = 20 on, and r - 1 - log r is
+    t - log1p(t), t = r - 1, near r = 1. c(a) lives on the parameters' dims, and no branch is taken per element
+    but the one near r = 1.
+    """
+    big = a >= _STIRLING_FROM
+    a_s, a_p = lmath.where(big, a, _STIRLING_FROM), lmath.where(big, 1.0, a)
+    inv = 1.0 / a_s
+    inv2 = inv * inv
+    tail = inv * (1.0 / 12 - inv2 * (1.0 / 360 - inv2 * (1.0 / 1260 - inv2 * (1.0 / 1680))))
+    stirling = 0.5 * lmath.log(a_s) - 0.5 * _LOG_2PI - tail
+    c = lmath.where(big, stirling, a_p * lmath.log(a_p) - a_p - lmath.gammaln(a_p))
+    r = y / a
+    log_r = log_y - lmath.log(a)
+    near = _abs(r - 1) < 0.5
+    t = lmath.where(near, r, 1.5) - 1
+    a_deviance = lmath.where(near, a * (t - lmath.log1p(t)), y - a - a * log_r)  # a (r - 1 - log r) >= 0
+    return c - a_deviance
 
 
 def _as_float(x):
@@ -279,13 +329,18 @@ def _prob(p):
     return (p >= 0) & (p <= 1)
 
 
+def _count(flags, dim):
+    """How many of the booleans `flags` hold along `dim`."""
+    return lmath.where(flags, 1.0, 0.0).sum(dim)
+
+
 class Normal(Distribution):
     names, defaults = ("mu", "sigma"), {"mu": 0.0, "sigma": 1.0}
     default_transform = "identity"
     positive = ("sigma",)
 
     def log_density(self, x, mu, sigma):
-        z = (x - mu) / sigma
+        z = (x - mu) / _finite(sigma)  # sigma = inf: the normalizer's -inf is the limit, for any mu
         return -0.5 * z * z
 
     def normalizer(self, mu, sigma):
@@ -351,7 +406,7 @@ class LogNormal(Distribution):
 
     def log_density(self, x, mu, sigma):
         lx = lmath.log(x)
-        z = (lx - mu) / sigma
+        z = (lx - mu) / _finite(sigma)  # sigma = inf: the normalizer's -inf is the limit, for any mu
         return -0.5 * z * z - lx
 
     def normalizer(self, mu, sigma):
@@ -380,12 +435,17 @@ class StudentT(Distribution):
     positive = ("nu", "sigma")
 
     def log_density(self, x, nu, mu, sigma):
-        z = (x - mu) / sigma
-        return -(nu + 1) / 2 * lmath.log1p(z * z / nu)
+        # nu = inf: the normal limit -z^2 / 2, from nu = 1e150 standing in (exact to double precision for
+        # |z| < 1e67, past which the normal's value is below -1e133): a per-element `where` for it would
+        # double the cost of every finite nu. sigma = inf: the normalizer's -inf is the limit.
+        nu_f, sigma_f = _finite(nu, 1e150), _finite(sigma)
+        return -(nu_f + 1) / 2 * _log1p_square(x - mu, sigma_f, lmath.sqrt(nu_f))  # log1p(z^2 / nu)
 
     def normalizer(self, nu, mu, sigma):
         # gammaln((nu + 1) / 2) - gammaln(nu / 2) = log(pi) / 2 - betaln(nu / 2, 1 / 2): no cancellation for large nu
-        return -lmath.betaln(nu / 2, 0.5) - 0.5 * lmath.log(nu) - lmath.log(sigma)
+        nu_f = _finite(nu)
+        t = -lmath.betaln(nu_f / 2, 0.5) - 0.5 * lmath.log(nu_f)
+        return lmath.where(lmath.isinf(nu), -0.5 * _LOG_2PI, t) - lmath.log(sigma)
 
     def sample(self, state, dims, nu, mu, sigma):
         state, z = primitive_draw("normal", state, dims=dims)
@@ -399,8 +459,7 @@ class Cauchy(Distribution):
     positive = ("beta",)
 
     def log_density(self, x, alpha, beta):
-        z = (x - alpha) / beta
-        return -lmath.log1p(z * z)
+        return -_log1p_square(x - alpha, _finite(beta))  # beta = inf: the normalizer's -inf is the limit
 
     def normalizer(self, alpha, beta):
         return -math.log(math.pi) - lmath.log(beta)
@@ -434,7 +493,7 @@ class Uniform(Distribution):
         return (x >= lower) & (x <= upper)
 
     def log_density(self, x, lower, upper):
-        return -lmath.log(upper - lower) + 0 * x
+        return -lmath.log(upper - lower) + 0 * _finite(x)  # on x's dims; an infinite bound gives -inf, x = inf too
 
     def sample(self, state, dims, lower, upper):
         state, u = primitive_draw("uniform", state, dims=dims)
@@ -460,7 +519,9 @@ class Exponential(Distribution):
     domain = "nonnegative"
 
     def log_density(self, x, lam):
-        return lmath.log(lam) - lam * x
+        lam_f = _finite(lam)
+        limit = lmath.where(x > 0, -np.inf, np.inf)  # lam = inf: all the mass at 0
+        return lmath.where(lmath.isinf(lam), limit, lmath.log(lam_f) - lam_f * x)
 
     def sample(self, state, dims, lam):
         state, u = primitive_draw("uniform", state, dims=dims)
@@ -489,7 +550,16 @@ class Gamma(Distribution):
     domain = "nonnegative"
 
     def log_density(self, x, alpha, beta):
-        return alpha * lmath.log(beta) - lmath.gammaln(alpha) + lmath.xlogy(alpha - 1, x) - beta * x
+        a, b = _finite(alpha), _finite(beta)
+        positive = x > 0
+        log_x = lmath.log(lmath.where(positive, x, 1.0))
+        # x > 0 and alpha = inf: the mass leaves every x; beta = inf: it goes to 0; both: it depends on alpha / beta
+        inf_alpha, inf_beta = lmath.isinf(alpha), lmath.isinf(beta)
+        limit = lmath.where(inf_alpha & inf_beta, np.nan, lmath.where(inf_alpha | inf_beta, -np.inf, 0.0))
+        density = _log_gamma_kernel(a, b * x, lmath.log(b) + log_x) - log_x + limit
+        # x = 0: the density there is 0 (alpha > 1, alpha = inf too), beta (alpha = 1) or unbounded (alpha < 1)
+        at_zero = lmath.where(alpha > 1, -np.inf, lmath.where(alpha == 1, lmath.log(beta), np.inf))
+        return lmath.where(positive, density, at_zero)
 
     def sample(self, state, dims, alpha, beta):
         state, g = primitive_draw("gamma", state, alpha, dims=dims)
@@ -518,7 +588,14 @@ class InverseGamma(Distribution):
     domain = "positive"
 
     def log_density(self, x, alpha, beta):
-        return alpha * lmath.log(beta) - lmath.gammaln(alpha) - (alpha + 1) * lmath.log(x) - beta / x
+        a, b = _finite(alpha), _finite(beta)
+        log_x = lmath.log(x)
+        return _log_gamma_kernel(a, b / x, lmath.log(b) - log_x) - log_x
+
+    def normalizer(self, alpha, beta):
+        # alpha = inf: the mass goes to 0; beta = inf: to inf; both: it depends on alpha / beta
+        inf_alpha, inf_beta = lmath.isinf(alpha), lmath.isinf(beta)
+        return lmath.where(inf_alpha & inf_beta, np.nan, lmath.where(inf_alpha | inf_beta, -np.inf, 0.0))
 
     def sample(self, state, dims, alpha, beta):
         state, g = primitive_draw("gamma", state, alpha, dims=dims)
@@ -546,7 +623,16 @@ class Beta(Distribution):
         return (x >= 0) & (x <= 1)
 
     def log_density(self, x, alpha, beta):
-        return lmath.xlogy(alpha - 1, x) + xlog1py(beta - 1, -x) - lmath.betaln(alpha, beta)
+        a, b = _finite(alpha), _finite(beta)
+        density = lmath.xlogy(a - 1, x) + xlog1py(b - 1, -x) - lmath.betaln(a, b)
+        # alpha = inf: all the mass at 1, where the density grows without bound for beta <= 1 (beta = inf: at 0);
+        # both: the mass goes where alpha / beta says (NaN inside, -inf at 0 and 1)
+        limit_alpha = lmath.where(x == 1, lmath.where(beta <= 1, np.inf, -np.inf), -np.inf)
+        limit_beta = lmath.where(x == 0, lmath.where(alpha <= 1, np.inf, -np.inf), -np.inf)
+        limit_both = lmath.where((x > 0) & (x < 1), np.nan, -np.inf)
+        inf_a, inf_b = lmath.isinf(alpha), lmath.isinf(beta)
+        limit = lmath.where(inf_a & inf_b, limit_both, lmath.where(inf_a, limit_alpha, limit_beta))
+        return lmath.where(inf_a | inf_b, limit, density)
 
     def sample(self, state, dims, alpha, beta):
         # X / (X + Y) = sigmoid(log X - log Y), from log-gammas: no 0/0 for tiny shapes
@@ -590,6 +676,11 @@ def _is_count(x):
     return (x >= 0) & (lmath.floor(x) == x) if np.dtype(x.type.dtype).kind == "f" else x >= 0
 
 
+def _is_finite_count(x):
+    """A count a pmf is positive at (n = inf is a parameter's limit, never a value)."""
+    return _is_count(x) & lmath.isfinite(x) if np.dtype(x.type.dtype).kind == "f" else x >= 0
+
+
 class Binomial(Distribution):
     names = ("n", "p")
     default_transform = None
@@ -599,12 +690,15 @@ class Binomial(Distribution):
         return _prob(p) & _is_count(n)
 
     def support(self, x, n, p):
-        return _is_count(x) & (x <= n)
+        return _is_finite_count(x) & (x <= n)
 
     def log_density(self, x, n, p):
         x, n = _as_float(x), _as_float(n)
+        n_f = _finite(n)
         # log C(n, x) = -log(n + 1) - betaln(n - x + 1, x + 1)
-        return -lmath.log1p(n) - lmath.betaln(n - x + 1, x + 1) + lmath.xlogy(x, p) + xlog1py(n - x, -p)
+        density = -lmath.log1p(n_f) - lmath.betaln(n_f - x + 1, x + 1) + lmath.xlogy(x, p) + xlog1py(n_f - x, -p)
+        limit = lmath.where((p == 0) & (x == 0), 0.0, -np.inf)  # n = inf: the mass leaves every count unless p = 0
+        return lmath.where(lmath.isinf(n), limit, density)
 
     def sample(self, state, dims, n, p):
         return primitive_draw("binomial", state, n, p, dims=dims)
@@ -616,14 +710,17 @@ class Poisson(Distribution):
     discrete = True
 
     def valid(self, mu):
-        return (mu >= 0) & lmath.isfinite(mu)
+        return mu >= 0
 
     def support(self, x, mu):
-        return _is_count(x)
+        return _is_finite_count(x)
 
     def log_density(self, x, mu):
         x = _as_float(x)
-        return lmath.xlogy(x, mu) - mu - lmath.gammaln(x + 1)
+        return lmath.xlogy(x, _finite(mu)) - lmath.gammaln(x + 1)
+
+    def normalizer(self, mu):
+        return -mu  # mu = inf: -inf, the mass leaves every count
 
     def sample(self, state, dims, mu):
         return primitive_draw("poisson", state, mu, dims=dims)
@@ -655,12 +752,14 @@ class NegativeBinomial(Distribution):
         return (n > 0) & (p > 0) & (p <= 1)
 
     def support(self, x, n, p):
-        return _is_count(x)
+        return _is_finite_count(x)
 
     def log_density(self, x, n, p):
-        x = _as_float(x)
+        x, n_f = _as_float(x), _finite(n)
         # log C(x + n - 1, x) = -log(x + n) - betaln(n, x + 1)
-        return -lmath.log(x + n) - lmath.betaln(n, x + 1) + n * lmath.log(p) + xlog1py(x, -p)
+        density = -lmath.log(x + n_f) - lmath.betaln(n_f, x + 1) + n_f * lmath.log(p) + xlog1py(x, -p)
+        limit = lmath.where((p == 1) & (x == 0), 0.0, -np.inf)  # n = inf: the mass leaves every count unless p = 1
+        return lmath.where(lmath.isinf(n), limit, density)
 
     def sample(self, state, dims, n, p):
         state, g = primitive_draw("gamma", state, n, dims=dims)  # Poisson-gamma mixture
@@ -689,15 +788,20 @@ class Categorical(_CoreDim):
         _check_option(check)
         x = lmath.as_operand(x, "logp")
         p = self.params["p"]
-        logp = lmath.log(p) - lmath.log(p.sum(self.dim))
+        p_f = _finite(p)
+        logp = lmath.log(p_f) - lmath.log(p_f.sum(self.dim))
         hit = arange(self.dim) == x
         picked = lmath.where(hit, logp, 0.0).sum(self.dim)
         inside = hit.any(self.dim)
-        density = lmath.where(inside, picked, -np.inf)
+        # weights at inf take all the mass: one gets it whole, two or more share it as they grow (NaN)
+        infinite = lmath.isinf(p)
+        shared = _count(infinite, self.dim) > 1
+        limit = lmath.where((hit & infinite).any(self.dim), lmath.where(shared, np.nan, 0.0), -np.inf)
+        density = lmath.where(inside, lmath.where(infinite.any(self.dim), limit, picked), -np.inf)
         return _invalid_to_nan(density, self.valid(p), check, "categorical")
 
     def valid(self, p):
-        return ((p >= 0) & lmath.isfinite(p)).all(self.dim) & (p.sum(self.dim) > 0)
+        return (p >= 0).all(self.dim) & (p.sum(self.dim) > 0)
 
     def sample(self, state, dims, p):
         # Gumbel-max: argmax over dim of log p + G, G = -log(-log U)
@@ -728,8 +832,18 @@ class Dirichlet(_CoreDim):
         a = self.params["a"]
         inside = self.support(x, a)
         safe = lmath.where(inside, x, 1.0 / (self.dim.size or 2))
-        norm = lmath.gammaln(a.sum(self.dim)) - lmath.gammaln(a).sum(self.dim)
-        density = lmath.where(inside, norm + lmath.xlogy(a - 1, safe).sum(self.dim), -np.inf)
+        a_f = _finite(a)
+        norm = lmath.gammaln(a_f.sum(self.dim)) - lmath.gammaln(a_f).sum(self.dim)
+        density = norm + lmath.xlogy(a_f - 1, safe).sum(self.dim)
+        # concentrations at inf: the mass goes to the face where every other component is 0, and leaves any
+        # point off it (or on it where a finite a > 1 zeroes the density, or an infinite one's component is 0);
+        # on it the density grows without bound for one such component (or where a finite a < 1 has a pole),
+        # and depends on how two or more grow (NaN)
+        infinite, finite = lmath.isinf(a), lmath.isfinite(a)
+        off = ((finite & ((safe > 0) | (a > 1))) | (infinite & (safe == 0))).any(self.dim)
+        pole = (finite & (safe == 0) & (a < 1)).any(self.dim) | (_count(infinite, self.dim) == 1)
+        limit = lmath.where(off, -np.inf, lmath.where(pole, np.inf, np.nan))
+        density = lmath.where(inside, lmath.where(infinite.any(self.dim), limit, density), -np.inf)
         return _invalid_to_nan(density, self.valid(a), check, "dirichlet")
 
     def sample(self, state, dims, a):
@@ -794,18 +908,22 @@ class MultivariateNormal(Distribution):
         x = lmath.as_operand(x, "logp")
         row, col = self.dims
         mu, chol = self.params["mu"], self.params["chol"]
-        z = linalg.solve_triangular(chol, x - mu, dims=self.dims)  # on col: L z = x - mu
+        d = x - mu
+        far = lmath.isinf(d)  # a mean (or value) component at +-inf: the density vanishes
+        z = linalg.solve_triangular(chol, _finite(d, 0.0), dims=self.dims)  # on col: L z = x - mu
         diag = linalg.diagonal(chol, dims=self.dims)
         k = row.size
         density = -0.5 * (z * z).sum(col) - lmath.log(diag).sum(row) - 0.5 * k * _LOG_2PI
+        density = lmath.where(far.any(row), -np.inf, density)
         return _invalid_to_nan(density, self.valid(mu, chol), check, "multivariate_normal")
 
     def valid(self, mu, chol):
-        """A Cholesky factor with a positive finite diagonal (a covariance that is not positive definite gives NaNs)."""
+        """A Cholesky factor with a positive diagonal (inf: a variance without bound, so the density vanishes; a
+        covariance that is not positive definite gives NaNs)."""
         from dimgraph.labeled import linalg
 
         diag = linalg.diagonal(chol, dims=self.dims)
-        return ((diag > 0) & lmath.isfinite(diag)).all(self.dims[0])
+        return (diag > 0).all(self.dims[0])
 
     def sample(self, state, dims, mu, chol):
         row, col = self.dims
