@@ -48,7 +48,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.runtime import rtsys
 
 from dimgraph.backends import diskcache
-from dimgraph.backends.numba import fallback, runtime, views
+from dimgraph.backends.numba import bounds, fallback, runtime, views
 from dimgraph.backends.numba import random as random_helpers  # the samplers RandomDraw kernels call
 from dimgraph.version import __version__
 
@@ -68,7 +68,7 @@ def version_tag() -> str:
     from dimgraph.core import scalar, special
 
     helpers = hashlib.blake2b(digest_size=6)
-    for mod in (runtime, views, fallback, scalar, special, random_helpers, ziggurat):
+    for mod in (runtime, views, bounds, fallback, scalar, special, random_helpers, ziggurat):
         helpers.update(Path(mod.__file__).read_bytes())
     return (
         f"numba{numba.__version__}-dimgraph{__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
@@ -291,7 +291,7 @@ def _importable(py_func):
 
 def _verify_helpers():
     """Give dimgraph's own jitted helpers the verified cache in the private directory (not the package's)."""
-    for module in (runtime, views, fallback, random_helpers):
+    for module in (runtime, views, bounds, fallback, random_helpers):
         for value in vars(module).values():
             if isinstance(value, Dispatcher):
                 verified(value)
