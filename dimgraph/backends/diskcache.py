@@ -9,7 +9,10 @@ cannot be written) is refused with a `CacheWarning`, and the backend uses
 a fresh `mkdtemp` directory of this process.
 
 Artifacts are written to a temporary name, fsynced and renamed into place, so a
-reader never sees half a file; a reader still verifies what it loads against
+reader never sees half a file. A write the disk refuses (full, over quota,
+read-only) is no error: `store` warns once per cache root with a `CacheWarning`
+and this process stops writing there (`writes_refused`), so backends compile
+without caching and reuse what the cache already holds; a reader still verifies what it loads against
 the digest recorded when it was written (`content_digest`), and discards a damaged file (`discard`: warning naming it, then unlink) so the
 backend rebuilds it instead of failing in every later process.
 
@@ -30,6 +33,7 @@ from pathlib import Path
 from dimgraph.errors import CacheWarning
 
 _resolved: dict = {}  # (root, parts) -> the directory this process uses
+_refused: set = set()  # cache roots whose disk refused a write: this process writes nothing more there
 _lock = threading.Lock()
 
 
@@ -122,6 +126,50 @@ def write_atomic(path: Path, data: bytes):
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def store(path: Path, data: bytes) -> bool:
+    """`write_atomic`, or False when the disk refuses the write (then `writes_refused` and no more tries)."""
+    if writes_refused():
+        return False
+    try:
+        write_atomic(path, data)
+    except OSError as e:
+        refuse_writes(e)
+        return False
+    return True
+
+
+def writes_refused() -> bool:
+    """Whether the disk under `cache_root()` refused a write in this process (see `store`)."""
+    return str(cache_root()) in _refused
+
+
+def refuse_writes(error: OSError):
+    """Stop writing under `cache_root()` for the rest of the process; warn the first time.
+
+    >>> import errno, os, warnings
+    >>> from unittest import mock
+    >>> from dimgraph.backends import diskcache
+    >>> with mock.patch.dict(os.environ, {"DIMGRAPH_CACHE_DIR": "/nonexistent/dimgraph-doc"}):
+    ...     with warnings.catch_warnings(record=True) as caught:
+    ...         warnings.simplefilter("always")
+    ...         for _ in range(3):
+    ...             diskcache.refuse_writes(OSError(errno.ENOSPC, "No space left on device"))
+    ...     diskcache.writes_refused(), len(caught)
+    (True, 1)
+    """
+    root = str(cache_root())
+    with _lock:
+        first = root not in _refused
+        _refused.add(root)
+    if first:
+        warnings.warn(
+            f"dimgraph: the cache under {root} cannot be written ({error.strerror or error}); "
+            "compiling without caching for the rest of this process",
+            CacheWarning,
+            stacklevel=3,
+        )
 
 
 def fsync_file(path):

@@ -245,11 +245,10 @@ def load(key: str):
 
 
 def save(key: str, record) -> bool:
-    """Store `record` under `key` (False when it does not pickle: the graph then has no warm start)."""
+    """Store `record` under `key` (False when it does not pickle or the disk refuses it: no warm start)."""
     try:
         payload = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:  # noqa: BLE001 - a spec holding something unpicklable
         _log.debug("dimgraph: no warm-start record (%s: %s)", type(e).__name__, e)
         return False
-    diskcache.write_atomic(_path(key), diskcache.content_digest(key, payload).encode() + payload)
-    return True
+    return diskcache.store(_path(key), diskcache.content_digest(key, payload).encode() + payload)

@@ -418,6 +418,88 @@ def test_object_mode_code_in_a_loop_body_runs_from_a_warm_cache(tmp_path):
         np.testing.assert_allclose(eval(proc.stdout.strip().splitlines()[-1]), x)
 
 
+# ---------------------------------------------------------------- a disk that refuses writes
+
+
+@pytest.fixture
+def full_disk(cache_root, monkeypatch):
+    """A full disk under the cache root: its directories exist (made before it filled), and every
+    file or directory created there from now on fails with ENOSPC."""
+    import builtins
+    import errno
+
+    from dimgraph.backends.numba import cache as numba_cache_module
+
+    for parts in ((numba_cache_module.version_tag(),), ("c",), ("warm",)):
+        diskcache.private_dir(*parts)
+    prefix = str(cache_root) + os.sep
+    real_open, real_os_open, real_mkdir = builtins.open, os.open, os.mkdir
+
+    def under(path):
+        return isinstance(path, (str, bytes, os.PathLike)) and os.path.abspath(os.fsdecode(path)).startswith(prefix)
+
+    def refuse(path):
+        raise OSError(errno.ENOSPC, "No space left on device", os.fsdecode(path))
+
+    def open_(file, mode="r", *args, **kwargs):
+        if any(c in mode for c in "wax+") and under(file):
+            refuse(file)
+        return real_open(file, mode, *args, **kwargs)
+
+    def os_open(path, flags, *args, **kwargs):
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) and under(path):
+            refuse(path)
+        return real_os_open(path, flags, *args, **kwargs)
+
+    def mkdir(path, *args, **kwargs):
+        if under(path) and not os.path.isdir(path):
+            refuse(path)
+        return real_mkdir(path, *args, **kwargs)
+
+    files_before = sorted(p for p in cache_root.rglob("*") if p.is_file())
+    monkeypatch.setattr(builtins, "open", open_)
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    yield cache_root
+    monkeypatch.undo()
+    assert sorted(p for p in cache_root.rglob("*") if p.is_file()) == files_before  # nothing was written
+
+
+def test_a_full_disk_compiles_without_caching_and_warns_once(backend, full_disk):
+    """numba failed with `OSError: [Errno 28] No space left on device` (`_save_data`); every backend
+    now computes, and the ones that write (numba, c) warn once for the whole process."""
+    if backend == "numba":
+        from dimgraph.backends.numba import cache
+
+        _forget_numba(cache)  # kernels this process already holds would write nothing
+    x = dg.tensor("x", shape=(None,))
+    g = dg.Dim("g", coords=["a", "b"])
+    y = dg.labeled("y", dims=(g,))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [dg.function([x], x * k + 0.25, backend=backend)(np.array([2.0, 4.0])).tolist() for k in (1.5, 2.5)]
+        outs.append(dg.function([y], (y * 3.5).sum(), backend=backend)(np.array([1.0, 2.0])).values.tolist())
+    assert outs == [[3.25, 6.25], [5.25, 10.25], 10.5]
+    messages = [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
+    assert len(messages) == (1 if backend in ("numba", "c") else 0), messages
+    assert all("No space left on device" in m and "compiling without caching" in m for m in messages)
+
+
+def test_a_full_disk_still_loads_what_the_cache_holds(cache_root):
+    """Reading goes on: a function cached before the disk filled loads from the cache (no compile)."""
+    from dimgraph.backends.c import build
+
+    x = dg.tensor("x", shape=(None,))
+    dg.function([x], dg.exp(x) * 0.125, backend="c")
+    build._loaded.clear()
+    loaded = build.stats["loaded_from_disk"]
+    with pytest.warns(CacheWarning, match="compiling without caching"):
+        diskcache.refuse_writes(OSError(28, "No space left on device"))
+    f = dg.function([x], dg.exp(x) * 0.125, backend="c")
+    assert f(np.array([0.0])).tolist() == [0.125]
+    assert build.stats["loaded_from_disk"] == loaded + 1
+
+
 # ---------------------------------------------------------------- warm-start records
 
 

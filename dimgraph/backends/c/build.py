@@ -8,6 +8,8 @@ library and loads it without compiling. The library lives at
 `$XDG_CACHE_HOME`), a private directory (`diskcache.private_dir`), with the
 SHA-256 of the key and its bytes in `<key>.sha256`: a library is loaded only
 when it matches, so a damaged or swapped one is recompiled, never run.
+A cache whose disk refuses writes (full, read-only) costs caching, not the
+compile: the library is built in a temporary directory and loaded from there.
 Concurrent compiles of one key each write a private temporary file, fsync it
 and rename it into place atomically, so a reader never sees a half-written
 library.
@@ -122,8 +124,7 @@ def load(source: str):
     lib_path = directory / f"{key}.so"
     lib = _load_verified(lib_path, key)
     if lib is None:
-        _compile(source, cmd, directory, key)
-        lib = ctypes.CDLL(str(lib_path))
+        lib = _compile_and_load(source, cmd, directory, key)
     else:
         stats["loaded_from_disk"] += 1
     with _lock:
@@ -151,6 +152,24 @@ def _load_verified(lib_path: Path, key: str):
     except OSError as e:
         diskcache.discard(lib_path, f"the loader refused it: {e}")
         return None
+
+
+def _compile_and_load(source, cmd, directory: Path, key: str):
+    """Compile into the cache; when its disk refuses the write (full, read-only: warned once by
+    `diskcache.refuse_writes`), into a temporary directory removed as soon as the library is loaded."""
+    if not diskcache.writes_refused():
+        try:
+            _compile(source, cmd, directory, key)
+        except OSError as e:  # anything else (a compiler gone) fails again below, and is raised there
+            diskcache.refuse_writes(e)
+        else:
+            return ctypes.CDLL(str(directory / f"{key}.so"))
+    scratch = Path(tempfile.mkdtemp(prefix="dimgraph-c-"))
+    try:
+        _compile(source, cmd, scratch, key)
+        return ctypes.CDLL(str(scratch / f"{key}.so"))  # NOTE: a loaded library outlives its file
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _compile(source, cmd, directory, key):

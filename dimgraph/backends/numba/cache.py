@@ -22,6 +22,10 @@ holds modules weakly) plus the last `RECENT` modules loaded, so compiling and
 dropping many functions does not grow the process without bound. Generated
 modules are not entered in `sys.modules`.
 
+A disk that refuses a write (full, read-only) turns writing off for the rest of
+the process with one `CacheWarning` (`diskcache.store`): kernels compile and run
+from the text in memory, and whatever the cache already holds still loads.
+
 Concurrency: files are written to a temporary name, fsynced and renamed into
 place (atomic on POSIX), so a reader sees a whole file or none; a file is
 rewritten only when damaged. No lock is taken.
@@ -97,7 +101,7 @@ def _ensure_file(path: Path, text: str):
         return
     if found is not None:
         diskcache.discard(path, "its content differs from the generated text it is named after")
-    diskcache.write_atomic(path, data)
+    diskcache.store(path, data)  # a full disk: the module runs from `text` all the same, uncached
 
 
 def load_module(kind: str, text: str):
@@ -173,11 +177,17 @@ class _Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
     def ensure_cache_path(self):
         os.makedirs(self._path, mode=0o700, exist_ok=True)
 
+    def get_source_stamp(self):
+        try:
+            return super().get_source_stamp()
+        except FileNotFoundError:  # a generated module a full disk did not take: nothing cached can match
+            return None
+
     @classmethod
     def from_function(cls, py_func, py_file):
-        path = os.path.abspath(py_file)
-        ours = path.startswith(_PACKAGE_DIR) or "__module_object__" in getattr(py_func, "__globals__", {})
-        return cls(py_func, py_file) if ours and os.path.exists(py_file) else None
+        generated = "__module_object__" in getattr(py_func, "__globals__", {})
+        ours = generated or os.path.abspath(py_file).startswith(_PACKAGE_DIR)
+        return cls(py_func, py_file) if ours and (generated or os.path.exists(py_file)) else None
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep  # dimgraph/
@@ -252,6 +262,16 @@ class VerifiedCache(caching.FunctionCache):
         self._cache_file = _VerifiedFile(
             cache_path=self._cache_path, filename_base=self._impl.filename_base, source_stamp=self._cache_file._source_stamp
         )
+
+    def save_overload(self, sig, data):
+        # NOTE: a disk that refuses the write (full, read-only) costs this process its caching, not
+        # the compile: `diskcache.refuse_writes` warns once and later saves are skipped.
+        if diskcache.writes_refused():
+            return
+        try:
+            super().save_overload(sig, data)
+        except OSError as e:
+            diskcache.refuse_writes(e)
 
     def load_overload(self, sig, target_context):
         # NOTE: Numba's own `load_overload` first refreshes the target context: it imports and
