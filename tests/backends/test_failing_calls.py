@@ -81,3 +81,32 @@ def test_failing_kernels_in_threads_each_name_their_position(gather):
     with ThreadPoolExecutor(4) as pool:
         messages = list(pool.map(message, range(200)))
     assert messages == [f"index {1000 + k} is out of bounds for axis 0 with size 1000" for k in range(200)]
+
+
+def test_a_value_larger_than_the_machine_is_refused_before_allocation(backend):
+    """jax aborted the interpreter on a draw with a Dim of 10**12 (`Check failed: buffer_.IsConcrete()`,
+    exit 134); every backend now raises `MemoryError` naming the value's shape, before allocating:
+    at compile time when the shape is static (`backends/memory.py`)."""
+    huge = dg.Dim("n", size=10**12)
+    draw = dg.rng(0).normal(0.0, 1.0, extra_dims=(huge,))
+    with pytest.raises(MemoryError, match=r"normal.*shape \(1000000000000,\) and dtype float64 needs 7.28 TiB"):
+        dg.function([], draw, backend=backend)
+
+
+def test_a_size_known_at_run_time_is_refused_before_allocation(backend):
+    """A shape that depends on the data: the jax backend checks it while tracing (NumPy and Numba refuse it themselves)."""
+    obs, big = dg.Dim("obs"), dg.Dim("big", size=10**11)
+    mu = dg.labeled("mu", dims=(obs,))
+    f = dg.function([mu], dg.rng(1).normal(mu, 1.0, extra_dims=(big,)), backend=backend)
+    with pytest.raises(MemoryError):
+        f(np.zeros(10))
+    small = dg.function([mu], dg.rng(1).normal(mu, 1.0, extra_dims=(dg.Dim("big", size=3),)), backend=backend)
+    assert dict(small(np.zeros(10)).sizes) == {"big": 3, "obs": 10}  # the same function at a size that fits draws as before
+
+
+def test_memory_check_counts_bytes_without_overflow():
+    from dimgraph.backends import memory
+
+    memory.check_fits((10**3, 10**3), "float64", "fits")
+    with pytest.raises(MemoryError, match="w: an array of shape \\(4294967296, 4294967296\\) and dtype int8"):
+        memory.check_fits((2**32, 2**32), "int8", "w")  # 2**64 bytes: an int64 product would wrap to 0
