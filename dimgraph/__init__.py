@@ -55,3 +55,8 @@ from dimgraph.compile.random import RandomStream, rng  # noqa: E402,F401
 from dimgraph.core.random import rng_state, seed_state  # noqa: E402,F401
 from dimgraph.labeled.distributions import log_softmax, softmax  # noqa: E402,F401
 from dimgraph.errors import CacheWarning, IndexOutOfBounds  # noqa: E402,F401  (reliability: disk caches, out-of-range positions)
+
+# every public function checks its arguments' kinds first, naming the one that is wrong (`arguments.py`)
+from dimgraph.arguments import guard as _guard  # noqa: E402
+
+_guard(globals())

@@ -8,6 +8,13 @@ cannot be written) is refused with a `CacheWarning`, and the backend uses
 `$TMPDIR/dimgraph-<uid>/...` instead, checked the same way, or as a last resort
 a fresh `mkdtemp` directory of this process.
 
+Loading an artifact runs code (a pickle, machine code, a shared library), so a
+digest stored beside it is not enough: whoever wrote the file could write the
+digest too. Digests are HMACs under a per-user secret (`secret()`: random bytes
+in `<cache root>/secret.key`, mode 0600), so a record copied from another
+machine or user, or planted by something that cannot read this user's key, is
+refused and rebuilt. Whoever can read the key can already run code as this user.
+
 Artifacts are written to a temporary name, fsynced and renamed into place, so a
 reader never sees half a file. A write the disk refuses (full, over quota,
 read-only) is no error: `store` warns once per cache root with a `CacheWarning`
@@ -23,6 +30,7 @@ else `~/.cache/dimgraph`).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import stat
 import tempfile
@@ -182,8 +190,91 @@ def fsync_file(path):
 
 
 def content_digest(key: str, data: bytes) -> str:
-    """The digest recorded for an artifact: it binds the bytes to the key they were built for."""
-    return hashlib.sha256(key.encode() + b"\0" + data).hexdigest()
+    """The digest recorded for an artifact: an HMAC-SHA256, under this user's `secret()`, binding the
+    bytes to the key they were built for (a record made elsewhere, or forged without the secret, fails)."""
+    return hmac.new(secret(), key.encode() + b"\0" + data, hashlib.sha256).hexdigest()
+
+
+SECRET_NAME = "secret.key"
+SECRET_BYTES = 32
+_secrets: dict = {}  # key file -> its bytes, read once per process
+_secret_lock = threading.Lock()
+
+
+def secret() -> bytes:
+    """This user's key for the digests of cached artifacts: `SECRET_BYTES` random bytes in
+    `<cache root>/secret.key`, mode 0600, made on first use.
+
+    A key file that others may read, that another user owns or that is damaged is replaced
+    (with a `CacheWarning`): every record made under it then fails and is rebuilt. Where the
+    key cannot be written (a full disk), this process uses a key of its own.
+    """
+    path = private_dir() / SECRET_NAME
+    found = _secrets.get(str(path))
+    if found is None:
+        with _secret_lock:
+            found = _secrets.get(str(path))
+            if found is None:
+                found = _secrets[str(path)] = _read_or_make_secret(path)
+    return found
+
+
+def _read_or_make_secret(path: Path) -> bytes:
+    for _ in range(3):  # another process may be making it at the same moment
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            made = _make_secret(path)
+            if made is not None:
+                return made
+            continue
+        except OSError as e:
+            why = f"it cannot be opened ({e.strerror or e})"
+        else:
+            with os.fdopen(fd, "rb") as f:
+                st, data = os.fstat(f.fileno()), f.read(SECRET_BYTES + 1)
+            why = _not_secret(st, data)
+            if why is None:
+                return data
+        warnings.warn(f"dimgraph: replacing the cache key {path} ({why}); cached records made under it are rebuilt", CacheWarning, stacklevel=4)
+        try:
+            os.unlink(path)
+        except OSError:
+            break
+    return os.urandom(SECRET_BYTES)  # this process's own: what it writes is refused by the others
+
+
+def _not_secret(st, data) -> str | None:
+    if not stat.S_ISREG(st.st_mode):
+        return "it is not a regular file"
+    if st.st_uid != _uid():
+        return f"it is owned by uid {st.st_uid}, not by this user (uid {_uid()})"
+    if st.st_mode & 0o077:
+        return f"other users may read or write it (mode {stat.S_IMODE(st.st_mode):o})"
+    if len(data) != SECRET_BYTES:
+        return f"it holds {len(data)} bytes, not {SECRET_BYTES}"
+    return None
+
+
+def _make_secret(path: Path) -> bytes | None:
+    """A new key at `path` (None when another process made one first); a disk that refuses: a key of this process's own."""
+    data = os.urandom(SECRET_BYTES)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.link(tmp, path)  # NOTE: fails when the file exists: the first process's key wins
+        finally:
+            os.unlink(tmp)
+    except FileExistsError:
+        return None
+    except OSError as e:
+        refuse_writes(e)
+        return data
+    return data
 
 
 def discard(path: Path, why: str):

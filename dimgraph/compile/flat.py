@@ -34,6 +34,10 @@ class FlatParams:
     """
 
     def __init__(self, params):
+        from dimgraph.core.graph import Variable
+
+        if not isinstance(params, (list, tuple)) or not all(isinstance(p, Variable) for p in params):
+            raise TypeError(f"FlatParams: params must be a list of graph variables (labeled or positional), got {params!r}")
         self.params = list(params)
         self.names, self.shapes, self.slices, self.dtypes = [], [], [], []
         start = 0

@@ -114,7 +114,7 @@ class Distribution:
                 if k not in self.defaults:
                     raise TypeError(f"{what}: missing parameter {k!r}")
                 values[k] = self.defaults[k]
-        labeled = labeled_params([values[k] for k in self.names], what)
+        labeled = labeled_params({k: values[k] for k in self.names}, what)
         self.params = dict(zip(self.names, labeled))
 
     def __repr__(self):

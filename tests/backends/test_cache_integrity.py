@@ -555,3 +555,56 @@ def test_warm_start_records_live_in_a_private_dir(cache_root, numba_cache):
     _labeled_scaled(1.5)(np.array([1.0, 0.0]))
     (record,) = _records(cache_root)
     assert stat.S_IMODE(record.parent.stat().st_mode) == 0o700
+
+
+def test_a_record_planted_with_a_valid_plain_checksum_is_refused(cache_root, numba_cache):
+    """Issue 28 row 7: a record with a correct SHA-256 of (key, payload) in front ran when loaded (the
+    checksum caught damage, not tampering). Digests are now HMACs under the user's key: it is refused."""
+    import hashlib
+
+    _labeled_scaled(3.0)(np.array([1.0, 0.0]))
+    (mine,) = _records(cache_root)
+    _labeled_scaled(-7.0)(np.array([1.0, 0.0]))
+    (theirs,) = set(_records(cache_root)) - {mine}
+    payload = theirs.read_bytes()[64:]
+    key = mine.name[len("w_") : -len(".pkl")]
+    mine.write_bytes(hashlib.sha256(key.encode() + b"\0" + payload).hexdigest().encode() + payload)
+    _forget_numba(numba_cache)
+    with pytest.warns(CacheWarning, match=str(mine)):
+        f = _labeled_scaled(3.0)
+    assert "warm start" not in f.timings and f(np.array([1.0, 2.0])).values.tolist() == [3.5, 6.5]
+
+
+def test_a_record_copied_from_another_cache_is_refused(tmp_path, monkeypatch, numba_cache):
+    """Another user's or machine's cache has another key: its records (and machine code) fail there."""
+    elsewhere, here = tmp_path / "elsewhere", tmp_path / "here"
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", str(elsewhere))
+    _labeled_scaled(2.0)(np.array([1.0, 0.0]))
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", str(here))
+    _forget_numba(numba_cache)
+    _labeled_scaled(5.0)  # makes `here` with a key of its own
+    (record,) = _records(elsewhere)
+    planted = here / record.relative_to(elsewhere)
+    shutil.copyfile(record, planted)
+    _forget_numba(numba_cache)
+    with pytest.warns(CacheWarning, match=str(planted)):
+        f = _labeled_scaled(2.0)
+    assert "warm start" not in f.timings and f(np.array([1.0, 2.0])).values.tolist() == [2.5, 4.5]
+    _forget_numba(numba_cache)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        assert "warm start" in _labeled_scaled(2.0).timings  # rebuilt under this cache's key
+
+
+def test_the_cache_key_is_private_and_replaced_when_exposed(cache_root, numba_cache):
+    _labeled_scaled(4.0)(np.array([1.0, 0.0]))
+    key_file = cache_root / diskcache.SECRET_NAME
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600 and len(key_file.read_bytes()) == diskcache.SECRET_BYTES
+    old = key_file.read_bytes()
+    key_file.chmod(0o644)  # others could have read it: records made under it can no longer be trusted
+    diskcache._secrets.clear()
+    _forget_numba(numba_cache)
+    with pytest.warns(CacheWarning, match=r"replacing the cache key .*mode 644"):
+        f = _labeled_scaled(4.0)
+    assert "warm start" not in f.timings and f(np.array([1.0, 2.0])).values.tolist() == [4.5, 8.5]
+    assert key_file.read_bytes() != old and stat.S_IMODE(key_file.stat().st_mode) == 0o600

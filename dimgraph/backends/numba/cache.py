@@ -11,8 +11,8 @@ and written again.
 Numba keeps the machine code of every jitted function (the generated ones and
 dimgraph's own helpers in `runtime.py`, `views.py`, `fallback.py`) in the
 `__pycache__` of that directory, never in the installed package, through
-`VerifiedCache`: each index and data file carries the SHA-256 of its content
-and of its name, and a file that does not match, or fails to load, is
+`VerifiedCache`: each index and data file carries the HMAC-SHA256 of its content
+and of its name under the user's cache key (`diskcache.secret`), and a file that does not match, or fails to load, is
 discarded with a warning and compiled again: never a crash, never another
 function's code. A hit loads the machine code without refreshing Numba's
 typing and lowering registries (a compile refreshes them itself).
@@ -37,6 +37,7 @@ import collections
 import contextlib
 import functools
 import hashlib
+import hmac
 import io
 import os
 import pickle
@@ -201,10 +202,12 @@ class _VerifiedImpl(caching.CompileResultCacheImpl):
 
 
 class _VerifiedFile(caching.IndexDataCacheFile):
-    """Numba's index and data files, each prefixed with the SHA-256 of its name and content."""
+    """Numba's index and data files, each prefixed with the HMAC-SHA256 of its name and content under
+    this user's cache key (`diskcache.secret`): a file made elsewhere fails as damage does."""
 
     def _seal(self, path, payload: bytes) -> bytes:
-        return hashlib.sha256(os.path.basename(path).encode() + b"\0" + payload).digest() + payload
+        name = os.path.basename(path).encode()
+        return hmac.new(diskcache.secret(), name + b"\0" + payload, hashlib.sha256).digest() + payload
 
     def _unseal(self, path, data: bytes) -> bytes:
         payload = data[32:]
