@@ -51,6 +51,19 @@ def _operand(x) -> bool:
     return kind in "biufc"
 
 
+def _data(x) -> bool:
+    """What a constant holds: numbers, or labels (text, mixed objects) that `sel` reads; not arbitrary objects."""
+    if _operand(x):
+        return True
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError):
+        return False
+    if arr.dtype.kind in "US":
+        return True
+    return arr.dtype.kind == "O" and all(isinstance(e, (str, bytes, numbers.Number)) or e is None for e in arr.flat)
+
+
 def _sequence_of(check):
     def each(x):
         return isinstance(x, (list, tuple)) and all(check(e) for e in x)
@@ -120,6 +133,7 @@ def _bool(x) -> bool:
 # kind: (check, what it must be)
 KINDS = {
     "operand": (_operand, "a variable, a DataArray or numbers"),
+    "data": (_data, "numbers or labels (an array, a DataArray or a variable)"),
     "operands": (_one_or_many(_operand), "a variable, a DataArray or numbers, or a list of them"),
     "optional operand": (_optional(_operand), "None, a variable, a DataArray or numbers"),
     "variable": (lambda x: isinstance(x, Variable), "a graph variable (labeled or positional)"),
@@ -154,7 +168,8 @@ KINDS = {
 
 # The kind of a parameter by its name, in every public function that has it.
 BY_NAME = {
-    **dict.fromkeys(("x", "y", "a", "b", "p", "t", "value", "then", "otherwise", "fill_value"), "operand"),
+    **dict.fromkeys(("x", "y", "a", "b", "p", "t", "then", "otherwise", "fill_value"), "operand"),
+    "value": "data",
     **dict.fromkeys(("lower", "upper"), "optional operand"),
     **dict.fromkeys(("arrays", "objects", "xs"), "operand"),  # each of `*arrays`
     **dict.fromkeys(("cost",), "variable"),

@@ -41,6 +41,7 @@ from pathlib import Path
 from dimgraph.errors import CacheWarning
 
 _resolved: dict = {}  # (root, parts) -> the directory this process uses
+_key_roots: dict = {}  # a directory from `private_dir` -> the root whose `secret.key` signs what it holds
 _refused: set = set()  # cache roots whose disk refused a write: this process writes nothing more there
 _lock = threading.Lock()
 
@@ -72,23 +73,26 @@ def private_dir(*parts: str) -> Path:
     with _lock:
         found = _resolved.get(key)
         if found is None:
-            found = _resolved[key] = _choose(root, parts)
+            found, key_root = _choose(root, parts)
+            _resolved[key] = found
+            _key_roots[str(found)] = key_root
     return found
 
 
-def _choose(root: Path, parts) -> Path:
+def _choose(root: Path, parts):
+    """(the directory to use, the root holding its key): `root/parts`, else the fallbacks."""
     why = _make_private(root, parts)
     if why is None:
-        return root.joinpath(*parts)
+        return root.joinpath(*parts), root
     fallback = Path(tempfile.gettempdir()) / f"dimgraph-{_uid()}"
     fallback_why = _make_private(fallback, parts)
     if fallback_why is None:
-        chosen = fallback.joinpath(*parts)
+        chosen, key_root = fallback.joinpath(*parts), fallback
     else:
         why += f"; the fallback {fallback.joinpath(*parts)} too: {fallback_why}"
-        chosen = Path(tempfile.mkdtemp(prefix="dimgraph-"))  # mode 0700, this process's own
+        chosen = key_root = Path(tempfile.mkdtemp(prefix="dimgraph-"))  # mode 0700, this process's own
     warnings.warn(f"dimgraph: not using the cache directory {root.joinpath(*parts)} ({why}); using {chosen}", CacheWarning, stacklevel=4)
-    return chosen
+    return chosen, key_root
 
 
 def _make_private(root: Path, parts) -> str | None:
@@ -189,10 +193,11 @@ def fsync_file(path):
         os.close(fd)
 
 
-def content_digest(key: str, data: bytes) -> str:
-    """The digest recorded for an artifact: an HMAC-SHA256, under this user's `secret()`, binding the
-    bytes to the key they were built for (a record made elsewhere, or forged without the secret, fails)."""
-    return hmac.new(secret(), key.encode() + b"\0" + data, hashlib.sha256).hexdigest()
+def content_digest(key: str, data: bytes, directory=None) -> str:
+    """The digest recorded for an artifact in `directory` (default: the cache root): an HMAC-SHA256,
+    under the `secret` of that directory's root, binding the bytes to the key they were built for (a
+    record made elsewhere, or forged without the secret, fails)."""
+    return hmac.new(secret(directory), key.encode() + b"\0" + data, hashlib.sha256).hexdigest()
 
 
 SECRET_NAME = "secret.key"
@@ -201,15 +206,17 @@ _secrets: dict = {}  # key file -> its bytes, read once per process
 _secret_lock = threading.Lock()
 
 
-def secret() -> bytes:
-    """This user's key for the digests of cached artifacts: `SECRET_BYTES` random bytes in
-    `<cache root>/secret.key`, mode 0600, made on first use.
+def secret(directory=None) -> bytes:
+    """This user's key for the digests of artifacts in `directory` (a `private_dir`, or a folder in
+    one; default: the cache root): `SECRET_BYTES` random bytes in `<its cache root>/secret.key`,
+    mode 0600, made on first use. The root is the one the directory was chosen under, so a file
+    is signed and checked with one key even when `$DIMGRAPH_CACHE_DIR` changes in between.
 
     A key file that others may read, that another user owns or that is damaged is replaced
     (with a `CacheWarning`): every record made under it then fails and is rebuilt. Where the
     key cannot be written (a full disk), this process uses a key of its own.
     """
-    path = private_dir() / SECRET_NAME
+    path = _key_root(Path(directory) if directory is not None else private_dir()) / SECRET_NAME
     found = _secrets.get(str(path))
     if found is None:
         with _secret_lock:
@@ -217,6 +224,15 @@ def secret() -> bytes:
             if found is None:
                 found = _secrets[str(path)] = _read_or_make_secret(path)
     return found
+
+
+def _key_root(directory: Path) -> Path:
+    for d in (directory, *directory.parents):
+        found = _key_roots.get(str(d))
+        if found is not None:
+            return found
+    private_dir()
+    return _key_roots[str(private_dir())]  # a folder of no cache root (a scratch build): the current root's
 
 
 def _read_or_make_secret(path: Path) -> bytes:

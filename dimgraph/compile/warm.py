@@ -42,7 +42,7 @@ from dimgraph.core.type import Type
 from dimgraph.labeled.dims import Dim, derivation_of
 
 _log = logging.getLogger("dimgraph")
-FORMAT = "dimgraph-warm-1"  # bump when the record's layout or the encoding changes
+FORMAT = "dimgraph-warm-2"  # bump when the record's layout or the encoding changes (2: HMAC header)
 _HEADER = 64  # hex SHA-256 of (key, payload), then the pickled payload
 
 
@@ -234,7 +234,7 @@ def load(key: str):
     except FileNotFoundError:
         return None
     payload = data[_HEADER:]
-    if data[:_HEADER] != diskcache.content_digest(key, payload).encode():
+    if data[:_HEADER] != diskcache.content_digest(key, payload, path.parent).encode():
         diskcache.discard(path, "its content does not match the digest recorded for it")
         return None
     try:
@@ -251,4 +251,5 @@ def save(key: str, record) -> bool:
     except Exception as e:  # noqa: BLE001 - a spec holding something unpicklable
         _log.debug("dimgraph: no warm-start record (%s: %s)", type(e).__name__, e)
         return False
-    return diskcache.store(_path(key), diskcache.content_digest(key, payload).encode() + payload)
+    path = _path(key)
+    return diskcache.store(path, diskcache.content_digest(key, payload, path.parent).encode() + payload)

@@ -84,7 +84,7 @@ class Dim:
             object.__setattr__(self, "size", len(coords))
         elif self.size is not None:
             if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) or not 0 <= self.size < MAX_SIZE:
-                raise DimError(f"Dim {self.name!r}: size must be an int from 0 to 2**63 - 1 (an int64 length) or None, got {self.size!r}")
+                raise DimError(f"Dim {self.name!r}: size must be a non-negative int below 2**63 (an int64 length) or None, got {self.size!r}")
             object.__setattr__(self, "size", int(self.size))
         try:
             object.__setattr__(self, "_digest", _coords_digest(self.coords))

@@ -33,7 +33,7 @@ from pathlib import Path
 from dimgraph.backends import diskcache
 from dimgraph.errors import BackendUnavailable
 
-BACKEND_VERSION = "1"
+BACKEND_VERSION = "2"  # 2: records are HMACs under the user's cache key (`diskcache.secret`)
 # NOTE: -O2, not -O3: on a 4-node graph -O3 took 1.65 s against 0.72 s and the loops here gain little
 # from it; the unit-stride loops that matter carry `omp simd`. -ffp-contract=off keeps a*b+c two
 # roundings, as NumPy computes it; -fwrapv makes integer overflow wrap, as NumPy's does.
@@ -143,7 +143,7 @@ def _load_verified(lib_path: Path, key: str):
         expected = record.read_bytes().strip()
     except FileNotFoundError:
         expected = None
-    if expected != diskcache.content_digest(key, data).encode():  # bytes: a damaged record need not be text
+    if expected != diskcache.content_digest(key, data, lib_path.parent).encode():  # bytes: a damaged record need not be text
         why = "no digest was recorded for it" if expected is None else f"its content does not match the digest in {record.name}"
         diskcache.discard(lib_path, why)
         return None
@@ -191,7 +191,7 @@ def _compile(source, cmd, directory, key):
         # NOTE: the digest is written first: a library renamed into place without its record is
         # discarded by the next reader, never loaded unverified.
         data = Path(tmp_lib).read_bytes()
-        diskcache.write_atomic(directory / f"{key}.sha256", diskcache.content_digest(key, data).encode())
+        diskcache.write_atomic(directory / f"{key}.sha256", diskcache.content_digest(key, data, directory).encode())
         os.replace(tmp_lib, directory / f"{key}.so")
     finally:
         if os.path.exists(tmp_lib):

@@ -57,6 +57,7 @@ from dimgraph.backends.numba import bounds, fallback, runtime, views
 from dimgraph.backends.numba import random as random_helpers  # the samplers RandomDraw kernels call
 from dimgraph.version import __version__
 
+SEAL = "hmac-sha256"  # how `_VerifiedFile` seals Numba's files: a change must not meet files sealed the old way
 _LOADED = weakref.WeakValueDictionary()  # digest -> module, while something in this process uses it
 RECENT = 64
 _recent = collections.deque(maxlen=RECENT)  # the modules loaded last, kept for a recompile of the same graph
@@ -72,7 +73,7 @@ def version_tag() -> str:
     from dimgraph.backends import ziggurat
     from dimgraph.core import scalar, special
 
-    helpers = hashlib.blake2b(digest_size=6)
+    helpers = hashlib.blake2b(SEAL.encode(), digest_size=6)
     for mod in (runtime, views, bounds, fallback, scalar, special, random_helpers, ziggurat):
         helpers.update(Path(mod.__file__).read_bytes())
     return (
@@ -207,7 +208,8 @@ class _VerifiedFile(caching.IndexDataCacheFile):
 
     def _seal(self, path, payload: bytes) -> bytes:
         name = os.path.basename(path).encode()
-        return hmac.new(diskcache.secret(), name + b"\0" + payload, hashlib.sha256).digest() + payload
+        key = diskcache.secret(os.path.dirname(path))
+        return hmac.new(key, name + b"\0" + payload, hashlib.sha256).digest() + payload
 
     def _unseal(self, path, data: bytes) -> bytes:
         payload = data[32:]
