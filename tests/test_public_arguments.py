@@ -120,6 +120,12 @@ def test_every_public_callable_is_covered():
         obj(*args, **kwargs)  # the valid call works, so a failure below is the junk argument's
 
 
+def test_every_public_parameter_has_a_kind():
+    """A new parameter name gets a kind in `dimgraph/arguments.py` (BY_NAME, or BY_FUNCTION for this function)."""
+    missing = [f"dg.{name}({param})" for name, param in CASES if not inspect.isclass(getattr(dg, name)) and arguments.kind_of(name, param) is None]
+    assert missing == []
+
+
 @pytest.mark.parametrize("name, param", CASES, ids=[f"{n}-{p}" for n, p in CASES])
 def test_a_junk_argument_is_named_in_the_error(name, param):
     obj = getattr(dg, name)
