@@ -185,3 +185,20 @@ def test_a_valid_argument_of_each_kind_still_passes():
     data = xr.DataArray([0.0, 1.0], dims=("g",), coords={"g": ["a", "b"]})
     assert dg.exp(data).dims == (G,)
     assert dg.tensor("t", shape=(None, 3), dtype=np.float32).type.dtype == "float32"
+
+
+DISTRIBUTIONS = [n for n in dir(dg.dist) if n.islower() and not n.startswith("_") and inspect.isclass(getattr(dg.dist, n))]
+
+
+@pytest.mark.parametrize("name", DISTRIBUTIONS)
+def test_a_junk_distribution_parameter_is_named(name):
+    """`dg.dist.*` (and so `rng.<name>(...)`) name the parameter that is not numbers."""
+    cls = getattr(dg.dist, name)
+    assert cls.names
+    for param in cls.names:
+        given = {q: cls.defaults.get(q, 0.5) for q in cls.names}
+        if name == "multivariate_normal":
+            given = {"mu": np.zeros(2), "chol": dg.constant(np.eye(2), dims=(G, G.rename("g2"))), "dims": (G, G.rename("g2"))}
+        given[param] = JUNK
+        with pytest.raises(TypeError, match=rf": {param} must be numbers"):
+            cls(**given)
