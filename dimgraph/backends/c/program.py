@@ -115,8 +115,9 @@ def _comment(node):
     return str(node.op).replace("*/", "* /")[:120]
 
 
-# Op class (subclasses included) -> evaluate(node, input values) -> output values, for ops whose value before the C call must be
-# the one C computes: a loop drawing random numbers (the reference `perform` draws another stream).
+# Op class (subclasses included) -> evaluate(node, input values) -> output values: ops whose value
+# before the C call must be the one C computes (a loop drawing random numbers: `perform` draws
+# another stream).
 HOST_EVALUATION = {}
 
 

@@ -12,7 +12,8 @@ Numba keeps the machine code of every jitted function (the generated ones and
 dimgraph's own helpers in `runtime.py`, `views.py`, `fallback.py`) in the
 `__pycache__` of that directory, never in the installed package, through
 `VerifiedCache`: each index and data file carries the HMAC-SHA256 of its content
-and of its name under the user's cache key (`diskcache.secret`), and a file that does not match, or fails to load, is
+and of its name under the user's cache key (`diskcache.secret`), and a file
+that does not match (damaged, or made elsewhere), or fails to load, is
 discarded with a warning and compiled again: never a crash, never another
 function's code. A hit loads the machine code without refreshing Numba's
 typing and lowering registries (a compile refreshes them itself).
