@@ -16,10 +16,11 @@ by a function, updates), a traced compile, or a rewrite or kernel registered fro
 outside dimgraph gets no digest and compiles the usual way.
 
 The record follows the disk cache's rules (`dimgraph.backends.diskcache`): a
-private directory, atomic writes, and a digest of the record's bytes bound to
-its key written in front of them; a record that does not match (damaged, cut
-short, copied from another key) is discarded with a `CacheWarning` and the
-function compiles the usual way, writing it afresh.
+private directory, atomic writes, and an HMAC of the record's bytes bound to
+its key, under the user's cache key (`diskcache.content_digest`), written in
+front of them; a record that does not match (damaged, cut short, copied from
+another key or another cache, planted with a plain checksum) is discarded with a
+`CacheWarning` and the function compiles the usual way, writing it afresh.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ The cache key is a SHA-256 of the source text, the compiler (path and
 library and loads it without compiling. The library lives at
 `$DIMGRAPH_CACHE_DIR/c/<key>.so` (default `~/.cache/dimgraph/c`, or under
 `$XDG_CACHE_HOME`), a private directory (`diskcache.private_dir`), with the
-SHA-256 of the key and its bytes in `<key>.sha256`: a library is loaded only
-when it matches, so a damaged or swapped one is recompiled, never run.
+HMAC of the key and its bytes under the user's cache key in `<key>.sha256`
+(`diskcache.content_digest`): a library is loaded only when it matches, so a
+damaged, swapped or planted one is recompiled, never run.
 A cache whose disk refuses writes (full, read-only) costs caching, not the
 compile: the library is built in a temporary directory and loaded from there.
 Concurrent compiles of one key each write a private temporary file, fsync it
