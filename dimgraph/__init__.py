@@ -60,3 +60,4 @@ from dimgraph.errors import CacheWarning, IndexOutOfBounds  # noqa: E402,F401  (
 from dimgraph.arguments import guard as _guard  # noqa: E402
 
 _guard(globals())
+_guard(vars(linalg), linalg.__all__, prefix="linalg.")  # dg.linalg.cholesky, ...

@@ -127,7 +127,7 @@ def _rewrites(x) -> bool:
 
 
 def _bool(x) -> bool:
-    return isinstance(x, (bool, np.bool_))
+    return isinstance(x, (bool, np.bool_)) or (_is_int(x) and x in (0, 1))
 
 
 # kind: (check, what it must be)
@@ -155,7 +155,7 @@ KINDS = {
     "shape": (_optional(_shape), "None or a sequence of ints (None for an unknown length)"),
     "int": (_is_int, "an int"),
     "optional int": (_optional(_is_int), "None or an int"),
-    "bool": (_bool, "True or False"),
+    "bool": (_bool, "True or False (or 1 or 0)"),
     "count": (_count, "an int or a 0-d integer variable"),
     "optional count": (_optional(_count), "None, an int or a 0-d integer variable"),
     "file": (_optional(lambda f: callable(getattr(f, "write", None))), "None or a file-like object with write()"),
@@ -163,6 +163,10 @@ KINDS = {
     "scalar": (lambda x: _operand(x) and np.ndim(x) == 0, "a number"),
     "dims to exclude": (lambda x: _sequence_of(_dim)(x) or isinstance(x, (set, frozenset)), "a sequence of Dims or dim names"),
     "dim or number": (lambda x: isinstance(x, Dim) or _operand(x), "a Dim, or numbers as NumPy's arange takes"),
+    "factor and lower": (
+        lambda x: isinstance(x, tuple) and len(x) == 2 and _operand(x[0]) and _bool(x[1]),
+        "a tuple (Cholesky factor, lower: bool), as dg.linalg.cholesky gives with lower",
+    ),
     "any": (lambda x: True, "anything"),
 }
 
@@ -187,7 +191,8 @@ BY_NAME = {
     "decimals": "int",
     "depth": "optional int",
     **dict.fromkeys(("width", "max_label"), "int"),
-    **dict.fromkeys(("keepdims", "trace", "inline", "return_numpy", "map_extra_dims"), "bool"),
+    **dict.fromkeys(("keepdims", "trace", "inline", "return_numpy", "map_extra_dims", "trans", "unit_diagonal"), "bool"),
+    "b_ndim": "optional int",
     "n_steps": "optional count",
     "max_steps": "count",
     "seed": "any",  # `core.random.seed_sequence` checks it, naming it (a ValueError for a negative one)
@@ -217,6 +222,8 @@ BY_FUNCTION = {
     "jacobian": {"y": "variable", "x": "variable"},
     "hessian": {"x": "variable"},
     "arange": {"dim": "dim or number", "args": "operand"},
+    **{f"linalg.{fn}": {"lower": "bool"} for fn in ("cholesky", "eigh", "solve_triangular")},
+    "linalg.cho_solve": {"c_and_lower": "factor and lower"},
 }
 
 
@@ -255,11 +262,13 @@ def guarded(public: str, fn):
     return checked
 
 
-def guard(namespace: dict) -> dict:
-    """Every public function of `namespace` (not classes, modules or private names) as `guarded`."""
-    for public, value in list(namespace.items()):
+def guard(namespace: dict, names=None, prefix: str = "") -> dict:
+    """Every public function of `namespace` (or those in `names`; not classes, modules or private
+    names) as `guarded`, named `dg.<prefix><name>` in errors."""
+    for public in list(namespace if names is None else names):
+        value = namespace[public]
         if public.startswith("_") or inspect.isclass(value) or inspect.ismodule(value) or not callable(value):
             continue
-        namespace[public] = guarded(public, value)
+        namespace[public] = guarded(prefix + public, value)
     return namespace
 

@@ -111,6 +111,43 @@ def _valid_call(name, obj):
 
 CASES = [(name, p.name) for name, obj in _public_callables() for p in inspect.signature(obj).parameters.values()]
 
+I, J = dg.Dim("i", size=2), dg.Dim("j", size=2)
+
+
+def _matrix():
+    return dg.constant(np.eye(2) * 2.0, dims=(I, J))
+
+
+def _rhs():
+    return dg.constant(np.ones(2), dims=(I,))
+
+
+# dg.linalg.<name> -> a valid call (every name in dg.linalg.__all__ needs one)
+LINALG = {
+    **{n: lambda: ((_matrix(),), {"dims": (I, J)}) for n in ("cholesky", "det", "diagonal", "eigh", "inv", "slogdet", "trace")},
+    "solve": lambda: ((_matrix(), _rhs()), {"dims": (I, J)}),
+    "solve_triangular": lambda: ((_matrix(), _rhs()), {"dims": (I, J)}),
+    "cho_solve": lambda: (((_matrix(), True), _rhs()), {"dims": (I, J)}),
+}
+LINALG_CASES = [(name, p.name) for name in dg.linalg.__all__ for p in inspect.signature(getattr(dg.linalg, name)).parameters.values()]
+
+
+@pytest.mark.parametrize("name, param", LINALG_CASES, ids=[f"linalg.{n}-{p}" for n, p in LINALG_CASES])
+def test_a_junk_argument_to_linalg_is_named(name, param):
+    fn = getattr(dg.linalg, name)
+    args, kwargs = LINALG[name]()
+    fn(*args, **kwargs)
+    params = list(inspect.signature(fn).parameters)
+    where = params.index(param)
+    args = list(args)
+    if where < len(args):
+        args[where] = JUNK
+    else:
+        kwargs[param] = JUNK
+    with pytest.raises((TypeError, ValueError)) as caught:
+        fn(*args, **kwargs)
+    assert re.search(rf"dg\.linalg\.{name}: {param} must be", str(caught.value)), str(caught.value)
+
 
 def test_every_public_callable_is_covered():
     names = {name for name, _ in _public_callables()}
