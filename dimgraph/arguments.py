@@ -3,16 +3,18 @@
 Each parameter of a public function has a kind (`KINDS`): by its name
 (`BY_NAME`: `x` is an operand, `dtype` a dtype, `n_steps` a count, ...) unless
 the function says otherwise (`BY_FUNCTION`). `guard(namespace)` wraps every
-public function of the namespace (the package's `__init__`) so that a call
-first checks its arguments and raises a `TypeError` or `ValueError` naming the
+public function of the namespace (the package's `__init__`, and `dg.linalg`)
+so that a call first checks its arguments and raises a `TypeError` naming the
 function, the argument, what it must be and what came:
 
     dg.scan: n_steps must be None, an int or a 0-d integer variable; got '3'
 
 The kinds check what an argument is (its type), not its range or whether it
 fits the others (a negative count, a dim that the operand lacks, a shape that
-does not match): the functions check that themselves, naming the argument too. Classes (`dg.Dim`, `dg.FlatParams`, ...)
-check their arguments in their constructors.
+does not match): the functions check that themselves, naming the argument
+too. Classes (`dg.Dim`, `dg.FlatParams`, ...) check their arguments in their
+constructors. A parameter whose name has no kind goes unchecked, and
+`tests/test_public_arguments.py` lists it.
 """
 
 from __future__ import annotations
@@ -176,9 +178,8 @@ BY_NAME = {
     "value": "data",
     **dict.fromkeys(("lower", "upper"), "optional operand"),
     **dict.fromkeys(("arrays", "objects", "xs"), "operand"),  # each of `*arrays`
-    **dict.fromkeys(("cost",), "variable"),
-    **dict.fromkeys(("wrt", "outputs"), "variables"),
-    **dict.fromkeys(("inputs", "params"), "variables"),
+    "cost": "variable",
+    **dict.fromkeys(("wrt", "outputs", "inputs", "params"), "variables"),
     **dict.fromkeys(("step", "fn"), "callable"),
     "grad": "optional callable",
     "name": "name",
@@ -201,7 +202,7 @@ BY_NAME = {
     "replace": "replacements",
     "updates": "updates",
     "rewrites": "rewrites",
-    **dict.fromkeys(("backend",), "optional str"),
+    "backend": "optional str",
     **dict.fromkeys(("disconnected", "join"), "str"),
     "exclude": "dims to exclude",
     **dict.fromkeys(("core_dims_in", "core_dims_out"), "core dims"),
