@@ -166,8 +166,8 @@ KINDS = {
     "dims to exclude": (lambda x: _sequence_of(_dim)(x) or isinstance(x, (set, frozenset)), "a sequence of Dims or dim names"),
     "dim or number": (lambda x: isinstance(x, Dim) or _operand(x), "a Dim, or numbers as NumPy's arange takes"),
     "factor and lower": (
-        lambda x: isinstance(x, tuple) and len(x) == 2 and _operand(x[0]) and _bool(x[1]),
-        "a tuple (Cholesky factor, lower: bool), as dg.linalg.cholesky gives with lower",
+        lambda x: _operand(x) or (isinstance(x, tuple) and len(x) == 2 and _operand(x[0]) and _bool(x[1])),
+        "scipy's pair (Cholesky factor, lower: bool), or the factor alone",
     ),
     "any": (lambda x: True, "anything"),
 }
@@ -217,7 +217,6 @@ BY_FUNCTION = {
     "while_loop": {"cond": "callable"},
     "concat": {"xs": "operands"},
     "align": {"fill_value": "scalar"},
-    "full_like": {"fill_value": "scalar"},
     "ifelse": {"then": "operands", "otherwise": "operands"},
     "op_from_graph": {"outputs": "variables"},
     "jacobian": {"y": "variable", "x": "variable"},
