@@ -121,7 +121,7 @@ def _replacements(x) -> bool:
 
 
 def _core_dims(x) -> bool:
-    return _sequence_of(_sequence_of(_dim))(x)
+    return _sequence_of(_one_or_many(_dim))(x)  # per argument: its core dims (a lone name is one dim)
 
 
 def _rewrites(x) -> bool:
@@ -152,7 +152,7 @@ KINDS = {
     "dtype": (_optional(_dtype), "None or a NumPy dtype (or its name)"),
     "dim": (_optional(_one_or_many(_dim)), "None, a Dim or dim name, or a list of them (... for all)"),
     "dims": (_optional(_one_or_many(_dim)), "None, a Dim or a sequence of Dims"),
-    "core dims": (_core_dims, "a list of lists of Dims or dim names (one list per argument)"),
+    "core dims": (_core_dims, "a list with the core dims of each argument (Dims or dim names)"),
     "axis": (_optional(_one_or_many(_is_int)), "None, an int or a sequence of ints"),
     "shape": (_optional(_shape), "None or a sequence of ints (None for an unknown length)"),
     "int": (_is_int, "an int"),
