@@ -60,3 +60,9 @@ from dimgraph.compile.chunked import ChunkWarning  # noqa: E402,F401  (dask inpu
 # models (issue 27): named random variables, transforms, predictive draws, samplers
 from dimgraph import transforms  # noqa: E402,F401
 from dimgraph.model import Model  # noqa: E402,F401
+
+# every public function checks its arguments' kinds first, naming the one that is wrong (`arguments.py`)
+from dimgraph.arguments import guard as _guard  # noqa: E402
+
+_guard(globals())
+_guard(vars(linalg), linalg.__all__, prefix="linalg.")  # dg.linalg.cholesky, ...

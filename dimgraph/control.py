@@ -283,7 +283,9 @@ def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_l
     (`dg.NonDifferentiable` names it). With `trace=True` it returns
     `(final, trace)` as `dg.scan` does: each state's values after every step
     taken, the steps along a new leading axis (labeled: the Dim or dim name
-    `dim=`, sized by the steps taken).
+    `dim=`, sized by the steps taken). The trace takes memory for the steps
+    taken only, however large `max_steps`: the steps run twice, once to count
+    them and once to record them.
 
     >>> import dimgraph as dg, numpy as np
     >>> x = dg.scalar("x")
@@ -325,21 +327,24 @@ def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_l
             raise TypeError(f"{name}: a labeled while loop with trace=True needs dim= (the Dim or name of its steps)")
         dim = dim if isinstance(dim, Dim) else Dim(dim)
     states, new, start = body.states + [go], new + [nxt], body.init + [first]
-    traced = ()
-    if trace:  # a step counter, to cut the traces at the steps taken
+    if trace:  # a step counter: the replay below records exactly the steps taken
         count = tensor("count", (), "int64")
         states, new, start = states + [count], new + [count + 1], start + [as_tensor(0, dtype="int64")]
-        traced = tuple(k for k, v in enumerate(body.states) if isinstance(v.type, TensorType) and not is_rng_state(init[k]))
-    outs = loop_from_graph(body.index, states, [], new, n, start, [], until=len(init), traced=traced, name=name)
+    outs = loop_from_graph(body.index, states, [], new, n, start, [], until=len(init), name=name)
     finals = outs[: len(init)]
     if labeled:
         finals = [f if is_rng_state(v) else from_positional(f, v.type.dims) for f, v in zip(finals, init)]
     if not trace:
         return finals[0] if single else finals
+    # NOTE: the trace is recorded by a replay of the steps taken (the step is pure: its RNG states are
+    # loop states), so its rows are the steps taken. Sized by max_steps, it reserved 8 GB per call for
+    # max_steps=10**9 and was a MemoryError for 10**12 however few steps ran.
     taken = outs[len(states) - 1]
+    traced = tuple(k for k, v in enumerate(body.states) if isinstance(v.type, TensorType) and not is_rng_state(init[k]))
+    replay = loop_from_graph(body.index, body.states, [], new[: len(init)], taken, body.init, [], traced=traced, name=name)
     traces = [None] * len(init)
     for m, k in enumerate(traced):
-        t = outs[len(states) + m][:taken]
+        t = replay[len(init) + m]
         traces[k] = from_positional(t, (dim, *init[k].type.dims)) if labeled else t
     return (finals[0], traces[0]) if single else (finals, traces)
 

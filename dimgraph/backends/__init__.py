@@ -76,8 +76,11 @@ class Backend:
             raise TypeError(f"{self.name} backend: unknown options {unknown}; accepted: {accepted}")
 
     def compile(self, fgraph, **options) -> Compiled:
-        """The `Compiled` running `fgraph`."""
+        """The `Compiled` running `fgraph` (a `MemoryError` first when it holds a value this machine cannot)."""
+        from dimgraph.backends import memory
+
         self.check_options(options)
+        memory.check_graph(fgraph)
         compiled = importlib.import_module(self.module).compile(fgraph, **options)
         if not isinstance(compiled, Compiled):
             raise TypeError(f"{self.name} backend: compile returned {type(compiled).__name__}, not a dimgraph.backends.Compiled")

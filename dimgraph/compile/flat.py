@@ -38,6 +38,10 @@ class FlatParams:
     """
 
     def __init__(self, params):
+        from dimgraph.core.graph import Variable
+
+        if not isinstance(params, (list, tuple)) or not all(isinstance(p, Variable) for p in params):
+            raise TypeError(f"FlatParams: params must be a list of graph variables (labeled or positional), got {params!r}")
         self.params = list(params)
         self.names, self.shapes, self.slices, self.dtypes = [], [], [], []
         start = 0
@@ -81,7 +85,7 @@ class FlatParams:
         stack of vectors, such as posterior draws) and every value is a DataArray with
         them first: the form `dg.function(..., map_extra_dims=True)` maps over.
         """
-        theta = np.asarray(theta, dtype=np.float64)
+        theta = _real(theta, "theta", f"{self.size} values per vector ({self.names})")
         batch_dims = tuple(getattr(d, "name", d) for d in dim_refs(batch_dims, "unravel") or ())  # "draw": one dim
         if batch_dims:
             return self._unravel_batch(theta, batch_dims)
@@ -111,7 +115,8 @@ class FlatParams:
         return [theta[where].reshape(shape).astype(dtype, copy=False) for shape, where, dtype in layout]
 
     def check(self, theta) -> np.ndarray:
-        theta = np.asarray(theta, dtype=np.float64)
+        """`theta` as a float64 vector of `size` values; an `InputError` naming it otherwise (before any work)."""
+        theta = _real(theta, "theta", f"a vector of {self.size} values ({self.names})")
         if theta.shape != (self.size,):
             raise InputError(f"theta: expected a vector of {self.size} values ({self.names}), got shape {theta.shape}")
         return theta
@@ -122,7 +127,7 @@ class FlatParams:
             from dimgraph.labeled.io import LabeledInput
 
             return LabeledInput(name, p.type).convert(value)
-        arr = np.asarray(value, dtype=np.float64)
+        arr = _real(value, f"ravel: {name!r}", f"shape {shape}")
         if arr.shape != shape:
             raise InputError(f"ravel: {name!r} needs shape {shape} (its dims order), got {arr.shape}")
         return arr
@@ -134,6 +139,18 @@ class FlatParams:
 
             return LabeledOutput(p, [p]).wrap(arr, [None])
         return arr
+
+
+def _real(value, what: str, expected: str) -> np.ndarray:
+    """`value` as float64 when it holds real numbers (floats, ints); an `InputError` naming `what` for
+    complex numbers (casting would drop the imaginary part), text, booleans or objects."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as e:  # ragged nesting
+        raise InputError(f"{what}: expected real numbers, {expected}; got {type(value).__name__} ({e})") from None
+    if arr.dtype.kind not in "fiu":
+        raise InputError(f"{what}: expected real numbers (float or int), {expected}; got an array of dtype {arr.dtype}")
+    return arr.astype(np.float64, copy=False)
 
 
 class FlatFunction:

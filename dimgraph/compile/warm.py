@@ -16,10 +16,11 @@ by a function, updates), a traced compile, or a rewrite or kernel registered fro
 outside dimgraph gets no digest and compiles the usual way.
 
 The record follows the disk cache's rules (`dimgraph.backends.diskcache`): a
-private directory, atomic writes, and a digest of the record's bytes bound to
-its key written in front of them; a record that does not match (damaged, cut
-short, copied from another key) is discarded with a `CacheWarning` and the
-function compiles the usual way, writing it afresh.
+private directory, atomic writes, and an HMAC of the record's bytes bound to
+its key, under the user's cache key (`diskcache.content_digest`), written in
+front of them; a record that does not match (damaged, cut short, copied from
+another key or another cache, planted with a plain checksum) is discarded with a
+`CacheWarning` and the function compiles the usual way, writing it afresh.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from dimgraph.core.type import Type
 from dimgraph.labeled.dims import Dim, derivation_of
 
 _log = logging.getLogger("dimgraph")
-FORMAT = "dimgraph-warm-1"  # bump when the record's layout or the encoding changes
+FORMAT = "dimgraph-warm-2"  # bump when the record's layout or the encoding changes (2: HMAC header)
 _HEADER = 64  # hex SHA-256 of (key, payload), then the pickled payload
 
 
@@ -234,7 +235,7 @@ def load(key: str):
     except FileNotFoundError:
         return None
     payload = data[_HEADER:]
-    if data[:_HEADER] != diskcache.content_digest(key, payload).encode():
+    if data[:_HEADER] != diskcache.content_digest(key, payload, path.parent).encode():
         diskcache.discard(path, "its content does not match the digest recorded for it")
         return None
     try:
@@ -245,11 +246,11 @@ def load(key: str):
 
 
 def save(key: str, record) -> bool:
-    """Store `record` under `key` (False when it does not pickle: the graph then has no warm start)."""
+    """Store `record` under `key` (False when it does not pickle or the disk refuses it: no warm start)."""
     try:
         payload = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:  # noqa: BLE001 - a spec holding something unpicklable
         _log.debug("dimgraph: no warm-start record (%s: %s)", type(e).__name__, e)
         return False
-    diskcache.write_atomic(_path(key), diskcache.content_digest(key, payload).encode() + payload)
-    return True
+    path = _path(key)
+    return diskcache.store(path, diskcache.content_digest(key, payload, path.parent).encode() + payload)

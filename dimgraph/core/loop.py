@@ -14,7 +14,9 @@ constants that the body indexes with `i` (the builders do this).
   `traced`. With `until=k`, state k is a boolean checked before each step:
   the loop stops when it is False (a while loop, bounded by `n_steps`). A while
   loop's traces have `n_steps` rows; those past the step it stopped at are
-  unspecified (`dg.while_loop(..., trace=True)` counts the steps and slices them off).
+  unspecified, so `dg.while_loop(..., trace=True)` traces nothing in its while
+  loop: it counts the steps, then replays that many in a loop that traces them
+  (memory for the steps taken, never for `max_steps`).
 
 State types are any `Type` (RNG states and shared values included): a state
 only needs its body output to fit its input type. Traces need tensor states.

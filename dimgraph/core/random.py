@@ -89,7 +89,7 @@ def seed_sequence(seed, what="seed") -> np.random.SeedSequence:
     try:
         return np.random.SeedSequence(seed)
     except (TypeError, ValueError) as err:
-        raise type(err)(f"{what}: expected a non-negative int, a sequence of them, a numpy SeedSequence or None, got {seed!r}") from None
+        raise type(err)(f"{what}: seed: expected a non-negative int, a sequence of them, a numpy SeedSequence or None, got {seed!r}") from None
 
 
 def seed_state(seed=None) -> np.ndarray:

@@ -63,6 +63,10 @@ class SharedContext:
         >>> float(f(ctx=a)) != float(f(ctx=b))
         True
         """
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"SharedContext.spawn: n must be an int (the number of children), got {n!r}")
+        if n < 0:
+            raise ValueError(f"SharedContext.spawn: n must be >= 0 (the number of children), got {n}")
         root = self.seed_sequence if self.seed_sequence is not None else np.random.SeedSequence()
         children = []
         for seq in root.spawn(n):

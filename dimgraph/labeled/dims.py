@@ -20,6 +20,8 @@ from dimgraph.lazy import pandas as pd
 
 from dimgraph.errors import DimError
 
+MAX_SIZE = 2**63  # sizes are int64 lengths: a Dim's size is below it
+
 
 def _is_text(label: str) -> bool:
     try:
@@ -64,6 +66,8 @@ class Dim:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"Dim: the name must be a non-empty str, got {self.name!r}")
+        if self.origin is not None and not isinstance(self.origin, str):
+            raise TypeError(f"Dim {self.name!r}: origin must be None or the name of the dim it was renamed from, got {self.origin!r}")
         coords = self.coords
         if coords is not None:
             if not isinstance(coords, pd.Index):
@@ -79,8 +83,8 @@ class Dim:
             object.__setattr__(self, "coords", coords)
             object.__setattr__(self, "size", len(coords))
         elif self.size is not None:
-            if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) or self.size < 0:
-                raise DimError(f"Dim {self.name!r}: size must be a non-negative int or None, got {self.size!r}")
+            if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) or not 0 <= self.size < MAX_SIZE:
+                raise DimError(f"Dim {self.name!r}: size must be a non-negative int below 2**63 (an int64 length) or None, got {self.size!r}")
             object.__setattr__(self, "size", int(self.size))
         try:
             object.__setattr__(self, "_digest", _coords_digest(self.coords))
@@ -163,6 +167,8 @@ class ProductDim(Dim):
     dims: tuple = ()
 
     def __init__(self, name, dims):
+        if not isinstance(dims, (list, tuple, str, Dim)):
+            raise TypeError(f"ProductDim {name!r}: dims must be a non-empty tuple of Dims, got {dims!r}")
         dims = as_dim_tuple(dims, f"ProductDim {name!r}")
         if not dims:
             raise TypeError(f"ProductDim {name!r}: give a non-empty tuple of Dims, got {dims!r}")
@@ -172,7 +178,10 @@ class ProductDim(Dim):
         sizes = [d.size for d in dims]
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "dims", dims)
-        object.__setattr__(self, "size", math.prod(sizes) if None not in sizes else None)
+        size = math.prod(sizes) if None not in sizes else None
+        if size is not None and size >= MAX_SIZE:
+            raise DimError(f"ProductDim {name!r}: its size {size} (the product of its dims' sizes {sizes}) is not an int64 length")
+        object.__setattr__(self, "size", size)
         object.__setattr__(self, "origin", None)
         digest = hashlib.blake2b(b"product", digest_size=16)
         for d in dims:

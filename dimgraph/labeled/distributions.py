@@ -170,7 +170,7 @@ class Distribution:
                 if k not in self.defaults:
                     raise TypeError(f"{what}: missing parameter {k!r}")
                 values[k] = self.defaults[k]
-        labeled = labeled_params([values[k] for k in self.names], what)
+        labeled = labeled_params({k: values[k] for k in self.names}, what)
         self.params = dict(zip(self.names, labeled))
 
     def __repr__(self):
@@ -893,7 +893,8 @@ class MultivariateNormal(Distribution):
 
         if (cov is None) == (chol is None):
             raise TypeError("multivariate_normal: give exactly one of cov= and chol=")
-        mu, matrix = labeled_params([mu, cov if chol is None else chol], "multivariate_normal")
+        given = {"mu": mu, "cov": cov} if chol is None else {"mu": mu, "chol": chol}
+        mu, matrix = labeled_params(given, "multivariate_normal")
         self.dims = linalg._core_dims("multivariate_normal", matrix, dims)
         row, col = self.dims
         if row not in mu.dims and mu.type.ndim:

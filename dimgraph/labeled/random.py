@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dimgraph.core.graph import Apply
+from dimgraph.core.graph import Apply, Variable
 from dimgraph.core.random import PRIMITIVES, RNGStateType, is_rng_state, mark_draw
 from dimgraph.errors import DimError
-from dimgraph.labeled.dims import as_dim_tuple, fmt_dims, unify_dims
+from dimgraph.labeled.dims import Dim, as_dim_tuple, fmt_dims, unify_dims
+from dimgraph.labeled.basic import is_dataarray
 from dimgraph.labeled.math import astype, operands
 from dimgraph.labeled.ops import LabeledOp, is_labeled
 from dimgraph.labeled.type import LabeledType
@@ -70,10 +71,26 @@ def primitive_draw(kind, state, *params, dims):
 
 
 def labeled_params(params, what):
-    """Labeled variables for distribution parameters (numbers, DataArrays, labeled variables), float or int."""
+    """Labeled variables for distribution parameters (numbers, DataArrays, labeled variables), float or int.
+
+    `params` is a list, or a dict {parameter name: value}: then a value that is not numbers
+    is a TypeError naming its parameter (`normal: sigma must be numbers, got 'a'`).
+    """
+    names = list(params) if isinstance(params, dict) else [f"parameter {k}" for k in range(len(params))]
+    values = list(params.values()) if isinstance(params, dict) else list(params)
+    for name, v in zip(names, values):
+        if not (isinstance(v, Variable) or is_dataarray(v)) and not _numbers(v):
+            raise TypeError(f"{what}: {name} must be numbers (a number, an array, a DataArray or a variable), got {v!r}")
     out = []
-    for p in operands(list(params), what):
+    for name, p in zip(names, operands(values, what)):
         if np.dtype(p.type.dtype).kind not in "biuf":
-            raise TypeError(f"{what}: parameters must be numbers, got {p!r}")
+            raise TypeError(f"{what}: {name} must be real numbers (float, int or bool), got {p!r}")
         out.append(p)
     return out
+
+
+def _numbers(value) -> bool:
+    try:
+        return np.asarray(value).dtype.kind in "biufc"
+    except (TypeError, ValueError):
+        return False

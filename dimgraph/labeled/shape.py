@@ -178,6 +178,8 @@ def arange(dim, *args, **kwargs):
         from dimgraph.core.extra import arange as core_arange
 
         return core_arange(dim, *args, **kwargs)
+    if args or kwargs:
+        raise TypeError(f"arange: with a Dim ({dim.name!r}) it takes no other arguments; got args={args!r}, kwargs={kwargs!r}")
     return Arange(dim)()
 
 

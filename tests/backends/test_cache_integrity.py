@@ -418,6 +418,88 @@ def test_object_mode_code_in_a_loop_body_runs_from_a_warm_cache(tmp_path):
         np.testing.assert_allclose(eval(proc.stdout.strip().splitlines()[-1]), x)
 
 
+# ---------------------------------------------------------------- a disk that refuses writes
+
+
+@pytest.fixture
+def full_disk(cache_root, monkeypatch):
+    """A full disk under the cache root: its directories exist (made before it filled), and every
+    file or directory created there from now on fails with ENOSPC."""
+    import builtins
+    import errno
+
+    from dimgraph.backends.numba import cache as numba_cache_module
+
+    for parts in ((numba_cache_module.version_tag(),), ("c",), ("warm",)):
+        diskcache.private_dir(*parts)
+    prefix = str(cache_root) + os.sep
+    real_open, real_os_open, real_mkdir = builtins.open, os.open, os.mkdir
+
+    def under(path):
+        return isinstance(path, (str, bytes, os.PathLike)) and os.path.abspath(os.fsdecode(path)).startswith(prefix)
+
+    def refuse(path):
+        raise OSError(errno.ENOSPC, "No space left on device", os.fsdecode(path))
+
+    def open_(file, mode="r", *args, **kwargs):
+        if any(c in mode for c in "wax+") and under(file):
+            refuse(file)
+        return real_open(file, mode, *args, **kwargs)
+
+    def os_open(path, flags, *args, **kwargs):
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) and under(path):
+            refuse(path)
+        return real_os_open(path, flags, *args, **kwargs)
+
+    def mkdir(path, *args, **kwargs):
+        if under(path) and not os.path.isdir(path):
+            refuse(path)
+        return real_mkdir(path, *args, **kwargs)
+
+    files_before = sorted(p for p in cache_root.rglob("*") if p.is_file())
+    monkeypatch.setattr(builtins, "open", open_)
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    yield cache_root
+    monkeypatch.undo()
+    assert sorted(p for p in cache_root.rglob("*") if p.is_file()) == files_before  # nothing was written
+
+
+def test_a_full_disk_compiles_without_caching_and_warns_once(backend, full_disk):
+    """numba failed with `OSError: [Errno 28] No space left on device` (`_save_data`); every backend
+    now computes, and the ones that write (numba, c) warn once for the whole process."""
+    if backend == "numba":
+        from dimgraph.backends.numba import cache
+
+        _forget_numba(cache)  # kernels this process already holds would write nothing
+    x = dg.tensor("x", shape=(None,))
+    g = dg.Dim("g", coords=["a", "b"])
+    y = dg.labeled("y", dims=(g,))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [dg.function([x], x * k + 0.25, backend=backend)(np.array([2.0, 4.0])).tolist() for k in (1.5, 2.5)]
+        outs.append(dg.function([y], (y * 3.5).sum(), backend=backend)(np.array([1.0, 2.0])).values.tolist())
+    assert outs == [[3.25, 6.25], [5.25, 10.25], 10.5]
+    messages = [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
+    assert len(messages) == (1 if backend in ("numba", "c") else 0), messages
+    assert all("No space left on device" in m and "compiling without caching" in m for m in messages)
+
+
+def test_a_full_disk_still_loads_what_the_cache_holds(cache_root):
+    """Reading goes on: a function cached before the disk filled loads from the cache (no compile)."""
+    from dimgraph.backends.c import build
+
+    x = dg.tensor("x", shape=(None,))
+    dg.function([x], dg.exp(x) * 0.125, backend="c")
+    build._loaded.clear()
+    loaded = build.stats["loaded_from_disk"]
+    with pytest.warns(CacheWarning, match="compiling without caching"):
+        diskcache.refuse_writes(OSError(28, "No space left on device"))
+    f = dg.function([x], dg.exp(x) * 0.125, backend="c")
+    assert f(np.array([0.0])).tolist() == [0.125]
+    assert build.stats["loaded_from_disk"] == loaded + 1
+
+
 # ---------------------------------------------------------------- warm-start records
 
 
@@ -473,3 +555,56 @@ def test_warm_start_records_live_in_a_private_dir(cache_root, numba_cache):
     _labeled_scaled(1.5)(np.array([1.0, 0.0]))
     (record,) = _records(cache_root)
     assert stat.S_IMODE(record.parent.stat().st_mode) == 0o700
+
+
+def test_a_record_planted_with_a_valid_plain_checksum_is_refused(cache_root, numba_cache):
+    """Issue 28 row 7: a record with a correct SHA-256 of (key, payload) in front ran when loaded (the
+    checksum caught damage, not tampering). Digests are now HMACs under the user's key: it is refused."""
+    import hashlib
+
+    _labeled_scaled(3.0)(np.array([1.0, 0.0]))
+    (mine,) = _records(cache_root)
+    _labeled_scaled(-7.0)(np.array([1.0, 0.0]))
+    (theirs,) = set(_records(cache_root)) - {mine}
+    payload = theirs.read_bytes()[64:]
+    key = mine.name[len("w_") : -len(".pkl")]
+    mine.write_bytes(hashlib.sha256(key.encode() + b"\0" + payload).hexdigest().encode() + payload)
+    _forget_numba(numba_cache)
+    with pytest.warns(CacheWarning, match=str(mine)):
+        f = _labeled_scaled(3.0)
+    assert "warm start" not in f.timings and f(np.array([1.0, 2.0])).values.tolist() == [3.5, 6.5]
+
+
+def test_a_record_copied_from_another_cache_is_refused(tmp_path, monkeypatch, numba_cache):
+    """Another user's or machine's cache has another key: its records (and machine code) fail there."""
+    elsewhere, here = tmp_path / "elsewhere", tmp_path / "here"
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", str(elsewhere))
+    _labeled_scaled(2.0)(np.array([1.0, 0.0]))
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", str(here))
+    _forget_numba(numba_cache)
+    _labeled_scaled(5.0)  # makes `here` with a key of its own
+    (record,) = _records(elsewhere)
+    planted = here / record.relative_to(elsewhere)
+    shutil.copyfile(record, planted)
+    _forget_numba(numba_cache)
+    with pytest.warns(CacheWarning, match=str(planted)):
+        f = _labeled_scaled(2.0)
+    assert "warm start" not in f.timings and f(np.array([1.0, 2.0])).values.tolist() == [2.5, 4.5]
+    _forget_numba(numba_cache)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        assert "warm start" in _labeled_scaled(2.0).timings  # rebuilt under this cache's key
+
+
+def test_the_cache_key_is_private_and_replaced_when_exposed(cache_root, numba_cache):
+    _labeled_scaled(4.0)(np.array([1.0, 0.0]))
+    key_file = cache_root / diskcache.SECRET_NAME
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600 and len(key_file.read_bytes()) == diskcache.SECRET_BYTES
+    old = key_file.read_bytes()
+    key_file.chmod(0o644)  # others could have read it: records made under it can no longer be trusted
+    diskcache._secrets.clear()
+    _forget_numba(numba_cache)
+    with pytest.warns(CacheWarning, match=r"replacing the cache key .*mode 644"):
+        f = _labeled_scaled(4.0)
+    assert "warm start" not in f.timings and f(np.array([1.0, 2.0])).values.tolist() == [4.5, 8.5]
+    assert key_file.read_bytes() != old and stat.S_IMODE(key_file.stat().st_mode) == 0o600

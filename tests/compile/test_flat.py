@@ -141,3 +141,48 @@ def test_function_takes_each_parameter_and_gives_each_gradient(backend):
     trusted_value, trusted_grad = fn(theta, trust_input=True, y=DATA.transpose("obs", "group").values)
     assert trusted_value == value
     np.testing.assert_array_equal(trusted_grad, grad)
+
+
+@pytest.fixture(scope="module")
+def squared_distance():
+    """fn(theta, y) = sum((mu - y)**2) over the 7 values of LAYOUT, per backend (compiled once)."""
+    compiled = {}
+
+    def get(backend):
+        if backend not in compiled:
+            y = dg.labeled("y", dims=(group, k))
+            compiled[backend] = dg.flat_value_and_grad(((MU - y) ** 2).sum() + LOG_SIGMA**2, [MU, LOG_SIGMA], inputs=[y], backend=backend)
+        return compiled[backend]
+
+    return get
+
+
+@pytest.mark.parametrize(
+    "theta, got",
+    [
+        (np.array([1 + 5j] + [2 + 0j] * 6), "complex128"),  # was computed with the imaginary part dropped
+        (np.zeros(7, dtype=np.complex64), "complex64"),  # complex even when the imaginary parts are 0
+        (np.array(["1.5"] * 7), "<U3"),  # was NumPy's ValueError, naming nothing
+        (["a"] + [0.0] * 6, "<U32"),
+        (np.ones(7, dtype=bool), "bool"),
+        (np.array([object()] * 7), "object"),
+    ],
+)
+def test_flat_vector_of_other_than_real_numbers_is_refused_naming_theta(backend, squared_distance, theta, got):
+    fn = squared_distance(backend)
+    with pytest.raises(dg.InputError, match=rf"theta: expected real numbers \(float or int\), a vector of 7 values .*got an array of dtype {got}"):
+        fn(theta, y=np.zeros((3, 2)))
+    with pytest.raises(dg.InputError, match="theta: expected real numbers"):
+        fn.unravel(theta)
+
+
+def test_flat_vector_of_ints_is_taken_exactly(backend, squared_distance):
+    value, grad = squared_distance(backend)(np.arange(7), y=np.zeros((3, 2)))
+    assert value == float((np.arange(7) ** 2).sum()) and grad.tolist() == (2.0 * np.arange(7)).tolist()
+
+
+def test_ravel_refuses_a_complex_parameter_value_naming_it():
+    with pytest.raises(dg.InputError, match=r"ravel: 'log_sigma': expected real numbers .*complex128"):
+        LAYOUT.ravel({"mu": np.zeros((3, 2)), "log_sigma": 1 + 2j})
+    with pytest.raises(dg.InputError, match=r"theta: expected real numbers .*<U1"):
+        LAYOUT.unravel(np.array([["a"] * 7] * 2), batch_dims=("draw",))

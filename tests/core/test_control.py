@@ -589,6 +589,38 @@ def test_labeled_while_loop_trace(backend):
         dg.while_loop(lambda s: s.sum() < 1.0, lambda s: s, init=v, max_steps=2, trace=True)
 
 
+@pytest.mark.parametrize("max_steps", [10**9, 10**12])
+def test_while_loop_trace_grows_with_the_steps_taken_not_max_steps(backend, max_steps):
+    """The trace was sized by max_steps: 10**12 was a MemoryError (7.3 TiB) though 10 steps ran, and
+    10**9 reserved 8 GB on every call. Now it holds the steps taken (a replay records them)."""
+    x = dg.vector("x", size=2)
+    final, path = dg.while_loop(lambda v: v.sum() < 3000.0, lambda v: v * 2.0, init=x, max_steps=max_steps, trace=True)
+    assert path.type.shape == (None, 2)  # its length is the steps taken, known only when run
+    f = dg.function([x], [final, path], backend=backend)
+    got_final, got_path = f(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(got_path, [[2.0**k, 2.0 ** (k + 1)] for k in range(1, 11)])  # 10 steps: 3 * 2**10 >= 3000
+    np.testing.assert_array_equal(got_final, got_path[-1])
+    assert f(np.array([5000.0, 0.0]))[1].shape == (0, 2)  # no step taken: an empty trace
+
+
+def test_while_loop_trace_replays_the_same_draws(backend):
+    """The replay that records the trace draws what the counting run drew: RNG states are loop states."""
+    s = dg.rng_state("s")
+
+    def step(x, state):
+        state, eps = dg.dist.normal(0.0, 1.0).draw(state)
+        return x + eps, state
+
+    zero = dg.constant(0.0, dims=())
+    (x, after), (path, _) = dg.while_loop(lambda x, state: abs(x) < 2.5, step, init=[zero, s], max_steps=10**12, trace=True, dim="t")
+    f = dg.function([s], [x, after, path], backend=backend)
+    got_x, got_after, got_path = f(dg.seed_state(3))
+    steps = int(got_after[2]) - int(dg.seed_state(3)[2])  # the state counts the draws made
+    assert got_path.sizes["t"] == steps > 0
+    assert float(got_path.values[-1]) == float(got_x) and abs(float(got_x)) >= 2.5
+    assert (np.abs(got_path.values[:-1]) < 2.5).all()
+
+
 def test_build_errors_name_what_is_wrong():
     x = dg.vector("x", size=3)
     with pytest.raises(TypeError, match="state 0.*float64.*int64"):

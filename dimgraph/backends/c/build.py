@@ -6,8 +6,11 @@ The cache key is a SHA-256 of the source text, the compiler (path and
 library and loads it without compiling. The library lives at
 `$DIMGRAPH_CACHE_DIR/c/<key>.so` (default `~/.cache/dimgraph/c`, or under
 `$XDG_CACHE_HOME`), a private directory (`diskcache.private_dir`), with the
-SHA-256 of the key and its bytes in `<key>.sha256`: a library is loaded only
-when it matches, so a damaged or swapped one is recompiled, never run.
+HMAC of the key and its bytes under the user's cache key in `<key>.sha256`
+(`diskcache.content_digest`): a library is loaded only when it matches, so a
+damaged, swapped or planted one is recompiled, never run.
+A cache whose disk refuses writes (full, read-only) costs caching, not the
+compile: the library is built in a temporary directory and loaded from there.
 Concurrent compiles of one key each write a private temporary file, fsync it
 and rename it into place atomically, so a reader never sees a half-written
 library.
@@ -31,7 +34,7 @@ from pathlib import Path
 from dimgraph.backends import diskcache
 from dimgraph.errors import BackendUnavailable
 
-BACKEND_VERSION = "1"
+BACKEND_VERSION = "2"  # 2: records are HMACs under the user's cache key (`diskcache.secret`)
 # NOTE: -O2, not -O3: on a 4-node graph -O3 took 1.65 s against 0.72 s and the loops here gain little
 # from it; the unit-stride loops that matter carry `omp simd`. -ffp-contract=off keeps a*b+c two
 # roundings, as NumPy computes it; -fwrapv makes integer overflow wrap, as NumPy's does.
@@ -122,8 +125,7 @@ def load(source: str):
     lib_path = directory / f"{key}.so"
     lib = _load_verified(lib_path, key)
     if lib is None:
-        _compile(source, cmd, directory, key)
-        lib = ctypes.CDLL(str(lib_path))
+        lib = _compile_and_load(source, cmd, directory, key)
     else:
         stats["loaded_from_disk"] += 1
     with _lock:
@@ -142,7 +144,7 @@ def _load_verified(lib_path: Path, key: str):
         expected = record.read_bytes().strip()
     except FileNotFoundError:
         expected = None
-    if expected != diskcache.content_digest(key, data).encode():  # bytes: a damaged record need not be text
+    if expected != diskcache.content_digest(key, data, lib_path.parent).encode():  # bytes: a damaged record need not be text
         why = "no digest was recorded for it" if expected is None else f"its content does not match the digest in {record.name}"
         diskcache.discard(lib_path, why)
         return None
@@ -151,6 +153,24 @@ def _load_verified(lib_path: Path, key: str):
     except OSError as e:
         diskcache.discard(lib_path, f"the loader refused it: {e}")
         return None
+
+
+def _compile_and_load(source, cmd, directory: Path, key: str):
+    """Compile into the cache; when its disk refuses the write (full, read-only: warned once by
+    `diskcache.refuse_writes`), into a temporary directory removed as soon as the library is loaded."""
+    if not diskcache.writes_refused():
+        try:
+            _compile(source, cmd, directory, key)
+        except OSError as e:  # anything else (a compiler gone) fails again below, and is raised there
+            diskcache.refuse_writes(e)
+        else:
+            return ctypes.CDLL(str(directory / f"{key}.so"))
+    scratch = Path(tempfile.mkdtemp(prefix="dimgraph-c-"))
+    try:
+        _compile(source, cmd, scratch, key)
+        return ctypes.CDLL(str(scratch / f"{key}.so"))  # NOTE: a loaded library outlives its file
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _compile(source, cmd, directory, key):
@@ -172,7 +192,7 @@ def _compile(source, cmd, directory, key):
         # NOTE: the digest is written first: a library renamed into place without its record is
         # discarded by the next reader, never loaded unverified.
         data = Path(tmp_lib).read_bytes()
-        diskcache.write_atomic(directory / f"{key}.sha256", diskcache.content_digest(key, data).encode())
+        diskcache.write_atomic(directory / f"{key}.sha256", diskcache.content_digest(key, data, directory).encode())
         os.replace(tmp_lib, directory / f"{key}.so")
     finally:
         if os.path.exists(tmp_lib):

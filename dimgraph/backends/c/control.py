@@ -27,6 +27,7 @@ so a loop of zero steps never raises what its body would.
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import threading
 
@@ -35,6 +36,7 @@ import numpy as np
 from dimgraph.backends.c.loops import copy_code, nest
 from dimgraph.backends.c.registry import CImpl, MissingEmitter, c_impl
 from dimgraph.backends.c.inner import InnerProgram, StepDependent
+from dimgraph.backends.c.program import HOST_EVALUATION
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import LoopOp, check_state_shape
@@ -110,6 +112,25 @@ def _host_job(op, node, body_fn):
             outs[k][...] = states[k]
 
     return job
+
+
+@functools.lru_cache(maxsize=64)
+def _host_body(op):
+    return _lazy_compiled(op.body)
+
+
+def _evaluate_on_host(node, inputs):
+    """A loop's outputs when the plan needs them before the C call (the steps a while loop took, which
+    size `dg.while_loop`'s trace): stepped in Python on the body compiled by C, so its draws are C's."""
+    op = node.op
+    ns, n = op.n_states, int(inputs[0])
+    outs = [np.empty(np.shape(s), dtype=o.type.dtype) for s, o in zip(inputs[1 : 1 + ns], node.outputs)]
+    outs += [np.empty((n,) + np.shape(inputs[1 + k]), dtype=node.outputs[ns + m].type.dtype) for m, k in enumerate(op._traced())]
+    _host_job(op, node, _host_body(op))(inputs, outs)
+    return outs
+
+
+HOST_EVALUATION[LoopOp] = _evaluate_on_host
 
 
 def _lazy_compiled(graph):

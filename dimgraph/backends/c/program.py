@@ -17,7 +17,8 @@ from C (`control.py`).
 computes every shape, allocates outputs and intermediates as NumPy arrays,
 makes views by strides, and fills the `P`, `M`, `R` tables. Values the plan
 needs (a reshape target, an index array) come from the inputs or are evaluated
-by `Context` with the ops' reference `perform`.
+by `Context` with the ops' reference `perform` (or, for the ops in
+`HOST_EVALUATION`, the way C computes them).
 """
 
 from __future__ import annotations
@@ -114,6 +115,12 @@ def _comment(node):
     return str(node.op).replace("*/", "* /")[:120]
 
 
+# Op class (subclasses included) -> evaluate(node, input values) -> output values: ops whose value
+# before the C call must be the one C computes (a loop drawing random numbers: `perform` draws
+# another stream).
+HOST_EVALUATION = {}
+
+
 class Context:
     """One call's planning state: the arrays of every variable, and the values known before C runs.
 
@@ -170,7 +177,9 @@ class Context:
         for node in order:
             if all(o in self.host for o in node.outputs):
                 continue
-            values = node.op.perform(node, [self.host[i] for i in node.inputs])
+            evaluate = next((HOST_EVALUATION[c] for c in type(node.op).__mro__ if c in HOST_EVALUATION), None)
+            args = [self.host[i] for i in node.inputs]
+            values = evaluate(node, args) if evaluate is not None else node.op.perform(node, args)
             for o, val in zip(node.outputs, values):
                 self.host[o] = np.asarray(val)
 

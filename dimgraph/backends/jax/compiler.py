@@ -36,7 +36,7 @@ import numpy as np
 
 # Entry families, mirroring dimgraph.core; each registers its ops with `registry.jax_impl`.
 from dimgraph.backends.jax import control, elemwise, extra, fused, join, linalg, random, reduce, shape, subtensor  # noqa: F401
-from dimgraph.backends import Compiled
+from dimgraph.backends import Compiled, memory
 from dimgraph.backends.jax.checks import collect
 from dimgraph.backends.jax.registry import FOLD_LIMIT, DataDependentShape, is_static, jax_impl, missing_message, missing_ops
 from dimgraph.backends.jax.sharding import Placement
@@ -115,6 +115,9 @@ def graph_function(fgraph):
                     results = impl(vals)
                 except DataDependentShape as err:
                     raise NeedsStatic(_static_candidates(fgraph, args, node, vals, err.value), err) from None
+                if not isinstance(node.op, memory.VIEWS):  # XLA aborts the process on a hopeless allocation
+                    for r, var in zip(results, node.outputs):
+                        memory.check_fits(np.shape(r), var.type.dtype, f"{node.op} (output {var.name or var.index})")
             for s, r, var in zip(outs, results, node.outputs):
                 values[s] = _conform(node, var, r)
         return [values[s] for s in output_slots]

@@ -11,8 +11,9 @@ and written again.
 Numba keeps the machine code of every jitted function (the generated ones and
 dimgraph's own helpers in `runtime.py`, `views.py`, `fallback.py`) in the
 `__pycache__` of that directory, never in the installed package, through
-`VerifiedCache`: each index and data file carries the SHA-256 of its content
-and of its name, and a file that does not match, or fails to load, is
+`VerifiedCache`: each index and data file carries the HMAC-SHA256 of its content
+and of its name under the user's cache key (`diskcache.secret`), and a file
+that does not match (damaged, or made elsewhere), or fails to load, is
 discarded with a warning and compiled again: never a crash, never another
 function's code. A hit loads the machine code without refreshing Numba's
 typing and lowering registries (a compile refreshes them itself).
@@ -21,6 +22,10 @@ Memory: a module stays loaded while a compiled function uses it (the registry
 holds modules weakly) plus the last `RECENT` modules loaded, so compiling and
 dropping many functions does not grow the process without bound. Generated
 modules are not entered in `sys.modules`.
+
+A disk that refuses a write (full, read-only) turns writing off for the rest of
+the process with one `CacheWarning` (`diskcache.store`): kernels compile and run
+from the text in memory, and whatever the cache already holds still loads.
 
 Concurrency: files are written to a temporary name, fsynced and renamed into
 place (atomic on POSIX), so a reader sees a whole file or none; a file is
@@ -33,6 +38,7 @@ import collections
 import contextlib
 import functools
 import hashlib
+import hmac
 import io
 import os
 import pickle
@@ -48,10 +54,11 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.runtime import rtsys
 
 from dimgraph.backends import diskcache
-from dimgraph.backends.numba import fallback, runtime, views
+from dimgraph.backends.numba import bounds, fallback, runtime, views
 from dimgraph.backends.numba import random as random_helpers  # the samplers RandomDraw kernels call
 from dimgraph.version import __version__
 
+SEAL = "hmac-sha256"  # how `_VerifiedFile` seals Numba's files: a change must not meet files sealed the old way
 _LOADED = weakref.WeakValueDictionary()  # digest -> module, while something in this process uses it
 RECENT = 64
 _recent = collections.deque(maxlen=RECENT)  # the modules loaded last, kept for a recompile of the same graph
@@ -67,8 +74,8 @@ def version_tag() -> str:
     from dimgraph.backends import ziggurat
     from dimgraph.core import scalar, special
 
-    helpers = hashlib.blake2b(digest_size=6)
-    for mod in (runtime, views, fallback, scalar, special, random_helpers, ziggurat):
+    helpers = hashlib.blake2b(SEAL.encode(), digest_size=6)
+    for mod in (runtime, views, bounds, fallback, scalar, special, random_helpers, ziggurat):
         helpers.update(Path(mod.__file__).read_bytes())
     return (
         f"numba{numba.__version__}-dimgraph{__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
@@ -97,7 +104,7 @@ def _ensure_file(path: Path, text: str):
         return
     if found is not None:
         diskcache.discard(path, "its content differs from the generated text it is named after")
-    diskcache.write_atomic(path, data)
+    diskcache.store(path, data)  # a full disk: the module runs from `text` all the same, uncached
 
 
 def load_module(kind: str, text: str):
@@ -188,11 +195,17 @@ class _Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
     def ensure_cache_path(self):
         os.makedirs(self._path, mode=0o700, exist_ok=True)
 
+    def get_source_stamp(self):
+        try:
+            return super().get_source_stamp()
+        except FileNotFoundError:  # a generated module a full disk did not take: nothing cached can match
+            return None
+
     @classmethod
     def from_function(cls, py_func, py_file):
-        path = os.path.abspath(py_file)
-        ours = path.startswith(_PACKAGE_DIR) or "__module_object__" in getattr(py_func, "__globals__", {})
-        return cls(py_func, py_file) if ours and os.path.exists(py_file) else None
+        generated = "__module_object__" in getattr(py_func, "__globals__", {})
+        ours = generated or os.path.abspath(py_file).startswith(_PACKAGE_DIR)
+        return cls(py_func, py_file) if ours and (generated or os.path.exists(py_file)) else None
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep  # dimgraph/
@@ -206,10 +219,13 @@ class _VerifiedImpl(caching.CompileResultCacheImpl):
 
 
 class _VerifiedFile(caching.IndexDataCacheFile):
-    """Numba's index and data files, each prefixed with the SHA-256 of its name and content."""
+    """Numba's index and data files, each prefixed with the HMAC-SHA256 of its name and content under
+    this user's cache key (`diskcache.secret`): a file made elsewhere fails as damage does."""
 
     def _seal(self, path, payload: bytes) -> bytes:
-        return hashlib.sha256(os.path.basename(path).encode() + b"\0" + payload).digest() + payload
+        name = os.path.basename(path).encode()
+        key = diskcache.secret(os.path.dirname(path))
+        return hmac.new(key, name + b"\0" + payload, hashlib.sha256).digest() + payload
 
     def _unseal(self, path, data: bytes) -> bytes:
         payload = data[32:]
@@ -268,6 +284,16 @@ class VerifiedCache(caching.FunctionCache):
             cache_path=self._cache_path, filename_base=self._impl.filename_base, source_stamp=self._cache_file._source_stamp
         )
 
+    def save_overload(self, sig, data):
+        # NOTE: a disk that refuses the write (full, read-only) costs this process its caching, not
+        # the compile: `diskcache.refuse_writes` warns once and later saves are skipped.
+        if diskcache.writes_refused():
+            return
+        try:
+            super().save_overload(sig, data)
+        except OSError as e:
+            diskcache.refuse_writes(e)
+
     def load_overload(self, sig, target_context):
         # NOTE: Numba's own `load_overload` first refreshes the target context: it imports and
         # installs every typing and lowering registry (0.4-0.5 CPU s, once per process, scipy's
@@ -306,7 +332,7 @@ def _importable(py_func):
 
 def _verify_helpers():
     """Give dimgraph's own jitted helpers the verified cache in the private directory (not the package's)."""
-    for module in (runtime, views, fallback, random_helpers):
+    for module in (runtime, views, bounds, fallback, random_helpers):
         for value in vars(module).values():
             if isinstance(value, Dispatcher):
                 verified(value)

@@ -13,7 +13,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from dimgraph.errors import IndexOutOfBounds
+from dimgraph.backends.numba.bounds import KernelIndexOutOfBounds, record_position
 
 
 def expand_view(x, shape, strides):
@@ -52,8 +52,12 @@ def _reshape(x, shape):
 
 @numba.njit(cache=True, inline="always")
 def check_index(i, n, axis):
-    """A position normalized against length `n` (negatives count from the end); IndexError when out of range."""
+    """A position normalized against length `n` (negatives count from the end); IndexError when out of range.
+
+    The numbers travel beside the exception (`bounds.py`): a raise with run-time arguments leaks.
+    """
     k = i + n if i < 0 else i
     if k < 0 or k >= n:
-        raise IndexOutOfBounds(i, n, axis)
+        record_position(i, n, axis)
+        raise KernelIndexOutOfBounds
     return k
