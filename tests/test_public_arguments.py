@@ -227,7 +227,31 @@ def test_a_valid_argument_of_each_kind_still_passes():
 DISTRIBUTIONS = [n for n in dir(dg.dist) if n.islower() and not n.startswith("_") and inspect.isclass(getattr(dg.dist, n))]
 
 
-@pytest.mark.parametrize("name", DISTRIBUTIONS)
+_R, _C, _K = dg.Dim("r", size=2), dg.Dim("c", size=2), dg.Dim("k", size=2)
+# distributions built from other distributions or on matrix dims: (constructor, its numeric parameters)
+CUSTOM = {
+    "lkj_corr": (lambda **p: dg.dist.lkj_corr(dims=(_R, _C), **p), {"eta": 2.0}),
+    "lkj_cholesky_corr": (lambda **p: dg.dist.lkj_cholesky_corr(dims=(_R, _C), **p), {"eta": 2.0}),
+    "lkj_cholesky_cov": (lambda **p: dg.dist.lkj_cholesky_cov(sd_dist=dg.dist.halfnormal(1.0), dims=(_R, _C), **p), {"eta": 2.0}),
+    "mixture": (
+        lambda **p: dg.dist.mixture(comp_dists=[dg.dist.normal(0.0, 1.0), dg.dist.normal(1.0, 1.0)], dim=_K, **p),
+        {"w": dg.constant(np.array([0.3, 0.7]), dims=(_K,))},
+    ),
+    "truncated": (lambda **p: dg.dist.truncated(dg.dist.normal(0.0, 1.0), **p), {"lower": 0.0, "upper": 1.0}),
+    "censored": (lambda **p: dg.dist.censored(dg.dist.normal(0.0, 1.0), **p), {"lower": 0.0, "upper": 1.0}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CUSTOM))
+def test_a_junk_parameter_of_a_built_distribution_is_named(name):
+    build, numeric = CUSTOM[name]
+    build(**numeric)  # the valid call builds
+    for param in numeric:
+        with pytest.raises(TypeError, match=rf": {param} must be numbers"):
+            build(**{**numeric, param: JUNK})
+
+
+@pytest.mark.parametrize("name", [n for n in DISTRIBUTIONS if n not in CUSTOM])
 def test_a_junk_distribution_parameter_is_named(name):
     """`dg.dist.*` (and so `rng.<name>(...)`) name the parameter that is not numbers."""
     cls = getattr(dg.dist, name)

@@ -95,8 +95,8 @@ class _Encoder:
             return ("slice", self(x.start), self(x.stop), self(x.step))
         if isinstance(x, enum.Enum) and _ours(type(x)):
             return ("enum", type(x).__qualname__, x.name)
-        if isinstance(x, type) and _ours(x):
-            return ("class", x.__module__, x.__qualname__)
+        if isinstance(x, type) and (_ours(x) or (x.__module__ == "builtins" and issubclass(x, BaseException))):
+            return ("class", x.__module__, x.__qualname__)  # builtin exceptions: the error class an Assert raises
         if type(x).__name__ in ("Index", "RangeIndex", "MultiIndex") and type(x).__module__.startswith("pandas"):
             from dimgraph.labeled.dims import _coords_digest
 

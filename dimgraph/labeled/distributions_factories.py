@@ -79,7 +79,7 @@ def _bounds(lower, upper, what):
     given = {k: v for k, v in (("lower", lower), ("upper", upper)) if v is not None}
     if not given:
         raise TypeError(f"{what}: give lower=, upper= or both")
-    return dict(zip(given, labeled_params(list(given.values()), what)))
+    return dict(zip(given, labeled_params(given, what)))
 
 
 def _inside(x, lower, upper):
@@ -228,7 +228,7 @@ class Mixture(Distribution):
     """
 
     def __init__(self, w, comp_dists, dim=None):
-        (w,) = labeled_params([w], "mixture")
+        (w,) = labeled_params({"w": w}, "mixture")
         if dim is None:
             raise TypeError(f"mixture: give the components' dim as dim= (one of the weights' dims {w.dims})")
         (self.dim,) = resolve_dims(w.dims, dim, "mixture: dim")

@@ -67,7 +67,7 @@ class _LKJ(Distribution):
 
     def __init__(self, eta, dims=None, packed=False):
         self.dims = _matrix_dims(dims, self.what)
-        (eta,) = labeled_params([eta], self.what)
+        (eta,) = labeled_params({"eta": eta}, self.what)
         if set(eta.dims) & set(self.dims):
             raise DimError(f"{self.what}: eta must not be on the matrix dims {fmt_dims(self.dims)}, got dims {eta.dims}")
         self.params = {"eta": eta}
