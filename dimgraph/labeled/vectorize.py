@@ -63,12 +63,15 @@ def _check_batch_names_are_new(outputs, replace, names):
             )
 
 
-def vectorize_graph(outputs, replace):
+def vectorize_graph(outputs, replace, aligned=()):
     """`outputs` rebuilt with each key of `replace` swapped for its value (`jax.vmap` of a graph).
 
     Positional: the replacements may carry new leading axes (see
     `dimgraph.core.vectorize.vectorize_graph`). Labeled: they may carry new
     dims; every result that depends on them gets them, in xarray's order.
+    A batch dim must be new to the graph, except those named in `aligned`: the
+    graph's own dim of that name is the same dim, matched element by element
+    (xarray's rule; ancestral draws on a `draw` dim read the earlier variables' draws so).
 
     >>> import dimgraph as dg, numpy as np
     >>> obs, chain = dg.Dim("obs", size=3), dg.Dim("chain", size=2)
@@ -83,7 +86,7 @@ def vectorize_graph(outputs, replace):
     single = isinstance(outputs, Variable)
     batch = _batch_dims(replace)
     names = {d.name for d in batch}
-    _check_batch_names_are_new(outputs, replace, names)
+    _check_batch_names_are_new(outputs, replace, names - {getattr(d, "name", d) for d in aligned})
 
     def rule(node, ins):
         if not isinstance(node.op, LabeledOp):

@@ -28,7 +28,7 @@ def _draw(state, entry, extra, replace, dims):
     """(next state, draws of `entry` on `extra` + its dims) with the earlier variables' values replaced."""
     nxt, x = entry.dist.draw(state, extra_dims=extra + entry.extra_dims)
     if replace:
-        x, nxt = vectorize_graph([x, nxt], replace)
+        x, nxt = vectorize_graph([x, nxt], replace, aligned=extra)
     return nxt, x.transpose(*dims)
 
 
@@ -41,7 +41,7 @@ def _prior_function(model, draws, backend):
         state, x = _draw(state, v, (sample,), replace, (sample, *v.dims))
         replace[value] = x
         outputs[v.name] = x
-    dets = vectorize_graph(list(model._deterministics.values()), replace) if model._deterministics else []
+    dets = vectorize_graph(list(model._deterministics.values()), replace, aligned=(sample,)) if model._deterministics else []
     for name, d in zip(model._deterministics, dets):
         outputs[name] = d if sample in d.dims else d.expand_dims(sample)
     named = [_named(x, name, (sample, *(d for d in x.dims if d != sample))) for name, x in outputs.items()]
