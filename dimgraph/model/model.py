@@ -420,8 +420,9 @@ def _named(var, name):
 
 
 def _default_transform(dist, what):
+    """The distribution's own transform: a factory (truncated, censored, mixture) derives it per instance."""
     try:
-        return type(dist).default_transform
+        return dist.default_transform
     except AttributeError:
         raise TypeError(f"{what}: {type(dist).__name__} has no default_transform; give transform=") from None
 
