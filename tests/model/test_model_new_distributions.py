@@ -138,3 +138,71 @@ def test_posterior_predictive_and_log_likelihood_on_a_fake_posterior_vs_scipy(mo
     np.testing.assert_allclose(loglik["y"].values, stats.truncnorm.logpdf(Y, a, np.inf, loc=mu_y, scale=s_y), rtol=1e-9)
     want_c = np.where(YC == 1.0, stats.norm.logsf(1.0, mu_c, sd_c), stats.norm.logpdf(YC, mu_c, sd_c))
     np.testing.assert_allclose(loglik["yc"].values, want_c, rtol=1e-9)
+
+
+# --- bad input: each a clear error naming the variable, the model unchanged
+K2 = dg.Dim("k2", size=2)
+_W = dg.constant(np.array([1.0, 2.0]), dims=(K2,))
+BAD_PARAMETERS = {
+    "lkj_corr eta": (lambda: dg.dist.lkj_corr(-1.0, dims=(I, J)), r"rv 'v'.*LKJCorr.*eta=-1.0"),
+    "lkj_cholesky_cov sd_dist": (
+        lambda: dg.dist.lkj_cholesky_cov(2.0, dg.dist.halfnormal(-1.0), dims=(K, L), packed=True),
+        r"rv 'v'.*LKJCholeskyCov.*sd_dist=HalfNormal\(sigma=-1.0\)",
+    ),
+    "zerosum_normal sigma": (lambda: dg.dist.zerosum_normal(-1.0, dims=(G,)), r"rv 'v'.*ZeroSumNormal\(sigma=-1.0\)"),
+    "truncated base": (
+        lambda: dg.dist.truncated(dg.dist.normal(0.0, -1.0), lower=0.0),
+        r"rv 'v'.*Truncated\(lower=0.0, base=Normal\(mu=0.0, sigma=-1.0\)\)",
+    ),
+    "censored bounds": (
+        lambda: dg.dist.censored(dg.dist.normal(0.0, 1.0), lower=2.0, upper=1.0),
+        r"rv 'v'.*Censored\(lower=2.0, upper=1.0",
+    ),
+    "mixture component": (
+        lambda: dg.dist.mixture(_W, [dg.dist.normal(0.0, 1.0), dg.dist.halfnormal(-2.0)], dim=K2),
+        r"rv 'v'.*component_1=HalfNormal\(sigma=-2.0\)",
+    ),
+    "mixture stacked component": (
+        lambda: dg.dist.mixture(_W, dg.dist.normal(_W, -1.0), dim=K2), r"rv 'v'.*component_0=Normal\(mu=array\(2,\), sigma=-1.0\)"
+    ),
+    "halfcauchy beta": (lambda: dg.dist.halfcauchy(-1.0), r"rv 'v'.*HalfCauchy\(beta=-1.0\)"),
+    "halfstudent_t nu": (lambda: dg.dist.halfstudent_t(-3.0, 1.0), r"rv 'v'.*HalfStudentT\(nu=-3.0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PARAMETERS))
+def test_a_parameter_outside_its_support_names_the_variable_and_the_parameter(case):
+    make, message = BAD_PARAMETERS[case]
+    m = dg.Model()
+    with pytest.raises(ValueError, match=message):
+        m.rv("v", make())
+    assert m.free_variables == []
+
+
+def test_bad_dims_transforms_and_names_name_the_variable():
+    m = dg.Model()
+    with pytest.raises(ValueError, match=r"rv 'corr': unknown transform 'bogus'"):
+        m.rv("corr", dg.dist.lkj_corr(2.0, dims=(I, J)), transform="bogus")
+    with pytest.raises(ValueError, match=r"rv 'corr': the 'simplex' transform needs one dim"):
+        m.rv("corr", dg.dist.lkj_corr(2.0, dims=(I, J)), transform="simplex")
+    with pytest.raises(ValueError, match=r"rv 'corr': dims .* lack the distribution's dims \['j'\]"):
+        m.rv("corr", dg.dist.lkj_corr(2.0, dims=(I, J)), dims=(I,))
+    with pytest.raises(ValueError, match=r"'z'.*dim 'g' has size 4, got 3"):
+        m.observe("z", dg.dist.zerosum_normal(1.0, dims=(G,)), data=np.zeros(3))
+    with pytest.raises(ValueError, match=r"'c'.*dim 'i' has size 3, got 2"):
+        m.observe("c", dg.dist.lkj_corr(2.0, dims=(I, J)), data=np.eye(2))
+    with pytest.raises(ValueError, match=r"'y'.*dims \(obs: \?\).*got 2 axes"):
+        m.observe("y", dg.dist.truncated(dg.dist.normal(0.0, 1.0), lower=0.0), data=np.ones((2, 3)), dims=(OBS,))
+    assert m.free_variables == [] and m.observed_variables == []
+    m.observe("y", dg.dist.censored(dg.dist.normal(0.0, 1.0), upper=1.0), data=np.zeros(3), dims=(OBS,))
+    with pytest.raises(ValueError, match=r"observed 'y': the name 'y' is already taken"):
+        m.observe("y", dg.dist.censored(dg.dist.normal(0.0, 1.0), upper=1.0), data=np.zeros(3), dims=(OBS,))
+
+
+@pytest.mark.parametrize("factory", ["truncated", "censored"])
+def test_observed_data_outside_the_bounds_is_an_error_naming_it_before_any_fit(factory):
+    m = dg.Model()
+    mu = m.normal("mu", 0.0, 1.0)
+    m.observe("y", getattr(dg.dist, factory)(dg.dist.normal(mu, 1.0), lower=0.0), data=np.array([1.0, -1.0]), dims=(OBS,))
+    with pytest.raises(ValueError, match=r"'y': log density -inf .*outside the distribution's support"):
+        m.map(backend="python")
