@@ -116,7 +116,7 @@ class MappedFunction:
         # the streams' next states go through the same vectorizing: theirs read the draws' parameters and sizes
         explicit = dict(self._options.get("updates") or {})
         streams = default_updates(base.outputs, explicit)
-        lowered = lower(list(base.outputs) + list(streams.values()))
+        lowered = lower(list(base.outputs) + list(streams.values()), inputs=base.inputs)
         outputs = []
         batch_sizes = [sizes[d] for d in order]
         fresh_draws = lambda node, ins: draw_over_batch(node, ins, batch_sizes)  # noqa: E731 - each element draws anew

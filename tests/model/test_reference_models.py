@@ -311,3 +311,32 @@ def test_sampled_posterior_agrees_with_the_hand_written_version():
         (a, se_a), (b, se_b) = mean_and_mcse(ours.posterior[name]), mean_and_mcse(ref)
         assert (np.abs(a - b) < 5 * np.hypot(se_a, se_b)).all(), (name, a, b, se_a, se_b)
     assert int(ours.sample_stats["diverging"].sum()) <= 10
+
+
+def test_mixture_predictive_draws_over_an_observed_dim_sized_by_the_data(models, backend):
+    """obs has no size: the prior and posterior predictive take it from the observed data (new data, new length).
+    Each draw's values through its own mixture CDF are uniform (a pooled KS test)."""
+    from scipy import stats
+
+    m = models["mixture"]
+    prior = m.prior_predictive(100, seed=4, backend=backend).prior
+    w, mu, sigma = (prior[n].values[0] for n in ("w", "mu", "sigma"))
+    np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-12)
+    assert (sigma > 0).all()  # mu is drawn from its normal prior, unordered (as PyMC's prior draws: a transform is for sampling)
+    m.set_data(y=Y_MIX[:50])
+    try:
+        y = m.posterior_predictive(prior, seed=5, backend=backend).posterior_predictive["y"]
+    finally:
+        m.set_data(y=Y_MIX)
+    assert y.dims == ("chain", "draw", "obs") and y.shape == (1, 100, 50)
+    cdf = (w[:, None, :] * stats.norm.cdf(y.values[0][..., None], mu[:, None, :], sigma[:, None, :])).sum(-1)
+    assert stats.kstest(cdf.ravel(), "uniform").pvalue > 1e-3
+
+
+def test_lkj_effects_prior_deterministic_is_mu_plus_the_factor_times_z(models):
+    prior = models["lkj_effects"].prior_predictive(20, seed=6).prior
+    chol, mu, z, beta = (prior[n].values[0] for n in ("chol", "mu", "z", "beta"))
+    assert prior["beta"].dims == ("chain", "draw", "effect", "group") and list(prior["chol"]["effect"].values) == EFFECTS
+    np.testing.assert_allclose(np.triu(chol, 1), 0.0)
+    assert (np.diagonal(chol, axis1=1, axis2=2) > 0).all()
+    np.testing.assert_allclose(beta, mu[:, :, None] + np.einsum("def,dgf->deg", chol, z), rtol=1e-12, atol=1e-12)
