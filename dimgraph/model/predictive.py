@@ -7,6 +7,8 @@ from one draw to the next: one compiled call gives every variable.
 Posterior predictive and pointwise log-likelihoods are compiled functions of
 the constrained values, mapped over a posterior's (chain, draw) dims
 (`map_extra_dims`): one call for every draw, each element drawing anew.
+The observed data are inputs of the draws too: a dim only they carry (an
+`obs` Dim without a size) takes its length from the current data.
 """
 
 from __future__ import annotations
