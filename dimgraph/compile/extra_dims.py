@@ -117,7 +117,7 @@ class MappedFunction:
         # the streams' next states go through the same vectorizing: theirs read the draws' parameters and sizes
         explicit = dict(self._options.get("updates") or {})
         streams = default_updates(base.outputs, explicit)
-        lowered = lower(list(base.outputs) + list(streams.values()))
+        lowered = lower(list(base.outputs) + list(streams.values()), inputs=base.inputs)
         outputs = []
         batch_sizes = [sizes[d] for d in order]
         def fresh_draws(node, ins):  # each element draws anew, in loops too

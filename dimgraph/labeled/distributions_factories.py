@@ -274,8 +274,14 @@ class Mixture(Distribution):
         return lmath.log(w) - lmath.log(w.sum(self.dim))
 
     def valid(self, **_):
+        """Weights non-negative, finite, not all zero, and every component's parameters valid."""
         w = self.params["w"]
-        return ((w >= 0) & lmath.isfinite(w)).all(self.dim) & (w.sum(self.dim) > 0)
+        ok = ((w >= 0) & lmath.isfinite(w)).all(self.dim) & (w.sum(self.dim) > 0)
+        for comp in self.components:
+            comp_ok = comp.valid(**comp.params)
+            if comp_ok is not None:
+                ok = ok & (comp_ok.all(self.dim) if self.dim in comp_ok.dims else comp_ok)
+        return ok
 
     def logp(self, x, check="nan"):
         _check_option(check)

@@ -277,6 +277,14 @@ class LKJCholeskyCov(_LKJ):
                 raise DimError(f"lkj_cholesky_cov: sd_dist's {name!r} must not be on the column dim {col.name!r}")
         self.sd_dist = sd_dist
 
+    def valid(self, **_):
+        """eta > 0 and `sd_dist`'s parameters valid on every row."""
+        sd_ok = self.sd_dist.valid(**self.sd_dist.params)
+        row = self.dims[0]
+        if sd_ok is not None and row in sd_ok.dims:
+            sd_ok = sd_ok.all(row)
+        return super().valid() if sd_ok is None else super().valid() & sd_ok
+
     def unpack(self, packed):
         """The lower triangular factor whose lower triangle with the diagonal is `packed` (PyMC's order)."""
         return self._gather(packed)

@@ -44,13 +44,10 @@ def _batch_dims(replace):
     return tuple(batch)
 
 
-def _check_batch_dims_fit(outputs, replace, batch):
-    """A batch dim named like a dim the graph already has must be that very Dim: it is then broadcast against
-    it by name (the pairing the model layer relies on to thread `draw` through successive draws), a
-    deliberate difference from PyTensor, which refuses any such name. Another Dim of that name is refused
-    here, naming the input that has it, rather than as a clash deep inside the rebuilt graph."""
-    by_name = {d.name: d for d in batch}
-    if not by_name:
+def _check_batch_names_are_new(outputs, replace, names):
+    """A batch dim must be new to the graph: one named like a dim the graph already has would be broadcast
+    against it by name (the same dim), not mapped over (PyTensor refuses it too)."""
+    if not names:
         return
     from dimgraph.core.graph import ancestors
 
@@ -58,17 +55,23 @@ def _check_batch_dims_fit(outputs, replace, batch):
     for v in sorted(graph, key=lambda v: v.owner is not None):  # name an input of the graph where one has it
         if v in replace or not is_labeled(v):
             continue
-        for d in v.type.dims:
-            if d.name in by_name and d != by_name[d.name]:
-                raise clash("vectorize_graph", d.name, by_name[d.name], "a replacement's batch dims", d, v.name or repr(v))
+        taken = sorted(names & {d.name for d in v.type.dims})
+        if taken:
+            raise DimError(
+                f"vectorize_graph: the replacements add the dims {taken}, which the graph already has (in "
+                f"{v.name or repr(v)}); a batch dim must be new: rename it (e.g. {taken[0]!r} -> {taken[0] + '_batch'!r})"
+            )
 
 
-def vectorize_graph(outputs, replace):
+def vectorize_graph(outputs, replace, aligned=()):
     """`outputs` rebuilt with each key of `replace` swapped for its value (`jax.vmap` of a graph).
 
     Positional: the replacements may carry new leading axes (see
     `dimgraph.core.vectorize.vectorize_graph`). Labeled: they may carry new
     dims; every result that depends on them gets them, in xarray's order.
+    A batch dim must be new to the graph, except those named in `aligned`: the
+    graph's own dim of that name is the same dim, matched element by element
+    (xarray's rule; ancestral draws on a `draw` dim read the earlier variables' draws so).
 
     >>> import dimgraph as dg, numpy as np
     >>> obs, chain = dg.Dim("obs", size=3), dg.Dim("chain", size=2)
@@ -83,7 +86,7 @@ def vectorize_graph(outputs, replace):
     single = isinstance(outputs, Variable)
     batch = _batch_dims(replace)
     names = {d.name for d in batch}
-    _check_batch_dims_fit(outputs, replace, batch)
+    _check_batch_names_are_new(outputs, replace, names - {getattr(d, "name", d) for d in aligned})
 
     def rule(node, ins):
         if not isinstance(node.op, LabeledOp):

@@ -114,11 +114,13 @@ def _check_lowered(node, out, low):
         assert t is None or s == t, f"lowering {node.op}: static shape {low.type} does not fit {out.type}"
 
 
-def lower(outputs):
+def lower(outputs, inputs=()):
     """The positional graph of labeled `outputs` (a variable or a list), to inspect what compiles.
 
     Labeled inputs become positional inputs (same names) whose static shapes
     are their dims' sizes; dims become axes in each variable's dims order.
+    `inputs`: labeled inputs that size the dims they carry even where the
+    outputs do not read them (a draw over the dims of data it does not read).
 
     >>> import dimgraph as dg
     >>> country, age = dg.Dim("country", size=3), dg.Dim("age", size=5)
@@ -128,7 +130,10 @@ def lower(outputs):
     ((3, 5), 'Elemwise')
     """
     single = not isinstance(outputs, (list, tuple))
-    outs = Lowering().run([outputs] if single else list(outputs))
+    low = Lowering()
+    for v in inputs:
+        low.get(v)
+    outs = low.run([outputs] if single else list(outputs))
     return outs[0] if single else outs
 
 

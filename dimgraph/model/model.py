@@ -420,8 +420,9 @@ def _named(var, name):
 
 
 def _default_transform(dist, what):
+    """The distribution's own transform: a factory (truncated, censored, mixture) derives it per instance."""
     try:
-        return type(dist).default_transform
+        return dist.default_transform
     except AttributeError:
         raise TypeError(f"{what}: {type(dist).__name__} has no default_transform; give transform=") from None
 
@@ -435,12 +436,20 @@ def _check_constant_params(dist, what):
     if valid is None or any(not hasattr(v, "data") for v in graph_inputs([valid])):
         return
     if not bool(np.all(valid.eval(backend="python").values)):
-        shown = {k: _short(v) for k, v in params.items()}
-        raise ValueError(f"{what}: the parameters of {type(dist).__name__} are outside their support: {shown}")
+        raise ValueError(f"{what}: the parameters of {type(dist).__name__} are outside their support: {_shown(dist)}")
+
+
+def _shown(dist):
+    """`Name(param=value, ...)`, a factory's inner distributions shown the same way (base, sd_dist, components)."""
+    parts = [f"{k}={_short(v)}" for k, v in getattr(dist, "params", {}).items()]
+    inner = {"base": getattr(dist, "base", None), "sd_dist": getattr(dist, "sd_dist", None)}
+    inner.update({f"component_{k}": c for k, c in enumerate(getattr(dist, "components", ()))})
+    parts += [f"{key}={_shown(d)}" for key, d in inner.items() if d is not None]
+    return f"{type(dist).__name__}({', '.join(parts)})"
 
 
 def _short(v):
-    data = np.asarray(v.data)
+    data = np.asarray(getattr(v, "data", None))
     return data.item() if data.ndim == 0 else f"array{data.shape}"
 
 

@@ -7,6 +7,8 @@ from one draw to the next: one compiled call gives every variable.
 Posterior predictive and pointwise log-likelihoods are compiled functions of
 the constrained values, mapped over a posterior's (chain, draw) dims
 (`map_extra_dims`): one call for every draw, each element drawing anew.
+The observed data are inputs of the draws too: a dim only they carry (an
+`obs` Dim without a size) takes its length from the current data.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def _draw(state, entry, extra, replace, dims):
     """(next state, draws of `entry` on `extra` + its dims) with the earlier variables' values replaced."""
     nxt, x = entry.dist.draw(state, extra_dims=extra + entry.extra_dims)
     if replace:
-        x, nxt = vectorize_graph([x, nxt], replace)
+        x, nxt = vectorize_graph([x, nxt], replace, aligned=extra)
     return nxt, x.transpose(*dims)
 
 
@@ -41,16 +43,16 @@ def _prior_function(model, draws, backend):
         state, x = _draw(state, v, (sample,), replace, (sample, *v.dims))
         replace[value] = x
         outputs[v.name] = x
-    dets = vectorize_graph(list(model._deterministics.values()), replace) if model._deterministics else []
+    dets = vectorize_graph(list(model._deterministics.values()), replace, aligned=(sample,)) if model._deterministics else []
     for name, d in zip(model._deterministics, dets):
         outputs[name] = d if sample in d.dims else d.expand_dims(sample)
     named = [_named(x, name, (sample, *(d for d in x.dims if d != sample))) for name, x in outputs.items()]
-    return function([start] + [v.var for v in model._data.values()], named, backend=backend, output="dataset")
+    return function([start] + model._inputs(), named, backend=backend, output="dataset")
 
 
 def prior(model, draws, seed, backend):
     fn = model._function(("prior", draws, backend), lambda: _prior_function(model, draws, backend))
-    ds = results.with_chain(fn(seed_state(seed), *[v.array for v in model._data.values()]))
+    ds = results.with_chain(fn(seed_state(seed), *model._data_arrays()))
     latent = list(model._free) + list(model._deterministics)
     groups = {"prior": ds[latent], "prior_predictive": ds[list(model._observed)]}
     return results.container({**groups, **data_groups(model)})
@@ -85,7 +87,7 @@ def _predictive_function(model, backend):
         state, x = _draw(state, v, (), replace, v.dims)
         replace[v.var] = x
         named.append(_named(x, v.name, v.dims))
-    inputs = _posterior_inputs(model) + [start]
+    inputs = _posterior_inputs(model) + [v.var for v in model._observed.values()] + [start]
     return function(inputs, named, backend=backend, map_extra_dims=True, output="dataset")
 
 
@@ -94,7 +96,7 @@ def posterior(model, idata, seed, backend, extend):
         raise ValueError("posterior_predictive: the model has no observed variables")
     post = results.group(idata, "posterior")
     fn = model._function(("posterior_predictive", backend), lambda: _predictive_function(model, backend))
-    draws = fn(*_posterior_values(model, post), seed_state(seed))
+    draws = fn(*_posterior_values(model, post), *[v.array for v in model._observed.values()], seed_state(seed))
     groups = {"posterior_predictive": draws.assign_coords({k: post.coords[k] for k in ("chain", "draw") if k in post.coords})}
     groups.update(data_groups(model))
     if extend:

@@ -182,6 +182,23 @@ def test_labeled_vectorize_graph_errors():
         dg.vectorize_graph(logp, {mu: dg.labeled("m", dims=(dg.Dim("k", size=5),))})
 
 
+def test_an_aligned_batch_dim_matches_the_graphs_own_dim_by_name():
+    """Refused by default; with aligned= the replacement's dim is the graph's dim: element i meets element i (xarray's rule)."""
+    draw = dg.Dim("draw", size=3)
+    mu = dg.labeled("mu", dims=())
+    data = dg.labeled("data", dims=(draw, K))
+    y = data - mu
+    mus = dg.labeled("mus", dims=(draw,))
+    with pytest.raises(DimError, match="already has"):
+        dg.vectorize_graph(y, {mu: mus})
+    out = dg.vectorize_graph(y, {mu: mus}, aligned=(draw,))
+    Y = xr.DataArray(np.arange(6.0).reshape(3, 2), dims=("draw", "k"))
+    MUS = xr.DataArray([10.0, 20.0, 30.0], dims=("draw",))
+    got = dg.function([data, mus], out, backend="python")(Y, MUS)
+    xr.testing.assert_allclose(got, (Y - MUS).transpose(*got.dims))
+    assert got.dims == ("draw", "k")
+
+
 def test_mapped_function_pickles():
     import pickle
 

@@ -8,6 +8,7 @@ rounding, no finite-difference error), an oracle independent of dimgraph.
 
 import numpy as np
 import pytest
+from scipy import special
 
 import dimgraph as dg
 
@@ -131,10 +132,98 @@ def ar1_numpy(theta):
     )
 
 
+# --- correlated varying effects: an LKJ-Cholesky covariance over three effects, 30 groups, 600 observations
+EFFECTS = ["intercept", "x1", "x2"]
+N_GROUP, N_OBS, ETA = 30, 600, 2.0
+GROUP_IDX = rng.integers(0, N_GROUP, N_OBS)
+X_EFFECTS = np.column_stack([np.ones(N_OBS), rng.normal(size=(N_OBS, 2))])
+Y_EFFECTS = (X_EFFECTS * (np.array([1.0, -0.5, 0.3]) + rng.normal(0, 0.4, (N_GROUP, 3))[GROUP_IDX])).sum(1) + rng.normal(0, 0.5, N_OBS)
+
+
+def lkj_effects_model():
+    effect, effect_ = dg.Dim("effect", coords=EFFECTS), dg.Dim("effect_", coords=EFFECTS)
+    group, obs = dg.Dim("group", size=N_GROUP), dg.Dim("obs")
+    m = dg.Model()
+    chol = m.rv("chol", dg.dist.lkj_cholesky_cov(ETA, dg.dist.exponential(1.0), dims=(effect, effect_)))
+    mu = m.normal("mu", 0.0, 5.0, dims=(effect,))
+    z = m.normal("z", 0.0, 1.0, dims=(group, effect_))
+    beta = m.deterministic("beta", mu + (chol * z).sum(effect_))  # on (effect, group): mu + L z per group
+    idx = m.data("group_idx", GROUP_IDX, dims=(obs,))
+    x = m.data("x", X_EFFECTS, dims=(obs, effect))
+    sigma = m.halfnormal("sigma", 1.0)
+    m.observe("y", dg.dist.normal((beta.isel(group=idx) * x).sum(effect), sigma), data=Y_EFFECTS)
+    return m
+
+
+def lkj_log_c(eta, n):
+    """log of the LKJ normalizer (Lewandowski, Kurowicka and Joe 2009, eq. 16): the integral of det(C)^(eta - 1)."""
+    k = np.arange(1, n)
+    b = eta + (n - k - 1) / 2
+    return np.sum((2 * eta - 2 + n - k) * (n - k) * np.log(2) + (n - k) * special.betaln(b, b))
+
+
+def lkj_effects_numpy(theta):
+    n = len(EFFECTS)
+    free, mu, z, log_sigma = theta[:6], theta[6:9], theta[9 : 9 + 3 * N_GROUP].reshape(N_GROUP, n), theta[-1]
+    rows, cols = np.tril_indices(n)  # the free entries: the lower triangle row by row, log on the diagonal
+    L = np.zeros((n, n), dtype=theta.dtype)
+    L[rows, cols] = np.where(rows == cols, np.exp(free), free)
+    s = np.sqrt((L * L).sum(1))  # the standard deviations: row norms
+    u = np.diag(L) / s  # the correlation factor's diagonal
+    # L = diag(s) Lc row by row, (s_i, Lc_i,<i) -> L_i has Jacobian s_i^i / u_i: p(L) = p(s) p(Lc) u_i / s_i^i
+    log_p_chol = (
+        (2 * ETA - 2) * np.log(u).sum() - lkj_log_c(ETA, n)  # LKJ on C = Lc Lc^T: det(C) = prod u^2
+        + ((n - 1 - np.arange(n)) * np.log(u)).sum()  # Lc -> C
+        + (-s).sum()  # exponential(1) standard deviations
+        + (np.log(u) - np.arange(n) * np.log(s)).sum()  # (s, Lc) -> L
+        + free[rows == cols].sum()  # the log diagonal's Jacobian
+    )
+    sigma = np.exp(log_sigma)
+    beta = mu + z @ L.T  # (group, effect)
+    return (
+        log_p_chol + normal_lpdf(mu, 0, 5).sum() + normal_lpdf(z, 0, 1).sum() + halfnormal_lpdf(sigma, 1) + log_sigma
+        + normal_lpdf(Y_EFFECTS, (beta[GROUP_IDX] * X_EFFECTS).sum(1), sigma).sum()
+    )
+
+
+# --- a two-component normal mixture: ordered means, Dirichlet weights, a scale per component
+N_MIX = 200
+Y_MIX = np.where(rng.uniform(size=N_MIX) < 0.3, rng.normal(-2.0, 0.7, N_MIX), rng.normal(1.5, 1.0, N_MIX))
+
+
+def mixture_model():
+    comp, obs = dg.Dim("comp", coords=["low", "high"]), dg.Dim("obs")
+    m = dg.Model()
+    w = m.dirichlet("w", dg.constant(np.ones(2), dims=(comp,)), dim=comp)
+    mu = m.normal("mu", 0.0, 3.0, dims=(comp,), transform="ordered")
+    sigma = m.halfnormal("sigma", 2.0, dims=(comp,))
+    m.observe("y", dg.dist.mixture(w, dg.dist.normal(mu, sigma), dim=comp), data=Y_MIX, dims=(obs,))
+    return m
+
+
+def mixture_numpy(theta):
+    y_w, y_mu, log_sigma = theta[0:1], theta[1:3], theta[3:5]
+    padded = np.concatenate([y_w, np.zeros(1)])  # additive log-ratios: w = softmax([y, 0])
+    log_w = padded - np.log(np.exp(padded).sum())
+    mu = np.array([y_mu[0], y_mu[0] + np.exp(y_mu[1])])  # ordered: mu_1 = mu_0 + exp(y_1)
+    sigma = np.exp(log_sigma)
+    terms = log_w + normal_lpdf(Y_MIX[:, None], mu, sigma)  # (obs, comp)
+    shift = terms.real.max(1, keepdims=True)  # a real constant: leaves the complex step's derivative alone
+    loglik = (np.log(np.exp(terms - shift).sum(1)) + shift[:, 0]).sum()
+    return (
+        special.gammaln(2.0) + log_w.sum()  # dirichlet(1, 1) and the simplex Jacobian (sum of log w)
+        + normal_lpdf(mu, 0, 3).sum() + y_mu[1]  # the ordered Jacobian
+        + halfnormal_lpdf(sigma, 2).sum() + log_sigma.sum()
+        + loglik
+    )
+
+
 MODELS = {
     "radon": (radon_model, radon_numpy, ["mu_a", "sigma_a_log__", "mu_b", "sigma_b_log__", "z_a", "z_b", "sigma_y_log__"]),
     "eight_schools": (eight_schools_model, eight_schools_numpy, ["mu", "tau_log__", "theta_tilde"]),
     "ar1": (ar1_model, ar1_numpy, ["phi_interval__", "sigma_log__", "z"]),
+    "lkj_effects": (lkj_effects_model, lkj_effects_numpy, ["chol_cholesky_cov__", "mu", "z", "sigma_log__"]),
+    "mixture": (mixture_model, mixture_numpy, ["w_simplex__", "mu_ordered__", "sigma_log__"]),
 }
 
 
@@ -222,3 +311,32 @@ def test_sampled_posterior_agrees_with_the_hand_written_version():
         (a, se_a), (b, se_b) = mean_and_mcse(ours.posterior[name]), mean_and_mcse(ref)
         assert (np.abs(a - b) < 5 * np.hypot(se_a, se_b)).all(), (name, a, b, se_a, se_b)
     assert int(ours.sample_stats["diverging"].sum()) <= 10
+
+
+def test_mixture_predictive_draws_over_an_observed_dim_sized_by_the_data(models, backend):
+    """obs has no size: the prior and posterior predictive take it from the observed data (new data, new length).
+    Each draw's values through its own mixture CDF are uniform (a pooled KS test)."""
+    from scipy import stats
+
+    m = models["mixture"]
+    prior = m.prior_predictive(100, seed=4, backend=backend).prior
+    w, mu, sigma = (prior[n].values[0] for n in ("w", "mu", "sigma"))
+    np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-12)
+    assert (sigma > 0).all()  # mu is drawn from its normal prior, unordered (as PyMC's prior draws: a transform is for sampling)
+    m.set_data(y=Y_MIX[:50])
+    try:
+        y = m.posterior_predictive(prior, seed=5, backend=backend).posterior_predictive["y"]
+    finally:
+        m.set_data(y=Y_MIX)
+    assert y.dims == ("chain", "draw", "obs") and y.shape == (1, 100, 50)
+    cdf = (w[:, None, :] * stats.norm.cdf(y.values[0][..., None], mu[:, None, :], sigma[:, None, :])).sum(-1)
+    assert stats.kstest(cdf.ravel(), "uniform").pvalue > 1e-3
+
+
+def test_lkj_effects_prior_deterministic_is_mu_plus_the_factor_times_z(models):
+    prior = models["lkj_effects"].prior_predictive(20, seed=6).prior
+    chol, mu, z, beta = (prior[n].values[0] for n in ("chol", "mu", "z", "beta"))
+    assert prior["beta"].dims == ("chain", "draw", "effect", "group") and list(prior["chol"]["effect"].values) == EFFECTS
+    np.testing.assert_allclose(np.triu(chol, 1), 0.0)
+    assert (np.diagonal(chol, axis1=1, axis2=2) > 0).all()
+    np.testing.assert_allclose(beta, mu[:, :, None] + np.einsum("def,dgf->deg", chol, z), rtol=1e-12, atol=1e-12)
