@@ -9,7 +9,6 @@ updates only after all outputs exist, and wraps outputs (DataArrays for labeled)
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 
@@ -398,13 +397,11 @@ def function(
     t_lower = time.perf_counter()
     key = None
     if not updates and not _traced(rewrites):
-        # NOTE: the backend module is imported here rather than by `Backend.compile`: numba's is needed either way.
-        module = importlib.import_module(backend_contract.module)
         settings = (backend_contract.name, backend_options, rewrites, return_numpy)
-        key = warm.graph_digest(inputs, outputs, module, settings)
+        key = warm.graph_digest(inputs, outputs, backend_contract, settings)
     record = warm.load(key) if key is not None else None
     if record is not None:
-        compiled = module.build(record.plan)
+        compiled = backend_contract.build(record.plan)
         f = Function(inputs, outputs, single, None, backend_contract.name, compiled, record.in_specs, record.out_specs,
                      record.checks, [], 0)  # fmt: skip
         f._rebuild_fgraph = lambda: _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_numpy)[0]

@@ -11,6 +11,7 @@ import html
 import numpy as np
 
 from dimgraph.core import operands
+from dimgraph.core.digest import Encoder, sha
 from dimgraph.core.graph import Constant, Variable
 from dimgraph.labeled import indexing as lindex
 from dimgraph.labeled import math as lmath
@@ -353,12 +354,10 @@ class LabeledConstant(LabeledOperators, Constant):
 
     @property
     def key(self):
-        """A hash of the constant's type and values (labels by value), equal for equal constants (merging)."""
+        """A digest of the constant's type and values (labels by value), equal for equal constants (merging)."""
         if self._key is None:
-            if self.type.dtype == "object":  # labels (for sel): hashed by value, not by bytes
-                self._key = hash((tuple(np.asarray(self.data).reshape(-1).tolist()), np.shape(self.data), self.type))
-            else:
-                self._key = hash((Constant.key.fget(self), self.type))
+            encode = Encoder()
+            self._key = sha(("labeled const", encode(np.asarray(self.data)), encode(self.type)))
         return self._key
 
     def __repr__(self):
