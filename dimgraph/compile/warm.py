@@ -38,6 +38,7 @@ from dimgraph.backends import diskcache
 from dimgraph.core.digest import Encoder, Unstable
 from dimgraph.core.graph import ancestors
 from dimgraph.core.graph import graph_digest as structural_digest
+from dimgraph.labeled.twins import twin_of
 
 _log = logging.getLogger("dimgraph")
 FORMAT = "dimgraph-warm-2"  # bump when the record's layout or the encoding changes
@@ -83,7 +84,7 @@ def _digest(encode, inputs, outputs, head):
     # NOTE: a labeled input's positional stand-in (`dg.grad` builds on it) is a leaf too, and a labeled
     # gradient's labeled source (`lowered_from`) is digested with the outputs: the checks made from it
     # (which labels an input may carry) differ between sources that lower to one positional graph.
-    twins = [(k, v.tag["positional"]) for k, v in enumerate(inputs) if v.tag.get("positional") is not None]
+    twins = [(k, twin_of(v)) for k, v in enumerate(inputs) if twin_of(v) is not None]
     sources = _gradient_sources(outputs)
     extra = (head, tuple(k for k, _ in twins), len(outputs))
     leaves = list(inputs) + [twin for _, twin in twins]

@@ -16,6 +16,7 @@ from dimgraph.core.vectorize import vectorize_graph as positional_vectorize_grap
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import clash, dim_refs, fmt_dims
 from dimgraph.labeled.ops import FromPositional, LabeledOp, ToPositional, is_labeled
+from dimgraph.labeled.twins import twin_of
 
 
 def _batch_dims(replace):
@@ -115,7 +116,7 @@ def vectorize_graph(outputs, replace):
 
     replace = dict(replace)
     for old, new in list(replace.items()):  # graphs made by lowering (labeled gradients) read the positional twin
-        twin = old.tag.get("positional")
+        twin = twin_of(old)
         if twin is not None and twin not in replace:
             replace[twin] = _to_batched_positional(new, old.type.dims, batch)
     outs = positional_vectorize_graph([outputs] if single else list(outputs), replace, node_rule=rule)
