@@ -24,7 +24,7 @@ from dimgraph.compile.summary import function_html, function_repr
 from dimgraph.core.io import PYTHON_SCALARS, TensorInput, TensorOutput
 from dimgraph.core.shared import DEFAULT_CONTEXT, SharedMixin
 from dimgraph.core.fgraph import FunctionGraph
-from dimgraph.core.graph import Constant, Variable, ancestors, graph_inputs
+from dimgraph.core.graph import Constant, Variable, ancestors, graph_inputs, register_evaluator
 from dimgraph.core.rewriting import rewrite_graph
 from dimgraph.core.random import is_rng_state
 from dimgraph.core.type import TensorType
@@ -565,3 +565,11 @@ def _lower_updates(updates):
             raise ValueError(f"updates: the new value of {target.name!r} has type {value.type}, expected {target.type}")
         out.append(value)
     return out
+
+
+def _evaluate(variable, inputs, backend):
+    """`Variable.eval`: the variable compiled alone as a function of `inputs`, called on their values."""
+    return function(list(inputs), variable, backend=backend)(*inputs.values())
+
+
+register_evaluator(_evaluate)

@@ -23,6 +23,13 @@ from dimgraph.core.digest import Encoder, Unstable, data_digest, op_digest, sha
 from dimgraph.errors import NonDifferentiable
 
 _counter = itertools.count()
+_evaluator = None  # evaluate(variable, {input: value}, backend) -> value, set by the compile layer
+
+
+def register_evaluator(evaluate):
+    """Set how `Variable.eval` compiles and runs a variable (`dimgraph.compile.function` registers `dg.function`)."""
+    global _evaluator
+    _evaluator = evaluate
 
 
 class Variable:
@@ -69,12 +76,13 @@ class Variable:
         return f"{self.name or ('<' + type(self).__name__ + '>')}: {self.type}"
 
     def eval(self, inputs=None, backend=None):
-        """Compile this variable alone and evaluate it for `inputs` ({variable: value})."""
-        from dimgraph.compile.function import function
+        """Compile this variable alone and evaluate it for `inputs` ({variable: value}).
 
-        inputs = dict(inputs or {})
-        f = function(list(inputs), self, backend=backend)
-        return f(*inputs.values())
+        The compile layer registers how (`register_evaluator`): core never imports it.
+        """
+        if _evaluator is None:
+            raise RuntimeError(f"{self!r}.eval(): no compiler is registered; `import dimgraph` registers dg.function's")
+        return _evaluator(self, dict(inputs or {}), backend)
 
 
 class Constant(Variable):
