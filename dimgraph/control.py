@@ -63,8 +63,7 @@ class _Body:
             elif labeled:
                 user = LabeledType(v.type.dtype, v.type.dims).make_variable(name=v.name)
                 pos = TensorType(v.type.dtype, tuple(d.size for d in v.type.dims)).make_variable(name=v.name)
-                self.inner.memo[id(user)] = pos
-                self.inner.bind(user, pos)
+                self.inner.assume(user, pos)
                 (outer,) = self.outer.run([v])
             else:
                 user = pos = v.type.make_variable(name=v.name)
@@ -230,8 +229,7 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
             ph = TensorType(s.type.dtype, outer.type.shape).make_variable()
             user = LabeledType(s.type.dtype, rest).make_variable(name=s.name)
             sliced = getitem(ph, body.index)
-            body.inner.memo[id(user)] = sliced
-            body.inner.bind(user, sliced)
+            body.inner.assume(user, sliced)
             seq_outer.append(outer)
             seq_inner.append(ph)
             slices.append(user)
@@ -372,7 +370,7 @@ def _user_after(body, k, new):
     if is_rng_state(v):  # positional in every mode
         return new
     user = LabeledType(v.type.dtype, v.type.dims).make_variable()
-    body.inner.memo[id(user)] = new
+    body.inner.assume(user, new)
     return user
 
 
@@ -455,30 +453,18 @@ def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph")
         if not (isinstance(v, Variable) and is_labeled(v)):
             raise TypeError(f"{name}: input {k} is {v!r}; a labeled macro takes labeled inputs only")
     check_distinct_inputs(inputs, name)
-    low = Lowering()
-    placeholders = []
-    for v in inputs:
-        pos = TensorType(v.type.dtype, tuple(d.size for d in v.type.dims)).make_variable(name=v.name)
-        low.memo[id(v)] = pos
-        low.bind(v, pos)
-        placeholders.append(pos)
+    placeholders = [TensorType(v.type.dtype, tuple(d.size for d in v.type.dims)).make_variable(name=v.name) for v in inputs]
+    low = Lowering(given=zip(inputs, placeholders))
     outputs = [v if isinstance(v, Variable) else labeled_constant(v) for v in outputs]
     out_dims = [tuple(v.type.dims) if is_labeled(v) else () for v in outputs]
     in_dims = [tuple(v.type.dims) for v in inputs]
 
     def positional_grad(ins, gs):
-        g_low = Lowering()
-        user_ins, user_gs = [], []
-        for v, p in zip(inputs, ins):
-            user = LabeledType(v.type.dtype, v.type.dims).make_variable(name=v.name)
-            g_low.memo[id(user)] = p
-            g_low.bind(user, p)
-            user_ins.append(user)
-        for dims, o, g in zip(out_dims, outputs, gs):
-            user = LabeledType(o.type.dtype, dims).make_variable(name=f"g_{o.name}" if o.name else None)
-            g_low.memo[id(user)] = g
-            g_low.bind(user, g)
-            user_gs.append(user)
+        user_ins = [LabeledType(v.type.dtype, v.type.dims).make_variable(name=v.name) for v in inputs]
+        user_gs = [
+            LabeledType(o.type.dtype, dims).make_variable(name=f"g_{o.name}" if o.name else None) for dims, o in zip(out_dims, outputs)
+        ]
+        g_low = Lowering(given=list(zip(user_ins, ins)) + list(zip(user_gs, gs)))
         given = list(grad(user_ins, user_gs))
         if len(given) != len(inputs):
             raise ValueError(f"{name}: grad returned {len(given)} gradients for {len(inputs)} inputs")

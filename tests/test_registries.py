@@ -207,6 +207,8 @@ def test_a_backend_returning_a_bare_callable_is_an_error(monkeypatch):
     module = types.ModuleType("bare_backend")
     module.compile = lambda fgraph, **options: (lambda arrays: arrays)
     module.BACKEND = Backend("bare", "bare_backend")
+    module.from_plan = module.warm_tag = None  # the rest of the contract (`BackendModule`): no warm start
+    module.REGISTRIES = ()
     monkeypatch.setitem(sys.modules, "bare_backend", module)
     monkeypatch.setitem(_LOADERS, "bare", "bare_backend")  # as `register_backend` does, undone after the test
     x = dimgraph.tensor("x", shape=(2,))

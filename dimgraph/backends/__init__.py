@@ -1,9 +1,12 @@
 """Backends: a registry by name; each turns a rewritten FunctionGraph into a callable.
 
-Every backend module declares its contract as `BACKEND`, a `Backend`: its
-name, the compile options it accepts, the fused ops it can run (rewrites that
-produce them are opt-in), rewrites it cannot run and clean-up rewrites run
-last. `BACKEND.compile(fgraph, **options)` returns a `Compiled`, whose
+Every backend module implements `BackendModule` (checked when it is loaded):
+it declares itself as `BACKEND`, a `Backend`: its name, the compile options it
+accepts, the fused ops it can run (rewrites that produce them are opt-in),
+rewrites it cannot run and clean-up rewrites run last; and it defines
+`compile`, `from_plan` and `warm_tag` (its warm start, or None) and `REGISTRIES`.
+Callers go through the `Backend`, never through the module's attributes.
+`BACKEND.compile(fgraph, **options)` returns a `Compiled`, whose
 `run(list_of_arrays) -> list_of_arrays` takes and gives the arrays in
 `fgraph.inputs` / `fgraph.outputs` order (input checks happen before); an
 option it does not accept is a TypeError naming the ones it does, on every
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol, runtime_checkable
 
 _LOADERS = {
     "python": "dimgraph.backends.python",
@@ -42,7 +45,7 @@ class Compiled:
     fast: Callable | None = None  # fast(*arrays) -> bare array, or tuple for several outputs: the entry `Function` calls directly
     timings: dict = field(default_factory=dict)  # {kernel: seconds}, filled by the first call (numba)
     exports: dict = field(default_factory=dict)  # {attribute: make(function)}: extras set on the `Function` (jax: jax_fn)
-    plan: object = None  # what `module.build(plan, **options)` rebuilds this from in a warm process (None: no warm start)
+    plan: object = None  # what `Backend.build(plan, **options)` rebuilds this from in a warm process (None: no warm start)
     # promote(callback): `callback(fast, run, fallback, seconds)` once a faster entry is ready (numba: the
     # jitted graph); `fallback(arrays, err)` answers a TypeError of that `fast` (see `numba/graphjit.py`).
     promote: Callable | None = None
@@ -75,20 +78,63 @@ class Backend:
             accepted = ", ".join(self.options) if self.options else "none"
             raise TypeError(f"{self.name} backend: unknown options {unknown}; accepted: {accepted}")
 
+    def implementation(self) -> "BackendModule":
+        """The backend's module, checked against `BackendModule` (a TypeError names what it lacks)."""
+        module = importlib.import_module(self.module)
+        missing = [name for name in (*BackendModule.__annotations__, "compile") if not hasattr(module, name)]
+        if missing:
+            raise TypeError(f"{self.name} backend: module {self.module} does not define {missing} (see dimgraph.backends.BackendModule)")
+        return module
+
     def compile(self, fgraph, **options) -> Compiled:
         """The `Compiled` running `fgraph` (a `MemoryError` first when it holds a value this machine cannot)."""
         from dimgraph.backends import memory
 
         self.check_options(options)
         memory.check_graph(fgraph)
-        compiled = importlib.import_module(self.module).compile(fgraph, **options)
+        compiled = self.implementation().compile(fgraph, **options)
         if not isinstance(compiled, Compiled):
             raise TypeError(f"{self.name} backend: compile returned {type(compiled).__name__}, not a dimgraph.backends.Compiled")
         return compiled
 
+    def build(self, plan, **options) -> Compiled:
+        """The `Compiled` rebuilt from a `Compiled.plan` this backend made (in this process or another), with
+        the backend options the function was compiled with (numba: `jit_graph`)."""
+        from_plan = self.implementation().from_plan
+        if from_plan is None:
+            raise TypeError(f"{self.name} backend: it has no warm start, so nothing is rebuilt from a plan")
+        return from_plan(plan, **options)
+
+    def warm_tag(self) -> str | None:
+        """The toolchain's versions that name this backend's warm-start records, or None: no warm start."""
+        tag = self.implementation().warm_tag
+        return None if tag is None else tag()
+
+    @property
+    def registries(self) -> tuple:
+        """The backend's op registries (Op type -> entry), whose entries a warm start requires to be dimgraph's."""
+        return tuple(self.implementation().REGISTRIES)
+
+
+@runtime_checkable
+class BackendModule(Protocol):
+    """What a backend module defines; `Backend.implementation` checks it when the module is loaded.
+
+    >>> isinstance(importlib.import_module(get_backend("python").module), BackendModule)
+    True
+    """
+
+    BACKEND: Backend  # its declaration, with `module` naming this module
+    REGISTRIES: tuple  # its op registries (`singledispatch(...).registry` mappings)
+    from_plan: Callable | None  # from_plan(plan, **options) -> Compiled, rebuilding a `Compiled.plan` in a warm process; None: no warm start
+    warm_tag: Callable | None  # warm_tag() -> str, the toolchain's versions in a warm-start digest; None: no warm start
+
+    def compile(self, fgraph, **options) -> Compiled:
+        """The `Compiled` running `fgraph` (options already checked against `BACKEND.options`)."""
+
 
 def register_backend(name: str, module: str):
-    """Register a backend module (it must define `BACKEND`, a `Backend`, and `compile(fgraph, **options) -> Compiled`)."""
+    """Register a backend module (it must implement `BackendModule`)."""
     _LOADERS[name] = module
 
 

@@ -9,7 +9,6 @@ updates only after all outputs exist, and wraps outputs (DataArrays for labeled)
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 
@@ -25,7 +24,7 @@ from dimgraph.compile.summary import function_html, function_repr, function_summ
 from dimgraph.core.io import TensorInput, TensorOutput
 from dimgraph.core.shared import DEFAULT_CONTEXT, SharedMixin
 from dimgraph.core.fgraph import FunctionGraph
-from dimgraph.core.graph import Constant, Variable, ancestors, graph_inputs
+from dimgraph.core.graph import Constant, Variable, ancestors, graph_inputs, register_evaluator
 from dimgraph.core.rewriting import rewrite_graph
 from dimgraph.core.random import is_rng_state
 from dimgraph.core.type import TensorType
@@ -455,13 +454,11 @@ def function(
     t_lower = time.perf_counter()
     key = None
     if not updates and not _traced(rewrites):
-        # NOTE: the backend module is imported here rather than by `Backend.compile`: numba's is needed either way.
-        module = importlib.import_module(backend_contract.module)
         settings = (backend_contract.name, backend_options, rewrites, return_numpy)
-        key = warm.graph_digest(inputs, outputs, module, settings)
+        key = warm.graph_digest(inputs, outputs, backend_contract, settings)
     record = warm.load(key) if key is not None else None
     if record is not None:
-        compiled = module.build(record.plan, **backend_options)
+        compiled = backend_contract.build(record.plan, **backend_options)
         f = Function(inputs, outputs, single, None, backend_contract.name, compiled, record.in_specs, record.out_specs,
                      record.checks, [], 0)  # fmt: skip
         f._rebuild_fgraph = lambda: _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_numpy)[0]
@@ -623,3 +620,11 @@ def _lower_updates(updates):
             raise ValueError(f"updates: the new value of {target.name!r} has type {value.type}, expected {target.type}")
         out.append(value)
     return out
+
+
+def _evaluate(variable, inputs, backend):
+    """`Variable.eval`: the variable compiled alone as a function of `inputs`, called on their values."""
+    return function(list(inputs), variable, backend=backend)(*inputs.values())
+
+
+register_evaluator(_evaluate)

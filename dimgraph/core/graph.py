@@ -3,23 +3,33 @@
 Invariants:
 - `Op`s are frozen, hashable values compared by their parameters.
 - An `Apply` is immutable once built and carries a structural key computed from
-  its op and its inputs' keys, so equal subgraphs are found in linear time.
+  its op's digest and its inputs' keys (`dimgraph.core.digest`), so equal
+  subgraphs are found in linear time.
 - A variable's `key` is nominal for graph inputs (its identity) and structural
   for constants (dtype, shape, data digest) and for outputs (owner key, index).
+- `graph_digest` names a whole graph with its inputs by position: the same in
+  every process, for inner graphs' equality and the warm start's records.
 - Every walk is iterative: no recursion limit at any graph depth.
 """
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from dataclasses import dataclass, fields
 
 import numpy as np
 
+from dimgraph.core.digest import Encoder, Unstable, data_digest, op_digest, sha
 from dimgraph.errors import NonDifferentiable
 
 _counter = itertools.count()
+_evaluator = None  # evaluate(variable, {input: value}, backend) -> value, set by the compile layer
+
+
+def register_evaluator(evaluate):
+    """Set how `Variable.eval` compiles and runs a variable (`dimgraph.compile.function` registers `dg.function`)."""
+    global _evaluator
+    _evaluator = evaluate
 
 
 class Variable:
@@ -41,12 +51,15 @@ class Variable:
 
     @property
     def key(self):
-        """A hash of what the variable computes (its op and inputs), equal for equal subgraphs (merging)."""
+        """A digest of what the variable computes (its op and inputs), equal for equal subgraphs (merging).
+
+        A graph input is keyed by its identity in this process; `graph_digest` names inputs by position.
+        """
         if self._key is None:
             if self.owner is not None:
-                self._key = hash((self.owner.key, self.index))
+                self._key = sha(("out", self.owner.key, self.index))
             else:
-                self._key = hash(("input", self._uid))
+                self._key = sha(("input", self._uid))
         return self._key
 
     def __bool__(self):
@@ -63,12 +76,13 @@ class Variable:
         return f"{self.name or ('<' + type(self).__name__ + '>')}: {self.type}"
 
     def eval(self, inputs=None, backend=None):
-        """Compile this variable alone and evaluate it for `inputs` ({variable: value})."""
-        from dimgraph.compile.function import function
+        """Compile this variable alone and evaluate it for `inputs` ({variable: value}).
 
-        inputs = dict(inputs or {})
-        f = function(list(inputs), self, backend=backend)
-        return f(*inputs.values())
+        The compile layer registers how (`register_evaluator`): core never imports it.
+        """
+        if _evaluator is None:
+            raise RuntimeError(f"{self!r}.eval(): no compiler is registered; `import dimgraph` registers dg.function's")
+        return _evaluator(self, dict(inputs or {}), backend)
 
 
 class Constant(Variable):
@@ -84,8 +98,7 @@ class Constant(Variable):
     def key(self):
         if self._key is None:
             arr = np.asarray(self.data)
-            digest = hashlib.blake2b(data_bytes(arr), digest_size=16).digest()  # hashed in place, never copied
-            self._key = hash(("const", arr.dtype.str, arr.shape, digest))
+            self._key = sha(("const", arr.dtype.str, arr.shape, data_digest(arr)))  # hashed in place, never copied
         return self._key
 
     def same_bytes(self, other) -> bool:
@@ -131,10 +144,10 @@ class Apply:
 
     @property
     def key(self):
-        """Structural hash of the op and the inputs' keys, computed when first asked (a large
+        """Structural digest of the op and the inputs' keys, computed when first asked (a large
         constant's digest costs time in proportion to its bytes: building `x + c` must not pay it)."""
         if self._key is None:
-            self._key = hash((self.op, tuple(i.key for i in self.inputs)))
+            self._key = sha(("apply", op_digest(self.op), tuple(i.key for i in self.inputs)))
         return self._key
 
     @property
@@ -229,6 +242,44 @@ def toposort(outputs, blockers=()):
             if inp.owner is not None and id(inp.owner) not in done and id(inp) not in blocked:
                 stack.append((inp, False))
     return order
+
+
+def graph_digest(inputs, outputs, encode=None, extra=(), names=False) -> bytes:
+    """The digest of the graph `inputs -> outputs`, inputs by position (identities aside).
+
+    Nodes are encoded in topological order as their op plus references "input k",
+    "output j of node n" or "constant with this type and content": one walk, linear
+    in the graph. `names`: each variable's class and name count too (what a compiled
+    function shows). `extra` are more (encoded) items to bind into the digest. A
+    leaf that is neither an input nor a constant raises `Unstable`.
+    """
+    encode = encode or Encoder()
+
+    def variable(v):
+        if not names:
+            return encode(v.type)
+        encode(type(v))  # a strict encoder refuses a variable class defined elsewhere
+        return (type(v).__qualname__, v.name, encode(v.type))
+
+    refs = {id(v): ("i", k) for k, v in enumerate(inputs)}
+
+    def ref(v):
+        found = refs.get(id(v))
+        if found is None:
+            if not isinstance(v, Constant):
+                raise Unstable(f"{v.name or v!r} is neither an input, a constant nor computed (a shared variable?)")
+            found = refs[id(v)] = ("c", variable(v), encode(np.asarray(v.data)))
+        return found
+
+    items = [tuple(extra), tuple(variable(v) for v in inputs)]
+    for n, node in enumerate(toposort(outputs, blockers=inputs)):
+        items.append((encode(node.op), tuple(ref(i) for i in node.inputs)))
+        for o in node.outputs:
+            refs[id(o)] = ("n", n, o.index)
+            if names:
+                items.append(variable(o))
+    items.append(tuple(ref(o) for o in outputs))
+    return sha(items)
 
 
 def clone_graph(outputs, inputs, replace=None):

@@ -4,12 +4,11 @@ An `InnerGraph` is part of its op's identity, so it is an immutable value:
 - its inputs are nominal placeholders: only their position and type matter
   (alpha-equivalence), so two bodies built separately from the same function
   are equal;
-- its canonical form (each node as its op plus references "input k", "output j
-  of node n" or "constant with these bytes") is computed once, in one
-  topological walk, and its hash once from that form. Two ops holding inner
-  graphs then hash and merge like any other node: no pairwise traversal of two
-  graphs ever happens (an equality test compares two flat tuples, and only
-  when the hashes agree).
+- its identity is its structural digest (`dimgraph.core.graph.graph_digest`:
+  each node as its op plus references "input k", "output j of node n" or
+  "constant with these bytes"), computed once, in one topological walk. Two ops
+  holding inner graphs then hash and merge like any other node: no pairwise
+  traversal of two graphs ever happens (an equality test compares two digests).
 
 `free_inputs` finds the outer values a user function closed over, so builders
 can turn them into explicit inputs of the op.
@@ -17,9 +16,8 @@ can turn them into explicit inputs of the op.
 
 from __future__ import annotations
 
-import numpy as np
-
-from dimgraph.core.graph import Constant, Variable, clone_graph, toposort
+from dimgraph.core.digest import Encoder
+from dimgraph.core.graph import Constant, Variable, clone_graph, graph_digest, toposort
 
 
 class InnerGraph:
@@ -28,7 +26,7 @@ class InnerGraph:
     `inputs` are cut points: each becomes a fresh placeholder of its type, even one computed by an op.
     """
 
-    __slots__ = ("inputs", "outputs", "_canonical", "_hash", "_program")
+    __slots__ = ("inputs", "outputs", "structural_digest", "why_unstable", "_hash", "_program")
 
     def __init__(self, inputs, outputs):
         inputs, outputs = list(inputs), list(outputs)
@@ -47,15 +45,17 @@ class InnerGraph:
         for k, v in enumerate(self.outputs):
             if v.owner is None and id(v) not in given and not isinstance(v, Constant):
                 raise ValueError(f"inner graph: output {k} is {v!r}, which is not one of its inputs")
-        self._canonical = _canonical(self.inputs, self.outputs)
-        self._hash = hash(self._canonical)
+        encode = Encoder()
+        self.structural_digest = graph_digest(self.inputs, self.outputs, encode)
+        self.why_unstable = encode.why_unstable  # what, if anything, is keyed by this process only
+        self._hash = hash(self.structural_digest)
         self._program = None
 
     def __hash__(self):
         return self._hash
 
     def __eq__(self, other):
-        return isinstance(other, InnerGraph) and self._hash == other._hash and self._canonical == other._canonical
+        return isinstance(other, InnerGraph) and self.structural_digest == other.structural_digest
 
     def __repr__(self):
         n = len(toposort(self.outputs, blockers=self.inputs))
@@ -103,28 +103,6 @@ class InnerGraph:
             for s, r in zip(outs, node.op.perform(node, [store[i] for i in ins])):
                 store[s] = r
         return [store[s] for s in out_slots]
-
-
-def _const_key(c):
-    arr = np.ascontiguousarray(c.data)
-    return ("c", c.type, arr.view(np.uint8).tobytes() if arr.size else b"")
-
-
-def _canonical(inputs, outputs):
-    """The graph as a flat tuple, inputs named by position: equal tuples <=> alpha-equivalent graphs."""
-    ref = {id(v): ("i", k) for k, v in enumerate(inputs)}
-
-    def name(v):
-        found = ref.get(id(v))
-        return found if found is not None else _const_key(v)
-
-    items = [tuple(v.type for v in inputs)]
-    for n, node in enumerate(toposort(outputs, blockers=inputs)):
-        items.append((node.op, tuple(name(i) for i in node.inputs)))
-        for o in node.outputs:
-            ref[id(o)] = ("n", n, o.index)
-    items.append(tuple(name(o) for o in outputs))
-    return tuple(items)
 
 
 def free_inputs(outputs, placeholders):

@@ -15,6 +15,7 @@ from dimgraph.errors import DimError
 from dimgraph.labeled.dims import Dim, as_dim_tuple, clash, fmt_dims
 from dimgraph.labeled.ops import FromPositional, is_labeled
 from dimgraph.labeled.type import LabeledType
+from dimgraph.core.basic import constant as positional_constant
 
 
 def labeled(name, dims, dtype="float64"):
@@ -124,8 +125,6 @@ def from_positional(t, dims):
     True
     """
     if not isinstance(t, Variable):
-        from dimgraph.core.basic import constant as positional_constant
-
         t = positional_constant(t)
     return FromPositional(as_dim_tuple(dims, "from_positional"))(t)
 

@@ -19,6 +19,7 @@ from dimgraph.errors import DimError
 from dimgraph.labeled.dims import clash, fmt_dims
 from dimgraph.labeled.ops import LabeledOp, _check_labeled
 from dimgraph.labeled.type import LabeledType
+from dimgraph.core.blockwise import Blockwise
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,6 @@ class LabeledBlockwise(LabeledOp):
         if clashing:
             raise DimError(f"{what}: the batch dims {clashing} are also core dims of another input or of the result")
         # the core op tells the dtypes (and checks the core sizes it knows)
-        from dimgraph.core.blockwise import Blockwise
 
         dummies = [TensorType(x.type.dtype, tuple(core_of[c.name].size for c in core)).make_variable() for x, core in zip(inputs, self.core_dims_in)]
         core_node = Blockwise(self.core_op, self.signature).core_node(dummies)

@@ -24,8 +24,13 @@ from dimgraph.lazy import pandas as pd
 from dimgraph.core.graph import Apply
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import Dim, clash, dim_refs, fmt_dims, resolve_dims, unify_dims
-from dimgraph.labeled.ops import LabeledOp, _check_labeled, _names
+from dimgraph.labeled.ops import LabeledOp, _check_labeled, _names, is_labeled
 from dimgraph.labeled.type import LabeledType
+from dimgraph.core.linalg import dot as core_dot
+from dimgraph.labeled.basic import constant
+from dimgraph.labeled.indexing import isel
+from dimgraph.labeled.math import any_labeled, as_operand
+from dimgraph.labeled.shape import broadcast_to_dims, full_like, rename
 
 
 def _label(x, k):
@@ -33,10 +38,6 @@ def _label(x, k):
 
 
 def _operands(xs, what):
-    from dimgraph.labeled.math import as_operand
-
-    from dimgraph.labeled.ops import is_labeled
-
     if isinstance(xs, (str, bytes)) or is_labeled(xs) or not hasattr(xs, "__iter__"):
         raise TypeError(f"{what}: give a list of labeled variables, got {xs!r}")
     out = [as_operand(x, what) for x in xs]
@@ -215,10 +216,8 @@ def dot(*arrays, dim=None):
     """
     if len(arrays) == 1 and isinstance(arrays[0], (list, tuple)):
         arrays = tuple(arrays[0])
-    from dimgraph.labeled.math import any_labeled
 
     if len(arrays) == 2 and dim is None and not any_labeled(arrays):  # positional operands: NumPy's dot
-        from dimgraph.core.linalg import dot as core_dot
 
         return core_dot(*arrays)
     xs = _operands(arrays, "dot")
@@ -272,10 +271,6 @@ def _joined_dim(name, found, join, what):
 
 def _reindex(x, d, target, fill_value):
     """`x` with dim `d` reindexed to the coords of `target` (a gather; `fill_value` where a label is missing)."""
-    from dimgraph.labeled.basic import constant
-    from dimgraph.labeled.indexing import isel
-    from dimgraph.labeled.shape import full_like, rename
-
     if d == target:
         return x
     if d.coords is None:  # no labels of its own: its positions take the target's (sizes agree)
@@ -283,7 +278,6 @@ def _reindex(x, d, target, fill_value):
     found = np.asarray(d.coords.get_indexer(target.coords), dtype=np.int64)
     missing = found < 0
     if d.size == 0 and missing.any():  # nothing to gather from: every value is the fill
-        from dimgraph.labeled.shape import broadcast_to_dims
 
         dtype = np.result_type(x.type.dtype, fill_value)
         rest = full_like(x.sum(d) if x.type.dtype != "bool" else x.any(d), fill_value, dtype)
@@ -301,8 +295,6 @@ def _override(xs, name, found):
     others, and an index-less dim takes the index in arithmetic), else the first
     of known size. Sizes must agree; a data-sized dim is checked when data comes.
     """
-    from dimgraph.labeled.shape import rename
-
     known = [d for d in found if d.size is not None]
     for d in known[1:]:
         if d.size != known[0].size:

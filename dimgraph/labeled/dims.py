@@ -95,6 +95,10 @@ class Dim:
                 "which no encoding can write); decode the labels from bytes with errors='replace', or use other labels"
             ) from None
 
+    def digest_caveat(self) -> str | None:
+        """Why this dim's digest holds only in this process (its labels come from a function), or None."""
+        return f"dim {self.name!r} takes its labels from a function" if derivation_of(self) is not None else None
+
     def rename(self, new_name: str) -> "Dim":
         """The same size and coords under another name (a derived dim stays derived: renamed back, it is not its source)."""
         dim = Dim(new_name, self.size, self.coords, origin=self.origin)

@@ -30,11 +30,13 @@ import math
 import numpy as np
 
 from dimgraph.core import reduce as core_reduce
-from dimgraph.labeled import math as lmath
+from dimgraph.labeled import linalg, math as lmath
 from dimgraph.labeled.dims import resolve_dims
 from dimgraph.labeled.shape import arange
 from dimgraph.labeled.random import draw_dims, labeled_params, primitive_draw
 from dimgraph.labeled.tails import gamma_quantile_exp, log_ndtr, log_regularized_gamma, ndtri_exp
+from dimgraph.core.extra import assert_op
+from dimgraph.labeled.basic import from_positional
 
 _LOG_2PI = math.log(2 * math.pi)
 _LOG2, _LOG_PI, _SQRT1_2 = math.log(2.0), math.log(math.pi), math.sqrt(0.5)
@@ -292,9 +294,6 @@ def _invalid_draws(value, valid):
 
 def _checked(value, valid, message):
     """`value` where it is used, after a run-time check that `valid` holds everywhere."""
-    from dimgraph.core.extra import assert_op
-    from dimgraph.labeled.basic import from_positional
-
     flag = (valid.all() if valid.type.ndim else valid).to_positional()
     ok = from_positional(assert_op(flag, flag, msg=message), ())
     return lmath.where(ok, value, np.nan)
@@ -889,8 +888,6 @@ class MultivariateNormal(Distribution):
     default_transform = "identity"
 
     def __init__(self, mu, cov=None, chol=None, dims=None):
-        from dimgraph.labeled import linalg
-
         if (cov is None) == (chol is None):
             raise TypeError("multivariate_normal: give exactly one of cov= and chol=")
         given = {"mu": mu, "cov": cov} if chol is None else {"mu": mu, "chol": chol}
@@ -903,8 +900,6 @@ class MultivariateNormal(Distribution):
         self.params = {"mu": mu, "chol": chol}
 
     def logp(self, x, check="nan"):
-        from dimgraph.labeled import linalg
-
         _check_option(check)
         x = lmath.as_operand(x, "logp")
         row, col = self.dims
@@ -921,8 +916,6 @@ class MultivariateNormal(Distribution):
     def valid(self, mu, chol):
         """A Cholesky factor with a positive diagonal (inf: a variance without bound, so the density vanishes; a
         covariance that is not positive definite gives NaNs)."""
-        from dimgraph.labeled import linalg
-
         diag = linalg.diagonal(chol, dims=self.dims)
         return (diag > 0).all(self.dims[0])
 

@@ -25,11 +25,11 @@ import math
 import numpy as np
 
 from dimgraph.errors import DimError
-from dimgraph.labeled import math as lmath
+from dimgraph.labeled import linalg, math as lmath
 from dimgraph.labeled.basic import constant
 from dimgraph.labeled.dims import Dim, as_dim_tuple, fmt_dims
 from dimgraph.labeled.distributions import Beta, Distribution, _check_option, _invalid_draws, _invalid_to_nan
-from dimgraph.labeled.distributions_factories import draw_on
+from dimgraph.labeled.distributions_factories import draw_on, param_dims
 from dimgraph.labeled.random import draw_dims, labeled_params, primitive_draw
 from dimgraph.labeled.shape import arange
 
@@ -186,8 +186,6 @@ class LKJCorr(_LKJ):
         return self._gather(packed) + lmath.where(self._diagonal_mask(), 1.0, 0.0)
 
     def logp(self, x, check="nan"):
-        from dimgraph.labeled import linalg
-
         _check_option(check)
         x = self._matrix(x)
         row, col = self.dims
@@ -229,8 +227,6 @@ class LKJCholeskyCorr(_LKJ):
         return below + lmath.where(self._diagonal_mask(), diag, 0.0)
 
     def logp(self, x, check="nan"):
-        from dimgraph.labeled import linalg
-
         _check_option(check)
         row, col = self.dims
         chol = self._lower(self._matrix(x))
@@ -301,8 +297,6 @@ class LKJCholeskyCov(_LKJ):
         return self._corr_from_chol(chol / s)
 
     def logp(self, x, check="nan"):
-        from dimgraph.labeled import linalg
-
         _check_option(check)
         row, col = self.dims
         chol = self._lower(self._matrix(x))
@@ -321,8 +315,6 @@ class LKJCholeskyCov(_LKJ):
     def draw(self, state, extra_dims=()):
         dims = draw_dims(list(self.params.values()), extra_dims, "lkj_cholesky_cov draw")
         row = self.dims[0]
-        from dimgraph.labeled.distributions_factories import param_dims
-
         dims = dims + tuple(d for d in param_dims(self.sd_dist) if d not in dims and d != row)
         state, sd = draw_on(self.sd_dist, state, (*dims, row))
         state, chol = self._onion(state, dims, self.params["eta"])

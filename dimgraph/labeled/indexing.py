@@ -51,6 +51,8 @@ from dimgraph.labeled.dims import Dim, ProductDim, clash, derived_dim, fmt_dims,
 from dimgraph.labeled.labels import positions
 from dimgraph.labeled.ops import Arange, LabeledOp, is_labeled
 from dimgraph.labeled.type import LabeledType
+from dimgraph.labeled.basic import as_labeled, constant, from_positional, is_dataarray
+from dimgraph.labeled.math import as_operand, astype, operands
 
 # ---------------------------------------------------------------------------
 # ops
@@ -277,8 +279,6 @@ def selected_dim(dim: Dim, pos: np.ndarray, what) -> Dim:
 
 def _outer(dim, pos, what):
     """A plain 1-d array of positions as a labeled constant on the dim it leaves."""
-    from dimgraph.labeled.basic import constant
-
     pos = np.asarray(pos, dtype=np.int64)
     _check_positions(pos, dim, what)
     if dim.size is not None:
@@ -288,8 +288,6 @@ def _outer(dim, pos, what):
 
 def _mask(dim, value, what):
     """A boolean mask on `dim`: static ones become positions now, symbolic ones a run-time count."""
-    from dimgraph.labeled.basic import constant
-
     if is_labeled(value):
         if value.type.ndim != 1 or value.type.dims[0].name != dim.name:
             raise IndexError(
@@ -315,8 +313,6 @@ def _mask(dim, value, what):
     if is_labeled(value):
         mask = value
     else:
-        from dimgraph.labeled.basic import from_positional
-
         if value.type.ndim != 1:
             raise IndexError(f"{what}: a boolean mask on dim {dim.name!r} must be 1-d, got {value!r}")
         mask = from_positional(value, (dim,))
@@ -354,8 +350,6 @@ def _labeled_indexer(dim, value, what):
 
 def _entry(dim, value, what):
     """One index entry for `dim`: ("int", k), ("slice", ...), or ("index", labeled indexer)."""
-    from dimgraph.labeled.basic import as_labeled, from_positional, is_dataarray
-
     if isinstance(value, tuple):
         value = _named_indexer(dim, value, what)
     if is_dataarray(value):
@@ -405,8 +399,6 @@ def _named_indexer(dim, value, what):
 
     A labeled indexer already has dims; naming it again is refused (rename it instead), as PyTensor's xtensor does.
     """
-    from dimgraph.labeled.basic import constant, from_positional, is_dataarray
-
     if len(value) != 2:
         raise IndexError(f"{what}: a tuple indexer of dim {dim.name!r} is (dims, positions), got {len(value)} items")
     names, data = value
@@ -431,8 +423,6 @@ def _named_indexer(dim, value, what):
 
 def _slice_part(dim, p, what):
     """A slice bound or step: an int, None, or a 0-d labeled int64 (from a 0-d integer variable)."""
-    from dimgraph.labeled.basic import from_positional
-
     if p is None:
         return None
     if isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)):
@@ -463,8 +453,6 @@ def _slice_entry(dim, value, what):
 
 def _slice_as_indexer(dim, entry, parts):
     """The positions of a slice entry as a labeled integer indexer on the sliced dim."""
-    from dimgraph.labeled.basic import constant
-
     new = entry[4]
     if dim.size is not None and not parts:
         return constant(np.arange(dim.size)[entry[1] : entry[2] : entry[3]], dims=(new,))
@@ -502,8 +490,6 @@ def _key_dict(x, indexers, kwargs, what, missing_dims="raise"):
 
 
 def _as_x(x, what):
-    from dimgraph.labeled.math import as_operand
-
     return as_operand(x, what)
 
 
@@ -553,8 +539,6 @@ def _isel(x, keys, by_label=(), drop=False):
 
 def _sel_value(dim, value, what, method=None, tolerance=None):
     """A `sel` key for `dim` as an `isel` key: labels -> positions (static), masks and positions pass."""
-    from dimgraph.labeled.basic import as_labeled, constant, is_dataarray
-
     if is_dataarray(value):
         value = as_labeled(value)
     if is_labeled(value) or isinstance(value, Variable):
@@ -681,8 +665,6 @@ class LocIndexer:
 
 def update(sub, value, mode):
     """The whole variable that `sub` (an isel/sel/[...]/loc result) was selected from, updated there."""
-    from dimgraph.labeled.math import astype, operands
-
     owner = getattr(sub, "owner", None)
     if owner is None or not isinstance(owner.op, Isel):
         raise TypeError(
@@ -695,8 +677,6 @@ def update(sub, value, mode):
     if v is not None:  # a value's dim named like a mask's selection is that selection's dim (checked at run time)
         indexers = [adopt_mask_dim(i, {d.name: d for d in v.type.dims}) for i in indexers]
     if v is None:
-        from dimgraph.labeled.basic import constant
-
         v = constant(np.asarray(value, dtype=np.result_type(dtype, value)))
     if v.type.dtype != dtype.name:
         if not np.can_cast(v.type.dtype, dtype, "same_kind"):

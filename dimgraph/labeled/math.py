@@ -21,6 +21,7 @@ from dimgraph.core.scalar import PUBLIC_NAMES, Cast, ScalarOp
 from dimgraph.labeled.basic import as_labeled, constant, from_positional, is_dataarray
 from dimgraph.labeled.dims import resolve_dims
 from dimgraph.labeled.ops import LabeledCumulative, LabeledDiff, LabeledElemwise, LabeledReduce, is_labeled
+from dimgraph.errors import DimError
 
 
 def as_operand(x, what="operand"):
@@ -198,8 +199,6 @@ def _arg_reduce(kind, x, dim, skipna=False):
     extremum over all of them jointly (xarray's unravelled indices): the dims are
     stacked, reduced once, and the flat position is split by the dims' sizes.
     """
-    from dimgraph.errors import DimError
-
     label = x.name or "the variable"
     if dim is None:
         if x.type.ndim == 0:  # xarray: the only position of a 0-d array

@@ -19,6 +19,7 @@ from dimgraph.core.type import TensorType
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import Dim, as_dim_tuple, clash, derived_dim, fmt_dims, unify_dims
 from dimgraph.labeled.type import LabeledType
+from dimgraph.core.basic import as_tensor
 
 
 def is_labeled(x) -> bool:
@@ -319,8 +320,6 @@ class FromPositional(LabeledOp):
     dims: tuple
 
     def make_node(self, t):
-        from dimgraph.core.basic import as_tensor
-
         t = as_tensor(t)
         if t.type.ndim != len(self.dims):
             raise DimError(f"from_positional: {t!r} has {t.type.ndim} axes but {len(self.dims)} dims were given {fmt_dims(self.dims)}")

@@ -14,7 +14,7 @@ from dimgraph.core import shape_ops as core_shape
 from dimgraph.core.graph import Constant, Variable
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import Dim, as_dim_tuple, fmt_dims, resolve_dims, unify_dims
-from dimgraph.labeled.math import any_labeled, as_operand
+from dimgraph.labeled.math import any_labeled, as_operand, astype
 from dimgraph.labeled.ops import (
     Arange,
     BroadcastTo,
@@ -25,6 +25,7 @@ from dimgraph.labeled.ops import (
     ToPositional,
     Transpose,
 )
+from dimgraph.core.extra import arange as core_arange
 
 
 def transpose(x, *dims):
@@ -139,8 +140,6 @@ def full_like(x, fill_value, dtype=None):
     x = as_operand(x, "full_like")
     dtype = np.dtype(dtype or x.type.dtype).name
     if isinstance(fill_value, Variable) and not isinstance(fill_value, Constant):
-        from dimgraph.labeled.math import astype
-
         (value,) = [as_operand(fill_value, "full_like")]
         extra = [d for d in value.type.dims if d not in x.type.dims]
         if extra:
@@ -175,8 +174,6 @@ def arange(dim, *args, **kwargs):
     if isinstance(dim, str):
         raise TypeError(f"arange: the dim must be a Dim object, got the string {dim!r}; declare it first, e.g. {dim} = dg.Dim({dim!r}, size=...)")
     if not isinstance(dim, Dim):
-        from dimgraph.core.extra import arange as core_arange
-
         return core_arange(dim, *args, **kwargs)
     if args or kwargs:
         raise TypeError(f"arange: with a Dim ({dim.name!r}) it takes no other arguments; got args={args!r}, kwargs={kwargs!r}")

@@ -26,6 +26,7 @@ import numpy as np
 
 from dimgraph.labeled.dims import Dim, derived_dim, resolve_dims
 from dimgraph.labeled.math import as_operand, astype, where
+from dimgraph.labeled.shape import arange
 
 def _shifts(x, shifts, kwargs, what):
     """[(Dim, int)] from `{dim: k}` or keywords (not both), as xarray's `shifts`/`**shifts_kwargs`."""
@@ -45,8 +46,6 @@ def _shifts(x, shifts, kwargs, what):
 
 def _moved(x, dim, k):
     """`x` with position i along `dim` taken from position (i - k) mod n, and those positions i."""
-    from dimgraph.labeled.shape import arange
-
     positions = arange(dim)
     return x.isel({dim.name: (positions - k) % x.sizes[dim.name]}), positions
 

@@ -25,11 +25,16 @@ from dataclasses import dataclass
 import numpy as np
 from dimgraph.lazy import pandas as pd
 
-from dimgraph.core.graph import Apply
+from dimgraph.core.graph import Apply, Variable
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import Dim, ProductDim, clash, fmt_dims, resolve_dims
 from dimgraph.labeled.ops import LabeledOp, _check_dims_in, _check_labeled, _names
 from dimgraph.labeled.type import LabeledType
+from dimgraph.labeled.basic import constant, is_dataarray
+from dimgraph.labeled.indexing import isel, sel
+from dimgraph.labeled.labels import LabelNotFound, positions
+from dimgraph.labeled.math import as_operand
+from dimgraph.labeled.shape import transpose
 
 
 @dataclass(frozen=True)
@@ -79,8 +84,6 @@ def _var(x):
 
 
 def _as_x(x, what):
-    from dimgraph.labeled.math import as_operand
-
     return as_operand(x, what)
 
 
@@ -175,9 +178,6 @@ def _unstack_multiindex(x, d):
     order), and combinations the dim lacks are missing values (NaN; the dtype
     as `where` without `other`). Built as a gather onto the whole product.
     """
-    from dimgraph.labeled.basic import constant
-    from dimgraph.labeled.indexing import isel
-
     index = d.coords.remove_unused_levels()
     if any(n is None for n in index.names):
         raise DimError(f"unstack: the MultiIndex of dim {d.name!r} has unnamed levels {list(index.names)}; name them first")
@@ -229,9 +229,6 @@ def _levels(d):
 
 def _is_one_label(value) -> bool:
     """A scalar label (not a tuple, list, slice, array or variable)."""
-    from dimgraph.core.graph import Variable
-    from dimgraph.labeled.basic import is_dataarray
-
     if isinstance(value, (tuple, list, slice, Variable)) or is_dataarray(value) or value is Ellipsis:
         return False
     return np.ndim(value) == 0
@@ -281,9 +278,6 @@ def select_levels(x, levels: dict, what="sel"):
 
 
 def _select_product_levels(x, d, keys, what):
-    from dimgraph.labeled.indexing import sel
-    from dimgraph.labeled.shape import transpose
-
     k = x.type.dims.index(d)
     before = tuple(o for o in x.type.dims[:k])
     after = tuple(o for o in x.type.dims[k + 1 :])
@@ -297,10 +291,6 @@ def _select_product_levels(x, d, keys, what):
 
 
 def _select_multiindex_levels(x, d, keys, what):
-    from dimgraph.labeled.basic import constant
-    from dimgraph.labeled.indexing import isel
-    from dimgraph.labeled.labels import LabelNotFound
-
     index = d.coords
     mask = np.ones(len(index), dtype=bool)
     for level, label in keys.items():
@@ -332,8 +322,6 @@ def tuple_positions(dim: Dim, key):
     On a ProductDim each component resolves its own label (`labels.positions`),
     so the MultiIndex is never built; a list of tuples gives an int64 array.
     """
-    from dimgraph.labeled.labels import LabelNotFound, positions
-
     n = len(_levels(dim))
     if not n:
         return None

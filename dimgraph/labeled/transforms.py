@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from dimgraph.labeled import math as lmath
+from dimgraph.labeled import linalg, math as lmath
 from dimgraph.labeled.basic import constant
 from dimgraph.labeled.dims import Dim, resolve_dims
 from dimgraph.labeled.shape import arange
@@ -363,8 +363,6 @@ class Corr(CholeskyCorr):
         return (left * right).sum(inner.name).transpose(*self._batch_core(lmath.as_operand(y, "backward")))
 
     def forward(self, x):
-        from dimgraph.labeled import linalg
-
         return super().forward(linalg.cholesky(lmath.as_operand(x, "forward"), dims=(self.row, self.col)))
 
     def log_jac_det(self, y):

@@ -11,11 +11,16 @@ import html
 import numpy as np
 
 from dimgraph.core import operands
+from dimgraph.core.digest import Encoder, sha
 from dimgraph.core.graph import Constant, Variable
 from dimgraph.labeled import indexing as lindex
 from dimgraph.labeled import math as lmath
 from dimgraph.labeled import shape as lshape
 from dimgraph.labeled.dims import fmt_dims, unify_dims
+from dimgraph.core.shape import ShapeI
+from dimgraph.labeled.combine import dot
+from dimgraph.labeled.shift import roll, shift
+from dimgraph.labeled.stacking import ravel, stack, unstack
 
 
 def _binary(name, reflected=False):
@@ -64,13 +69,9 @@ class LabeledOperators:
 
     def __matmul__(self, other):
         """`dg.dot(self, other)`: the product summed over the dims both have (xarray's `@`)."""
-        from dimgraph.labeled.combine import dot
-
         return dot(self, other)
 
     def __rmatmul__(self, other):
-        from dimgraph.labeled.combine import dot
-
         return dot(other, self)
 
     def __iter__(self):
@@ -94,7 +95,6 @@ class LabeledOperators:
             if d.size is None:
                 if positional is None:
                     positional = self.to_positional()
-                from dimgraph.core.shape import ShapeI
 
                 out[d.name] = ShapeI(k)(positional)
             else:
@@ -224,14 +224,10 @@ class LabeledOperators:
 
     def shift(self, shifts=None, fill_value=None, **shifts_kwargs):
         """Values moved `k` steps along a dim, the vacated steps filled (NaN), as `DataArray.shift` (see `dimgraph.labeled.shift`)."""
-        from dimgraph.labeled.shift import shift
-
         return shift(self, shifts, fill_value, **shifts_kwargs)
 
     def roll(self, shifts=None, roll_coords=False, **shifts_kwargs):
         """Values rotated `k` steps along a dim, as `DataArray.roll` (see `dimgraph.labeled.shift`)."""
-        from dimgraph.labeled.shift import roll
-
         return roll(self, shifts, roll_coords, **shifts_kwargs)
 
     # -- shape ---------------------------------------------------------------
@@ -275,26 +271,18 @@ class LabeledOperators:
     # -- product dims (dimgraph.labeled.stacking) ------------------------------
     def stack(self, dim=None, **dims):
         """Dims merged into a new ProductDim put last: `x.stack(cell=(a, b))` (see `dimgraph.labeled.stacking.stack`)."""
-        from dimgraph.labeled.stacking import stack
-
         return stack(self, dim, **dims)
 
     def unstack(self, dim=None):
         """ProductDims split back into their components, put last (see `dimgraph.labeled.stacking.unstack`)."""
-        from dimgraph.labeled.stacking import unstack
-
         return unstack(self, dim)
 
     def ravel(self, name=None):
         """Every dim stacked in order into one ProductDim (named by joining the dim names with "_")."""
-        from dimgraph.labeled.stacking import ravel
-
         return ravel(self, name)
 
     def dot(self, other, dim=None):
         """`dg.dot(self, other, dim=dim)` (as `DataArray.dot`)."""
-        from dimgraph.labeled.combine import dot
-
         return dot(self, other, dim=dim)
 
     # -- indexing (dimgraph.labeled.indexing) ------------------------------
@@ -353,12 +341,10 @@ class LabeledConstant(LabeledOperators, Constant):
 
     @property
     def key(self):
-        """A hash of the constant's type and values (labels by value), equal for equal constants (merging)."""
+        """A digest of the constant's type and values (labels by value), equal for equal constants (merging)."""
         if self._key is None:
-            if self.type.dtype == "object":  # labels (for sel): hashed by value, not by bytes
-                self._key = hash((tuple(np.asarray(self.data).reshape(-1).tolist()), np.shape(self.data), self.type))
-            else:
-                self._key = hash((Constant.key.fget(self), self.type))
+            encode = Encoder()
+            self._key = sha(("labeled const", encode(np.asarray(self.data)), encode(self.type)))
         return self._key
 
     def __repr__(self):

@@ -11,11 +11,20 @@ those leading axes again.
 
 from __future__ import annotations
 
-from dimgraph.core.graph import Variable, rebuild_node
+from dimgraph.core.graph import Variable, ancestors, rebuild_node
 from dimgraph.core.vectorize import vectorize_graph as positional_vectorize_graph
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import clash, dim_refs, fmt_dims
-from dimgraph.labeled.ops import FromPositional, LabeledOp, ToPositional, is_labeled
+from dimgraph.labeled.ops import BroadcastTo, FromPositional, LabeledOp, Relabel, ToPositional, Transpose, is_labeled
+from dimgraph.labeled.twins import twin_of
+from dimgraph.core.elemwise import DimShuffle
+from dimgraph.core.shape import static_or_symbolic as shape_of
+from dimgraph.core.shape_ops import broadcast_to
+from dimgraph.labeled.basic import as_labeled, is_dataarray
+from dimgraph.labeled.combine import Concat, concat_dims
+from dimgraph.labeled.indexing import Isel, IselUpdate
+from dimgraph.labeled.shape import broadcast_to_dims
+from dimgraph.labeled.type import LabeledType
 
 
 def _batch_dims(replace):
@@ -49,7 +58,6 @@ def _check_batch_names_are_new(outputs, replace, names):
     against it by name (the same dim), not mapped over (PyTensor refuses it too)."""
     if not names:
         return
-    from dimgraph.core.graph import ancestors
 
     graph = ancestors(list(outputs) if isinstance(outputs, (list, tuple)) else [outputs])
     for v in sorted(graph, key=lambda v: v.owner is not None):  # name an input of the graph where one has it
@@ -107,8 +115,6 @@ def vectorize_graph(outputs, replace, aligned=()):
                 return rebuild_node(node, ins).outputs
             stretched = [ax for ax in range(nb) if t.type.shape[ax] == 1 and batch[ax].size not in (1, None)]
             if stretched:  # a result that did not depend on some batch dim: it broadcasts along it
-                from dimgraph.core.shape import static_or_symbolic as shape_of
-                from dimgraph.core.shape_ops import broadcast_to
 
                 shape = shape_of(t)
                 t = broadcast_to(t, tuple(batch[ax].size if ax in stretched else shape[ax] for ax in range(t.type.ndim)))
@@ -118,7 +124,7 @@ def vectorize_graph(outputs, replace, aligned=()):
 
     replace = dict(replace)
     for old, new in list(replace.items()):  # graphs made by lowering (labeled gradients) read the positional twin
-        twin = old.tag.get("positional")
+        twin = twin_of(old)
         if twin is not None and twin not in replace:
             replace[twin] = _to_batched_positional(new, old.type.dims, batch)
     outs = positional_vectorize_graph([outputs] if single else list(outputs), replace, node_rule=rule)
@@ -127,10 +133,6 @@ def vectorize_graph(outputs, replace, aligned=()):
 
 def _positional_params(node, ins):
     """The outputs of the labeled ops whose parameters list one entry per dim, for inputs with extra dims."""
-    from dimgraph.labeled.combine import Concat, concat_dims
-    from dimgraph.labeled.indexing import Isel, IselUpdate
-    from dimgraph.labeled.ops import BroadcastTo, Relabel, Transpose
-
     op, x = node.op, ins[0]
     old = node.inputs[0].type.dims if is_labeled(node.inputs[0]) else ()
     extra = tuple(d for d in x.type.dims if d not in old) if is_labeled(x) else ()
@@ -157,8 +159,6 @@ def _positional_params(node, ins):
 
 def _to_batched_positional(x, core_dims, batch):
     """`x` as a positional tensor: every batch dim first (length 1 where `x` lacks it), then `core_dims`."""
-    from dimgraph.core.elemwise import DimShuffle
-
     present = tuple(d for d in batch if d in x.type.dims)
     t = ToPositional(present + tuple(core_dims))(x)
     if len(present) == len(batch):
@@ -188,10 +188,6 @@ def vectorize(fn, core_dims_in, core_dims_out):
     core_out = [tuple(_name(d) for d in dim_refs(dims, "vectorize") or ()) for dims in core_dims_out]
 
     def vectorized(*args):
-        from dimgraph.labeled.basic import as_labeled, is_dataarray
-        from dimgraph.labeled.shape import broadcast_to_dims
-        from dimgraph.labeled.type import LabeledType
-
         if len(args) != len(core_in):
             raise TypeError(f"vectorize: the function takes {len(core_in)} inputs (core_dims_in), got {len(args)}")
         args = [as_labeled(a) if is_dataarray(a) else a for a in args]

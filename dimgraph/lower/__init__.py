@@ -2,7 +2,7 @@
 
 Every labeled op is replaced by its rule in `dimgraph.lower.rules`; positional
 nodes are rebuilt on the lowered inputs. A labeled graph input becomes one
-positional twin (kept on the variable, so every lowering of it agrees) whose
+positional twin (`dimgraph.labeled.twins`: every lowering of it agrees) whose
 static shape is its Dims' static sizes. A Dim of unknown size gets the
 symbolic size of the first input that carries it; the compiled function checks
 before any work that every input on that dim agrees (`lower_io`). After the
@@ -11,13 +11,13 @@ pass no labeled op is left.
 
 from __future__ import annotations
 
-from dimgraph.core.basic import constant as positional_constant
 from dimgraph.core.graph import Constant, Variable, ancestors, rebuild_node, toposort
 from dimgraph.core.shape import ShapeI
 from dimgraph.core.type import TensorType
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import fmt_dims
 from dimgraph.labeled.ops import LabeledOp, is_labeled
+from dimgraph.labeled.twins import positional_twin
 from dimgraph.lower import blockwise as _blockwise  # noqa: F401  (registers the LabeledBlockwise rule)
 from dimgraph.lower import combine as _combine  # noqa: F401  (registers stack/unstack/concat/dot rules)
 from dimgraph.lower import indexing as _indexing  # noqa: F401  (registers the indexing rules)
@@ -25,29 +25,32 @@ from dimgraph.lower import random as _random  # noqa: F401  (registers the rando
 from dimgraph.lower.rules import lowering
 
 
-def positional_twin(var):
-    """The positional stand-in of a labeled graph input or constant (made once, then reused)."""
-    twin = var.tag.get("positional")
-    if twin is None:
-        shared_twin = getattr(var, "shared_twin", None)
-        if shared_twin is not None:
-            twin = shared_twin
-        elif isinstance(var, Constant):
-            twin = positional_constant(var.data)
-        else:
-            twin = TensorType(var.type.dtype, var.type.shape).make_variable(name=var.name)
-        twin.tag.setdefault("dims", tuple(d.name for d in var.type.dims))  # printing names its axes
-        var.tag["positional"] = twin
-    return twin
-
-
 class Lowering:
-    """One lowering pass: a memo from labeled variables to positional ones, and the sizes of dims."""
+    """One lowering pass: a memo from labeled variables to positional ones, and the sizes of dims.
 
-    def __init__(self):
+    The one way labeled values become positional, for `dg.function` (`lower_io`) and for
+    everything that lowers on the spot (`dg.grad`, `dg.scan`, `dg.ifelse`, `dg.op_from_graph`):
+    `given` (or `assume`) are placeholders the caller has already lowered (a loop's states,
+    a macro's inputs), `run` lowers graphs, `positional` one value.
+    """
+
+    def __init__(self, given=()):
         self.memo = {}  # id(variable) -> positional variable
         self.sizes = {}  # Dim -> int or symbolic int64 scalar
         self.fixed = {}  # Dim of unknown size -> the size a labeled constant gives it
+        for var, positional in given:
+            self.assume(var, positional)
+
+    def assume(self, var, positional):
+        """Take `var` (a labeled placeholder) as lowered to `positional`; its unsized dims take their sizes from it."""
+        self.memo[id(var)] = positional
+        if is_labeled(var):
+            self.bind(var, positional)
+
+    def positional(self, var):
+        """The positional version of one labeled or positional value (lowering its graph if not done yet)."""
+        found = self.memo.get(id(var))
+        return found if found is not None else self.run([var])[0]
 
     def get(self, var):
         """The positional version of `var`; labeled leaves get their twin."""

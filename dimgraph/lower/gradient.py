@@ -55,12 +55,7 @@ def _labeled_grad(cost, wrt, disconnected):
             low.get(w)
     (pos_cost,) = low.run([cost])
     pos_cost = check_cost(pos_cost, "grad")
-    pos_wrt = []
-    for w in wrt:
-        p = low.memo.get(id(w), w if not is_labeled(w) else None)
-        if p is None:
-            (p,) = low.run([w])
-        pos_wrt.append(p)
+    pos_wrt = [low.positional(w) for w in wrt]
     one = constant(np.ones((), dtype=pos_cost.type.dtype))
     grads = vjp([pos_cost], [one], pos_wrt, disconnected)
     return [
@@ -117,9 +112,7 @@ def _labeled_jacobian(y, x, disconnected):
     if x.owner is None:
         low.get(x)
     (pos_y,) = low.run([y])
-    pos_x = low.memo.get(id(x))
-    if pos_x is None:
-        (pos_x,) = low.run([x])
+    pos_x = low.positional(x)
     jac = jacobian_positional(pos_y, pos_x, disconnected)
     taken = {d.name for d in y.type.dims}
     x_dims = []

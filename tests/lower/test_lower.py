@@ -96,3 +96,49 @@ def test_lowered_update_is_ordered_to_the_shared_dims(backend):
     f(np.arange(12.0).reshape(3, 4), ctx=ctx)
     assert w.get(ctx=ctx).dims == ("age", "country")
     np.testing.assert_allclose(w.get(ctx=ctx).values, np.arange(12.0).reshape(3, 4).T)
+
+
+def test_only_lower_touches_a_lowering_memo_and_only_twins_the_twin_tag():
+    """One lowering entry point: callers hand placeholders in (`given`, `assume`) and ask for values
+    (`run`, `positional`); the positional twin is made and read in `labeled/twins.py` alone."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(dg.__file__).parent
+    memo_users, tag_users = [], []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        tree = ast.parse(path.read_text())
+        if "Lowering" in path.read_text() and not rel.startswith("lower/"):
+            memo_users += [f"{rel}:{n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "memo"]
+        if rel != "labeled/twins.py":
+            tag_users += [f"{rel}:{n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value == "positional" and _in_tag_access(tree, n)]
+    assert memo_users == [] and tag_users == [], f"a Lowering's memo read at {memo_users}, the twin tag at {tag_users}"
+
+
+def _in_tag_access(tree, const):
+    """Whether `const` is the key of a `.tag[...]` or `.tag.get(...)` / `.tag.setdefault(...)`."""
+    import ast
+
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and n.slice is const and isinstance(n.value, ast.Attribute) and n.value.attr == "tag":
+            return True
+        if isinstance(n, ast.Call) and const in n.args and isinstance(n.func, ast.Attribute):
+            owner = n.func.value
+            if isinstance(owner, ast.Attribute) and owner.attr == "tag":
+                return True
+    return False
+
+
+def test_a_lowering_takes_given_placeholders():
+    """`Lowering(given=...)`: a labeled placeholder lowers to the value handed in, and its unsized dims take their sizes from it."""
+    from dimgraph.lower import Lowering
+
+    t = dg.Dim("t")
+    user = dg.labeled("user", dims=(t,))
+    stand_in = dg.vector("stand_in")
+    low = Lowering(given=[(user, stand_in)])
+    out = low.positional((user * 2.0).sum())
+    f = dg.function([stand_in], out, backend="python")
+    np.testing.assert_allclose(f(np.arange(4.0)), 12.0)
+    assert low.positional(user) is stand_in and t in low.sizes

@@ -38,6 +38,7 @@ from dimgraph.backends.c.program import Context, Program
 from dimgraph.backends.c.registry import MissingEmitter, c_impl  # noqa: F401
 from dimgraph.backends.c.replay import Replayer
 from dimgraph.backends.c.scalar import PRELUDE
+from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.rewriting.blockwise import unroll_blockwise
 from dimgraph.core.rewriting.fusion import unfuse_indexed_loop
 
@@ -124,3 +125,15 @@ def _usable(a):
     if a.flags.aligned and a.dtype.isnative and all(s % a.itemsize == 0 for s in a.strides):
         return a
     return np.asarray(a, order="C").astype(a.dtype.newbyteorder("="), copy=False)
+
+
+@c_impl.register(FunctionGraph)
+def _graph(fgraph, node=None):
+    """A whole graph is a registry entry too (its `CCompiled`): an inner graph's host fallback compiles through it."""
+    return compile(fgraph)
+
+
+# The rest of the backend contract (`dimgraph.backends.BackendModule`): no warm start (each process compiles afresh).
+from_plan = None
+warm_tag = None
+REGISTRIES = (c_impl.registry,)

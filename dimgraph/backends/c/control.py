@@ -139,9 +139,7 @@ def _lazy_compiled(graph):
 
     def get():
         if not box:
-            from dimgraph.backends.c import compile as c_compile
-
-            box.append(c_compile(FunctionGraph(graph.inputs, graph.outputs, clone=True)).run)
+            box.append(c_impl(FunctionGraph(graph.inputs, graph.outputs, clone=True), None).run)
         return box[0]
 
     return get

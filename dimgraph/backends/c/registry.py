@@ -19,7 +19,10 @@ Errors C detects (a failed Assert) are returned as codes mapped back to exceptio
 The emitters live in one module per op family, mirroring `dimgraph.core`
 (`elemwise`, `shape`, `reduce`, `fused`, `subtensor`, `join`, `linalg`,
 `extra`, `control`, `random`); each registers its ops here with
-`@c_impl.register(OpType)`, and the package imports them all.
+`@c_impl.register(OpType)`, and the package imports them all. A whole
+`FunctionGraph` is an entry too (the package registers it: `c_impl(fgraph)` is
+its `CCompiled`), so control flow compiles an inner graph through this registry
+rather than importing the package that imports it.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ keyed by Op type (`registry.jax_impl`), and wraps it once in `jax.jit`:
 from __future__ import annotations
 
 from dimgraph.backends import Backend
+from dimgraph.backends.jax.registry import jax_impl
 from dimgraph.errors import BackendUnavailable
 
 # Fused ops this backend runs (`dimgraph.core.rewriting.OPT_IN`): XLA reduces several sums in one pass.
@@ -60,3 +61,9 @@ def compile(fgraph, **options):
     from dimgraph.backends.jax.compiler import compile_graph
 
     return compile_graph(fgraph, **options)
+
+
+# The rest of the backend contract (`dimgraph.backends.BackendModule`): no warm start (each process compiles afresh).
+from_plan = None
+warm_tag = None
+REGISTRIES = (jax_impl.registry,)

@@ -38,9 +38,18 @@ import numpy as np
 from dimgraph.backends.jax import control, elemwise, extra, fused, join, linalg, random, reduce, shape, subtensor  # noqa: F401
 from dimgraph.backends import Compiled, memory
 from dimgraph.backends.jax.checks import collect
-from dimgraph.backends.jax.registry import FOLD_LIMIT, DataDependentShape, is_static, jax_impl, missing_message, missing_ops
+from dimgraph.backends.jax.registry import (
+    FOLD_LIMIT,
+    DataDependentShape,
+    NeedsStatic,
+    is_static,
+    jax_impl,
+    missing_message,
+    missing_ops,
+)
 from dimgraph.backends.jax.sharding import Placement
 from dimgraph.backends.python import python_impl
+from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.graph import Constant
 from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.errors import BackendUnavailable, InputError
@@ -125,12 +134,10 @@ def graph_function(fgraph):
     return graph
 
 
-class NeedsStatic(Exception):
-    """Tracing met a data-dependent shape; `positions` are the fgraph inputs to make static (None: impossible)."""
-
-    def __init__(self, positions, error):
-        super().__init__(str(error))
-        self.positions, self.error = positions, error
+@jax_impl.register(FunctionGraph)
+def _graph(fgraph, node=None):
+    """A whole graph is a registry entry too (`graph_function`): control flow compiles its inner graphs through the registry."""
+    return graph_function(fgraph)
 
 
 def _static_candidates(fgraph, args, node, vals, value):

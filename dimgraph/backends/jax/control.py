@@ -6,7 +6,7 @@ length) becomes `lax.scan`, which JAX differentiates in reverse mode under
 `jit`; only a count computed from traced data gives `lax.fori_loop` with
 dynamic bounds (forward values and `jvp` only, as in JAX).
 
-An inner graph becomes a pure function with `compiler.graph_function`, as a
+An inner graph becomes a pure function with the registry's FunctionGraph entry (`compiler.graph_function`), as a
 whole graph does. Run-time checks inside a body or a branch (`checks.py`)
 cannot leave the loop's trace, so each inner function returns its check
 outcomes: a loop carries "every check held so far" per check, a branch returns
@@ -28,7 +28,7 @@ import numpy as np
 from jax import lax
 
 from dimgraph.backends.jax.checks import collect, known_range, runtime_check
-from dimgraph.backends.jax.registry import BACKEND, DataDependentShape, is_static, jax_impl, static_int
+from dimgraph.backends.jax.registry import BACKEND, DataDependentShape, NeedsStatic, is_static, jax_impl, static_int
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import LoopOp
@@ -36,9 +36,7 @@ from dimgraph.core.opfromgraph import OpFromGraph
 
 
 def _inner_function(graph):
-    from dimgraph.backends.jax.compiler import NeedsStatic, graph_function
-
-    fn = graph_function(FunctionGraph(graph.inputs, graph.outputs, clone=True))
+    fn = jax_impl(FunctionGraph(graph.inputs, graph.outputs, clone=True), None)
 
     def run(*args):
         """(outputs as a tuple of JAX arrays, check oks, check (error, message) pairs)."""
@@ -198,7 +196,5 @@ def _ifelse(op, node):
 
 @jax_impl.register(OpFromGraph)
 def _op_from_graph(op, node):
-    from dimgraph.backends.jax.compiler import graph_function
-
-    graph = graph_function(FunctionGraph(op.graph.inputs, op.graph.outputs, clone=True))
+    graph = jax_impl(FunctionGraph(op.graph.inputs, op.graph.outputs, clone=True), None)
     return lambda inputs: graph(*inputs)

@@ -19,6 +19,9 @@ The entries live in one module per op family, mirroring `dimgraph.core`
 (`elemwise`, `shape`, `reduce`, `fused`, `subtensor`, `join`, `linalg`,
 `extra`, `control`, `random`); each registers its ops here with
 `@jax_impl.register(OpType)`, and `compiler.py` imports them all.
+A whole `FunctionGraph` is an entry too (`compiler.py` registers it: `jax_impl(fgraph)`
+is `fn(*values) -> list of values`), so control flow compiles its inner graphs
+through this registry rather than importing the compiler that imports it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,14 @@ import numpy as np
 BACKEND = "jax"
 # Nodes with static inputs and at most this many output elements are evaluated with NumPy while tracing.
 FOLD_LIMIT = 1024
+
+
+class NeedsStatic(Exception):
+    """Tracing met a data-dependent shape; `positions` are the fgraph inputs to make static (None: impossible)."""
+
+    def __init__(self, positions, error):
+        super().__init__(str(error))
+        self.positions, self.error = positions, error
 
 
 @singledispatch

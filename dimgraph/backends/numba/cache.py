@@ -209,9 +209,19 @@ class _Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep  # dimgraph/
-# NOTE: first in Numba's own list too, for the functions Numba jits for dimgraph's `overload`s; it
-# declines every function outside dimgraph, so users' caches stay where Numba puts them.
-caching.CacheImpl._locator_classes.insert(0, _Locator)
+
+
+def install_locator():
+    """Put `_Locator` first in Numba's own list of cache locators, once per process.
+
+    For the functions Numba jits for dimgraph (helpers, `overload`s) whose caches Numba
+    makes itself; it declines every function outside dimgraph, so users' caches stay
+    where Numba puts them. The backend calls it where it sets up, before the kernel
+    families' helpers are jitted. Numba has no public hook for this: it edits Numba's
+    private `CacheImpl._locator_classes` list.
+    """
+    if _Locator not in caching.CacheImpl._locator_classes:
+        caching.CacheImpl._locator_classes.insert(0, _Locator)
 
 
 class _VerifiedImpl(caching.CompileResultCacheImpl):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.backends.numba import cache
-from dimgraph.backends.numba.ops import numba_kernel
+from dimgraph.backends.numba.ops import KERNEL_FOOTER, KERNEL_HEADER, numba_kernel
 from dimgraph.backends.numba.scalar import flatten, np_type, render_step
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.graph import Constant
@@ -45,8 +45,6 @@ INNER_HEADER = (
 
 def print_inner(graph, fname):
     """Source of a jitted `fname(*inputs) -> tuple of outputs` running `graph`'s kernels in order."""
-    from dimgraph.backends.numba import KERNEL_FOOTER, KERNEL_HEADER
-
     names = {id(v): f"a{k}" for k, v in enumerate(graph.inputs)}
     header, body, kernels, printed = [], [], {}, {}
 

@@ -65,3 +65,9 @@ def _check_result(node, var, value):
         raise RuntimeError(
             f"internal error: {node.op} returned {value.dtype}{value.shape} but its type says {var.type}"
         )
+
+
+# The rest of the backend contract (`dimgraph.backends.BackendModule`): no warm start (each process compiles afresh).
+from_plan = None
+warm_tag = None
+REGISTRIES = (python_impl.registry,)

@@ -277,7 +277,7 @@ def rewrite_inner_graphs(fgraph, ctx, rewriter):
         if not graphs or node not in fgraph.nodes:
             continue
         new = {name: rewrite_inner(g, ctx) for name, g in graphs.items()}
-        if all(new[name] == g and new[name]._canonical == g._canonical for name, g in graphs.items()):
+        if all(new[name] == g for name, g in graphs.items()):
             continue
         new_node = dataclasses.replace(node.op, **new).make_node(*node.inputs)
         ctx.replace(rewriter, node, list(zip(node.outputs, new_node.outputs)))

@@ -1,15 +1,18 @@
 """Merge: one pass in topological order that makes equal subgraphs one subgraph, in linear time.
 
 Constants are merged by value (type, dtype, shape, bytes: a digest, then the bytes compared in place). A node is then identified by
-its op and the identities of its (already merged) inputs, the same structure as
+its op's digest (`dimgraph.core.digest.op_digest`, the one `Apply.key` is built
+from) and the identities of its (already merged) inputs, the same structure as
 `Apply.key` but exact: keys of nodes whose inputs a rewrite changed are stale,
-so the pass recomputes them as it goes rather than trusting them. The inputs of a
+so the pass recomputes them as it goes rather than trusting them, and a node
+merges only into one whose op is equal, not just equally digested. The inputs of a
 commutative elementwise op are taken as a set (`a * b` and `b * a` are one value:
 IEEE addition and multiplication commute exactly), which gradients produce often.
 """
 
 from __future__ import annotations
 
+from dimgraph.core.digest import op_digest
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.graph import Constant
 from dimgraph.core.scalar import ScalarOp
@@ -33,9 +36,9 @@ def merge_graph(fgraph, ctx, rewriter):
         ids = tuple(id(i) for i in node.inputs)
         if _commutative(node):
             ids = tuple(sorted(ids))
-        key = (node.op, ids)
+        key = (op_digest(node.op), ids)
         first = seen.setdefault(key, node)
-        if first is node:
+        if first is node or first.op != node.op:
             continue
         pairs = [(o, f) for o, f in zip(node.outputs, first.outputs) if o.type == f.type]
         if len(pairs) == len(node.outputs):
