@@ -82,6 +82,11 @@ CASES = {
     "dg.dist.categorical": lambda: dg.dist.categorical(_x(), dim="ab"),
     "dg.dist.dirichlet": lambda: dg.dist.dirichlet(_x(), dim="ab"),
     "dg.dist.multivariate_normal": lambda: _mvn("ab"),
+    "dg.dist.lkj_corr": lambda: dg.dist.lkj_corr(2.0, dims="ab"),
+    "dg.dist.lkj_cholesky_corr": lambda: dg.dist.lkj_cholesky_corr(2.0, dims="ab"),
+    "dg.dist.lkj_cholesky_cov": lambda: dg.dist.lkj_cholesky_cov(2.0, dg.dist.halfnormal(1.0), dims="ab"),
+    "dg.dist.mixture": lambda: dg.dist.mixture(_x(), [dg.dist.normal(0.0, 1.0)] * 2, dim="ab"),
+    "dg.dist.zerosum_normal": lambda: dg.dist.zerosum_normal(1.0, dims="ab").draw(dg.rng_state("s"))[1],
     "dist.draw": lambda: dg.dist.normal(0.0, 1.0).draw(dg.rng_state("s"), extra_dims="ab"),
     "rng.draw": lambda: dg.rng(0).draw(dg.dist.normal(0.0, 1.0), extra_dims="ab"),
     "FlatParams.unravel": lambda: dg.FlatParams([_x()]).unravel(np.zeros((3, 4)), batch_dims="ab")["x"].isel(a=0, b=0),
@@ -106,6 +111,16 @@ def _rng_params(name):
         return (half,), {"dim": A}
     if name == "multivariate_normal":
         return (dg.constant(np.zeros(2), dims=(A,)),), {"cov": dg.constant(np.eye(2), dims=(A, B)), "dims": (A, B)}
+    if name in ("lkj_corr", "lkj_cholesky_corr"):
+        return (2.0,), {"dims": (A, B)}
+    if name == "lkj_cholesky_cov":
+        return (2.0, dg.dist.halfnormal(1.0)), {"dims": (A, B)}
+    if name == "mixture":
+        return (half, [dg.dist.normal(0.0, 1.0)] * 2), {"dim": A}
+    if name in ("truncated", "censored"):
+        return (dg.dist.normal(0.0, 1.0),), {"lower": 0.0}
+    if name == "zerosum_normal":
+        return (1.0,), {"dims": (A,)}
     return tuple(0.5 for _ in getattr(dg.dist, name).names), {}
 
 

@@ -228,9 +228,11 @@ def test_cho_solve_follows_scipy_lower_convention_values_and_gradients(backend):
 def test_cho_solve_pair_must_be_a_factor_and_a_bool():
     c = dg.labeled("c", dims=(ROW, COL))
     b = dg.labeled("b", dims=(ROW,))
-    with pytest.raises(TypeError, match="lower in \\(c, lower\\) must be a bool"):
+    # the public door (`dimgraph.arguments`) names the argument and scipy's form before the function runs
+    pair = r"c_and_lower must be scipy's pair \(Cholesky factor, lower: bool\), or the factor alone"
+    with pytest.raises(TypeError, match=pair + r"; got \(c: .*'no'\)"):
         dg.linalg.cho_solve((c, "no"), b, dims=(ROW, COL))
-    with pytest.raises(TypeError, match="sequence of 3 items"):
+    with pytest.raises(TypeError, match=pair + r"; got \(c: .*True, 1\)"):
         dg.linalg.cho_solve((c, True, 1), b, dims=(ROW, COL))
 
 

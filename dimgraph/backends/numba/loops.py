@@ -326,13 +326,10 @@ def loop_kernel(
         and k not in row_buffers and not any(_is_scatter(r) for _, r in outputs)
     }
 
-    def row_of(v):
+    def row_of(k, v):
         """The innermost row that value v (an input) is read from, at the current outer positions."""
         table, g = (f"t{v}", gathered[v]) if gathered[v] is not None else (f"x{v}", None)
-        if g is not None and inline[v]:
-            at = f"rt_views.check_index(x{v}[{'0' if in_bcast[v][g] else f'j{g}'}], tn{v}, {g})"
-        else:
-            at = f"kp{v}[j{g}]"
+        at = f"kr{k}" if g is not None and inline[v] else f"kp{v}[j{g}]"
         index = [at if a == g else "0" if in_bcast[v][a] else ":" if a == ndim - 1 else f"j{a}" for a in range(ndim)]
         return table + "[" + ", ".join(index) + "]"
 
@@ -372,8 +369,12 @@ def loop_kernel(
             kept_idx = _idx([f"j{a}" for a in range(ndim) if a not in r_axes])
             val = _cast_expr(names[ref], dtypes[ref], out_dtype)
             if k in direct_rows:
+                g = gathered[ref]
+                if g is not None and inline[ref] and when == "enter" and d == (0 if in_bcast[ref][g] else g + 1):
+                    # the row's checked position, once per index value (in the loop over the gathered axis)
+                    src(f"kr{k} = rt_views.check_index(x{ref}[{'0' if in_bcast[ref][g] else f'j{g}'}], tn{ref}, {g})")
                 if (when == "inner" and rows_only) or (when == "exit" and d == ndim - 1 and not rows_only):
-                    src(f"o{k}{kept_idx} = rt.sum_row({row_of(ref)})")
+                    src(f"o{k}{kept_idx} = rt.sum_row({row_of(k, ref)})")
                 continue
             if k in row_buffers:
                 last = ndim - 1
