@@ -347,7 +347,13 @@ def test_no_log_density_runs_a_node_through_perform_on_numba():
     plan = f._compiled.plan
     assert f.timings["perform"] == () and plan.performs == (), f.summary()  # the jitted graph
     assert not [n for name, n in plan.hosts if getattr(host_call(n), "performs", False)]  # the driver
-    want = dg.function(inputs, outputs, backend="python")(*values)
+    # the oracle on variables of its own: compiling one graph twice can fail (see the xfail below)
+    oracle = new_gradient_cases()
+    want = dg.function(
+        [v for _, _, vs, _, _ in oracle for v in vs],
+        [o for _, cost, _, wrt, _ in oracle for o in [cost, *dg.grad(cost, wrt)]],
+        backend="python",
+    )(*values)
     for got, w in zip(f(*values), want):
         np.testing.assert_allclose(np.asarray(got), np.asarray(w), rtol=1e-12, atol=1e-14)
     assert f._compiled.tiers.state == "jitted"
@@ -615,3 +621,17 @@ def test_reparameterized_draws_differentiate(backend):
     f = dg.function([s, mu, sigma], [*dg.grad(x.sum(), [mu, sigma]), z.sum()], backend=backend)
     d_mu, d_sigma, z_sum = f(dg.seed_state(0), 1.0, 2.0)
     assert float(d_mu) == 4.0 and float(d_sigma) == pytest.approx(float(z_sum), rel=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="known bug: fusion with merge rewrites nodes of the user's gradient graph in place, "
+                   "so a second compile of one graph holding a categorical log density and its gradient finds a "
+                   "clone of the input in it (InputError); filed in the closing note")
+def test_one_graph_compiles_twice():
+    k = dg.Dim("k", size=3)
+    p = dg.labeled("p", dims=(k,))
+    cost = dg.dist.categorical(p, dim=k).logp(1)
+    outputs = [cost, *dg.grad(cost, [p])]
+    first = dg.function([p], outputs, backend="python")(CAT_P)
+    second = dg.function([p], outputs, backend="python")(CAT_P)
+    np.testing.assert_allclose(second[1].values, first[1].values)
+
