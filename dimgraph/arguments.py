@@ -204,7 +204,7 @@ BY_NAME = {
     "rewrites": "rewrites",
     "backend": "optional str",
     **dict.fromkeys(("disconnected", "join"), "str"),
-    "exclude": "dims to exclude",
+    **dict.fromkeys(("exclude", "aligned"), "dims to exclude"),  # names of dims (vectorize_graph: those aligned)
     **dict.fromkeys(("core_dims_in", "core_dims_out"), "core dims"),
     "sequences": "optional variables",
     "init": "operands",
