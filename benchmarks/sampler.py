@@ -37,6 +37,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT)]
 
 from sampler_models import MODELS  # noqa: E402
+from timing import warm_up  # noqa: E402
 
 BACKENDS = ("numba", "jax", "c")
 RTOL = 1e-8
@@ -130,7 +131,7 @@ def per_call(impls, theta, rounds, budget=0.02):
     """Median seconds per call over `rounds` interleaved rounds (each implementation ~`budget` s a round)."""
     numbers = {}
     for label, fn in impls.items():
-        fn(theta)
+        warm_up(functools.partial(fn, theta))  # a sampler's first calls: numba's jitted graph takes over (timing.py)
         t0 = time.perf_counter()
         fn(theta)
         numbers[label] = max(1, int(budget / max(time.perf_counter() - t0, 1e-7)))
