@@ -181,3 +181,11 @@ def test_distributed_local_cluster(posterior):
                 xr.testing.assert_allclose(z.compute(), e)
             drawn = g(mu.chunk(draw=6), sigma, ctx=dg.SharedContext(seed=9)).compute().values
     np.testing.assert_array_equal(drawn, expected)
+
+
+def test_extra_dims_of_different_lengths_are_refused_naming_the_input(posterior):
+    inputs, outputs = _model()
+    f = dg.function(inputs, outputs[0], map_extra_dims=True)
+    mu, sigma, effect, y = posterior
+    with pytest.raises(dg.InputError, match=r"input 'sigma': extra dim 'draw' has length 5, another input has 12"):
+        f(mu.chunk(draw=4), sigma.isel(draw=slice(0, 5)), effect, y)
