@@ -121,9 +121,9 @@ def all_imports(path: pathlib.Path, module: str):
     return {t for _, t in imports_of(path, module) if t.startswith("dimgraph")}
 
 
-def cycles_across_packages(files, edges=module_level_imports):
-    """Each set of modules that import one another in a circle (through `edges`: at load time unless
-    told otherwise) and lie in two or more packages."""
+def import_circles(files, edges=module_level_imports):
+    """Each set of two or more modules that import one another in a circle (through `edges`: at load time
+    unless told otherwise)."""
     graph = {module: edges(path, module) for path, module in files}
 
     def reach(start):
@@ -137,7 +137,12 @@ def cycles_across_packages(files, edges=module_level_imports):
 
     reached = {m: reach(m) for m in graph}
     circles = {frozenset(w for w in reached[m] if m in reached[w]) for m in graph}
-    return sorted(sorted(c) for c in circles if len({package_of(m) for m in c}) > 1)
+    return sorted(sorted(c) for c in circles if len(c) > 1)
+
+
+def cycles_across_packages(files, edges=module_level_imports):
+    """The import circles whose modules lie in two or more packages."""
+    return [c for c in import_circles(files, edges) if len({package_of(m) for m in c}) > 1]
 
 
 MODULES = [(p, module_name(p)) for p in sorted(PACKAGE.rglob("*.py"))]
@@ -157,6 +162,13 @@ def test_no_import_circle_spans_packages_even_through_functions():
     """A lazy import hides a circle from the loader, not from a reader: none may join two packages."""
     found = cycles_across_packages(MODULES, edges=all_imports)
     assert not found, "import circles across packages:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_compile_package_has_no_import_circle():
+    """The compiled-function boundary reads one way (function -> signature, extra_dims, pickling, chunked,
+    warm; flat -> function), lazy imports included."""
+    found = [c for c in import_circles(MODULES, edges=all_imports) if {package_of(m) for m in c} == {"dimgraph.compile"}]
+    assert not found, "import circles inside dimgraph.compile:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
 def test_labeled_imports_at_module_level():

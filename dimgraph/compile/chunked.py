@@ -51,8 +51,8 @@ def lazy_call(fn, values, ctx):
     ctx = ctx or DEFAULT_CONTEXT
     base = getattr(fn, "_base", fn)
     plan = _Plan(base, values)
-    streams = [s for s in base._shared if _is_rng(s)]
-    if len(streams) != len(base._shared) or base._n_updates > len(streams):
+    streams = [s for s in base.signature.shared if _is_rng(s)]
+    if len(streams) != len(base.signature.shared) or base.signature.n_updates > len(streams):
         raise InputError(
             "a function that updates shared variables cannot be called with dask-backed inputs (the new values "
             "would exist only after computing); call .compute() on the inputs or drop the updates"
@@ -85,7 +85,7 @@ def lazy_call(fn, values, ctx):
             new_axis=list(range(n_extra, n_extra + len(core))) or None, meta=np.empty((0,) * len(chunks), m.dtype),
         )
         results.append(_like(m, lazy, plan))
-    return results[0] if base._single else results
+    return results[0] if base.signature.single else results
 
 
 def _is_rng(var) -> bool:
@@ -100,7 +100,7 @@ def _copy_of(ctx, streams):
 
 
 def _as_list(out, base):
-    return [out] if base._single else list(out)
+    return [out] if base.signature.single else list(out)
 
 
 def _like(meta, lazy, plan):

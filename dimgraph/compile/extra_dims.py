@@ -20,14 +20,15 @@ from dimgraph.errors import InputError
 class MappedFunction:
     """A compiled labeled `Function` that maps itself over extra dims of its DataArray inputs."""
 
-    def __init__(self, base, options):
+    def __init__(self, base, options, compile):
         self._base = base
         self._options = options  # dg.function's keyword arguments, for the vectorized compiles
+        self._compile = compile  # dg.function, which compiles them
         self._mapped = {}  # ((input position, extra dim names), ...) -> (Function, batch dim names)
         self._core = {d.name for v in base.inputs + base.outputs if hasattr(v.type, "dims") for d in v.type.dims}
 
     def __getattr__(self, name):
-        if name.startswith("__") or name in ("_base", "_options", "_mapped", "_core"):
+        if name.startswith("__") or name in ("_base", "_options", "_compile", "_mapped", "_core"):
             raise AttributeError(name)
         return getattr(self._base, name)
 
@@ -52,7 +53,7 @@ class MappedFunction:
         from dimgraph.labeled.basic import is_dataarray
 
         base = self._base
-        values = base._bind(args, kwargs)
+        values = base.signature.bind(args, kwargs)
         if any(is_lazy(v) for v in values):
             return lazy_call(self, values, ctx)
         key = []
@@ -65,7 +66,7 @@ class MappedFunction:
                 clashing = [n for n in extra if n in self._core]
                 if clashing:
                     raise InputError(
-                        f"input {base._input_label(k)!r}: the extra dims {clashing} have the names of dims the "
+                        f"input {base.signature.label(k)!r}: the extra dims {clashing} have the names of dims the "
                         "function computes with; rename them before the call"
                     )
                 key.append((k, extra))
@@ -84,7 +85,6 @@ class MappedFunction:
         leading through every op, so gathers and reductions of one draw stay
         contiguous runs (`dimgraph.core.vectorize`).
         """
-        from dimgraph.compile.function import function
         from dimgraph.compile.random import default_updates
         from dimgraph.core.shape import ShapeI
         from dimgraph.core.shape_ops import broadcast_to
@@ -135,8 +135,8 @@ class MappedFunction:
             mapped = from_positional(low, order + tuple(out.type.dims))
             mapped.name = out.name  # the output DataArray's (and Dataset variable's) name
             outputs.append(mapped)
-        return function(new_inputs, outputs[0] if base._single else outputs, **options)
+        return self._compile(new_inputs, outputs[0] if base.signature.single else outputs, **options)
 
     def __reduce__(self):
         """Pickles as the base function and its options; vectorized versions compile again when called."""
-        return (MappedFunction, (self._base, self._options))
+        return (MappedFunction, (self._base, self._options, self._compile))

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from dimgraph.compile.function import _fast_spec, _labels_only
+from dimgraph.compile.signature import fast_spec, labels_only
 from dimgraph.errors import InputError
 from dimgraph.labeled.dims import dim_refs
 
@@ -166,16 +166,17 @@ class FlatFunction:
         self.function = function
         n = len(layout.params)
         self._data_names = [v.name for v in function.inputs[n:]]
-        self._data_specs = function._in_specs[n:]
+        signature = function.signature
+        self._data_specs = signature.inputs[n:]
         # (dtype, ndim, static sizes) per data input when the compiled entry may take them, else None
-        specs = [_fast_spec(spec) for spec in self._data_specs]
-        plain = not function._shared and not function._n_updates and None not in specs + self._data_names
+        specs = [fast_spec(spec) for spec in self._data_specs]
+        plain = not signature.shared and not signature.update_targets and None not in specs + self._data_names
         # per data input: (name, spec, ((axis, static size), ...)); the entry itself refuses other dtypes
         self._data_fast = [(n, sp, f[2]) for n, sp, f in zip(self._data_names, self._data_specs, specs)] if plain else None
         self._theta_shape = (layout.size,)
         # The function's checks, run on the data (`_data_arrays`).
-        self._checks = function._checks
-        self._size_checks = [c for c in function._checks if not _labels_only(c)]
+        self._checks = signature.checks
+        self._size_checks = [c for c in signature.checks if not labels_only(c)]
         self._stand_ins = [np.empty(shape, dtype) for shape, dtype in zip(layout.shapes, layout.dtypes)]
         self._entry = None
         compiled = function._compiled
@@ -199,7 +200,7 @@ class FlatFunction:
                         raise
                 except IndexError as err:  # the function's failure checks name the input at fault
                     raw = [None] * len(self._stand_ins) + [data[name] for name in self._data_names]
-                    self.function._name_index_error(self._stand_ins + arrays, raw, err)
+                    self.function.signature.name_index_error(self._stand_ins + arrays, raw, err)
                     raise
         theta = self.layout.check(theta)
         value, *grads = self.function(*self.layout.arrays(theta), trust_input=trust_input, **data)
@@ -270,7 +271,7 @@ class FlatFunction:
         arrays = [np.array(spec.convert(data[n]), order="C") for n, spec in zip(self._data_names, self._data_specs)]
         params = self.layout.arrays(np.zeros(self.layout.size))
         raw = [None] * len(params) + [data[n] for n in self._data_names]
-        for check in f._checks:  # label checks of the data, once: nothing checks them at each call
+        for check in f.signature.checks:  # label checks of the data, once: nothing checks them at each call
             check(params + arrays, raw, None)
         shapes = [tuple(s) for s in self.layout.shapes]
         return f._compiled.cfunc(shapes, [d.name for d in self.layout.dtypes], params, arrays)

@@ -17,9 +17,11 @@ import numpy as np
 from dimgraph.backends import get_backend
 from dimgraph.compile import warm
 from dimgraph.compile.chunked import is_lazy, lazy_call
-from dimgraph.compile.datasets import bind_dataset, dataset_names, is_dataset, to_dataset
-from dimgraph.compile.pickling import Recipe, portable, rebuild, shared_values
+from dimgraph.compile.extra_dims import MappedFunction
+from dimgraph.compile.pickling import Recipe, portable, restored, shared_values
+from dimgraph.compile.random import default_updates
 from dimgraph.compile.sharding import resolve_shard
+from dimgraph.compile.signature import Signature, dataset_names
 from dimgraph.compile.summary import function_html, function_repr, function_summary
 from dimgraph.core.io import TensorInput, TensorOutput
 from dimgraph.core.shared import DEFAULT_CONTEXT, SharedMixin
@@ -37,6 +39,8 @@ _log = logging.getLogger("dimgraph")
 class Function:
     """A compiled graph. Call with arrays positionally or by input name.
 
+    `signature` is its boundary (`dimgraph.compile.signature.Signature`): the inputs' and
+    outputs' specs, the checks every call runs, the shared variables read and updated.
     `timings` gives seconds per compile phase: "lower", "rewrite", "codegen", "first call"
     (once a call has run: numba compiles its kernels then), "jit graph" (numba: once the whole
     graph runs as one jitted function) and "kernels" ({kernel: seconds} on the numba backend);
@@ -49,51 +53,37 @@ class Function:
 
     __name__ = "dimgraph_function"  # what tools that name callables show (dask task keys, profilers)
 
-    def __init__(self, inputs, outputs, single, fgraph, backend, compiled, in_specs, out_specs, checks, shared, n_updates):
+    def __init__(self, signature, compiled, *, inputs, outputs, backend, recipe, fgraph, timings):
+        """`fgraph`: the rewritten FunctionGraph, or a callable making it again (a warm start has none until
+        asked for); `timings`: seconds of the compile phases so far; `recipe`: what pickling rebuilds from."""
+        self.signature = signature
         self.inputs = inputs
         self.outputs = outputs
-        # The rewritten graph; a warm start (`dimgraph.compile.warm`) has none until asked for (`fgraph`).
-        self._fgraph = fgraph
-        self._n_results = len(out_specs) + n_updates
         self.backend = backend
+        self._recipe = recipe
+        self._fgraph = None if callable(fgraph) else fgraph
+        self._make_fgraph = fgraph if callable(fgraph) else None
         self._compiled = compiled
         self._run = compiled.run
-        self._in_specs = in_specs
-        self._out_specs = out_specs
-        self._checks = [c for c in checks if not getattr(c, "on_failure", False)]
-        # Checks that only name what the backend's IndexError is about (labeled indexers): run on failure.
-        self._failure_checks = [c for c in checks if getattr(c, "on_failure", False)]
-        self._shared = shared
-        self._n_updates = n_updates
-        self._single = single
-        self._dataset_names = None  # output="dataset": the outputs' names
-        self._names = {v.name: k for k, v in enumerate(inputs) if v.name}
         self.source = compiled.source
-        # The common call (every input positional, arrays or labeled arrays, no shared variables,
-        # no updates, no size checks) skips binding and contexts: `compiled.fast(*arrays)` is the
-        # backend's own entry (numba: the driver), returning a bare array for one output, a
-        # tuple for several; labeled outputs are wrapped by their specs.
-        fast = compiled.fast
-        specs = [_fast_spec(s) for s in in_specs]
-        # Checks that read only DataArrays' labels pass NumPy data: the fast path takes exact arrays only then.
-        plain = all(_labels_only(c) for c in self._checks) and not shared and not n_updates and None not in specs
-        # The first call takes the general path and is timed (it compiles the numba kernels); the
-        # fast path is switched on after it succeeds.
-        self._fast_after_first = fast if plain else None
+        self.timings = {"kernels": compiled.timings, "perform": compiled.performs, **timings}
+        self._n_inputs = len(inputs)
+        # The common call (every input positional, arrays or labeled arrays, no shared variables, no updates,
+        # no size checks) skips binding and contexts: `compiled.fast(*arrays)` is the backend's own entry
+        # (numba: the driver), returning a bare array for one output, a tuple for several; labeled outputs
+        # are wrapped by their specs. Per input: (dtype, ndim, ((axis, static size), ...)): data that matches
+        # exactly needs no conversion.
+        specs = signature.fast_specs()
+        self._fast_specs = specs or ()
+        # The first call takes the general path and is timed (it compiles the numba kernels); the fast path is
+        # switched on after it succeeds.
+        self._fast_after_first = compiled.fast if specs is not None else None
         self._fast = None
         self._first_call = True
-        # Seconds per phase: lower, rewrite, codegen (set by `function`), "first call", and the
-        # backend's own ({kernel: seconds}, filled by the first call).
-        self.timings = {"kernels": compiled.timings, "perform": compiled.performs}
-        self._n_inputs = len(inputs)
-        if all(type(s) is TensorOutput for s in out_specs):
-            self._fast_wrap = _listed_all if len(outputs) != 1 else (_bare if single else _listed)
-        else:
-            self._fast_wrap = self._wrap_outputs
-        self._bare = self._fast_wrap is _bare  # the backend's result is the call's (no wrapping call)
-        # Per input: (dtype, ndim, ((axis, static size), ...)); data that matches exactly needs no conversion.
-        self._fast_specs = tuple(specs) if plain else ()
+        self._fast_wrap = signature.fast_wrapper()  # None: the backend's result is the call's
         self._fallback = None
+        for attr, make in compiled.exports.items():  # backend extras built on the Function (jax: f.jax_fn)
+            setattr(self, attr, make(self))
         if compiled.promote is not None:  # a faster entry later (numba: the jitted graph)
             compiled.promote(self._promote)
 
@@ -111,7 +101,7 @@ class Function:
     def fgraph(self):
         """The rewritten graph (a warm-started function lowers and rewrites the user's graph again when asked)."""
         if self._fgraph is None:
-            self._fgraph = self._rebuild_fgraph()
+            self._fgraph = self._make_fgraph()
         return self._fgraph
 
     @property
@@ -143,30 +133,6 @@ class Function:
         """
         return function_summary(self)
 
-    def _wrap_outputs(self, out, raw):
-        results = [out] if self._n_results == 1 else out
-        outs = [spec.wrap(r, raw) for spec, r in zip(self._out_specs, results)]
-        return outs[0] if self._single else outs
-
-    def _bind(self, args, kwargs):
-        if args and is_dataset(args[0]):
-            args, kwargs = (), bind_dataset(self, args[0], args[1:], kwargs)
-        n = len(self.inputs)
-        if len(args) > n:
-            raise InputError(f"function takes {n} inputs {self._input_names()}, got {len(args)} positional values")
-        values = list(args) + [_MISSING] * (n - len(args))
-        for key, value in kwargs.items():
-            k = self._names.get(key)
-            if k is None:
-                raise InputError(f"unexpected input {key!r}; the inputs are {self._input_names()}")
-            if values[k] is not _MISSING:
-                raise InputError(f"input {key!r} given twice (by position and by name)")
-            values[k] = value
-        missing = [self._input_label(k) for k, v in enumerate(values) if v is _MISSING]
-        if missing:
-            raise InputError(f"missing inputs {missing}; the inputs are {self._input_names()}")
-        return values
-
     def _fast_convert(self, args):
         """`args` unchanged when each is an ndarray of the exact dtype and static shape, else converted
         (None: the general path, which checks labels and takes dask-backed inputs lazily)."""
@@ -182,15 +148,9 @@ class Function:
             break
         else:
             return args
-        if self._checks or any(is_lazy(v) for v in args):  # label checks read the DataArrays; dask inputs stay lazy
+        if self.signature.checks or any(is_lazy(v) for v in args):  # label checks read the DataArrays; dask stays lazy
             return None
-        return [spec.convert(v) for spec, v in zip(self._in_specs, args)]
-
-    def _input_label(self, k):
-        return self.inputs[k].name or f"input {k}"
-
-    def _input_names(self):
-        return [self._input_label(k) for k in range(len(self.inputs))]
+        return self.signature.convert(args)
 
     def __call__(self, /, *args, ctx=None, trust_input=False, **kwargs):
         """Run the function on data given positionally or by input name.
@@ -214,64 +174,52 @@ class Function:
                 arrays = args
                 for a in args:
                     if type(a) is not np.ndarray:  # a DataArray, a Python or NumPy scalar
-                        arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, args)]
+                        arrays = self.signature.trusted(args)
                         break
             if arrays is not None:
                 try:
                     out = fast(*arrays)
                 except IndexError as err:
-                    self._name_index_error(arrays, args, err)
+                    self.signature.name_index_error(arrays, args, err)
                     raise
                 except TypeError as err:  # the backend's faster entry refused these types: its fallback answers
                     if self._fallback is None:
                         raise
                     out = self._fallback(arrays, err)
-                return out if self._bare else self._fast_wrap(out, args)
+                return out if self._fast_wrap is None else self._fast_wrap(out, args)
         if self._first_call:
             return self._timed_first_call(args, ctx, trust_input, kwargs)
-        raw = self._bind(args, kwargs)
+        signature = self.signature
+        raw = signature.bind(args, kwargs)
         if any(is_lazy(v) for v in raw):
             return lazy_call(self, raw, ctx)
-        if trust_input:
-            arrays = [spec.trusted(v) for spec, v in zip(self._in_specs, raw)]
-        else:
-            arrays = [spec.convert(v) for spec, v in zip(self._in_specs, raw)]
+        arrays = signature.trusted(raw) if trust_input else signature.convert(raw)
         ctx = ctx or DEFAULT_CONTEXT
         if not trust_input:
-            for check in self._checks:
-                check(arrays, raw, ctx)
-        if self._n_updates:
+            signature.check(arrays, raw, ctx)
+        if signature.update_targets:
             with ctx.lock:  # NOTE: read, run, write back as one step: threads sharing ctx never reuse a state
                 outs = self._run_in(ctx, arrays, raw)
         else:
             outs = self._run_in(ctx, arrays, raw)
-        if self._dataset_names is not None:
-            return to_dataset(self._dataset_names, outs)
-        return outs[0] if self._single else outs
+        return signature.returned(outs)
 
     def _run_in(self, ctx, arrays, raw):
         """The wrapped outputs for `arrays` with the shared values of `ctx`; then the updates go into `ctx`."""
-        arrays = arrays + [ctx.get(s) for s in self._shared]
+        signature = self.signature
+        arrays = arrays + [ctx.get(s) for s in signature.shared]
         try:
             results = self._run(arrays)
         except IndexError as err:
-            self._name_index_error(arrays, raw, err)
+            signature.name_index_error(arrays, raw, err)
             raise
-        n_out = len(results) - self._n_updates
-        if self._shared or self._n_updates:
-            results = _unaliased(results, n_out, arrays, len(self.inputs))
-        outs = [spec.wrap(r, raw) for spec, r in zip(self._out_specs, results[:n_out])]
-        for var, value in zip(self._update_targets, results[n_out:]):
+        n_out = len(results) - signature.n_updates
+        if signature.shared or signature.update_targets:
+            results = _unaliased(results, n_out, arrays, self._n_inputs)
+        outs = signature.wrap(results[:n_out], raw)
+        for var, value in zip(signature.update_targets, results[n_out:]):
             ctx._values[var] = value
         return outs
-
-    def _name_index_error(self, arrays, raw, err):
-        """Raise the failure check that names the input behind the backend's IndexError `err`, if one does."""
-        for check in self._failure_checks:
-            try:
-                check(arrays, raw)
-            except IndexError as named:
-                raise named from err
 
     def _timed_first_call(self, args, ctx, trust_input, kwargs):
         self._first_call = False
@@ -292,7 +240,7 @@ class Function:
     def __reduce__(self):
         # By value: the recipe (graph, backend, options) and the default context's shared values travel;
         # unpickling compiles again or loads from the cache.
-        return rebuild, (portable(self._recipe), shared_values(self))
+        return _unpickled, (portable(self._recipe), shared_values(self.signature.shared))
 
     def dprint(self, file=None, width=120):
         """Print the rewritten graph with types and static shapes (lines cut at `width`)."""
@@ -307,7 +255,6 @@ class Function:
         return function_html(self)
 
 
-_MISSING = object()
 _PHASES = ("lower", "rewrite", "codegen", "warm start", "first call", "jit graph")  # what `compile_time` sums
 
 
@@ -334,34 +281,6 @@ def _unaliased(results, n_out, arrays, n_inputs):
 
 def _overlap(a, b) -> bool:
     return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
-
-
-def _labels_only(check) -> bool:
-    """Whether `check` reads only DataArrays' labels (NumPy data always passes it)."""
-    return getattr(check, "labels_only", False)
-
-
-def _bare(out, raw):
-    return out
-
-
-def _listed(out, raw):
-    return [out]
-
-
-def _listed_all(out, raw):
-    return list(out)
-
-
-def _fast_spec(spec):
-    """(dtype, ndim, ((axis, static size), ...)) of a positional or labeled input spec, else None."""
-    if type(spec) is TensorInput:
-        shape = spec.type.shape
-    elif hasattr(spec.type, "dims") and hasattr(spec, "trusted"):  # a labeled input: NumPy data in dims order
-        shape = tuple(d.size for d in spec.type.dims)
-    else:
-        return None
-    return np.dtype(spec.type.dtype), len(shape), tuple((a, n) for a, n in enumerate(shape) if n is not None)
 
 
 def _as_list(x):
@@ -423,24 +342,21 @@ def function(
     array([1., 1., 1.])
     """
     if map_extra_dims:
-        from dimgraph.compile.extra_dims import MappedFunction
-
         if updates:
             raise ValueError("function: map_extra_dims cannot be combined with updates (a shared variable has no batch dims)")
         options = dict(options, backend=backend, rewrites=rewrites)
-        return MappedFunction(function(inputs, outputs, **options), options)
+        return MappedFunction(function(inputs, outputs, **options), options, function)
     inputs, _ = _as_list(inputs)
     outputs, single = _as_list(outputs)
     # output="dataset" is not a backend option: the outputs come back as one Dataset, by name
     dataset = dataset_names(outputs) if options.get("output") == "dataset" else None
-    options = {k: v for k, v in options.items() if not (dataset is not None and k == "output")}
+    backend_options = {k: v for k, v in options.items() if not (dataset is not None and k == "output")}
     backend_contract = get_backend(backend)
-    backend_contract.check_options(options)  # an unknown option fails before any work, on every backend
-    backend_options = dict(options)
+    backend_contract.check_options(backend_options)  # an unknown option fails before any work, on every backend
     if backend_options.get("shard"):  # Dims and variables become input positions: backends never read Dims
         backend_options["shard"] = resolve_shard(backend_options["shard"], inputs)
     updates = dict(updates or {})
-    updates.update(_rng_updates(outputs, updates))
+    updates.update(default_updates(outputs, updates))
     for v in inputs:
         if not isinstance(v, Variable) or v.owner is not None or isinstance(v, Constant):
             raise TypeError(f"function inputs must be graph inputs (no owner, not constants); got {v!r}")
@@ -450,6 +366,13 @@ def function(
     for target in updates:
         if not isinstance(target, SharedMixin):
             raise TypeError(f"updates: only shared variables can be updated, got {target!r}")
+    recipe = Recipe(
+        inputs, outputs[0] if single else outputs, backend_contract.name, updates, rewrites,
+        {**options, "return_numpy": True} if return_numpy else options,
+    )  # fmt: skip
+
+    def rewritten():
+        return _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_numpy)
 
     t_lower = time.perf_counter()
     key = None
@@ -459,40 +382,26 @@ def function(
     record = warm.load(key) if key is not None else None
     if record is not None:
         compiled = backend_contract.build(record.plan, **backend_options)
-        f = Function(inputs, outputs, single, None, backend_contract.name, compiled, record.in_specs, record.out_specs,
-                     record.checks, [], 0)  # fmt: skip
-        f._rebuild_fgraph = lambda: _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_numpy)[0]
-        f._update_targets = []
-        f.timings["warm start"] = time.perf_counter() - t_lower
-        _log.debug("dimgraph: warm start from %s in %.3f s", key, f.compile_time)
+        signature = record.signature.returning(single=single, dataset=dataset)
+        timings = {"warm start": time.perf_counter() - t_lower}
+        fgraph = lambda: rewritten()[0]  # noqa: E731 - made again only when asked for
+        _log.debug("dimgraph: warm start from %s in %.3f s", key, timings["warm start"])
     else:
         progress = Progress(_described(outputs))
-        fgraph, in_specs, out_specs, checks, shared, seconds = _rewritten(
-            inputs, outputs, updates, rewrites, backend_contract, return_numpy
-        )
+        fgraph, lowered, timings = rewritten()
+        signature = lowered.returning(single=single, dataset=dataset)
         t_codegen = time.perf_counter()
         progress.update("code generation")
         compiled = backend_contract.compile(fgraph, **backend_options)
-        t_done = time.perf_counter()
+        timings["codegen"] = time.perf_counter() - t_codegen
         progress.close()
-        n_updates = len(fgraph.outputs) - len(outputs)
-        f = Function(
-            inputs, outputs, single, fgraph, backend_contract.name, compiled, in_specs, out_specs, checks, shared, n_updates
-        )
-        f._update_targets = [t.storage_key for t in updates]
-        f.timings.update(seconds, codegen=t_done - t_codegen)
-        _log.debug("dimgraph: lower %.3f s, rewrite %.3f s, codegen %.3f s", *(f.timings[k] for k in ("lower", "rewrite", "codegen")))
-        if key is not None and not shared and compiled.plan is not None:
-            warm.save(key, warm.Record(compiled.plan, in_specs, out_specs, checks))
-    if dataset is not None:
-        f._dataset_names, f._fast, f._fast_after_first = dataset, None, None
-        options = {**options, "output": "dataset"}
-    if return_numpy:
-        options = {**options, "return_numpy": True}
-    f._recipe = Recipe(inputs, outputs[0] if single else outputs, backend_contract.name, updates, rewrites, options)
-    for attr, make in compiled.exports.items():  # backend extras built on the Function (jax: f.jax_fn)
-        setattr(f, attr, make(f))
-    return f
+        _log.debug("dimgraph: lower %.3f s, rewrite %.3f s, codegen %.3f s", *(timings[k] for k in ("lower", "rewrite", "codegen")))
+        if key is not None and not signature.shared and compiled.plan is not None:
+            warm.save(key, warm.Record(compiled.plan, lowered))
+    return Function(
+        signature, compiled, inputs=inputs, outputs=outputs, backend=backend_contract.name, recipe=recipe,
+        fgraph=fgraph, timings=timings,
+    )  # fmt: skip
 
 
 def _described(outputs) -> str:
@@ -502,9 +411,9 @@ def _described(outputs) -> str:
 
 
 def _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_numpy):
-    """The positional, rewritten graph of the user's one, with the I/O specs and seconds per phase.
+    """The positional, rewritten graph of the user's one, its signature and seconds per phase.
 
-    Returns (fgraph, in_specs, out_specs, checks, shared variables, {"lower": s, "rewrite": s}).
+    Returns (fgraph, Signature (outputs returned as a list), {"lower": s, "rewrite": s}).
     """
     t_lower = time.perf_counter()
     # RNG states after labeled draws are lowered with the outputs: their draws' sizes may come from the inputs
@@ -529,7 +438,7 @@ def _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_nump
     t_rewrite = time.perf_counter()
     rewrite_graph(fgraph, rewrites, backend=backend_contract)
     seconds = {"lower": t_rewrite - t_lower, "rewrite": time.perf_counter() - t_rewrite}
-    return fgraph, in_specs, out_specs, checks, shared, seconds
+    return fgraph, Signature.of(inputs, in_specs, out_specs, checks, shared=shared, updates=updates), seconds
 
 
 def _traced(rewrites) -> bool:
@@ -570,13 +479,6 @@ def _check_input_names_and_dtypes(inputs):
 def _has_labeled(variables) -> bool:
     """Whether any of `variables` or what they are computed from is labeled (and needs lowering)."""
     return any(not isinstance(v.type, TensorType) for v in ancestors(list(variables)))
-
-
-def _rng_updates(outputs, explicit):
-    """The next states of the `dg.rng` stream states the outputs draw from (explicit updates win)."""
-    from dimgraph.compile.random import default_updates
-
-    return default_updates(outputs, explicit)
 
 
 def _lower_io(inputs, outputs, updates):
@@ -620,6 +522,15 @@ def _lower_updates(updates):
             raise ValueError(f"updates: the new value of {target.name!r} has type {value.type}, expected {target.type}")
         out.append(value)
     return out
+
+
+def _unpickled(recipe, values):
+    """A compiled function from its recipe and shared values (the unpickling half of `Function.__reduce__`)."""
+    recipe = restored(recipe, values)
+    return function(
+        recipe.inputs, recipe.outputs, backend=recipe.backend, updates=recipe.updates or None, rewrites=recipe.rewrites,
+        **recipe.options,
+    )  # fmt: skip
 
 
 def _evaluate(variable, inputs, backend):

@@ -67,28 +67,21 @@ def portable(recipe: Recipe) -> Recipe:
     return replace(recipe, options={**recipe.options, "mesh": MeshByIds(ids, tuple(mesh.axis_names))})
 
 
-def shared_values(function) -> dict:
-    """{shared variable: value} for the function's shared variables the default context holds a value for."""
+def shared_values(shared) -> dict:
+    """{shared variable: value} for those of `shared` the default context holds a value for."""
     from dimgraph.core.shared import DEFAULT_CONTEXT
 
-    return {s: DEFAULT_CONTEXT._values[s] for s in function._shared if s in DEFAULT_CONTEXT._values}
+    return {s: DEFAULT_CONTEXT._values[s] for s in shared if s in DEFAULT_CONTEXT._values}
 
 
-def rebuild(recipe: Recipe, values=None):
-    """A compiled function from its recipe and shared values (the unpickling half of `Function.__reduce__`)."""
-    from dimgraph.compile.function import function
-
-    for var, value in (values or {}).items():  # new objects, the copy's own: they start where the original was
+def restored(recipe: Recipe, values=None) -> Recipe:
+    """`recipe` as this process compiles it, with `values` the initial values of its shared variables
+    (the unpickling half of `Function.__reduce__`: the shared variables are the copy's own new objects,
+    so they start where the original's were)."""
+    for var, value in (values or {}).items():
         var.initial_value = value = np.array(value)  # (a jax array, with output="jax", becomes NumPy)
         value.setflags(write=False)
-    options = recipe.options
-    if isinstance(options.get("mesh"), MeshByIds):
-        options = {**options, "mesh": options["mesh"].mesh()}
-    return function(
-        recipe.inputs,
-        recipe.outputs,
-        backend=recipe.backend,
-        updates=recipe.updates or None,
-        rewrites=recipe.rewrites,
-        **options,
-    )
+    mesh = recipe.options.get("mesh")
+    if isinstance(mesh, MeshByIds):
+        return replace(recipe, options={**recipe.options, "mesh": mesh.mesh()})
+    return recipe

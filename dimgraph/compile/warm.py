@@ -42,18 +42,16 @@ from dimgraph.core.graph import graph_digest as structural_digest
 from dimgraph.labeled.twins import twin_of
 
 _log = logging.getLogger("dimgraph")
-FORMAT = "dimgraph-warm-3"  # bump when the record's layout or the encoding changes (2: HMAC header, 3: core.digest)
+FORMAT = "dimgraph-warm-4"  # bump when the record's layout or the encoding changes (2: HMAC header, 3: core.digest, 4: Signature)
 _HEADER = 64  # hex SHA-256 of (key, payload), then the pickled payload
 
 
 @dataclasses.dataclass(frozen=True)
 class Record:
-    """What a warm start needs besides the user's graph: the backend's plan and the I/O specs."""
+    """What a warm start needs besides the user's graph: the backend's plan and the function's signature."""
 
     plan: object  # the backend's (`run.plan`, rebuilt by the backend module's `build(plan)`)
-    in_specs: list
-    out_specs: list
-    checks: list
+    signature: object  # the `Signature` (its outputs returned as a list: each call says how it returns them)
 
 
 def graph_digest(inputs, outputs, backend, settings) -> str | None:

@@ -327,11 +327,12 @@ def _user_jax_fn(jax_fn, function):
     values)` when `f` has updates. Outputs are JAX arrays, never DataArrays.
     """
     n_out = len(function.outputs)
-    single = function._single
-    has_updates = bool(function._n_updates)
+    signature = function.signature
+    single = signature.single
+    has_updates = bool(signature.update_targets)
 
-    names = [function._input_label(k) for k in range(len(function.inputs))]
-    names += [s.name or f"shared variable {k}" for k, s in enumerate(function._shared)]
+    names = signature.labels()
+    names += [s.name or f"shared variable {k}" for k, s in enumerate(signature.shared)]
     types = [v.type for v in function.fgraph.inputs]
 
     def user_fn(*args):
