@@ -8,7 +8,8 @@ hand `jax.jit(jax.value_and_grad(...))` on NumPy inputs, and PyMC 6's compiled
 implementation's log density and gradient are checked against hand NumPy (1e-8 relative) at the
 model's test point; then per-call medians of interleaved rounds, compile times (cold: empty
 caches; warm: the caches the cold process left; fresh processes, CPU seconds) and nutpie's wall
-time (4 chains x 2000: 1000 tune + 1000 draws) through `nutpie.from_pyfunc` beside
+time (4 chains x 2000: 1000 tune + 1000 draws) through `nutpie.from_pyfunc` and through nutpie's
+native model calling `fn.cfunc` (the route `dg.Model.sample` takes on numba) beside
 `nutpie.compile_pymc_model`.
 
     make bench-sampler                                      # PyMC and nutpie rows: runs in .venv-peers
@@ -244,6 +245,8 @@ def nutpie_times(model, backends, with_pymc, chains=4, tune=1000, draws=1000):
     import nutpie
     from nutpie.compiled_pyfunc import from_pyfunc  # public, not re-exported by the package
 
+    from dimgraph.model.samplers import nutpie_native_model
+
     out = {}
     for backend in backends:
         t0 = time.perf_counter()
@@ -252,6 +255,15 @@ def nutpie_times(model, backends, with_pymc, chains=4, tune=1000, draws=1000):
         t0 = time.perf_counter()
         nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, cores=2, seed=1, progress_bar=False)
         out[f"dg {backend}, from_pyfunc"] = (compile_s, time.perf_counter() - t0)
+        if backend == "numba":  # the route `dg.Model.sample` takes: nutpie calls the C-callable function
+            t0 = time.perf_counter()
+            fn = model.flat(backend)
+            start = lambda seed: np.random.default_rng(seed).normal(0, 0.5, fn.size)  # noqa: E731
+            compiled = nutpie_native_model(fn.cfunc(**model.data), fn.size, start)
+            compile_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, cores=2, seed=1, progress_bar=False)
+            out["dg numba, native (fn.cfunc)"] = (compile_s, time.perf_counter() - t0)
     if with_pymc:
         t0 = time.perf_counter()
         compiled = nutpie.compile_pymc_model(model.pymc_model())

@@ -244,8 +244,9 @@ class FlatFunction:
         """The C-callable log density and gradient with `data` bound (numba backend): a `CFunction` whose
         `address` is a GIL-free `int64 f(int64 n, const double* x, double* grad, double* logp, void* data)`
         to be called with its `data` pointer, as a sampler written in Rust or C calls a model (nutpie
-        calls PyMC's so). It returns 0, or 1 when `n` is not `fn.size`. The data are copied (C order)
-        and held by the `CFunction`: keep it alive while the address is in use.
+        calls PyMC's so). It returns 0; 3 when the gradient or 4 when the log density is not finite (both
+        written: a sampler rejects the point and goes on); -1 when `n` is not `fn.size`. The data are copied
+        (C order) and held by the `CFunction`: keep it alive while the address is in use.
 
         >>> import ctypes, dimgraph as dg, numpy as np
         >>> g = dg.Dim("g", size=2)

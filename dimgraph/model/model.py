@@ -395,7 +395,9 @@ class Model:
         `observed_data`.
 
         `sampler="nutpie"` (the `dimgraph[samplers]` extra) runs nutpie's NUTS on the
-        compiled logp and gradient; `kwargs` go to `nutpie.sample` (`cores`, `progress_bar`, ...).
+        compiled logp and gradient: on numba (the default backend) its chains call the compiled C
+        function with no Python in between, as nutpie runs PyMC's models (`dimgraph.model.samplers`);
+        `kwargs` go to `nutpie.sample` (`cores`, `progress_bar`, ...).
         `sampler="blackjax"` runs blackjax's NUTS on the jax backend (`target_accept=`).
         The starting points are checked first: a log density that is not finite there is a
         ValueError naming the variable.

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 
 def container(groups):
-    """The groups `{name: Dataset}` as InferenceData (arviz installed) or an xarray DataTree."""
+    """The groups `{name: Dataset}` as InferenceData (arviz before 1.0 installed) or an xarray DataTree."""
     try:
         import arviz
     except ImportError:
         arviz = None
-    if arviz is not None and hasattr(arviz, "InferenceData"):
+    if arviz is not None and _before_1(arviz.__version__):  # (1.x keeps the name `InferenceData` for its DataTree)
         return arviz.InferenceData(**groups)
     import xarray as xr
 
     return xr.DataTree.from_dict(dict(groups))
+
+
+def _before_1(version: str) -> bool:
+    return int(version.split(".")[0]) < 1
 
 
 def group(results, name):

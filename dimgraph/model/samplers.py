@@ -1,18 +1,25 @@
 """Bridges from a model's compiled log density to external samplers (optional: `pip install dimgraph[samplers]`).
 
-nutpie: its public `nutpie.compiled_pyfunc.from_pyfunc` takes a logp-and-gradient function on the
-flat unconstrained vector (the model's `LogpFunction`: the data already in
-dims order, no checks per call, so each call goes straight to the compiled kernels) and
-an expand function per draw; ours keeps the flat vector as it is, and the
-constrained values and deterministics of every draw come after sampling from
-one compiled call mapped over (chain, draw). Chains run in nutpie's threads;
-the numba kernels release the GIL while they run.
+nutpie: on the numba backend, nutpie's chains call the model's C-callable log
+density and gradient (`FlatFunction.cfunc`, the data bound) with no Python and no
+GIL in between, as nutpie runs PyMC's models: the bridge hands its address to
+nutpie's native model (`nutpie._lib.PyMcModel`, the class `compile_pymc_model`
+builds; nutpie has no public constructor for a C function, so a nutpie without
+it takes the next route). Otherwise (other backends) nutpie's public
+`nutpie.compiled_pyfunc.from_pyfunc` calls the model's `LogpFunction` from
+Python, one chain at a time holding the GIL. Either way a draw is the flat
+unconstrained vector as it is, and the constrained values and deterministics of
+every draw come after sampling from one compiled call mapped over (chain, draw).
 blackjax: NUTS on the jax backend's `jax_fn` of the log density (JAX
 differentiates it), window adaptation per chain, then all chains' draws in one
 vmapped `jax.lax.scan`.
 """
 
 from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
 
 import numpy as np
 
@@ -46,9 +53,24 @@ def sample(model, sampler, draws, tune, chains, seed, backend, **kwargs):
 def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False, **kwargs):
     try:
         import nutpie
-        from nutpie.compiled_pyfunc import from_pyfunc
     except ImportError:
         raise ImportError("sample: sampler 'nutpie' needs the nutpie package: pip install 'dimgraph[samplers]'") from None
+    compiled = _nutpie_native(model, fn)
+    if compiled is None:
+        compiled = _nutpie_pyfunc(model, fn)
+    if seed is None:  # fresh entropy, as NumPy's
+        seed = int(np.random.SeedSequence().generate_state(1)[0])
+    trace = nutpie.sample(
+        compiled, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores or chains,
+        progress_bar=progress_bar, save_warmup=False, **kwargs,
+    )
+    return np.asarray(trace.posterior["theta"].values), trace.sample_stats
+
+
+def _nutpie_pyfunc(model, fn):
+    """nutpie's model of a Python logp-and-gradient function (`fn`, the data bound)."""
+    from nutpie.compiled_pyfunc import from_pyfunc
+
     size = fn.size
 
     def make_logp_fn():
@@ -57,17 +79,96 @@ def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False
     def make_expand_fn(*_):
         return lambda x, **__: {"theta": np.array(x, dtype=np.float64)}
 
-    compiled = from_pyfunc(
+    return from_pyfunc(
         size, make_logp_fn, make_expand_fn, [np.dtype("float64")], [(size,)], ["theta"],
         make_initial_point_fn=lambda s: _start(model, fn, int(s)),
     )
-    if seed is None:  # fresh entropy, as NumPy's
-        seed = int(np.random.SeedSequence().generate_state(1)[0])
-    trace = nutpie.sample(
-        compiled, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores or chains,
-        progress_bar=progress_bar, save_warmup=False, **kwargs,
-    )
-    return np.asarray(trace.posterior["theta"].values), trace.sample_stats
+
+
+def _nutpie_native(model, fn):
+    """nutpie's native model of the model's log density (`fn`), or None where that route is closed."""
+    if fn.flat.function.backend != "numba" or not fn.size:
+        return None
+    data = dict(zip((v.name for v in model._inputs()), model._data_arrays()))
+    return nutpie_native_model(fn.flat.cfunc(**data), fn.size, lambda s: _start(model, fn, int(s)))
+
+
+def nutpie_native_model(cfunc, size, initial_point):
+    """A nutpie model whose chains call `cfunc` (a `CFunction` from `FlatFunction.cfunc`, its data bound)
+    from nutpie's threads without Python, a draw being the flat vector (`"theta"`); `initial_point(seed)`
+    gives a chain's start. None where this nutpie lacks the native model's constructors."""
+    try:
+        native = _native_model_class()
+    except (ImportError, AttributeError):
+        return None
+    compiled = native(dims={}, logp=cfunc, expand=_copy_theta(), size=size, init=initial_point)
+    try:
+        compiled._make_model(np.zeros(size))  # the private constructors take what this bridge gives
+    except TypeError:
+        return None
+    return compiled
+
+
+@functools.cache
+def _native_model_class():
+    """A `nutpie.sample.CompiledModel` whose chains call a `CFunction` (`FlatFunction.cfunc`): nutpie's
+    native model, built as `nutpie.compile_pymc` builds PyMC's."""
+    from nutpie import _lib
+    from nutpie.sample import CompiledModel
+
+    for name in ("LogpFunc", "ExpandFunc", "PyMcModel", "PyVariable", "PySampler"):
+        getattr(_lib, name)  # an AttributeError where this nutpie has none
+
+    @dataclasses.dataclass(frozen=True)
+    class NativeModel(CompiledModel):
+        logp: Any  # the CFunction: its `address` and its bound data's `data` pointer, kept alive here
+        expand: Any  # the C function writing a draw: the flat vector as it is
+        size: int
+        init: Any  # seed -> a chain's starting vector
+
+        @property
+        def n_dim(self):
+            return self.size
+
+        @property
+        def shapes(self):
+            return {"theta": (self.size,)}
+
+        @property
+        def coords(self):
+            return {}
+
+        def _make_model(self, init_mean):
+            logp = _lib.LogpFunc(self.logp.address, self.logp.data, self)
+            expand = _lib.ExpandFunc(self.size, self.size, self.expand.address, self.logp.data, self)
+            dim_sizes = {}  # `new_variables` names the vector's dim in it; the trace reads it back
+            variables = _lib.PyVariable.new_variables(["theta"], ["float64"], [(self.size,)], dim_sizes, {})
+            return _lib.PyMcModel(logp, expand, variables, self.size, dim_sizes, {}, self.init, None)
+
+        def _make_sampler(self, settings, init_mean, cores, *rest):
+            return _lib.PySampler.from_pymc(settings, cores, self._make_model(init_mean), *rest)
+
+    return NativeModel
+
+
+@functools.cache
+def _copy_theta():
+    """The C function nutpie calls for each draw kept: `int64(n, n_out, const double* x, double* out, void*)`
+    copying the flat vector."""
+    import numba
+    from numba import types
+
+    signature = types.int64(types.uint64, types.uint64, types.CPointer(types.float64), types.CPointer(types.float64), types.voidptr)
+
+    @numba.cfunc(signature, cache=True)
+    def copy(n, n_out, x, out, data):
+        if n != n_out:
+            return -1
+        for i in range(n):
+            out[i] = x[i]
+        return 0
+
+    return copy
 
 
 def _start(model, fn, seed, tries=10):

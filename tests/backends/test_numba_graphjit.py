@@ -107,7 +107,7 @@ def test_the_c_callable_logp_and_gradient_match_the_python_call(flat_fns):
         want_value, want_grad = reference(theta, **DATA)
         assert logp[0] == pytest.approx(want_value, rel=1e-12)
         np.testing.assert_allclose(grad, want_grad, rtol=1e-11, atol=1e-12)
-    assert c.ctypes(6, *args) == 1  # the wrong size: refused, nothing written
+    assert c.ctypes(6, *args) == -1  # the wrong size: refused (fatal, in nutpie's convention), nothing written
     # the address is the same function, callable from C through ctypes' own prototype
     proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ptr, ptr, ptr, ctypes.c_void_p)
     theta = np.full(7, 0.25)
@@ -115,6 +115,28 @@ def test_the_c_callable_logp_and_gradient_match_the_python_call(flat_fns):
     assert proto(c.address)(7, theta.ctypes.data_as(ptr), grad.ctypes.data_as(ptr), logp.ctypes.data_as(ptr), c.data) == 0
     assert logp[0] == pytest.approx(reference(theta, **DATA)[0], rel=1e-12)
     assert "int64 n, const double* x, double* grad, double* logp, void* data" in c.signature
+
+
+def test_the_c_callable_function_says_when_a_point_is_not_finite():
+    """Return codes in nutpie's convention: 3 when the gradient, 4 when only the log density is not finite
+    (positive: the sampler rejects the point and goes on); both are written."""
+    g = dg.Dim("g", size=2)
+    mu, floor = dg.labeled("mu", dims=(g,)), dg.labeled("floor", dims=())
+    fn = dg.flat_value_and_grad(dg.log(mu).sum() + dg.log(floor), [mu], inputs=[floor], backend="numba", jit_graph=True)
+    ptr = ctypes.POINTER(ctypes.c_double)
+
+    def call(c, theta):
+        grad, logp = np.full(2, 7.0), np.full(1, 7.0)
+        code = c.ctypes(2, theta.ctypes.data_as(ptr), grad.ctypes.data_as(ptr), logp.ctypes.data_as(ptr), c.data)
+        return code, logp[0], grad
+
+    fine = fn.cfunc(floor=1.0)
+    code, logp, grad = call(fine, np.array([1.0, 2.0]))
+    assert code == 0 and logp == pytest.approx(np.log(2.0)) and grad.tolist() == [1.0, 0.5]
+    code, logp, grad = call(fine, np.array([0.0, 2.0]))
+    assert code == 3 and logp == -np.inf and grad[0] == np.inf
+    code, logp, grad = call(fn.cfunc(floor=0.0), np.array([1.0, 2.0]))
+    assert code == 4 and logp == -np.inf and grad.tolist() == [1.0, 0.5]
 
 
 def test_cfunc_errors():

@@ -195,6 +195,29 @@ def test_sample_with_nutpie():
     assert list(summary.index) == ["mu", "tau"]
 
 
+def test_nutpie_calls_the_c_callable_log_density_on_numba():
+    """On numba nutpie's chains call the model's C function (no Python per gradient); elsewhere `from_pyfunc`."""
+    pytest.importorskip("nutpie")
+    import ctypes
+
+    from test_reference_models import eight_schools_model
+
+    from dimgraph.model import samplers
+
+    m = eight_schools_model()
+    fn = m.logp_fn()
+    native = samplers._nutpie_native(m, fn)
+    assert native is not None and native.n_dim == fn.size == 10
+    theta = np.linspace(-1.0, 1.0, 10)
+    grad, logp = np.empty(10), np.empty(1)
+    ptr = ctypes.POINTER(ctypes.c_double)
+    code = native.logp.ctypes(10, theta.ctypes.data_as(ptr), grad.ctypes.data_as(ptr), logp.ctypes.data_as(ptr), native.logp.data)
+    want_value, want_grad = fn(theta)
+    assert code == 0 and logp[0] == pytest.approx(want_value, rel=1e-12)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-11, atol=1e-12)
+    assert samplers._nutpie_native(m, m.logp_fn("python")) is None
+
+
 def test_the_models_guide_runs():
     """docs/models.md is code users paste: its blocks run as printed (from the sampling block on, with nutpie)."""
     import importlib.util
