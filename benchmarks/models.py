@@ -37,19 +37,10 @@ def radon_data(seed=0):
 
 
 def dimgraph_model(idx, floor, y):
-    import dimgraph as dg
+    """The reference radon model of the tests (`tests/model/test_reference_models.py`) on these data."""
+    from tests.model.test_reference_models import radon_model
 
-    county, house = dg.Dim("county", coords=[f"c{k}" for k in range(K)]), dg.Dim("house")
-    m = dg.Model()
-    mu_a, sigma_a = m.normal("mu_a", 0.0, 5.0), m.halfnormal("sigma_a", 1.0)
-    mu_b, sigma_b = m.normal("mu_b", 0.0, 5.0), m.halfnormal("sigma_b", 1.0)
-    z_a, z_b = m.normal("z_a", 0.0, 1.0, dims=(county,)), m.normal("z_b", 0.0, 1.0, dims=(county,))
-    a = m.deterministic("a", mu_a + sigma_a * z_a)
-    b = m.deterministic("b", mu_b + sigma_b * z_b)
-    ci, fl = m.data("county_idx", idx, dims=(house,)), m.data("floor", floor, dims=(house,))
-    sigma_y = m.exponential("sigma_y", 1.0)
-    m.observe("log_radon", dg.dist.normal(a.isel(county=ci) + b.isel(county=ci) * fl, sigma_y), data=y)
-    return m
+    return radon_model([f"c{k}" for k in range(K)], idx, floor, y)
 
 
 def run_dimgraph(data):

@@ -41,18 +41,19 @@ FLOOR = rng.integers(0, 2, N_HOUSE).astype(float)
 LOG_RADON = 1.5 - 0.6 * FLOOR + rng.normal(0, 0.3, len(COUNTIES))[COUNTY_IDX] + rng.normal(0, 0.7, N_HOUSE)
 
 
-def radon_model():
-    county, house = dg.Dim("county", coords=COUNTIES), dg.Dim("house")
+def radon_model(counties=COUNTIES, county_idx=COUNTY_IDX, floor=FLOOR, log_radon=LOG_RADON):
+    """The radon hierarchy on these data (`benchmarks/models.py` runs it at a sampler's size)."""
+    county, house = dg.Dim("county", coords=counties), dg.Dim("house")
     m = dg.Model()
     mu_a, sigma_a = m.normal("mu_a", 0.0, 5.0), m.halfnormal("sigma_a", 1.0)
     mu_b, sigma_b = m.normal("mu_b", 0.0, 5.0), m.halfnormal("sigma_b", 1.0)
     z_a, z_b = m.normal("z_a", 0.0, 1.0, dims=(county,)), m.normal("z_b", 0.0, 1.0, dims=(county,))
     a = m.deterministic("a", mu_a + sigma_a * z_a)
     b = m.deterministic("b", mu_b + sigma_b * z_b)
-    idx = m.data("county_idx", COUNTY_IDX, dims=(house,))
-    floor = m.data("floor", FLOOR, dims=(house,))
+    idx = m.data("county_idx", county_idx, dims=(house,))
+    on_floor = m.data("floor", floor, dims=(house,))
     sigma_y = m.exponential("sigma_y", 1.0)
-    m.observe("log_radon", dg.dist.normal(a.isel(county=idx) + b.isel(county=idx) * floor, sigma_y), data=LOG_RADON)
+    m.observe("log_radon", dg.dist.normal(a.isel(county=idx) + b.isel(county=idx) * on_floor, sigma_y), data=log_radon)
     return m
 
 
