@@ -1,6 +1,8 @@
 """`FunctionGraph`: the one mutable container that rewrites and backends work on.
 
-It owns a copy of the graph between its inputs and outputs, keeps for every
+It owns a copy of the graph between its inputs and outputs (every node, those
+that read only constants too: `replace` rewrites nodes in place, and the
+caller's graph must come out of a compile as it went in), keeps for every
 variable its clients `(node, input_index)` (an output is a client
 `("output", i)`; an insertion-ordered dict used as a set, so dropping one client of
 a variable with thousands is O(1)), and tells listening features about every change. Variables are

@@ -285,6 +285,10 @@ def graph_digest(inputs, outputs, encode=None, extra=(), names=False) -> bytes:
 def clone_graph(outputs, inputs, replace=None):
     """Copies of `outputs` with `inputs` (and `replace` keys) mapped to new variables.
 
+    Every node between them is copied, those reading only constants too (constants
+    themselves are shared: nothing changes them): a `FunctionGraph` rewrites its
+    nodes in place, so a node shared with the graph it was cloned from (the user's,
+    an op's inner graph) would carry its rewrites back there.
     Returns (new_inputs, new_outputs, memo) where memo maps id(old) -> new.
     """
     memo = {}
@@ -298,16 +302,16 @@ def clone_graph(outputs, inputs, replace=None):
     for node in toposort(outputs, blockers=[v for v in inputs]):
         if all(id(o) in memo for o in node.outputs):
             continue
-        new_node = rebuild_node(node, [memo.get(id(i), i) for i in node.inputs])
+        new_node = rebuild_node(node, [memo.get(id(i), i) for i in node.inputs], fresh=True)
         for o, no in zip(node.outputs, new_node.outputs):
             no.name = o.name
             memo[id(o)] = no
     return new_inputs, [memo.get(id(o), o) for o in outputs], memo
 
 
-def rebuild_node(node, new_inputs):
-    """`node` on new inputs, keeping the identical node when nothing changed."""
-    if all(a is b for a, b in zip(node.inputs, new_inputs)):
+def rebuild_node(node, new_inputs, fresh=False):
+    """`node` on new inputs, keeping the identical node when nothing changed (a copy if `fresh`)."""
+    if not fresh and all(a is b for a, b in zip(node.inputs, new_inputs)):
         return node
     if any(a.type != b.type for a, b in zip(node.inputs, new_inputs)):
         return node.op.make_node(*new_inputs)

@@ -76,7 +76,8 @@ class InnerGraph:
         return toposort(self.outputs, blockers=self.inputs)
 
     def apply(self, values):
-        """The outputs of this graph rebuilt on outer variables `values` (inlining it)."""
+        """The outputs of this graph rebuilt on outer variables `values` (inlining it): new nodes, all of them,
+        so the rewrites of the graph they join never reach this one."""
         _, outs, _ = clone_graph(self.outputs, self.inputs, replace=dict(zip(self.inputs, values)))
         return outs
 

@@ -10,6 +10,9 @@ fraction against the normal tail) and the pointwise log-likelihood against
 `scipy.stats`. One model per backend, shared by the tests of this module.
 """
 
+import functools
+import pickle
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -206,3 +209,34 @@ def test_observed_data_outside_the_bounds_is_an_error_naming_it_before_any_fit(f
     m.observe("y", getattr(dg.dist, factory)(dg.dist.normal(mu, 1.0), lower=0.0), data=np.array([1.0, -1.0]), dims=(OBS,))
     with pytest.raises(ValueError, match=r"'y': log density -inf .*outside the distribution's support"):
         m.map(backend="python")
+
+
+def lkj_model():
+    """LKJ priors on a correlation and on a correlation's Cholesky factor, read by an observed normal."""
+    m = dg.Model()
+    corr = m.rv("corr", dg.dist.lkj_corr(2.0, dims=(I, J)))
+    chol = m.rv("chol", dg.dist.lkj_cholesky_corr(1.5, dims=(K, L)))
+    m.observe("y", dg.dist.normal(corr.isel(i=0, j=1) + chol.isel(k=1, l=0), 1.0), data=YC[:12], dims=(OBS,))
+    return m
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_an_lkj_models_logp_fn_rebuilds_after_pickling(backend):
+    """A compile leaves the model's graph as it found it (the rewrites once wrote into it, and the unpickled
+    function, compiled anew from that graph, failed with InputError): the unpickled `logp_fn`, the pickled model's
+    and a second compile of the same graph compute the first one's values; the gradient is the log density's."""
+    m = lkj_model()
+    fn = m.logp_fn(backend)
+    assert fn.names == ["corr_corr__", "chol_cholesky_corr__"] and fn.size == 3 + 1
+    again = dg.flat_value_and_grad(m.logp(), [v.free for v in m.sampled], inputs=m._inputs(), backend=backend)
+    copies = [pickle.loads(pickle.dumps(fn)), pickle.loads(pickle.dumps(m)).logp_fn(backend), functools.partial(again, y=YC[:12])]
+    for theta in np.random.default_rng(4).uniform(-1, 1, size=(3, fn.size)):
+        value, grad = fn(theta)
+        assert np.isfinite(value)
+        for other in copies:
+            got, got_grad = other(theta)
+            assert got == value
+            np.testing.assert_array_equal(got_grad, grad)
+        h = 1e-6
+        fd = [(fn(theta + h * e)[0] - fn(theta - h * e)[0]) / (2 * h) for e in np.eye(fn.size)]
+        np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6)

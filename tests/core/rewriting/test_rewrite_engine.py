@@ -4,6 +4,7 @@ import sys
 
 import numpy as np
 import pytest
+from graph_state import assert_same_state, graph_state
 
 import dimgraph as dg
 from dimgraph.core import Elemwise
@@ -105,6 +106,24 @@ def test_ten_thousand_node_chain_compiles_without_recursion():
 def test_rewrite_graph_returns_the_graph():
     fg = FunctionGraph([x], [x * 1])
     assert rewrite_graph(fg, "default") is fg and fg.outputs[0] is fg.inputs[0]
+
+
+def test_rewrites_change_their_copy_only():
+    """A FunctionGraph holds no node of the graph it was built from, nodes over constants only included, and an
+    inlined macro comes in as new nodes: rewriting (merge, folding, fusion) leaves the graph and the macro's inner
+    graph as they were."""
+    half = dg.exp(dg.core.constant(np.array([-0.7, 0.1])))  # over constants only
+    u = dg.vector("u")
+    macro = dg.op_from_graph([u], [dg.log1p(dg.exp(u * dg.exp(dg.core.constant(0.2))))])
+    out = (macro(x * half) + half * dg.exp(dg.core.constant(np.array([-0.7, 0.1])))).sum()
+    before = graph_state([out])
+    fg = FunctionGraph([x], [out])
+    assert not {id(n) for n in fg.nodes} & before[0].keys()
+    rewrite_graph(fg, "default")
+    assert_same_state(before, graph_state([out]), "rewriting")
+    value = dg.function([x], out, backend="python")(np.array([0.3, -1.2]))
+    want = np.log1p(np.exp(np.array([0.3, -1.2]) * np.exp([-0.7, 0.1]) * np.exp(0.2))) + np.exp([-1.4, 0.2])
+    np.testing.assert_allclose(value, want.sum(), rtol=1e-12)
 
 
 BIG = np.array([-1000.0, -50.0, 0.0, 30.0, 800.0])

@@ -1,0 +1,178 @@
+"""A compile leaves the user's graph as it found it, so one graph compiles again (and again) to the same function.
+
+The rewrites work on a `FunctionGraph`'s copy of the graph and change its nodes in place; a node shared with
+the user's graph (one over constants only, an op's inner graph inlined) once carried them back there: fusion put
+a clone of an input into a categorical gradient's graph, and its next compile failed (InputError). For every
+`dg.dist` distribution's log density with its gradient, and for a scan, an ifelse and macros (inlined and kept),
+each graph is compiled three times: after each compile every node reachable from the outputs, inner graphs
+included, still has the inputs it had, the graph's digest is unchanged, and each compile computes what the
+unrewritten graph (`rewrites="none"`, the ops' NumPy references) computes.
+"""
+
+import numpy as np
+import pytest
+from graph_state import assert_same_state, graph_state
+
+import dimgraph as dg
+
+K = dg.Dim("k", size=3)
+ROW, COL = dg.Dim("row", size=3), dg.Dim("col", size=3)
+COMP = dg.Dim("comp", size=2)
+T = dg.Dim("t", size=5)
+CORR = np.array([[1.0, 0.3, -0.2], [0.3, 1.0, 0.1], [-0.2, 0.1, 1.0]])
+COV = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, -0.3], [0.1, -0.3, 0.8]])
+
+# name -> (parameter values, value, whether the value is differentiated): the scalar distributions
+SCALAR = {
+    "normal": ([0.3, 1.7], -0.4, True),
+    "halfnormal": ([1.3], 0.9, True),
+    "lognormal": ([0.3, 0.8], 1.2, True),
+    "student_t": ([4.0, 0.3, 1.7], 0.9, True),
+    "cauchy": ([0.3, 0.8], 1.2, True),
+    "uniform": ([-1.0, 2.0], 0.5, True),
+    "exponential": ([1.5], 0.7, True),
+    "gamma": ([2.5, 1.5], 0.8, True),
+    "invgamma": ([2.5, 1.5], 0.8, True),
+    "beta": ([2.5, 1.5], 0.3, True),
+    "halfcauchy": ([1.3], 0.8, True),
+    "halfstudent_t": ([3.5, 1.2], 0.9, True),
+    "weibull": ([1.7, 1.4], 0.9, True),
+    "laplace": ([0.3, 1.1], 1.4, True),
+    "logistic": ([0.3, 1.1], -0.4, True),
+    "bernoulli": ([0.3], 1.0, False),
+    "binomial": ([12.0, 0.3], 4.0, False),
+    "poisson": ([3.5], 4.0, False),
+    "negative_binomial": ([2.5, 0.3], 4.0, False),
+}
+
+
+def _scalar_case(name):
+    params, x, continuous = SCALAR[name]
+    vs = [dg.labeled(f"{name}_{k}", dims=()) for k in range(len(params) + 1)]
+    cost = getattr(dg.dist, name)(*vs[:-1]).logp(vs[-1])
+    wrt = vs if continuous else vs[:-1]
+    if name == "binomial":
+        wrt = vs[1:2]  # n is a count
+    return vs, cost, wrt, [*params, x]
+
+
+def _labeled(*names_dims):
+    return [dg.labeled(name, dims=dims) for name, dims in names_dims]
+
+
+def _vector_case(name):
+    """(inputs, cost, differentiated inputs, values) of the distributions on dims and those built from others."""
+    if name == "categorical":
+        (p,) = _labeled(("p", (K,)))
+        return [p], dg.dist.categorical(p, dim=K).logp(1), [p], [np.array([0.2, 0.5, 0.3])]
+    if name == "dirichlet":
+        a, x = _labeled(("a", (K,)), ("x", (K,)))
+        return [a, x], dg.dist.dirichlet(a, dim=K).logp(x), [a, x], [np.array([0.5, 2.0, 4.0]), np.array([0.2, 0.3, 0.5])]
+    if name == "multivariate_normal":
+        mu, cov, x = _labeled(("mu", (ROW,)), ("cov", (ROW, COL)), ("x", (ROW,)))
+        cost = dg.dist.multivariate_normal(mu, cov=cov, dims=(ROW, COL)).logp(x)
+        return [mu, cov, x], cost, [mu, cov, x], [np.array([0.0, 1.0, -1.0]), COV, np.array([0.5, 0.0, 2.0])]
+    if name == "lkj_corr":
+        eta, c = _labeled(("eta", ()), ("c", (ROW, COL)))
+        return [eta, c], dg.dist.lkj_corr(eta, dims=(ROW, COL)).logp(c), [eta], [1.7, CORR]
+    if name == "lkj_cholesky_corr":
+        eta, chol = _labeled(("eta", ()), ("chol", (ROW, COL)))
+        return [eta, chol], dg.dist.lkj_cholesky_corr(eta, dims=(ROW, COL)).logp(chol), [eta], [1.7, np.linalg.cholesky(CORR)]
+    if name == "lkj_cholesky_cov":
+        eta, chol = _labeled(("eta", ()), ("chol", (ROW, COL)))
+        cost = dg.dist.lkj_cholesky_cov(eta, dg.dist.halfnormal(1.5), dims=(ROW, COL)).logp(chol)
+        return [eta, chol], cost, [eta, chol], [2.2, np.linalg.cholesky(COV)]
+    if name == "zerosum_normal":
+        sigma, x = _labeled(("sigma", ()), ("x", (K,)))
+        return [sigma, x], dg.dist.zerosum_normal(sigma, dims=(K,)).logp(x), [sigma], [1.3, np.array([0.5, -0.2, -0.3])]
+    if name == "mixture":
+        w, mu, x = _labeled(("w", (COMP,)), ("mu", (COMP,)), ("x", ()))
+        cost = dg.dist.mixture(w, dg.dist.normal(mu, 1.0), dim=COMP).logp(x)
+        return [w, mu, x], cost, [w, mu, x], [np.array([0.4, 0.6]), np.array([-1.0, 1.5]), 0.2]
+    if name == "truncated":
+        lo, hi, mu, sigma, x = _labeled(*[(n, ()) for n in ("lo", "hi", "mu", "sigma", "x")])
+        cost = dg.dist.truncated(dg.dist.normal(mu, sigma), lower=lo, upper=hi).logp(x)
+        return [lo, hi, mu, sigma, x], cost, [lo, hi, mu, sigma, x], [-0.5, 2.0, 0.3, 1.2, 0.7]
+    if name == "censored":
+        lo, mu, x = _labeled(("lo", ()), ("mu", ()), ("x", ()))
+        cost = dg.dist.censored(dg.dist.logistic(mu, 1.0), lower=lo).logp(x)
+        return [lo, mu, x], cost, [lo, mu, x], [-0.5, 0.3, 0.4]
+    raise KeyError(name)
+
+
+def _control_case(name):
+    """Control flow and macros, each with a part over constants only (inside and outside) that the rewrites fold."""
+    half = dg.exp(dg.constant(-0.7, dims=()))
+    if name == "scan":
+        rho, eps = _labeled(("rho", ()), ("eps", (T,)))
+        _, trace = dg.scan(lambda s, e: rho * s * dg.exp(dg.constant(0.1, dims=())) + e, init=dg.constant(0.5, dims=()),
+                           sequences=eps, dim=T)  # fmt: skip
+        cost = (trace**2).sum() * half
+        return [rho, eps], cost, [rho, eps], [0.6, np.linspace(-1.0, 1.0, 5)]
+    if name == "ifelse":
+        (x,) = _labeled(("x", (K,)))
+        cost = dg.ifelse(x.sum() > 0, dg.exp(x).sum() * half, (x**2).sum() + half)
+        return [x], cost, [x], [np.array([0.3, -0.1, 0.5])]
+    if name.startswith("op_from_graph"):
+        (u,) = _labeled(("u", (K,)))
+        softplus = dg.op_from_graph([u], [dg.log1p(dg.exp(u * dg.exp(dg.constant(0.2, dims=()))))], inline=name == "op_from_graph")
+        (x,) = _labeled(("x", (K,)))
+        return [x], softplus(x).sum() * half, [x], [np.array([0.3, -1.1, 2.5])]
+    raise KeyError(name)
+
+
+CONTROL = ["scan", "ifelse", "op_from_graph", "op_from_graph kept"]
+CASES = sorted(SCALAR) + [n for n in dg.dist.DISTRIBUTIONS if n not in SCALAR] + CONTROL
+NUMBA_CASES = ["categorical", "lkj_cholesky_corr", "scan"]
+
+
+def build(name):
+    """(inputs, outputs: the cost and its gradients, values) of one case, on variables of its own."""
+    make = _scalar_case if name in SCALAR else _control_case if name in CONTROL else _vector_case
+    inputs, cost, wrt, values = make(name)
+    return inputs, [cost, *dg.grad(cost, wrt)], values
+
+
+_COMPILED = {}
+
+
+def compiled_thrice(name, backend):
+    """The case, its three compiles (the first two run every rewrite; the third may start warm) and its oracle."""
+    key = (name, backend)
+    if key not in _COMPILED:
+        inputs, outputs, values = build(name)
+        before = graph_state(outputs)
+        fns = []
+        for k, rewrites in enumerate([{"trace": True}, {"trace": True}, "default"]):
+            fns.append(dg.function(inputs, outputs, backend=backend, rewrites=rewrites))
+            assert_same_state(before, graph_state(outputs), f"compile {k + 1} of {name!r} on {backend}")
+        oracle = dg.function(inputs, outputs, backend="python", rewrites="none")
+        assert_same_state(before, graph_state(outputs), f"the unrewritten compile of {name!r}")
+        _COMPILED[key] = (fns, oracle, values)
+    return _COMPILED[key]
+
+
+def _check_values(name, backend):
+    fns, oracle, values = compiled_thrice(name, backend)
+    want = [np.asarray(v) for v in oracle(*values)]
+    assert np.isfinite(want[0]).all(), f"{name}: the test point must be inside the support"
+    first = [np.asarray(v) for v in fns[0](*values)]
+    for k, fn in enumerate(fns):
+        got = [np.asarray(v) for v in fn(*values)]
+        for j, (g, f, w) in enumerate(zip(got, first, want)):
+            np.testing.assert_array_equal(g, f, err_msg=f"{name}: compile {k + 1}, output {j}, vs the first compile")
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12, err_msg=f"{name}: compile {k + 1}, output {j}")
+
+
+def test_every_distribution_has_a_case():
+    assert set(dg.dist.DISTRIBUTIONS) <= set(CASES)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_graph_compiles_again_to_the_same_function(name):
+    _check_values(name, "python")
+
+
+@pytest.mark.parametrize("name", NUMBA_CASES)
+def test_a_graph_compiles_again_to_the_same_function_on_numba(name):
+    _check_values(name, "numba")
