@@ -23,6 +23,14 @@ from dimgraph.errors import DimError
 MAX_SIZE = 2**63  # sizes are int64 lengths: a Dim's size is below it
 
 
+def _not_text(name, labels) -> DimError:
+    bad = next(c for c in labels if isinstance(c, str) and not _is_text(c))
+    return DimError(
+        f"Dim {name!r}: the coord label {bad!r} is not valid text (it holds a lone surrogate, "
+        "which no encoding can write); decode the labels from bytes with errors='replace', or use other labels"
+    )
+
+
 def _is_text(label: str) -> bool:
     try:
         label.encode("utf-8")
@@ -74,7 +82,10 @@ class Dim:
                 values = np.asarray(coords)
                 if values.ndim != 1:
                     raise DimError(f"Dim {self.name!r}: coords must be one-dimensional, got shape {values.shape}")
-                coords = pd.Index(values)
+                try:
+                    coords = pd.Index(values)
+                except UnicodeEncodeError:  # pandas' Arrow-backed strings (pyarrow installed) refuse such labels here
+                    raise _not_text(self.name, values) from None
             if coords.has_duplicates:
                 dups = coords[coords.duplicated()].unique().tolist()[:3]
                 raise DimError(f"Dim {self.name!r}: coords must be unique, {dups} appear more than once")
@@ -89,11 +100,7 @@ class Dim:
         try:
             object.__setattr__(self, "_digest", _coords_digest(self.coords))
         except UnicodeEncodeError:
-            bad = next(c for c in self.coords if isinstance(c, str) and not _is_text(c))
-            raise DimError(
-                f"Dim {self.name!r}: the coord label {bad!r} is not valid text (it holds a lone surrogate, "
-                "which no encoding can write); decode the labels from bytes with errors='replace', or use other labels"
-            ) from None
+            raise _not_text(self.name, self.coords) from None
 
     def digest_caveat(self) -> str | None:
         """Why this dim's digest holds only in this process (its labels come from a function), or None."""
