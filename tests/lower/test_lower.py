@@ -130,15 +130,35 @@ def _in_tag_access(tree, const):
     return False
 
 
-def test_a_lowering_takes_given_placeholders():
-    """`Lowering(given=...)`: a labeled placeholder lowers to the value handed in, and its unsized dims take their sizes from it."""
-    from dimgraph.lower import Lowering
-
+def test_lower_takes_given_placeholders(backend):
+    """`lower(..., given=...)`: a labeled placeholder lowers to the value handed in, and its unsized dims take
+    their sizes from it (so `arange` over such a dim has the given value's length)."""
     t = dg.Dim("t")
     user = dg.labeled("user", dims=(t,))
     stand_in = dg.vector("stand_in")
-    low = Lowering(given=[(user, stand_in)])
-    out = low.positional((user * 2.0).sum())
-    f = dg.function([stand_in], out, backend="python")
-    np.testing.assert_allclose(f(np.arange(4.0)), 12.0)
-    assert low.positional(user) is stand_in and t in low.sizes
+    out = dg.lower((user * 2.0).sum() + dg.arange(t).sum(), given={user: stand_in})
+    same = dg.lower([user, (user * 2.0).sum()], given=[(user, stand_in)])
+    assert same[0] is stand_in
+    f = dg.function([stand_in], [out, same[1]], backend=backend)
+    for n in (0, 1, 4):
+        data = np.arange(float(n))
+        total, doubled = f(data)
+        np.testing.assert_allclose(total, 2 * data.sum() + n * (n - 1) / 2)
+        np.testing.assert_allclose(doubled, 2 * data.sum())
+
+
+@pytest.mark.parametrize(
+    "given, error, match",
+    [
+        ({"x": 1}, TypeError, "given must be"),
+        ([(1, 2)], TypeError, "given"),
+        (lambda u: {u: dg.labeled("v", dims=(age,))}, TypeError, "value given for 'u' must be a positional tensor"),
+        (lambda u: {u: dg.vector("v", dtype="float32")}, TypeError, "value given for 'u' has dtype float32, expected float64"),
+        (lambda u: {u: dg.matrix("m")}, dg.DimError, r"value given for 'u' has shape \(None, None\), expected one axis per dim of \(age: 4\)"),
+        (lambda u: {u: dg.vector("v", size=3)}, dg.DimError, r"has shape \(3,\), expected one axis per dim of \(age: 4\)"),
+    ],
+)
+def test_lower_refuses_bad_givens_naming_the_placeholder(given, error, match):
+    u = dg.labeled("u", dims=(age,))
+    with pytest.raises(error, match=match):
+        dg.lower(u * 2.0, given=given(u) if callable(given) else given)
