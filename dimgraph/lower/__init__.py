@@ -63,7 +63,7 @@ def lower(outputs, inputs=(), given=()):
     low = _Lowering()
     for var, positional in pairs:
         low.assume(var, positional)
-    low.run(list(inputs))
+    low.run([inputs] if isinstance(inputs, Variable) else list(inputs))
     outs = low.run([outputs] if single else list(outputs))
     return outs[0] if single else outs
 

@@ -212,9 +212,6 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     labeled = _labeled_mode(init + seqs, name)
     if labeled:
         init = [v if isinstance(v, Variable) else labeled_constant(v) for v in init]
-    else:
-        init = [v if isinstance(v, Variable) else as_tensor(v) for v in init]
-    if labeled:
         if dim is None:
             raise TypeError(f"{name}: labeled scans need dim= (the Dim that labels the steps of the traces)")
         if not isinstance(dim, Dim):
@@ -224,8 +221,11 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
         for j, s in enumerate(seqs):
             if dim not in s.type.dims:
                 raise _not_on_step_dim(name, j, s, dim)
-        seqs = [s.transpose(dim, *(d for d in s.type.dims if d != dim)) for s in seqs]  # steps first
+        # the step reads labeled slices (named as their sequences), lowered to slices of the steps-first sequences
+        users = [LabeledType(s.type.dtype, tuple(d for d in s.type.dims if d != dim)).make_variable(name=s.name) for s in seqs]
+        seqs = [s.transpose(dim, *u.type.dims) for s, u in zip(seqs, users)]
     else:
+        init = [v if isinstance(v, Variable) else as_tensor(v) for v in init]
         seqs = [as_tensor(s) for s in seqs]
         for s in seqs:
             if s.type.ndim == 0:
@@ -235,8 +235,7 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     start, seq_outer, n = outer[: len(init)], outer[len(init) : -1], outer[-1]
     seq_inner = [TensorType(s.type.dtype, s.type.shape).make_variable() for s in seq_outer]
     slices = [getitem(ph, body.index) for ph in seq_inner]
-    if labeled:  # the step reads labeled slices, lowered to the positional ones
-        users = [LabeledType(s.type.dtype, s.type.dims[1:]).make_variable(name=s.name) for s in seqs]
+    if labeled:
         body.given += zip(users, slices)
         slices = users
     n = _step_count(name, n, seq_outer, dim if labeled else None)
