@@ -78,8 +78,9 @@ def _given_pairs(given):
         what = f"lower: the value given for {var.name or var!r}"
         if is_labeled(positional) or (is_labeled(var) and not isinstance(positional.type, TensorType)):
             raise TypeError(f"{what} must be a positional tensor, got {positional!r}")
-        if getattr(positional.type, "dtype", None) != getattr(var.type, "dtype", None):
-            raise TypeError(f"{what} has dtype {positional.type.dtype}, expected {var.type.dtype}")
+        got, expected = (getattr(v.type, "dtype", type(v.type).__name__) for v in (positional, var))
+        if got != expected:
+            raise TypeError(f"{what} has dtype {got}, expected {expected}")
         if is_labeled(var):
             sizes, shape = tuple(d.size for d in var.type.dims), positional.type.shape
             if len(shape) != len(sizes) or any(n is not None and s is not None and n != s for n, s in zip(sizes, shape)):
