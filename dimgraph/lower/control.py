@@ -300,9 +300,10 @@ def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_l
     if len(outs) != len(init):
         raise ValueError(f"{name}: the step returns {len(outs)} values for {len(init)} states")
     checked = body.checked(outs, init)
-    first, after = (_zero_d(name, cond(*values), "the condition") for values in (init, checked))
+    # the condition before the first step (on the initial states) and after each step (on the new states)
+    before, after = (_zero_d(name, cond(*values), "the condition") for values in (init, checked))
     *new, nxt = _lower_variables([*checked, after], given=body.given)
-    *begin, first, n = _lower_variables([*init, first, _zero_d(name, max_steps, "a count")])
+    *begin, first, n = _lower_variables([*init, before, _zero_d(name, max_steps, "a count")])
     first, nxt, n = _flag(name, first), _flag(name, nxt), _check_count(name, n, "max_steps")
     go = tensor("go", (), "bool")
     if trace and labeled:
