@@ -266,3 +266,19 @@ def test_flat_value_and_grad_lowers_through_the_one_entry(lowerings):
     value, grad = fn(np.zeros(3), y=X)
     np.testing.assert_allclose(value, (X**2).sum())
     np.testing.assert_allclose(grad, -2 * X)
+
+
+def test_a_step_sizes_its_unsized_dims_from_the_given_placeholders(backend):
+    """A scan's step lowers with `given=` its states and slices: a dim of unknown size (`obs`) that the step
+    materialises (`arange`) takes its size from them, so one compile serves every length."""
+    t, n_obs = dg.Dim("t"), dg.Dim("n_obs")
+    x, s = dg.labeled("x", dims=(n_obs, t)), dg.labeled("s", dims=(n_obs,))
+    final, trace = dg.scan(lambda acc, e: acc + e * dg.arange(n_obs), init=s, sequences=x, dim=t)
+    f = dg.function([x, s], [final, trace], backend=backend)
+    for shape in [(3, 4), (1, 2), (5, 1)]:
+        xd, sd = np.arange(float(np.prod(shape))).reshape(shape), np.ones(shape[0])
+        got_final, got_trace = f(xd, sd)
+        expected = sd[:, None] + np.cumsum(xd * np.arange(shape[0])[:, None], axis=1)
+        assert got_trace.dims == ("t", "n_obs")
+        np.testing.assert_allclose(got_trace.values, expected.T)
+        np.testing.assert_allclose(got_final.values, expected[:, -1])
