@@ -47,7 +47,7 @@ from dimgraph.version import __version__
 globals().update(_SCALAR_FUNCTIONS)
 
 # control flow (issue 16): loops and lazy branches over labeled or positional variables
-from dimgraph.control import ifelse, op_from_graph, scan, while_loop  # noqa: E402
+from dimgraph.lower.control import ifelse, op_from_graph, scan, while_loop  # noqa: E402
 
 # random draws and log densities (issue 17)
 from dimgraph import dist  # noqa: E402

@@ -120,6 +120,13 @@ def _replacements(x) -> bool:
     return isinstance(x, dict) and all(isinstance(k, Variable) and _operand(v) for k, v in x.items())
 
 
+def _placeholders(x) -> bool:
+    pairs = x.items() if isinstance(x, dict) else x
+    return isinstance(x, (dict, list, tuple)) and all(
+        isinstance(p, tuple) and len(p) == 2 and all(isinstance(v, Variable) for v in p) for p in pairs
+    )
+
+
 def _core_dims(x) -> bool:
     return _sequence_of(_one_or_many(_dim))(x)  # per argument: its core dims (a lone name is one dim)
 
@@ -143,6 +150,7 @@ KINDS = {
     "optional variables": (_optional(_variables), "None, a graph variable or a list of them"),
     "graph": (_graph, "a variable, a list of variables, a compiled function or a FunctionGraph"),
     "replacements": (_replacements, "a dict {variable: variable, DataArray or numbers}"),
+    "placeholders": (_placeholders, "a dict {placeholder: positional variable} or a list of such pairs"),
     "updates": (lambda x: x is None or isinstance(x, dict), "None or a dict {shared variable: new value}"),
     "callable": (callable, "a callable"),
     "optional callable": (_optional(callable), "None or a callable"),
@@ -200,6 +208,7 @@ BY_NAME = {
     "file": "file",
     "obj": "graph",
     "replace": "replacements",
+    "given": "placeholders",
     "updates": "updates",
     "rewrites": "rewrites",
     "backend": "optional str",

@@ -8,7 +8,9 @@ cycle broken by a lazy import still counts). No import cycle may span two
 packages (`dimgraph.core`, `dimgraph.labeled`, ...), neither through the
 imports that run when a module loads nor through function-level ones. Inside
 `dimgraph.labeled` every import is at module level, except the few named in
-`LAZY_IN_LABELED`, each with the circle it would close.
+`LAZY_IN_LABELED`, each with the circle it would close. Labeled values become
+positional one way only: the lowering pass is built by `dimgraph.lower.lower`
+and named nowhere else.
 """
 
 import ast
@@ -36,6 +38,11 @@ LAZY_IN_LABELED = {
     ("dimgraph.labeled.math", "dimgraph.labeled.stacking"): "stacking builds on math's operands; argmax over several dims stacks them only then",
     ("dimgraph.labeled.math", "dimgraph.labeled.shape"): "shape builds on math's operands; argmax of a 0-d variable only needs full_like",
 }
+
+
+# The one entry into lowering: the pass class is built by this function of this module, and named nowhere else.
+LOWERING_PASS = "_Lowering"
+LOWERING_ENTRY = ("dimgraph.lower", "lower")
 
 
 def layer(module: str) -> str:
@@ -145,6 +152,31 @@ def cycles_across_packages(files, edges=module_level_imports):
     return [c for c in import_circles(files, edges) if len({package_of(m) for m in c}) > 1]
 
 
+def lowering_uses(files):
+    """Where the lowering pass is named outside its entry module, or built outside its entry function:
+    `module:line` for each (a second way from labeled to positional values)."""
+    found = []
+    for path, module in files:
+        tree = ast.parse(path.read_text(), str(path))
+        builder = {}  # line of a call that builds the pass -> the function it is in
+        for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Call) and _names_pass(n.func):
+                    builder.setdefault(n.lineno, fn.name)  # the outermost function: ast.walk meets it first
+        for n in ast.walk(tree):
+            named = _names_pass(n) or (isinstance(n, ast.alias) and n.name.split(".")[-1].lstrip("_") == LOWERING_PASS.lstrip("_"))
+            if module != LOWERING_ENTRY[0] and named:
+                found.append(f"{module}:{getattr(n, 'lineno', '?')}")
+            elif isinstance(n, ast.Call) and _names_pass(n.func) and (module, builder.get(n.lineno)) != LOWERING_ENTRY:
+                found.append(f"{module}:{n.lineno}")
+    return sorted(set(found))
+
+
+def _names_pass(node) -> bool:
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+    return name is not None and name.lstrip("_") == LOWERING_PASS.lstrip("_")
+
+
 MODULES = [(p, module_name(p)) for p in sorted(PACKAGE.rglob("*.py"))]
 
 
@@ -181,6 +213,30 @@ def test_labeled_imports_at_module_level():
         f"{where}: {m} imports {t}" for (m, t), where in new.items()
     )
     assert set(LAZY_IN_LABELED) <= set(found), f"survivors no longer lazy: {set(LAZY_IN_LABELED) - set(found)}"
+
+
+def test_lowering_has_one_entry():
+    """`dimgraph.lower.lower` is the one way from labeled to positional values: `dg.function`, `dg.grad`, `dg.scan`,
+    `dg.ifelse`, ... all call it; the pass it runs is built there and named in no other module."""
+    assert lowering_uses(MODULES) == []
+    entry = PACKAGE / "lower" / "__init__.py"
+    builds = [n for n in ast.walk(ast.parse(entry.read_text())) if isinstance(n, ast.Call) and _names_pass(n.func)]
+    assert len(builds) == 1, "the entry builds the pass once"
+
+
+@pytest.mark.parametrize(
+    "module, source",
+    [
+        ("dimgraph.lower.control", "from dimgraph.lower import _Lowering\n"),  # named outside the entry module
+        ("dimgraph.compile.injected", "import dimgraph.lower as L\n\n\ndef f(x):\n    return L._Lowering().run([x])\n"),
+        ("dimgraph.lower", "def lower_io(inputs):\n    return _Lowering().run(inputs)\n"),  # built outside `lower`
+        ("dimgraph.lower", "low = _Lowering()\n"),  # at module level
+    ],
+)
+def test_an_injected_second_way_into_lowering_is_caught(tmp_path, module, source):
+    fake = tmp_path / "injected.py"
+    fake.write_text(source)
+    assert len(lowering_uses([(fake, module)])) == 1
 
 
 def test_the_exception_is_still_needed():

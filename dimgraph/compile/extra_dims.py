@@ -97,7 +97,8 @@ class MappedFunction:
         from dimgraph.labeled.ops import ToPositional
         from dimgraph.labeled.type import LabeledType
         from dimgraph.labeled.vectorize import _to_batched_positional
-        from dimgraph.lower import lower, positional_twin
+        from dimgraph.labeled.twins import positional_twin
+        from dimgraph.lower import lower
 
         base = self._base
         batch = {}

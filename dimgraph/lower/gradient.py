@@ -15,7 +15,7 @@ from dimgraph.core.gradient import check_cost, check_wrt, jacobian_positional, n
 from dimgraph.core.basic import is_float
 from dimgraph.labeled.basic import from_positional
 from dimgraph.labeled.ops import is_labeled
-from dimgraph.lower import Lowering
+from dimgraph.lower import lower
 
 
 def label(var) -> str:
@@ -49,13 +49,8 @@ def grad(cost, wrt, disconnected="raise"):
 
 def _labeled_grad(cost, wrt, disconnected):
     """Lower the labeled cost, differentiate positionally, put the wrt dims back."""
-    low = Lowering()
-    for w in wrt:
-        if w.owner is None:
-            low.get(w)
-    (pos_cost,) = low.run([cost])
+    pos_cost, *pos_wrt = lower([cost, *wrt], inputs=wrt)
     pos_cost = check_cost(pos_cost, "grad")
-    pos_wrt = [low.positional(w) for w in wrt]
     one = constant(np.ones((), dtype=pos_cost.type.dtype))
     grads = vjp([pos_cost], [one], pos_wrt, disconnected)
     return [
@@ -108,11 +103,7 @@ def _labeled_jacobian(y, x, disconnected):
         raise TypeError("jacobian: give y and x both labeled or both positional")
     if not is_float(x):
         raise TypeError(f"jacobian: x {label(x)} has dtype {x.type.dtype}; gradients exist only for float variables")
-    low = Lowering()
-    if x.owner is None:
-        low.get(x)
-    (pos_y,) = low.run([y])
-    pos_x = low.positional(x)
+    pos_y, pos_x = lower([y, x], inputs=[x])
     jac = jacobian_positional(pos_y, pos_x, disconnected)
     taken = {d.name for d in y.type.dims}
     x_dims = []

@@ -13,13 +13,14 @@ from __future__ import annotations
 import numpy as np
 from dimgraph.lazy import pandas as pd
 
-from dimgraph.core.graph import ancestors
+from dimgraph.core.graph import Constant, ancestors
 from dimgraph.core.subtensor import SYMBOLIC
 from dimgraph.errors import IndexOutOfBounds, InputError
 from dimgraph.labeled.basic import is_dataarray
 from dimgraph.labeled.dims import ProductDim, derivation_of
 from dimgraph.labeled.io import first_difference
 from dimgraph.labeled.ops import is_labeled
+from dimgraph.labeled.twins import positional_twin
 from dimgraph.lower.combine import ProductLabels
 from dimgraph.lower.coords import InputCoords, PickedCoord, output_coords
 
@@ -151,7 +152,6 @@ def _label_maps(graph) -> dict:
 
 def _label_steps(graph):
     """(new dim, old dim, label map) for each dim that a rename, slice, selection or diff in `graph` made."""
-    from dimgraph.core.graph import Constant
     from dimgraph.labeled.indexing import Isel, entry_inputs
     from dimgraph.labeled.ops import LabeledDiff, Relabel
 
@@ -223,8 +223,9 @@ def _from_template(template, value):
     )
 
 
-def size_checks(inputs, labels, lowering):
-    """Checks that the inputs sharing a dim of unknown size agree on it (and with constants that fix it)."""
+def size_checks(inputs, outputs, labels):
+    """Checks that the inputs sharing a dim of unknown size agree on it (and with the labeled constants
+    the outputs read that fix it: the first one read fixes it)."""
     carriers = {}
     for k, v in enumerate(inputs):
         if is_labeled(v):
@@ -241,8 +242,14 @@ def size_checks(inputs, labels, lowering):
     for d, ks in shared_labels.items():
         if len(ks) > 1:
             checks.append(_CoordsCheck(d.name, ks, labels))
+    fixed_by = {}
+    for v in read_by(outputs):
+        if isinstance(v, Constant) and is_labeled(v):
+            for d, n in zip(v.type.dims, positional_twin(v).type.shape):
+                if d.size is None:
+                    fixed_by.setdefault(d, n)
     for d, where in carriers.items():
-        fixed = lowering.fixed.get(d)
+        fixed = fixed_by.get(d)
         if len(where) > 1 or fixed is not None:
             checks.append(_SizeCheck(d.name, where, labels, fixed))
     return checks

@@ -1,7 +1,7 @@
 """One lowering per labeled op: dims become axis numbers, and labeled ops become positional ones.
 
 Each rule gets the op, the labeled node, its inputs already lowered (axes in
-the order of `node.inputs[k].type.dims`) and the `Lowering` (for the sizes of
+the order of `node.inputs[k].type.dims`) and the lowering pass (for the sizes of
 dims a rule must materialise, e.g. `expand_dims`). It returns the positional
 output(s), with axes in the order of the node's output dims.
 """

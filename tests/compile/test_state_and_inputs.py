@@ -125,6 +125,19 @@ def test_a_constant_read_only_by_a_gradient_fixes_the_input_size(backend):
         f(np.zeros(4))
 
 
+def test_a_constant_read_only_by_an_update_fixes_the_input_size(backend):
+    """The size check reads the constants of the updates' graphs too, and refuses before any state changes."""
+    x = dg.labeled("x", dims=(OBS,))
+    c = dg.constant(np.array([1.0, 2.0, 3.0]), dims=(OBS,))
+    w = dg.shared(np.zeros(()), dims=(), name="w")
+    ctx = dg.SharedContext()
+    f = dg.function([x], x.sum(), updates={w: w + dg.dot(x, c)}, backend=backend)
+    assert float(f(np.ones(3), ctx=ctx)) == 3.0 and float(w.get(ctx=ctx)) == 6.0
+    with pytest.raises(dg.InputError, match="input 'x': dim 'obs' has size 4, but a constant in the graph gives it size 3"):
+        f(np.ones(4), ctx=ctx)
+    assert float(w.get(ctx=ctx)) == 6.0
+
+
 def test_an_input_named_self_is_passed_by_keyword(backend):
     x = dg.tensor("self", shape=())
     f = dg.function([x], x + 1, backend=backend)

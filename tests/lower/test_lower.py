@@ -130,15 +130,155 @@ def _in_tag_access(tree, const):
     return False
 
 
-def test_a_lowering_takes_given_placeholders():
-    """`Lowering(given=...)`: a labeled placeholder lowers to the value handed in, and its unsized dims take their sizes from it."""
-    from dimgraph.lower import Lowering
-
+def test_lower_takes_given_placeholders(backend):
+    """`lower(..., given=...)`: a labeled placeholder lowers to the value handed in, and its unsized dims take
+    their sizes from it (so `arange` over such a dim has the given value's length)."""
     t = dg.Dim("t")
     user = dg.labeled("user", dims=(t,))
     stand_in = dg.vector("stand_in")
-    low = Lowering(given=[(user, stand_in)])
-    out = low.positional((user * 2.0).sum())
-    f = dg.function([stand_in], out, backend="python")
-    np.testing.assert_allclose(f(np.arange(4.0)), 12.0)
-    assert low.positional(user) is stand_in and t in low.sizes
+    out = dg.lower((user * 2.0).sum() + dg.arange(t).sum(), given={user: stand_in})
+    same = dg.lower([user, (user * 2.0).sum()], given=[(user, stand_in)])
+    assert same[0] is stand_in
+    f = dg.function([stand_in], [out, same[1]], backend=backend)
+    for n in (0, 1, 4):
+        data = np.arange(float(n))
+        total, doubled = f(data)
+        np.testing.assert_allclose(total, 2 * data.sum() + n * (n - 1) / 2)
+        np.testing.assert_allclose(doubled, 2 * data.sum())
+
+
+@pytest.mark.parametrize(
+    "given, error, match",
+    [
+        ({"x": 1}, TypeError, "given must be"),
+        ([(1, 2)], TypeError, "given"),
+        (lambda u: {u: dg.labeled("v", dims=(age,))}, TypeError, "value given for 'u' must be a positional tensor"),
+        (lambda u: {u: dg.vector("v", dtype="float32")}, TypeError, "value given for 'u' has dtype float32, expected float64"),
+        (lambda u: {u: dg.matrix("m")}, dg.DimError, r"value given for 'u' has shape \(None, None\), expected one axis per dim of \(age: 4\)"),
+        (lambda u: {u: dg.vector("v", size=3)}, dg.DimError, r"has shape \(3,\), expected one axis per dim of \(age: 4\)"),
+    ],
+)
+def test_lower_refuses_bad_givens_naming_the_placeholder(given, error, match):
+    u = dg.labeled("u", dims=(age,))
+    with pytest.raises(error, match=match):
+        dg.lower(u * 2.0, given=given(u) if callable(given) else given)
+
+
+T = dg.Dim("t", coords=["a", "b", "c"])
+X = np.array([0.5, -2.0, 3.0])
+
+
+def _scan():
+    x = dg.labeled("x", dims=(T,))
+    _, trace = dg.scan(lambda acc, e: acc + e, init=dg.constant(0.0, dims=()), sequences=x, dim=T)
+    return [x], trace, np.cumsum(X)
+
+
+def _while_loop():
+    x = dg.labeled("x", dims=(T,))
+    final = dg.while_loop(lambda v: (v < 100.0).all(), lambda v: v * 2.0 + 1.0, init=x.sum() * 0.0 + 1.0, max_steps=50)
+    return [x], final, 127.0
+
+
+def _ifelse():
+    x = dg.labeled("x", dims=(T,))
+    return [x], dg.ifelse(x.sum() > 0, x * 2.0, -x), 2 * X
+
+
+def _op_from_graph():
+    x, y = dg.labeled("x", dims=(T,)), dg.labeled("y", dims=(T,))
+    softplus = dg.op_from_graph([y], [dg.log1p(dg.exp(y))])
+    return [x], softplus(x), np.log1p(np.exp(X))
+
+
+def _grad():
+    x = dg.labeled("x", dims=(T,))
+    return [x], dg.grad((x**3).sum(), x), 3 * X**2
+
+
+def _vectorize():
+    x = dg.labeled("x", dims=(T,))
+    centred = dg.vectorize(lambda v: v - v.mean("t"), [("t",)], [("t",)])(x)
+    return [x], centred, X - X.mean()
+
+
+def _rng():
+    x = dg.labeled("x", dims=(T,))
+    return [x], dg.rng(0).uniform(x, x + 1e-9), X
+
+
+def _function():
+    x = dg.labeled("x", dims=(T,))
+    return [x], (x * x).sum(), (X * X).sum()
+
+
+# entry point -> (build, whether building lowers: loops, branches, macros and labeled gradients lower on the spot)
+ENTRY_POINTS = {
+    "dg.scan": (_scan, True),
+    "dg.while_loop": (_while_loop, True),
+    "dg.ifelse": (_ifelse, True),
+    "dg.op_from_graph": (_op_from_graph, True),
+    "dg.grad": (_grad, True),
+    "dg.vectorize": (_vectorize, False),
+    "dg.rng": (_rng, False),
+    "dg.function": (_function, False),
+}
+
+
+@pytest.fixture
+def lowerings(monkeypatch):
+    """One entry per lowering pass run from now on (a compile lowers: no warm start from disk)."""
+    import importlib
+
+    from dimgraph.compile import warm
+
+    entry = importlib.import_module("dimgraph.lower")  # the module (`dimgraph.lower` the attribute is dg.lower)
+
+    runs = []
+
+    class Counted(entry._Lowering):
+        def __init__(self):
+            runs.append(self)
+            super().__init__()
+
+    monkeypatch.setattr(entry, "_Lowering", Counted)
+    monkeypatch.setattr(warm, "load", lambda key: None)
+    return runs
+
+
+@pytest.mark.parametrize("name", list(ENTRY_POINTS))
+def test_every_entry_point_lowers_through_the_one_entry(name, lowerings):
+    """Each user entry point reaches lowering through `dimgraph.lower.lower` (the pass is built nowhere else:
+    tests/test_layering.py), when it builds its graph where it lowers on the spot, and in the compile."""
+    build, lowers_when_built = ENTRY_POINTS[name]
+    inputs, out, expected = build()
+    built = len(lowerings)
+    assert (built > 0) == lowers_when_built
+    f = dg.function(inputs, out, backend="python")
+    assert len(lowerings) > built
+    np.testing.assert_allclose(np.asarray(f(X)), expected, rtol=1e-8)
+
+
+def test_flat_value_and_grad_lowers_through_the_one_entry(lowerings):
+    mu, y = dg.labeled("mu", dims=(T,)), dg.labeled("y", dims=(T,))
+    fn = dg.flat_value_and_grad(((mu - y) ** 2).sum(), [mu], inputs=[y], backend="python")
+    assert len(lowerings) >= 2  # the labeled gradient, then the compile
+    value, grad = fn(np.zeros(3), y=X)
+    np.testing.assert_allclose(value, (X**2).sum())
+    np.testing.assert_allclose(grad, -2 * X)
+
+
+def test_a_step_sizes_its_unsized_dims_from_the_given_placeholders(backend):
+    """A scan's step lowers with `given=` its states and slices: a dim of unknown size (`obs`) that the step
+    materialises (`arange`) takes its size from them, so one compile serves every length."""
+    t, n_obs = dg.Dim("t"), dg.Dim("n_obs")
+    x, s = dg.labeled("x", dims=(n_obs, t)), dg.labeled("s", dims=(n_obs,))
+    final, trace = dg.scan(lambda acc, e: acc + e * dg.arange(n_obs), init=s, sequences=x, dim=t)
+    f = dg.function([x, s], [final, trace], backend=backend)
+    for shape in [(3, 4), (1, 2), (5, 1)]:
+        xd, sd = np.arange(float(np.prod(shape))).reshape(shape), np.ones(shape[0])
+        got_final, got_trace = f(xd, sd)
+        expected = sd[:, None] + np.cumsum(xd * np.arange(shape[0])[:, None], axis=1)
+        assert got_trace.dims == ("t", "n_obs")
+        np.testing.assert_allclose(got_trace.values, expected.T)
+        np.testing.assert_allclose(got_final.values, expected[:, -1])

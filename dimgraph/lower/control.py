@@ -1,8 +1,10 @@
-"""Control flow for users: `dg.scan`, `dg.while_loop`, `dg.ifelse` (labeled and positional variables).
+"""Control flow for users: `dg.scan`, `dg.while_loop`, `dg.ifelse`, `dg.op_from_graph` (labeled and positional variables).
 
-A front door above `lower`: the step function is called once on placeholders
-(labeled ones when the states are labeled), its graph is lowered on the spot
-to a positional body, and the loop or branch becomes one core op
+Each lowers on the spot, as labeled `dg.grad` does, so it lives in `lower`: the
+step function is called once on placeholders (labeled ones when the states are
+labeled), its graph is lowered to a positional body by `lower(..., given=...)`
+(each labeled placeholder given its positional one), the outer values by one
+plain `lower`, and the loop or branch becomes one core op
 (`core.loop.Scan`, `core.loop.Loop`, `core.ifelse.IfElse`) whose labeled
 results are read back with `from_positional`. Labeled inputs keep the
 positional twin every lowering of them shares, so the op sits in the same
@@ -34,7 +36,7 @@ from dimgraph.labeled.dims import Dim, fmt_dims, resolve_dims
 from dimgraph.labeled.ops import is_labeled
 from dimgraph.labeled.shape import broadcast, broadcast_to_dims
 from dimgraph.labeled.type import LabeledType
-from dimgraph.lower import Lowering
+from dimgraph.lower import lower
 
 
 def _as_list(x):
@@ -48,32 +50,25 @@ def _state_label(k, v):
 
 
 class _Body:
-    """Placeholders for the states (and sequence slices), and the lowering that turns the step into a positional body."""
+    """A step's placeholders: the states (and sequence slices) it is called on, the positional ones its body
+    is built on, and the pairs that tie the labeled ones together (`given` when the step is lowered)."""
 
     def __init__(self, name, init, labeled):
         self.name, self.labeled = name, labeled
-        self.inner = Lowering()
-        self.outer = Lowering()
         self.index = tensor("i", (), "int64")
-        self.user_states, self.states, self.init = [], [], []
-        for k, v in enumerate(init):
-            if labeled and is_rng_state(v):  # an RNG state is positional in every mode
-                user = pos = v.type.make_variable(name=v.name)
-                (outer,) = self.outer.run([v])
-            elif labeled:
+        self.user_states, self.states, self.given = [], [], []
+        for v in init:
+            if labeled and not is_rng_state(v):  # an RNG state is positional in every mode
                 user = LabeledType(v.type.dtype, v.type.dims).make_variable(name=v.name)
                 pos = TensorType(v.type.dtype, tuple(d.size for d in v.type.dims)).make_variable(name=v.name)
-                self.inner.assume(user, pos)
-                (outer,) = self.outer.run([v])
+                self.given.append((user, pos))
             else:
                 user = pos = v.type.make_variable(name=v.name)
-                outer = v
             self.user_states.append(user)
             self.states.append(pos)
-            self.init.append(outer)
 
-    def new_states(self, outs, init):
-        """The step's results as positional body outputs, checked against the states they replace."""
+    def checked(self, outs, init):
+        """The step's results, checked against the states they replace (labeled ones in the states' dims order)."""
         checked = []
         for k, (v, out) in enumerate(zip(init, outs)):
             label = _state_label(k, v)
@@ -100,16 +95,23 @@ class _Body:
                     f"a state keeps its dtype (use .astype({v.type.dtype!r}) in the step)"
                 )
             checked.append(out)
-        return self.inner.run(checked) if self.labeled else checked
+        return checked
 
-    def lower_outer(self, v):
-        if v is None:
-            return None
-        if isinstance(v, Variable) and is_labeled(v):
-            if v.type.ndim != 0:
-                raise DimError(f"{self.name}: a count must be 0-d, got dims {fmt_dims(v.type.dims)}")
-            return self.outer.run([v])[0]
-        return as_tensor(v)
+
+def _lower_variables(values, given=()):
+    """`values` with the graph variables among them lowered together (one `lower`: they share sizes and
+    nodes); others (None, Python numbers) as they are. Positional variables come back unchanged unless
+    they are computed from labeled ones."""
+    at = [k for k, v in enumerate(values) if isinstance(v, Variable)]
+    lowered = dict(zip(at, lower([values[k] for k in at], given=given)))
+    return [lowered.get(k, v) for k, v in enumerate(values)]
+
+
+def _zero_d(name, v, what):
+    """`v`, refused naming `what` when it is a labeled variable with dims (a count, a condition)."""
+    if isinstance(v, Variable) and is_labeled(v) and v.type.ndim != 0:
+        raise DimError(f"{name}: {what} must be 0-d, got dims {fmt_dims(v.type.dims)}")
+    return v
 
 
 def _labeled_mode(values, what):
@@ -210,11 +212,6 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     labeled = _labeled_mode(init + seqs, name)
     if labeled:
         init = [v if isinstance(v, Variable) else labeled_constant(v) for v in init]
-    else:
-        init = [v if isinstance(v, Variable) else as_tensor(v) for v in init]
-    body = _Body(name, init, labeled)
-    seq_outer, seq_inner, slices = [], [], []
-    if labeled:
         if dim is None:
             raise TypeError(f"{name}: labeled scans need dim= (the Dim that labels the steps of the traces)")
         if not isinstance(dim, Dim):
@@ -224,32 +221,31 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
         for j, s in enumerate(seqs):
             if dim not in s.type.dims:
                 raise _not_on_step_dim(name, j, s, dim)
-            rest = tuple(d for d in s.type.dims if d != dim)
-            (outer,) = body.outer.run([s.transpose(dim, *rest)])
-            ph = TensorType(s.type.dtype, outer.type.shape).make_variable()
-            user = LabeledType(s.type.dtype, rest).make_variable(name=s.name)
-            sliced = getitem(ph, body.index)
-            body.inner.assume(user, sliced)
-            seq_outer.append(outer)
-            seq_inner.append(ph)
-            slices.append(user)
+        # the step reads labeled slices (named as their sequences), lowered to slices of the steps-first sequences
+        users = [LabeledType(s.type.dtype, tuple(d for d in s.type.dims if d != dim)).make_variable(name=s.name) for s in seqs]
+        seqs = [s.transpose(dim, *u.type.dims) for s, u in zip(seqs, users)]
     else:
+        init = [v if isinstance(v, Variable) else as_tensor(v) for v in init]
+        seqs = [as_tensor(s) for s in seqs]
         for s in seqs:
-            s = as_tensor(s)
             if s.type.ndim == 0:
                 raise ValueError(f"{name}: a sequence needs a leading axis to slice, got the 0-d {s!r}")
-            ph = s.type.make_variable()
-            seq_outer.append(s)
-            seq_inner.append(ph)
-            slices.append(getitem(ph, body.index))
-    n = _step_count(name, body.lower_outer(n_steps), seq_outer, dim if labeled else None)
+    body = _Body(name, init, labeled)
+    outer = _lower_variables([*init, *seqs, _zero_d(name, n_steps, "a count")])
+    start, seq_outer, n = outer[: len(init)], outer[len(init) : -1], outer[-1]
+    seq_inner = [TensorType(s.type.dtype, s.type.shape).make_variable() for s in seq_outer]
+    slices = [getitem(ph, body.index) for ph in seq_inner]
+    if labeled:
+        body.given += zip(users, slices)
+        slices = users
+    n = _step_count(name, n, seq_outer, dim if labeled else None)
     since = draws_made()
     outs, _ = _as_list(step(*body.user_states, *slices))
     _check_step_draws(outs, [*body.user_states, *slices], since, name)
     if len(outs) != len(init):
         raise ValueError(f"{name}: the step returns {len(outs)} values for {len(init)} states")
-    new = body.new_states(outs, init)
-    finals, traces = scan_from_graph(body.index, body.states, seq_inner, new, n, body.init, seq_outer, name=name)
+    new = lower(body.checked(outs, init), given=body.given)
+    finals, traces = scan_from_graph(body.index, body.states, seq_inner, new, n, start, seq_outer, name=name)
     if labeled:
         finals = [f if is_rng_state(v) else from_positional(f, v.type.dims) for f, v in zip(finals, init)]
         traces = [t if is_rng_state(v) else from_positional(t, (dim, *v.type.dims)) for t, v in zip(traces, init)]
@@ -303,28 +299,18 @@ def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_l
     _check_step_draws(outs, body.user_states, since, name)
     if len(outs) != len(init):
         raise ValueError(f"{name}: the step returns {len(outs)} values for {len(init)} states")
-    new = body.new_states(outs, init)
-
-    def flag(values, lowering):
-        c = cond(*values)
-        if isinstance(c, Variable) and is_labeled(c):
-            if c.type.ndim != 0:
-                raise DimError(f"{name}: the condition must be 0-d, got dims {fmt_dims(c.type.dims)}")
-            (c,) = lowering.run([c])
-        c = as_tensor(c)
-        if c.type.ndim != 0 or c.type.dtype != "bool":
-            raise TypeError(f"{name}: the condition must be a 0-d bool, got {c!r}")
-        return c
-
-    first = flag(init, body.outer)
+    checked = body.checked(outs, init)
+    # the condition before the first step (on the initial states) and after each step (on the new states)
+    before, after = (_zero_d(name, cond(*values), "the condition") for values in (init, checked))
+    *new, nxt = _lower_variables([*checked, after], given=body.given)
+    *begin, first, n = _lower_variables([*init, before, _zero_d(name, max_steps, "a count")])
+    first, nxt, n = _flag(name, first), _flag(name, nxt), _check_count(name, n, "max_steps")
     go = tensor("go", (), "bool")
-    nxt = flag([_user_after(body, k, v) for k, v in enumerate(new)] if labeled else new, body.inner)
-    n = _check_count(name, body.lower_outer(max_steps), "max_steps")
     if trace and labeled:
         if dim is None:
             raise TypeError(f"{name}: a labeled while loop with trace=True needs dim= (the Dim or name of its steps)")
         dim = dim if isinstance(dim, Dim) else Dim(dim)
-    states, new, start = body.states + [go], new + [nxt], body.init + [first]
+    states, new, start = body.states + [go], new + [nxt], begin + [first]
     if trace:  # a step counter: the replay below records exactly the steps taken
         count = tensor("count", (), "int64")
         states, new, start = states + [count], new + [count + 1], start + [as_tensor(0, dtype="int64")]
@@ -339,7 +325,7 @@ def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_l
     # max_steps=10**9 and was a MemoryError for 10**12 however few steps ran.
     taken = outs[len(states) - 1]
     traced = tuple(k for k, v in enumerate(body.states) if isinstance(v.type, TensorType) and not is_rng_state(init[k]))
-    replay = loop_from_graph(body.index, body.states, [], new[: len(init)], taken, body.init, [], traced=traced, name=name)
+    replay = loop_from_graph(body.index, body.states, [], new[: len(init)], taken, begin, [], traced=traced, name=name)
     traces = [None] * len(init)
     for m, k in enumerate(traced):
         t = replay[len(init) + m]
@@ -364,14 +350,12 @@ def _check_step_draws(outs, placeholders, since, name):
             inner.update(id(o) for o in node.outputs)
 
 
-def _user_after(body, k, new):
-    """A labeled view of the new value of state k, lowering to `new` (the condition reads the states after a step)."""
-    v = body.user_states[k]
-    if is_rng_state(v):  # positional in every mode
-        return new
-    user = LabeledType(v.type.dtype, v.type.dims).make_variable()
-    body.inner.assume(user, new)
-    return user
+def _flag(name, c):
+    """A loop's condition as a 0-d bool tensor (refused naming the loop otherwise)."""
+    c = as_tensor(c)
+    if c.type.ndim != 0 or c.type.dtype != "bool":
+        raise TypeError(f"{name}: the condition must be a 0-d bool, got {c!r}")
+    return c
 
 
 def _positional(v, dtype):
@@ -398,11 +382,7 @@ def ifelse(cond, then, otherwise):
         raise ValueError(f"ifelse: the then branch has {len(a)} values but the else branch {len(b)}")
     everything = a + b + [cond]
     labeled = any(isinstance(v, Variable) and is_labeled(v) for v in everything)
-    low = Lowering()
-    if isinstance(cond, Variable) and is_labeled(cond):
-        if cond.type.ndim != 0:
-            raise DimError(f"ifelse: the condition must be 0-d, got dims {fmt_dims(cond.type.dims)}")
-        (cond,) = low.run([cond])
+    _zero_d("ifelse", cond, "the condition")
     pos_a, pos_b, dims = [], [], []
     for x, y in zip(a, b):
         # NumPy 2 promotion, Python numbers weak (NEP 50): a float32 branch and 0.0 stay float32
@@ -416,11 +396,11 @@ def ifelse(cond, then, otherwise):
             raise TypeError("ifelse: a labeled branch value is paired with a positional one; convert with dg.from_positional")
         x, y = broadcast(x, y)
         x, y = (v if v.type.dtype == common else astype(v, common) for v in (x, y))
-        lx, ly = low.run([x, y])
-        pos_a.append(lx)
-        pos_b.append(ly)
+        pos_a.append(x)
+        pos_b.append(y)
         dims.append(x.type.dims)
-    outs = core_ifelse(cond, pos_a, pos_b)
+    cond, *branches = _lower_variables([cond, *pos_a, *pos_b])
+    outs = core_ifelse(cond, branches[: len(a)], branches[len(a) :])
     if not labeled:
         return outs[0] if single else outs
     outs = [from_positional(o, d) for o, d in zip(outs, dims)]
@@ -454,7 +434,6 @@ def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph")
             raise TypeError(f"{name}: input {k} is {v!r}; a labeled macro takes labeled inputs only")
     check_distinct_inputs(inputs, name)
     placeholders = [TensorType(v.type.dtype, tuple(d.size for d in v.type.dims)).make_variable(name=v.name) for v in inputs]
-    low = Lowering(given=zip(inputs, placeholders))
     outputs = [v if isinstance(v, Variable) else labeled_constant(v) for v in outputs]
     out_dims = [tuple(v.type.dims) if is_labeled(v) else () for v in outputs]
     in_dims = [tuple(v.type.dims) for v in inputs]
@@ -464,23 +443,21 @@ def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph")
         user_gs = [
             LabeledType(o.type.dtype, dims).make_variable(name=f"g_{o.name}" if o.name else None) for dims, o in zip(out_dims, outputs)
         ]
-        g_low = Lowering(given=list(zip(user_ins, ins)) + list(zip(user_gs, gs)))
         given = list(grad(user_ins, user_gs))
         if len(given) != len(inputs):
             raise ValueError(f"{name}: grad returned {len(given)} gradients for {len(inputs)} inputs")
-        lowered = []
+        aligned = []
         for k, (g, dims) in enumerate(zip(given, in_dims)):
-            if g is None:
-                lowered.append(None)
-                continue
-            g = g if isinstance(g, Variable) else labeled_constant(g)
-            if set(g.type.dims) - set(dims):
-                raise DimError(f"{name}: the gradient of input {k} has dims {fmt_dims(g.type.dims)}, beyond the input's {fmt_dims(dims)}")
-            (g,) = g_low.run([broadcast_to_dims(g.transpose(*[d for d in dims if d in g.type.dims]), dims)])
-            lowered.append(g)
-        return lowered
+            if g is not None:
+                g = g if isinstance(g, Variable) else labeled_constant(g)
+                if set(g.type.dims) - set(dims):
+                    raise DimError(f"{name}: the gradient of input {k} has dims {fmt_dims(g.type.dims)}, beyond the input's {fmt_dims(dims)}")
+                g = broadcast_to_dims(g.transpose(*[d for d in dims if d in g.type.dims]), dims)
+            aligned.append(g)
+        return _lower_variables(aligned, given=[*zip(user_ins, ins), *zip(user_gs, gs)])
 
-    op = core_op_from_graph(placeholders, low.run(outputs), grad=positional_grad if grad is not None else None, inline=inline, name=name)
+    body = lower(outputs, given=zip(inputs, placeholders))
+    op = core_op_from_graph(placeholders, body, grad=positional_grad if grad is not None else None, inline=inline, name=name)
     return LabeledMacro(op, tuple(in_dims), tuple(out_dims))
 
 
@@ -514,6 +491,6 @@ class LabeledMacro:
                 got = fmt_dims(v.type.dims) if is_labeled(v) else repr(v)
                 raise DimError(f"{name}: input {k} must have dims {fmt_dims(dims)}, got {got}")
             ordered.append(v.transpose(*dims))
-        outs = self.op.make_node(*Lowering().run(ordered)).outputs
+        outs = self.op.make_node(*lower(ordered)).outputs
         labeled = [from_positional(o, dims) for o, dims in zip(outs, self.out_dims)]
         return labeled[0] if len(labeled) == 1 else labeled
