@@ -79,6 +79,47 @@ def test_the_flat_entry_keeps_the_checks_and_conversions(flat_fns):
         jitted(theta, idx=np.full(9, 7), y=DATA["y"])
 
 
+def test_the_flat_entry_binds_the_last_calls_data(flat_fns):
+    """A sampler passes the same arrays at every call: they stay bound to the entry, their later writes seen."""
+    jitted, reference = flat_fns
+    theta = np.linspace(-1, 1, 7)
+    data = {"idx": DATA["idx"].copy(), "y": DATA["y"].copy()}
+    jitted(theta, **data)  # (the first call of the function jits the graph; the entry takes the next ones)
+    jitted(theta, **data)
+    call = jitted._bound[0]
+    assert jitted(theta, **data) == (pytest.approx(reference(theta, **data)[0], rel=1e-12), pytest.approx(reference(theta, **data)[1]))
+    assert jitted._bound[0] is call  # the same arrays: nothing converted or checked again
+    data["y"][:] = np.arange(9.0)  # written in place: the bound entry reads the new values
+    data["idx"][0] = 3
+    value, grad = jitted(theta, **data)
+    want_value, want_grad = reference(theta, **data)
+    assert value == pytest.approx(want_value, rel=1e-12) and jitted._bound[0] is call
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-11, atol=1e-12)
+    value, grad = jitted(theta, idx=data["idx"], y=data["y"] * 2)  # another array: bound in its place
+    assert jitted._bound[0] is not call and jitted._bound[1][1][1] is not data["y"]
+    assert value == pytest.approx(reference(theta, idx=data["idx"], y=data["y"] * 2)[0], rel=1e-12)
+    held = jitted._bound
+    value, _ = jitted(theta, idx=data["idx"].tolist(), y=data["y"])  # converted data: a copy, not held
+    assert jitted._bound is held and value == pytest.approx(reference(theta, **data)[0], rel=1e-12)
+    data["idx"][0] = 7  # out of the county dim: the bound entry's IndexError names the input
+    with pytest.raises(IndexError, match="input 'idx': index 7 is out of bounds for dim 'county' with size 4"):
+        jitted(theta, **data)
+
+
+def test_a_bound_array_reshaped_in_place_is_checked_again():
+    house, item = dg.Dim("house"), dg.Dim("item")  # sizes known only from the data
+    mu = dg.labeled("mu", dims=())
+    x, y = dg.labeled("x", dims=(house, item)), dg.labeled("y", dims=(house,))
+    fn = dg.flat_value_and_grad(((y - mu * x.sum("item")) ** 2).sum(), [mu], inputs=[x, y], backend="numba", jit_graph=True)
+    xv, yv = np.ones((4, 3)), np.arange(4.0)
+    for _ in range(2):
+        assert fn(np.array([1.0]), x=xv, y=yv)[0] == pytest.approx(float(((yv - 3.0) ** 2).sum()))
+    assert fn._bound is not None
+    xv.shape = (3, 4)  # the same object, now 3 houses: the size check runs again
+    with pytest.raises(dg.InputError, match="disagree on the size of dim 'house'"):
+        fn(np.array([1.0]), x=xv, y=yv)
+
+
 def test_the_flat_entry_checks_dataarray_labels():
     house = dg.Dim("house")  # a coord-less dim of run-time size: labels of DataArrays must agree
     mu = dg.labeled("mu", dims=())

@@ -227,7 +227,7 @@ class Tiers:
             callback(entry, self.run_jitted, self.fallback, self.seconds)
 
     def flat(self, shapes, dtypes, callback):
-        """Call `callback(entry)` once the jitted graph is ready, `entry(theta, *data) -> (value, gradient)`
+        """Call `callback(entry)` once the jitted graph is ready, `entry(*data, theta) -> (value, gradient)`
         being its flat entry (`flatjit.py`) over parameters of `shapes` and `dtypes`, laid out in order."""
 
         def ready(*_):
@@ -245,7 +245,7 @@ class Tiers:
         data_types = self.sig[n_big + len(shapes) :]
         text = flatjit.flat_text(cache.digest(self.plan.jit_driver), shapes, dtypes, n_big, len(data_types), self.options)
         dispatcher = _own(cache.load_module("f", text).flat)
-        dispatcher.compile(self.sig[:n_big] + (numba.float64[::1],) + data_types)
+        dispatcher.compile(self.sig[:n_big] + data_types + (numba.float64[::1],))
         dispatcher.disable_compile()
         return functools.partial(dispatcher, *self.bigs) if self.bigs else dispatcher
 
@@ -256,7 +256,7 @@ class Tiers:
         flat = cache.load_module("f", text)  # its `flat` compiles for the C function's argument types
         arguments = [(a.dtype.name, a.ndim) for a in self.bigs + tuple(data)]
         size = sum(int(np.prod(s, dtype=np.int64)) for s in shapes)
-        module = cache.load_module("c", flatjit.cfunc_text(flat.digest, size, len(self.bigs), arguments))
+        module = cache.load_module("c", flatjit.cfunc_text(flat.digest, size, arguments))
         return flatjit.CFunction(module.logp_dlogp, self.bigs + tuple(data))
 
     def _dispatcher(self):
