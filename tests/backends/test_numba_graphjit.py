@@ -316,3 +316,48 @@ def test_the_jitted_graph_draws_and_updates_as_the_driver_does():
             np.testing.assert_array_equal(g, w_)
         np.testing.assert_array_equal(w.get(ctx=ctx_j), w.get(ctx=ctx_d))
     assert jitted._compiled.tiers.state == "jitted" and driver._compiled.tiers.state == "driver"
+
+
+# 0-d work of several dtypes next to a loop: the driver runs it on the host, the jitted graph on scalars
+# (`ops.scalar_elemwise`), boxed into 0-d arrays only where a loop kernel or a result needs one.
+S_X, S_N, S_H = dg.scalar("x"), dg.scalar("n", dtype="int32"), dg.scalar("h", dtype="float32")
+S_V = dg.vector("v", size=5)
+S_SCALE = dg.exp(S_X) + S_N.astype("float64")
+S_OK = dg.isfinite(S_SCALE) & (S_SCALE > 1.0)
+S_SAFE = dg.where(S_OK, S_SCALE, 2.0)
+S_OUTPUTS = [
+    (S_V / S_SAFE).sum() + dg.log1p(dg.maximum(S_X, 0.0)),  # scalars feeding a loop, and a loop's result feeding them
+    S_OK,  # a bool result
+    (S_N * 3 - 1).astype("int32"),  # an int32 result: its 0-d array keeps the dtype
+    S_H * 2 + S_H.astype("float32"),  # float32 arithmetic
+    S_SAFE,
+]
+
+
+@pytest.fixture(scope="module")
+def scalar_fns():
+    inputs = [S_X, S_N, S_H, S_V]
+    return (dg.function(inputs, S_OUTPUTS, backend="numba", jit_graph=True), dg.function(inputs, S_OUTPUTS, backend="python"))
+
+
+def test_the_jitted_graph_holds_0d_values_as_scalars(scalar_fns):
+    jitted, _ = scalar_fns
+    text = jitted._compiled.plan.jit_driver
+    assert "_0d[()] = " in text  # scalars boxed for the loop kernel and for the results
+    assert all(kernel.count("np.empty((), ") == 0 for kernel in jitted._compiled.plan.jit_kernels)
+
+
+@given(
+    st.floats(-700, 700),
+    st.integers(-2**20, 2**20),
+    st.floats(-1e6, 1e6, width=32),
+    arrays(np.float64, 5, elements=st.floats(-1e6, 1e6)),
+)
+def test_scalar_kernels_match_the_python_backend(scalar_fns, x, n, h, v):
+    jitted, reference = scalar_fns
+    args = (x, np.int32(n), np.float32(h), v)
+    got, want = jitted(*args), reference(*args)
+    assert jitted._compiled.tiers.state == "jitted"
+    for g, w in zip(got, want):
+        assert type(g) is type(w) and g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-14 if g.dtype == np.float64 else 1e-6)
