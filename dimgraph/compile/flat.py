@@ -203,10 +203,8 @@ class FlatFunction:
                 except TypeError as err:  # types the entry was not compiled for: the general path
                     if not str(err).startswith("No matching definition"):
                         raise
-                except IndexError as err:  # the function's failure checks name the input at fault
-                    arrays = self._data_arrays(data)
-                    raw = [None] * len(self._stand_ins) + [data[name] for name in self._data_names]
-                    self.function._name_index_error(self._stand_ins + arrays, raw, err)
+                except IndexError as err:
+                    self._name_index_error(data, self._data_arrays(data), err)
                     raise
         theta = self.layout.check(theta)
         value, *grads = self.function(*self.layout.arrays(theta), trust_input=trust_input, **data)
@@ -214,6 +212,11 @@ class FlatFunction:
         for g, where in zip(grads, self.layout.slices):
             flat[where] = np.ravel(g)
         return float(value), flat
+
+    def _name_index_error(self, data, arrays, err):
+        """Raise the function's failure check naming the data input behind the entry's IndexError `err`."""
+        raw = [None] * len(self._stand_ins) + [data[name] for name in self._data_names]
+        self.function._name_index_error(self._stand_ins + arrays, raw, err)
 
     def _bind(self, data):
         """The compiled entry with `data` converted, checked and bound (None: the general path names what is
@@ -257,6 +260,23 @@ class FlatFunction:
             for check in checks:
                 check(every, raw)
         return arrays
+
+    def bind(self, **data):
+        """`theta -> (value, gradient)` with the data inputs given here: what a sampler's or an optimizer's
+        hot loop calls. The data are converted and checked once, here (an `InputError` naming an input that
+        is missing, unexpected or does not fit); NumPy arrays of the declared dtypes are held as they are,
+        not copied. On numba, once the graph runs jitted, a call with a C-contiguous float64 `theta` is
+        one compiled function of `theta` alone; another `theta` takes the checked path, which names it.
+
+        >>> import dimgraph as dg, numpy as np
+        >>> g = dg.Dim("g", size=2)
+        >>> mu, y = dg.labeled("mu", dims=(g,)), dg.labeled("y", dims=(g,))
+        >>> logp = dg.flat_value_and_grad(-((mu - y) ** 2).sum(), [mu], inputs=[y]).bind(y=np.array([1.0, 2.0]))
+        >>> value, grad = logp(np.zeros(2))
+        >>> value, grad.tolist()
+        (-5.0, [2.0, 4.0])
+        """
+        return BoundFlatFunction(self, data)
 
     def cfunc(self, **data):
         """The C-callable log density and gradient with `data` bound (numba backend): a `CFunction` whose
@@ -303,6 +323,43 @@ class FlatFunction:
     @property
     def size(self) -> int:
         return self.layout.size
+
+
+class BoundFlatFunction:
+    """`logp(theta) -> (value, gradient)`: a flat function with its data bound (`FlatFunction.bind`)."""
+
+    def __init__(self, fn, data):
+        missing = [n for n in fn._data_names if n not in data]
+        unknown = sorted(set(data) - set(fn._data_names))
+        if missing or unknown:
+            raise InputError(f"bind: binds the data inputs {fn._data_names}; missing {missing}, unexpected {unknown}")
+        self.fn = fn
+        self._data = data
+        # the data converted and checked (numba's compiled entry takes them; None: every call takes `fn`'s path)
+        self._arrays = fn._data_arrays(data) if fn._data_fast is not None else None
+        self._call = None  # the compiled entry with the data bound, once `fn` has one
+
+    def __call__(self, theta):
+        call = self._call
+        if call is None:
+            if self._arrays is None or self.fn._entry is None:  # not jitted (yet): `fn` counts the call
+                return self.fn(theta, **self._data)
+            call = self._call = functools.partial(self.fn._entry, *self._arrays)
+        try:
+            return call(theta)
+        except TypeError as err:  # a theta the entry was not compiled for: the checked path names what is wrong
+            if not str(err).startswith("No matching definition"):
+                raise
+        except InputError:  # theta of another length (the entry's own check): the checked path's message
+            pass
+        except IndexError as err:
+            self.fn._name_index_error(self._data, self._arrays, err)
+            raise
+        return self.fn(theta, **self._data)
+
+    @property
+    def size(self) -> int:
+        return self.fn.size
 
 
 def _same_data(data, bound) -> bool:

@@ -106,6 +106,23 @@ def test_the_flat_entry_binds_the_last_calls_data(flat_fns):
         jitted(theta, **data)
 
 
+def test_bind_calls_the_compiled_entry_on_theta_alone(flat_fns):
+    jitted, reference = flat_fns
+    logp = jitted.bind(**DATA)
+    theta = np.linspace(-1, 1, 7)
+    want_value, want_grad = reference(theta, **DATA)
+    for th in (theta, theta, theta.tolist(), theta.astype(np.float32).astype(np.float64), np.repeat(theta, 2)[::2]):
+        value, grad = logp(th)  # the compiled entry; a list or a strided vector take the checked path
+        assert value == pytest.approx(want_value, rel=1e-6) and np.allclose(grad, want_grad, rtol=1e-6)
+    assert logp._call is not None and logp._call.args[-len(DATA):][0] is DATA["idx"]  # bound as they are: no copy
+    with pytest.raises(dg.InputError, match=r"theta: expected a vector of 7 values .*got shape \(8,\)"):
+        logp(np.zeros(8))  # refused by the entry, named by the checked path
+    with pytest.raises(dg.InputError, match="theta: expected real numbers"):
+        logp(np.zeros(7, dtype=complex))
+    with pytest.raises(IndexError, match="input 'idx': index 7 is out of bounds for dim 'county' with size 4"):
+        jitted.bind(idx=np.full(9, 7), y=DATA["y"])(theta)
+
+
 def test_a_bound_array_reshaped_in_place_is_checked_again():
     house, item = dg.Dim("house"), dg.Dim("item")  # sizes known only from the data
     mu = dg.labeled("mu", dims=())

@@ -5,11 +5,12 @@ A flat function (`dimgraph.compile.flat`) computes `[value, *grads]` of paramete
 out in one float64 vector. Its numba entry is one more jitted function around the
 jitted graph (`graphjit.py`): it views each parameter's slice of `theta` in its shape,
 calls the graph, and writes the gradients into one new vector, so a call costs one
-Numba dispatch. `theta` comes last, so a caller binds the big constants and the data
-once (`functools.partial`) and each call passes the vector alone. `cfunc` wraps that entry as `int64(n, const double* x, double* grad,
-double* logp, void* data)` (nutpie's form for PyMC's models): `data` points to a table
-of int64 words, per argument before `theta` (the graph's big constants, then the data
-inputs, each C-contiguous) its address and then its shape.
+Numba dispatch (a `theta` of another length is an `InputError` raised there). `theta`
+comes last: a caller binds the big constants and the data once (`functools.partial`)
+and each call passes the vector alone. `cfunc` wraps that entry as `int64(n, const
+double* x, double* grad, double* logp, void* data)` (nutpie's form for PyMC's models):
+`data` points to a table of int64 words, per argument before `theta` (the graph's big
+constants, then the data inputs, each C-contiguous) its address and then its shape.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 
 from dimgraph.backends.numba import views as rt_views
 from dimgraph.backends.numba.cache import loaded as _loaded
+from dimgraph.errors import InputError
 
 graph = _loaded("{graph}").graph
 """
@@ -54,11 +56,14 @@ def flat_text(graph_digest, shapes, dtypes, n_big, n_data, jit_options) -> str:
     bigs = [f"b{k}" for k in range(n_big)]
     data = [f"d{k}" for k in range(n_data)]
     lines = [f"def flat({', '.join(bigs + data + ['theta'])}):"]
+    size = sum(math.prod(shape) for shape in shapes)
+    lines += [f"    if theta.shape[0] != {size}:", f"        raise InputError('theta: expected a vector of {size} values')"]
     params, start = [], 0
     for k, (shape, dtype) in enumerate(zip(shapes, dtypes)):
         n = math.prod(shape)
         cast = "" if dtype == "float64" else f".astype(np.{dtype})"
-        lines.append(f"    p{k} = rt_views.reshape(theta[{start}:{start + n}], {tuple(shape)!r}){cast}")
+        view = f"theta[{start}:{start + n}]" if len(shape) == 1 else f"rt_views.reshape(theta[{start}:{start + n}], {tuple(shape)!r})"
+        lines.append(f"    p{k} = {view}{cast}")
         params.append(f"p{k}")
         start += n
     lines.append(f"    r = graph({', '.join(bigs + params + data)})")
@@ -66,7 +71,9 @@ def flat_text(graph_digest, shapes, dtypes, n_big, n_data, jit_options) -> str:
     start = 0
     for k, shape in enumerate(shapes):
         n = math.prod(shape)
-        if shape:
+        if len(shape) == 1:
+            lines.append(f"    grad[{start}:{start + n}] = r[{k + 1}]")
+        elif shape:
             lines.append(f"    grad[{start}:{start + n}] = np.ascontiguousarray(r[{k + 1}]).reshape({n})")
         else:
             lines.append(f"    grad[{start}] = r[{k + 1}][()]")
