@@ -113,7 +113,8 @@ def _elemwise(op, node):
 def holds_scalars(node) -> bool:
     """Whether `node` is elementwise work on 0-d values only: the jitted graph runs it on scalars
     (`scalar_elemwise`)."""
-    return isinstance(node.op, Elemwise) and all(v.type.ndim == 0 for v in node.inputs + node.outputs)
+    printed_as_elemwise = numba_kernel.dispatch(type(node.op)) is _elemwise
+    return printed_as_elemwise and all(v.type.ndim == 0 for v in node.inputs + node.outputs)
 
 
 def scalar_elemwise(op, node, held) -> str:
