@@ -264,9 +264,10 @@ class FlatFunction:
     def bind(self, **data):
         """`theta -> (value, gradient)` with the data inputs given here: what a sampler's or an optimizer's
         hot loop calls. The data are converted and checked once, here (an `InputError` naming an input that
-        is missing, unexpected or does not fit); NumPy arrays of the declared dtypes are held as they are,
-        not copied. On numba, once the graph runs jitted, a call with a C-contiguous float64 `theta` is
-        one compiled function of `theta` alone; another `theta` takes the checked path, which names it.
+        is missing, unexpected or does not fit; a function with shared variables checks them at each call);
+        NumPy arrays of the declared dtypes are held as they are, not copied. On numba, once the graph runs
+        jitted, a call with a C-contiguous float64 `theta` is one compiled function of `theta` alone;
+        another `theta` takes the checked path, which names it.
 
         >>> import dimgraph as dg, numpy as np
         >>> g = dg.Dim("g", size=2)

@@ -57,12 +57,15 @@ def flat_text(graph_digest, shapes, dtypes, n_big, n_data, jit_options) -> str:
     data = [f"d{k}" for k in range(n_data)]
     lines = [f"def flat({', '.join(bigs + data + ['theta'])}):"]
     size = sum(math.prod(shape) for shape in shapes)
-    lines += [f"    if theta.shape[0] != {size}:", f"        raise InputError('theta: expected a vector of {size} values')"]
+    lines.append(f"    if theta.shape[0] != {size}:")
+    lines.append(f"        raise InputError('theta: expected a vector of {size} values')")
     params, start = [], 0
     for k, (shape, dtype) in enumerate(zip(shapes, dtypes)):
         n = math.prod(shape)
         cast = "" if dtype == "float64" else f".astype(np.{dtype})"
-        view = f"theta[{start}:{start + n}]" if len(shape) == 1 else f"rt_views.reshape(theta[{start}:{start + n}], {tuple(shape)!r})"
+        view = f"theta[{start}:{start + n}]"
+        if len(shape) != 1:
+            view = f"rt_views.reshape({view}, {tuple(shape)!r})"
         lines.append(f"    p{k} = {view}{cast}")
         params.append(f"p{k}")
         start += n

@@ -65,9 +65,9 @@ class Printer:
     """Collects the jitted graph's lines while `plan` walks the nodes (one `call` per node).
 
     0-d elementwise nodes that the driver runs on the host (a log density's parameter
-    transforms: no kernel of the driver's to reuse) are printed as scalar kernels (`ops.scalar_elemwise`): their results are
-    held as scalars, put in a 0-d array only where a kernel taking arrays, or the graph's
-    result, needs one.
+    transforms: no kernel of the driver's to reuse) are printed as scalar kernels
+    (`ops.scalar_elemwise`): their results are held as scalars, put in a 0-d array only
+    where a kernel taking arrays, or the graph's result, needs one.
     """
 
     def __init__(self, params, wrap, comment):
