@@ -19,7 +19,7 @@ from functools import singledispatch
 import numpy as np
 
 from dimgraph.backends.numba.fallback import register_perform
-from dimgraph.backends.numba.loops import loop_kernel
+from dimgraph.backends.numba.loops import FEW_COLUMNS, column_reduce_kernel, loop_kernel
 from dimgraph.backends.numba.scalar import flatten, np_type, render_step
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.reduce import Argmax, CAReduce
@@ -145,6 +145,9 @@ def scalar_elemwise(op, node, held) -> str:
 @numba_kernel.register(CAReduce)
 def _careduce(op, node):
     out_dtype = node.outputs[0].type.dtype
+    x = node.inputs[0].type
+    if tuple(op.axis) == (0,) and x.ndim == 2 and x.shape[1] is not None and 1 <= x.shape[1] <= FEW_COLUMNS:
+        return column_reduce_kernel(op.scalar_op, x.dtype, out_dtype, x.shape[1], str(op))
     # one input: nothing broadcasts, so static sizes of 1 need no special indexing (fewer distinct kernels)
     return loop_kernel(
         [(False,) * node.inputs[0].type.ndim],
