@@ -13,7 +13,9 @@ Each value (input load or scalar step) is computed at its own rank:
   before the main nest, instead of once per element of the full output.
 
 Reduced outputs accumulate in a local when the reduced axes are the innermost
-ones (no full-size temporary), or into the output array otherwise.
+ones (no full-size temporary), or into the output array otherwise; a reduction
+over the rows of a matrix with a few static columns keeps one local per column
+(`column_reduce_kernel`).
 """
 
 from __future__ import annotations
