@@ -60,7 +60,7 @@ def implementations(model, backends, with_pymc):
     impls = {}
     for backend in backends:
         fn = model.flat(backend)
-        impls[f"dg {backend}"] = functools.partial(fn, **model.data)
+        impls[f"dg {backend}"] = fn.bind(**model.data)  # the data bound once, as a sampler holds them
     impls["hand numpy"] = model.numpy_fn
     impls["hand numba"] = model.numba_fn
     if has("jax"):

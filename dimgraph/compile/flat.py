@@ -10,6 +10,7 @@ cost into `fn(theta, **data) -> (value, flat gradient)`, the form
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -158,7 +159,10 @@ class FlatFunction:
 
     On the numba backend, once the graph runs jitted (`dg.function`'s `jit_graph=`), a call
     whose `theta` is a C-contiguous float64 vector takes one compiled entry: the vector's
-    unpacking and the gradient's packing are compiled with the graph.
+    unpacking and the gradient's packing are compiled with the graph. A sampler passes the
+    same data at every call: the data of the last call are held bound to that entry, and a
+    call with the very same arrays (same objects, same shapes) skips their conversion and
+    checks, so it costs one Numba dispatch on `theta`.
     """
 
     def __init__(self, layout, function):
@@ -178,7 +182,9 @@ class FlatFunction:
         self._checks = signature.checks
         self._size_checks = [c for c in signature.checks if not labels_only(c)]
         self._stand_ins = [np.empty(shape, dtype) for shape, dtype in zip(layout.shapes, layout.dtypes)]
-        self._entry = None
+        self._entry = None  # the compiled entry `(*data, theta) -> (value, gradient)`, once ready
+        # (entry with the last call's data bound: `theta -> (value, gradient)`, ((name, array, shape), ...))
+        self._bound = None
         compiled = function._compiled
         if compiled.flat is not None and plain and layout.size:
             dtypes = [d.name for d in layout.dtypes]
@@ -188,19 +194,18 @@ class FlatFunction:
         self._entry = entry
 
     def __call__(self, theta, trust_input=False, **data):
-        entry = self._entry
         # (the entry refuses a theta or data of other dtypes or memory layouts by a TypeError: the general path)
-        if entry is not None and type(theta) is np.ndarray and theta.shape == self._theta_shape:
-            arrays = self._data_arrays(data)
-            if arrays is not None:
+        if self._entry is not None and type(theta) is np.ndarray and theta.shape == self._theta_shape:
+            bound = self._bound
+            call = bound[0] if bound is not None and _same_data(data, bound[1]) else self._bind(data)
+            if call is not None:
                 try:
-                    return entry(theta, *arrays)
+                    return call(theta)
                 except TypeError as err:  # types the entry was not compiled for: the general path
                     if not str(err).startswith("No matching definition"):
                         raise
-                except IndexError as err:  # the function's failure checks name the input at fault
-                    raw = [None] * len(self._stand_ins) + [data[name] for name in self._data_names]
-                    self.function.signature.name_index_error(self._stand_ins + arrays, raw, err)
+                except IndexError as err:
+                    self._name_index_error(data, self._data_arrays(data), err)
                     raise
         theta = self.layout.check(theta)
         value, *grads = self.function(*self.layout.arrays(theta), trust_input=trust_input, **data)
@@ -208,6 +213,23 @@ class FlatFunction:
         for g, where in zip(grads, self.layout.slices):
             flat[where] = np.ravel(g)
         return float(value), flat
+
+    def _name_index_error(self, data, arrays, err):
+        """Raise the function's failure check naming the data input behind the entry's IndexError `err`."""
+        raw = [None] * len(self._stand_ins) + [data[name] for name in self._data_names]
+        self.function.signature.name_index_error(self._stand_ins + arrays, raw, err)
+
+    def _bind(self, data):
+        """The compiled entry with `data` converted, checked and bound (None: the general path names what is
+        wrong). Data passed as they are (NumPy arrays of the declared dtypes) stay bound for the next calls:
+        a copy made by a conversion would not see the caller's later writes."""
+        arrays = self._data_arrays(data)
+        if arrays is None:
+            return None
+        call = functools.partial(self._entry, *arrays)
+        if all(a is data[name] for a, name in zip(arrays, self._data_names)):
+            self._bound = (call, tuple((name, a, a.shape) for name, a in zip(self._data_names, arrays)))
+        return call
 
     def _data_arrays(self, data):
         """The data inputs in order, converted and checked as a call of the function converts and checks
@@ -239,6 +261,24 @@ class FlatFunction:
             for check in checks:
                 check(every, raw)
         return arrays
+
+    def bind(self, **data):
+        """`theta -> (value, gradient)` with the data inputs given here: what a sampler's or an optimizer's
+        hot loop calls. The data are converted and checked once, here (an `InputError` naming an input that
+        is missing, unexpected or does not fit; a function with shared variables checks them at each call);
+        NumPy arrays of the declared dtypes are held as they are, not copied. On numba, once the graph runs
+        jitted, a call with a C-contiguous float64 `theta` is one compiled function of `theta` alone;
+        another `theta` takes the checked path, which names it.
+
+        >>> import dimgraph as dg, numpy as np
+        >>> g = dg.Dim("g", size=2)
+        >>> mu, y = dg.labeled("mu", dims=(g,)), dg.labeled("y", dims=(g,))
+        >>> logp = dg.flat_value_and_grad(-((mu - y) ** 2).sum(), [mu], inputs=[y]).bind(y=np.array([1.0, 2.0]))
+        >>> value, grad = logp(np.zeros(2))
+        >>> value, grad.tolist()
+        (-5.0, [2.0, 4.0])
+        """
+        return BoundFlatFunction(self, data)
 
     def cfunc(self, **data):
         """The C-callable log density and gradient with `data` bound (numba backend): a `CFunction` whose
@@ -286,6 +326,53 @@ class FlatFunction:
     @property
     def size(self) -> int:
         return self.layout.size
+
+
+class BoundFlatFunction:
+    """`logp(theta) -> (value, gradient)`: a flat function with its data bound (`FlatFunction.bind`)."""
+
+    def __init__(self, fn, data):
+        missing = [n for n in fn._data_names if n not in data]
+        unknown = sorted(set(data) - set(fn._data_names))
+        if missing or unknown:
+            raise InputError(f"bind: binds the data inputs {fn._data_names}; missing {missing}, unexpected {unknown}")
+        self.fn = fn
+        self._data = data
+        # the data converted and checked (numba's compiled entry takes them; None: every call takes `fn`'s path)
+        self._arrays = fn._data_arrays(data) if fn._data_fast is not None else None
+        self._call = None  # the compiled entry with the data bound, once `fn` has one
+
+    def __call__(self, theta):
+        call = self._call
+        if call is None:
+            if self._arrays is None or self.fn._entry is None:  # not jitted (yet): `fn` counts the call
+                return self.fn(theta, **self._data)
+            call = self._call = functools.partial(self.fn._entry, *self._arrays)
+        try:
+            return call(theta)
+        except TypeError as err:  # a theta the entry was not compiled for: the checked path names what is wrong
+            if not str(err).startswith("No matching definition"):
+                raise
+        except InputError:  # theta of another length (the entry's own check): the checked path's message
+            pass
+        except IndexError as err:
+            self.fn._name_index_error(self._data, self._arrays, err)
+            raise
+        return self.fn(theta, **self._data)
+
+    @property
+    def size(self) -> int:
+        return self.fn.size
+
+
+def _same_data(data, bound) -> bool:
+    """Whether `data` holds exactly the arrays of `bound` ((name, array, shape), ...), with their shapes."""
+    if len(data) != len(bound):
+        return False
+    for name, array, shape in bound:
+        if data.get(name) is not array or array.shape != shape:
+            return False
+    return True
 
 
 def flat_value_and_grad(cost, params, inputs=(), backend=None, **options):

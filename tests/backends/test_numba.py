@@ -247,3 +247,41 @@ def test_second_process_loads_from_the_disk_cache(tmp_path):
     assert runs[1]["hits"] >= 1 and runs[1]["misses"] == 0
     files = list((tmp_path / "cache").rglob("*.py"))
     assert files and not list((tmp_path / "cache").rglob(".tmp-*"))
+
+
+# Reductions over the rows of a matrix with a few static columns: one accumulator per column
+# (`loops.column_reduce_kernel`). (reducer, dtype, columns); one compile each.
+COLUMN_CASES = [("sum", "float64", 3), ("sum", "float64", 8), ("max", "float32", 2), ("min", "int32", 3),
+                ("prod", "float64", 1), ("any", "bool", 3)]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def column_reductions():
+    fns = {}
+    for reducer, dtype, columns in COLUMN_CASES:
+        x = dg.matrix("x", dtype=dtype, shape=(None, columns))
+        fns[reducer, dtype, columns] = dg.function([x], getattr(x, reducer)(axis=0), backend="numba")
+    return fns
+
+
+@pytest.mark.parametrize("case", COLUMN_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_column_reductions_are_one_pass_with_numpys_results(column_reductions, case):
+    from hypothesis import given, strategies as st
+    from hypothesis.extra.numpy import arrays, from_dtype
+
+    reducer, dtype, columns = case
+    f = column_reductions[case]
+    assert f"acc{columns - 1} = " in f.source and "for j1 in" not in f.source
+    elements = from_dtype(np.dtype(dtype), allow_nan=False, allow_infinity=False, min_value=-1e3, max_value=1e3) if dtype != "bool" else st.booleans()
+    low = 1 if reducer in ("max", "min") else 0
+
+    @given(arrays(dtype, st.tuples(st.integers(low, 40), st.just(columns)), elements=elements))
+    def check(x):
+        got, want = f(x), getattr(np, reducer)(x, axis=0)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12 if dtype == "float64" else 1e-6)
+
+    check()
+    if reducer in ("max", "min"):
+        with pytest.raises(ValueError, match="zero-size array to reduction operation"):
+            f(np.zeros((0, columns), dtype=dtype))

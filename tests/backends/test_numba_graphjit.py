@@ -79,6 +79,64 @@ def test_the_flat_entry_keeps_the_checks_and_conversions(flat_fns):
         jitted(theta, idx=np.full(9, 7), y=DATA["y"])
 
 
+def test_the_flat_entry_binds_the_last_calls_data(flat_fns):
+    """A sampler passes the same arrays at every call: they stay bound to the entry, their later writes seen."""
+    jitted, reference = flat_fns
+    theta = np.linspace(-1, 1, 7)
+    data = {"idx": DATA["idx"].copy(), "y": DATA["y"].copy()}
+    jitted(theta, **data)  # (the first call of the function jits the graph; the entry takes the next ones)
+    jitted(theta, **data)
+    call = jitted._bound[0]
+    assert jitted(theta, **data) == (pytest.approx(reference(theta, **data)[0], rel=1e-12), pytest.approx(reference(theta, **data)[1]))
+    assert jitted._bound[0] is call  # the same arrays: nothing converted or checked again
+    data["y"][:] = np.arange(9.0)  # written in place: the bound entry reads the new values
+    data["idx"][0] = 3
+    value, grad = jitted(theta, **data)
+    want_value, want_grad = reference(theta, **data)
+    assert value == pytest.approx(want_value, rel=1e-12) and jitted._bound[0] is call
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-11, atol=1e-12)
+    value, grad = jitted(theta, idx=data["idx"], y=data["y"] * 2)  # another array: bound in its place
+    assert jitted._bound[0] is not call and jitted._bound[1][1][1] is not data["y"]
+    assert value == pytest.approx(reference(theta, idx=data["idx"], y=data["y"] * 2)[0], rel=1e-12)
+    held = jitted._bound
+    value, _ = jitted(theta, idx=data["idx"].tolist(), y=data["y"])  # converted data: a copy, not held
+    assert jitted._bound is held and value == pytest.approx(reference(theta, **data)[0], rel=1e-12)
+    data["idx"][0] = 7  # out of the county dim: the bound entry's IndexError names the input
+    with pytest.raises(IndexError, match="input 'idx': index 7 is out of bounds for dim 'county' with size 4"):
+        jitted(theta, **data)
+
+
+def test_bind_calls_the_compiled_entry_on_theta_alone(flat_fns):
+    jitted, reference = flat_fns
+    logp = jitted.bind(**DATA)
+    theta = np.linspace(-1, 1, 7)
+    want_value, want_grad = reference(theta, **DATA)
+    for th in (theta, theta, theta.tolist(), theta.astype(np.float32).astype(np.float64), np.repeat(theta, 2)[::2]):
+        value, grad = logp(th)  # the compiled entry; a list or a strided vector take the checked path
+        assert value == pytest.approx(want_value, rel=1e-6) and np.allclose(grad, want_grad, rtol=1e-6)
+    assert logp._call is not None and logp._call.args[-len(DATA):][0] is DATA["idx"]  # bound as they are: no copy
+    with pytest.raises(dg.InputError, match=r"theta: expected a vector of 7 values .*got shape \(8,\)"):
+        logp(np.zeros(8))  # refused by the entry, named by the checked path
+    with pytest.raises(dg.InputError, match="theta: expected real numbers"):
+        logp(np.zeros(7, dtype=complex))
+    with pytest.raises(IndexError, match="input 'idx': index 7 is out of bounds for dim 'county' with size 4"):
+        jitted.bind(idx=np.full(9, 7), y=DATA["y"])(theta)
+
+
+def test_a_bound_array_reshaped_in_place_is_checked_again():
+    house, item = dg.Dim("house"), dg.Dim("item")  # sizes known only from the data
+    mu = dg.labeled("mu", dims=())
+    x, y = dg.labeled("x", dims=(house, item)), dg.labeled("y", dims=(house,))
+    fn = dg.flat_value_and_grad(((y - mu * x.sum("item")) ** 2).sum(), [mu], inputs=[x, y], backend="numba", jit_graph=True)
+    xv, yv = np.ones((4, 3)), np.arange(4.0)
+    for _ in range(2):
+        assert fn(np.array([1.0]), x=xv, y=yv)[0] == pytest.approx(float(((yv - 3.0) ** 2).sum()))
+    assert fn._bound is not None
+    xv.shape = (3, 4)  # the same object, now 3 houses: the size check runs again
+    with pytest.raises(dg.InputError, match="disagree on the size of dim 'house'"):
+        fn(np.array([1.0]), x=xv, y=yv)
+
+
 def test_the_flat_entry_checks_dataarray_labels():
     house = dg.Dim("house")  # a coord-less dim of run-time size: labels of DataArrays must agree
     mu = dg.labeled("mu", dims=())
@@ -297,3 +355,48 @@ def test_the_jitted_graph_draws_and_updates_as_the_driver_does():
             np.testing.assert_array_equal(g, w_)
         np.testing.assert_array_equal(w.get(ctx=ctx_j), w.get(ctx=ctx_d))
     assert jitted._compiled.tiers.state == "jitted" and driver._compiled.tiers.state == "driver"
+
+
+# 0-d work of several dtypes next to a loop: the driver runs it on the host, the jitted graph on scalars
+# (`ops.scalar_elemwise`), boxed into 0-d arrays only where a loop kernel or a result needs one.
+S_X, S_N, S_H = dg.scalar("x"), dg.scalar("n", dtype="int32"), dg.scalar("h", dtype="float32")
+S_V = dg.vector("v", size=5)
+S_SCALE = dg.exp(S_X) + S_N.astype("float64")
+S_OK = dg.isfinite(S_SCALE) & (S_SCALE > 1.0)
+S_SAFE = dg.where(S_OK, S_SCALE, 2.0)
+S_OUTPUTS = [
+    (S_V / S_SAFE).sum() + dg.log1p(dg.maximum(S_X, 0.0)),  # scalars feeding a loop, and a loop's result feeding them
+    S_OK,  # a bool result
+    (S_N * 3 - 1).astype("int32"),  # an int32 result: its 0-d array keeps the dtype
+    S_H * 2 + S_H.astype("float32"),  # float32 arithmetic
+    S_SAFE,
+]
+
+
+@pytest.fixture(scope="module")
+def scalar_fns():
+    inputs = [S_X, S_N, S_H, S_V]
+    return (dg.function(inputs, S_OUTPUTS, backend="numba", jit_graph=True), dg.function(inputs, S_OUTPUTS, backend="python"))
+
+
+def test_the_jitted_graph_holds_0d_values_as_scalars(scalar_fns):
+    jitted, _ = scalar_fns
+    text = jitted._compiled.plan.jit_driver
+    assert "_0d[()] = " in text  # scalars boxed for the loop kernel and for the results
+    assert all(kernel.count("np.empty((), ") == 0 for kernel in jitted._compiled.plan.jit_kernels)
+
+
+@given(
+    st.floats(-700, 700),
+    st.integers(-2**20, 2**20),
+    st.floats(-1e6, 1e6, width=32),
+    arrays(np.float64, 5, elements=st.floats(-1e6, 1e6)),
+)
+def test_scalar_kernels_match_the_python_backend(scalar_fns, x, n, h, v):
+    jitted, reference = scalar_fns
+    args = (x, np.int32(n), np.float32(h), v)
+    got, want = jitted(*args), reference(*args)
+    assert jitted._compiled.tiers.state == "jitted"
+    for g, w in zip(got, want):
+        assert type(g) is type(w) and g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-14 if g.dtype == np.float64 else 1e-6)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import xarray as xr
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import optimize
@@ -186,3 +186,25 @@ def test_ravel_refuses_a_complex_parameter_value_naming_it():
         LAYOUT.ravel({"mu": np.zeros((3, 2)), "log_sigma": 1 + 2j})
     with pytest.raises(dg.InputError, match=r"theta: expected real numbers .*<U1"):
         LAYOUT.unravel(np.array([["a"] * 7] * 2), batch_dims=("draw",))
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # `backend` is a name, nothing to reset
+@given(arrays(np.float64, 7, elements=st.floats(-1e3, 1e3)))
+def test_bound_data_give_the_unbound_calls_values(backend, squared_distance, theta):
+    fn = squared_distance(backend)
+    y = np.linspace(-1.0, 1.0, 6).reshape(3, 2)
+    value, grad = fn.bind(y=y)(theta)
+    want_value, want_grad = fn(theta, y=y)
+    assert value == want_value and fn.bind(y=y).size == 7
+    np.testing.assert_array_equal(grad, want_grad)
+
+
+def test_bind_names_the_data_it_refuses_before_any_call(backend, squared_distance):
+    fn = squared_distance(backend)
+    with pytest.raises(dg.InputError, match=r"bind: binds the data inputs \['y'\]; missing \['y'\], unexpected \['z'\]"):
+        fn.bind(z=np.zeros((3, 2)))
+    with pytest.raises(dg.InputError, match="'y'"):
+        dg.flat_value_and_grad(((MU - dg.labeled("y", dims=(group, k))) ** 2).sum(), [MU], inputs=[dg.labeled("y", dims=(group, k))],
+                               backend=backend).bind(y=np.zeros(3))  # fmt: skip
+    with pytest.raises(dg.InputError, match=r"theta: expected a vector of 7 values .*got shape \(6,\)"):
+        fn.bind(y=np.zeros((3, 2)))(np.zeros(6))

@@ -239,14 +239,15 @@ def plan(fgraph) -> Plan:
                         f'{splitters[fn, split]} = _splitter("{fn}", {split.cut}, {split.base}, {split.combine})'
                     )
                 fn = splitters[fn, split]
-        args = ", ".join(ref(i) for i in node.inputs)
+        arg_names = [ref(i) for i in node.inputs]
+        args = ", ".join(arg_names)
         outs = []
         for out in node.outputs:
             names[out] = f"v{counter}"
             outs.append(names[out])
             counter += 1
         body.append(f"    {', '.join(outs)} = {fn}({args})")
-        jit.call(node, outs, args, src, kernels)
+        jit.call(node, outs, arg_names, src, kernels)
     results = [ref(v) for v in fgraph.outputs]
     text = (
         GRAPH_HEADER

@@ -1,14 +1,16 @@
-"""Flat entries of a jitted graph: `(theta, *data) -> (value, gradient vector)` compiled whole, and the
+"""Flat entries of a jitted graph: `(*data, theta) -> (value, gradient vector)` compiled whole, and the
 C-callable logp + gradient a sampler written in Rust or C calls without Python.
 
 A flat function (`dimgraph.compile.flat`) computes `[value, *grads]` of parameters laid
 out in one float64 vector. Its numba entry is one more jitted function around the
 jitted graph (`graphjit.py`): it views each parameter's slice of `theta` in its shape,
 calls the graph, and writes the gradients into one new vector, so a call costs one
-Numba dispatch. `cfunc` wraps that entry as `int64(n, const double* x, double* grad,
-double* logp, void* data)` (nutpie's form for PyMC's models): `data` points to a table
-of int64 words, per argument taken after `theta` (the graph's big constants, then the
-data inputs, each C-contiguous) its address and then its shape.
+Numba dispatch (a `theta` of another length is an `InputError` raised there). `theta`
+comes last: a caller binds the big constants and the data once (`functools.partial`)
+and each call passes the vector alone. `cfunc` wraps that entry as `int64(n, const
+double* x, double* grad, double* logp, void* data)` (nutpie's form for PyMC's models):
+`data` points to a table of int64 words, per argument before `theta` (the graph's big
+constants, then the data inputs, each C-contiguous) its address and then its shape.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 
 from dimgraph.backends.numba import views as rt_views
 from dimgraph.backends.numba.cache import loaded as _loaded
+from dimgraph.errors import InputError
 
 graph = _loaded("{graph}").graph
 """
@@ -52,16 +55,22 @@ LOGP_NOT_FINITE = 4
 
 
 def flat_text(graph_digest, shapes, dtypes, n_big, n_data, jit_options) -> str:
-    """The module of `flat(*bigs, theta, *data) -> (value, gradient)` over parameters of `shapes` and
+    """The module of `flat(*bigs, *data, theta) -> (value, gradient)` over parameters of `shapes` and
     `dtypes` (float64 or float32), around the jitted graph `graph(*bigs, *params, *data)`."""
     bigs = [f"b{k}" for k in range(n_big)]
     data = [f"d{k}" for k in range(n_data)]
-    lines = [f"def flat({', '.join(bigs + ['theta'] + data)}):"]
+    lines = [f"def flat({', '.join(bigs + data + ['theta'])}):"]
+    size = sum(math.prod(shape) for shape in shapes)
+    lines.append(f"    if theta.shape[0] != {size}:")
+    lines.append(f"        raise InputError('theta: expected a vector of {size} values')")
     params, start = [], 0
     for k, (shape, dtype) in enumerate(zip(shapes, dtypes)):
         n = math.prod(shape)
         cast = "" if dtype == "float64" else f".astype(np.{dtype})"
-        lines.append(f"    p{k} = rt_views.reshape(theta[{start}:{start + n}], {tuple(shape)!r}){cast}")
+        view = f"theta[{start}:{start + n}]"
+        if len(shape) != 1:
+            view = f"rt_views.reshape({view}, {tuple(shape)!r})"
+        lines.append(f"    p{k} = {view}{cast}")
         params.append(f"p{k}")
         start += n
     lines.append(f"    r = graph({', '.join(bigs + params + data)})")
@@ -69,7 +78,9 @@ def flat_text(graph_digest, shapes, dtypes, n_big, n_data, jit_options) -> str:
     start = 0
     for k, shape in enumerate(shapes):
         n = math.prod(shape)
-        if shape:
+        if len(shape) == 1:
+            lines.append(f"    grad[{start}:{start + n}] = r[{k + 1}]")
+        elif shape:
             lines.append(f"    grad[{start}:{start + n}] = np.ascontiguousarray(r[{k + 1}]).reshape({n})")
         else:
             lines.append(f"    grad[{start}] = r[{k + 1}][()]")
@@ -81,8 +92,8 @@ def flat_text(graph_digest, shapes, dtypes, n_big, n_data, jit_options) -> str:
 CFUNC_SIGNATURE = "int64(int64, CPointer(float64), CPointer(float64), CPointer(float64), voidptr)"
 
 
-def cfunc_text(flat_digest, size, n_big, arguments) -> str:
-    """The module of `logp_dlogp`, the C-callable form of the flat entry `flat(*bigs, theta, *data)`;
+def cfunc_text(flat_digest, size, arguments) -> str:
+    """The module of `logp_dlogp`, the C-callable form of the flat entry `flat(*bigs, *data, theta)`;
     `arguments`: (dtype, ndim) of each argument read from the table (the bigs, then the data)."""
     lines = [
         "@numba.cfunc(_SIGNATURE)",  # NOTE: no disk cache: Numba cannot rebuild a cached cfunc of a generated module
@@ -97,7 +108,7 @@ def cfunc_text(flat_digest, size, n_big, arguments) -> str:
         lines.append(f"    a{k} = numba.carray(as_pointer(table[{word}], np.{dtype}), ({shape}))")
         names.append(f"a{k}")
         word += 1 + ndim
-    call = names[:n_big] + [f"numba.carray(x, ({size},))"] + names[n_big:]
+    call = names + [f"numba.carray(x, ({size},))"]
     lines += [
         "    try:",
         f"        value, g = flat({', '.join(call)})",

@@ -42,7 +42,8 @@ from numba.core.errors import NumbaWarning
 import numpy as np
 
 from dimgraph.backends.numba import cache, flatjit
-from dimgraph.backends.numba.ops import ObjmodeKernel, numba_kernel
+from dimgraph.backends.numba.ops import ObjmodeKernel, holds_scalars, numba_kernel, scalar_elemwise
+from dimgraph.backends.numba.scalar import np_type
 from dimgraph.errors import PerformanceWarning
 
 _log = logging.getLogger("dimgraph.numba")
@@ -61,31 +62,58 @@ from dimgraph.backends.numba.cache import constant as _constant, kernel as _kern
 
 
 class Printer:
-    """Collects the jitted graph's lines while `plan` walks the nodes (one `call` per node)."""
+    """Collects the jitted graph's lines while `plan` walks the nodes (one `call` per node).
+
+    0-d elementwise nodes that the driver runs on the host (a log density's parameter
+    transforms: no kernel of the driver's to reuse) are printed as scalar kernels
+    (`ops.scalar_elemwise`): their results are held as scalars, put in a 0-d array only
+    where a kernel taking arrays, or the graph's result, needs one.
+    """
 
     def __init__(self, params, wrap, comment):
         self.params = params
         self.wrap = wrap  # kernel source -> the kernel module's text
         self.comment = comment
         self.body, self.own, self.texts, self.performs = [], {}, [], []
+        self.scalars = {}  # name -> dtype of the values held as scalars
+        self.boxed = set()  # the names of their 0-d arrays, once made
 
     def call(self, node, outs, args, src, kernels):
-        """Add `outs = kernel(args)` for `node`; `src` is the driver's kernel source (None: none printed)."""
+        """Add `outs = kernel(args)` for `node` (`args`: its inputs' names); `src` is the driver's kernel
+        source (None: none printed)."""
         if src is None:
             src = numba_kernel(node.op, node)
             if isinstance(src, ObjmodeKernel):
                 self.performs.append(self.comment(node.op))
         key = cache.digest(self.wrap(src))
+        if key not in kernels and holds_scalars(node):  # no kernel of the driver's to reuse: the scalar form
+            src = scalar_elemwise(node.op, node, [a in self.scalars for a in args])
+            key = cache.digest(self.wrap(src))
+            self.scalars.update((out, o.type.dtype) for out, o in zip(outs, node.outputs))
+        else:
+            args = [self._array(a) for a in args]
         name = kernels.get(key)
         if name is None:
             if key not in self.own:
                 self.own[key] = f"j{len(self.own)}"
                 self.texts.append(self.wrap(src))
             name = self.own[key]
-        self.body.append(f"    {', '.join(outs)} = {name}({args})")
+        self.body.append(f"    {', '.join(outs)} = {name}({', '.join(args)})")
+
+    def _array(self, name):
+        """`name` as an array: a value held as a scalar goes into a 0-d array of its own (made once)."""
+        dtype = self.scalars.get(name)
+        if dtype is None:
+            return name
+        boxed = f"{name}_0d"
+        if boxed not in self.boxed:
+            self.boxed.add(boxed)
+            self.body += [f"    {boxed} = np.empty((), dtype={np_type(dtype)})", f"    {boxed}[()] = {name}"]
+        return boxed
 
     def finish(self, results, header_lines, kernels, jit_options) -> tuple:
         """(module text, texts of the kernels only it calls, big constant names, ops run by perform)."""
+        results = [self._array(r) for r in results]
         used = {_name_called(line) for line in self.body}
         lines = [line for line in header_lines if line.startswith("c")]
         lines += [f'{name} = _kernel("{key}")' for key, name in {**kernels, **self.own}.items() if name in used]
@@ -102,7 +130,7 @@ class Printer:
 
 
 def _name_called(line):
-    """`k3` of a body line `    v7, v8 = k3(v1, c2)`."""
+    """`k3` of a body line `    v7, v8 = k3(v1, c2)` (of the other lines, whatever precedes a parenthesis)."""
     return line.split("=", 1)[1].strip().split("(", 1)[0]
 
 
@@ -227,7 +255,7 @@ class Tiers:
             callback(entry, self.run_jitted, self.fallback, self.seconds)
 
     def flat(self, shapes, dtypes, callback):
-        """Call `callback(entry)` once the jitted graph is ready, `entry(theta, *data) -> (value, gradient)`
+        """Call `callback(entry)` once the jitted graph is ready, `entry(*data, theta) -> (value, gradient)`
         being its flat entry (`flatjit.py`) over parameters of `shapes` and `dtypes`, laid out in order."""
 
         def ready(*_):
@@ -245,7 +273,7 @@ class Tiers:
         data_types = self.sig[n_big + len(shapes) :]
         text = flatjit.flat_text(cache.digest(self.plan.jit_driver), shapes, dtypes, n_big, len(data_types), self.options)
         dispatcher = _own(cache.load_module("f", text).flat)
-        dispatcher.compile(self.sig[:n_big] + (numba.float64[::1],) + data_types)
+        dispatcher.compile(self.sig[:n_big] + data_types + (numba.float64[::1],))
         dispatcher.disable_compile()
         return functools.partial(dispatcher, *self.bigs) if self.bigs else dispatcher
 
@@ -256,7 +284,7 @@ class Tiers:
         flat = cache.load_module("f", text)  # its `flat` compiles for the C function's argument types
         arguments = [(a.dtype.name, a.ndim) for a in self.bigs + tuple(data)]
         size = sum(int(np.prod(s, dtype=np.int64)) for s in shapes)
-        module = cache.load_module("c", flatjit.cfunc_text(flat.digest, size, len(self.bigs), arguments))
+        module = cache.load_module("c", flatjit.cfunc_text(flat.digest, size, arguments))
         return flatjit.CFunction(module.logp_dlogp, self.bigs + tuple(data))
 
     def _dispatcher(self):

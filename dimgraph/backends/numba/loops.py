@@ -13,7 +13,9 @@ Each value (input load or scalar step) is computed at its own rank:
   before the main nest, instead of once per element of the full output.
 
 Reduced outputs accumulate in a local when the reduced axes are the innermost
-ones (no full-size temporary), or into the output array otherwise.
+ones (no full-size temporary), or into the output array otherwise; a reduction
+over the rows of a matrix with a few static columns keeps one local per column
+(`column_reduce_kernel`).
 """
 
 from __future__ import annotations
@@ -397,6 +399,41 @@ def loop_kernel(
     rows_only = not targets  # every output is a row sum: no loop over the innermost axis at all
     emit_nest(list(range(ndim - 1 if rows_only else ndim)), targets, temp_set, stores, fast=fast_divisions)
     src(f"return {ret[0]}" if len(ret) == 1 else f"return {', '.join(ret)}")
+    return "\n".join(src.lines) + "\n"
+
+
+# Columns up to this many (a static count) are reduced over the rows with one accumulator each.
+FEW_COLUMNS = 8
+
+
+def column_reduce_kernel(reducer, in_dtype, out_dtype, n_columns, op_name) -> str:
+    """Source of `def kernel(x0)` reducing the rows of a matrix with `n_columns` (static, few) columns.
+
+    The loop nest would combine each element into the output in memory, a chain through
+    the store of every column (2.2 us for (600, 3), against 0.8 us here): one accumulator
+    per column, in registers, in one pass over the rows. Each column is combined in the
+    same order as the nest does, so the result has the same bits.
+    """
+    out_type = np_type(out_dtype)
+    src = _Src()
+    src.lines.append("def kernel(x0):")
+    src("n0 = x0.shape[0]")
+    message = f"{op_name}: axis 1 of the input is not of its static size {n_columns}"
+    checks = [(f"x0.shape[1] != {n_columns}", f"raise ShapeError({message!r})")]
+    if reducer in ("maximum", "minimum"):
+        empty = f"zero-size array to reduction operation {reducer} which has no identity"
+        checks.append(("n0 == 0", f"raise ValueError({empty!r})"))
+    src.lines += guard_lines(checks, "    ")
+    for c in range(n_columns):
+        src(f"acc{c} = {out_type}({_identity(reducer, out_dtype)})")
+    src("for j0 in range(n0):")
+    for c in range(n_columns):
+        val = _cast_expr(f"x0[j0, {c}]", in_dtype, out_dtype)
+        src(f"    acc{c} = {_combine(reducer, f'acc{c}', val, out_dtype)}")
+    src(f"o0 = np.empty(({n_columns},), dtype={out_type})")
+    for c in range(n_columns):
+        src(f"o0[{c}] = acc{c}")
+    src("return o0")
     return "\n".join(src.lines) + "\n"
 
 

@@ -19,8 +19,8 @@ from functools import singledispatch
 import numpy as np
 
 from dimgraph.backends.numba.fallback import register_perform
-from dimgraph.backends.numba.loops import loop_kernel
-from dimgraph.backends.numba.scalar import flatten, np_type
+from dimgraph.backends.numba.loops import FEW_COLUMNS, column_reduce_kernel, loop_kernel
+from dimgraph.backends.numba.scalar import flatten, np_type, render_step
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.reduce import Argmax, CAReduce
 from dimgraph.core.shape import Shape, ShapeI
@@ -110,9 +110,44 @@ def _elemwise(op, node):
     return print_loop(op, node.inputs, dtypes, lambda outs: [(r, None) for r in outs])
 
 
+def holds_scalars(node) -> bool:
+    """Whether `node` is elementwise work on 0-d values only: the jitted graph runs it on scalars
+    (`scalar_elemwise`)."""
+    printed_as_elemwise = numba_kernel.dispatch(type(node.op)) is _elemwise
+    return printed_as_elemwise and all(v.type.ndim == 0 for v in node.inputs + node.outputs)
+
+
+def scalar_elemwise(op, node, held) -> str:
+    """Source of `def kernel(...)` computing the 0-d Elemwise `node` on scalars and returning scalars.
+
+    In the jitted graph, 0-d values passed between such kernels stay scalars: a 0-d array
+    costs an allocation and a reference count per use, and a log density's parameter
+    transforms are dozens of them per call. `held[k]`: input k comes as a scalar (else
+    as a 0-d array). The steps and the output casts are the loop printer's, so the values
+    are the same bits as the array kernel's.
+    """
+    nin = len(node.inputs)
+    steps, outs = flatten(op.scalar_op, nin)
+    dtypes = [i.type.dtype for i in node.inputs]
+    names = [f"a{k}" for k in range(nin)]
+    lines = [f"def kernel({', '.join(f'x{k}' for k in range(nin))}):"]
+    lines += [f"    a{k} = x{k}" if scalar else f"    a{k} = x{k}[()]" for k, scalar in enumerate(held)]
+    for k, (step_op, refs) in enumerate(steps):
+        expr, dtype = render_step(step_op, [names[r] for r in refs], [dtypes[r] for r in refs])
+        lines.append(f"    s{k} = {expr}")
+        names.append(f"s{k}")
+        dtypes.append(dtype)
+    results = [f"{np_type(dtypes[r])}({names[r]})" for r in outs]
+    lines.append(f"    return {results[0]}" if len(results) == 1 else f"    return {', '.join(results)}")
+    return "\n".join(lines) + "\n"
+
+
 @numba_kernel.register(CAReduce)
 def _careduce(op, node):
     out_dtype = node.outputs[0].type.dtype
+    x = node.inputs[0].type
+    if tuple(op.axis) == (0,) and x.ndim == 2 and x.shape[1] is not None and 1 <= x.shape[1] <= FEW_COLUMNS:
+        return column_reduce_kernel(op.scalar_op, x.dtype, out_dtype, x.shape[1], str(op))
     # one input: nothing broadcasts, so static sizes of 1 need no special indexing (fewer distinct kernels)
     return loop_kernel(
         [(False,) * node.inputs[0].type.ndim],
