@@ -460,6 +460,7 @@ class LogpFunction:
 
     def __init__(self, model, flat):
         self.model, self.flat = model, flat
+        self._bound = None  # (the data arrays, `flat.bind` of them): rebound when `set_data` replaces one
 
     @property
     def names(self) -> list:
@@ -471,13 +472,12 @@ class LogpFunction:
         return self.flat.layout.size
 
     def __call__(self, theta):
-        layout = self.flat.layout
-        # the parameters' arrays come from the layout and the data was checked when set: no checks per call
-        value, *grads = self.flat.function(*layout.arrays(layout.check(theta)), *self.model._data_arrays(), trust_input=True)
-        flat = np.empty(layout.size)
-        for g, where in zip(grads, layout.slices):
-            flat[where] = np.ravel(g)
-        return float(value), flat
+        arrays = self.model._data_arrays()
+        bound = self._bound
+        if bound is None or len(bound[0]) != len(arrays) or any(a is not b for a, b in zip(arrays, bound[0])):
+            names = [v.name for v in self.model._inputs()]
+            bound = self._bound = (arrays, self.flat.bind(**dict(zip(names, arrays))))
+        return bound[1](theta)  # on numba, once jitted: one compiled call of theta (the data checked once)
 
     def ravel(self, values) -> np.ndarray:
         """One flat vector from `{unconstrained name: value}`."""
