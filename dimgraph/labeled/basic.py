@@ -31,7 +31,8 @@ def labeled(name, dims, dtype="float64"):
 
 
 def is_dataarray(x) -> bool:
-    return type(x).__name__ == "DataArray" and hasattr(x, "dims") and hasattr(x, "indexes")
+    cls = type(x)  # (the class's attributes: `x.indexes` builds a mapping each time it is read)
+    return cls.__name__ == "DataArray" and hasattr(cls, "dims") and hasattr(cls, "indexes")
 
 
 def constant(value, dims=None, dtype=None, name=None):

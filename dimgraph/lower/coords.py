@@ -98,11 +98,14 @@ class InputCoords:
         """[(name, coord variable)] of the input DataArray's non-index coords that fit the output."""
         raw = inputs[self.k]
         coords = getattr(raw, "coords", None)
-        if coords is None or len(coords) == len(raw.indexes):
+        if coords is None or not len(coords):
+            return []
+        indexed = raw.indexes  # (built anew each time it is read)
+        if len(coords) == len(indexed):
             return []
         out = []
         for name, coord in coords.items():
-            if name in raw.indexes or not set(coord.dims) <= self.intact:
+            if name in indexed or not set(coord.dims) <= self.intact:
                 continue
             if all(sizes.get(d) == n for d, n in zip(coord.dims, coord.shape)):
                 out.append((name, self._in_dim_order(raw, coord.variable)))
