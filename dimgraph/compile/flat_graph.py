@@ -156,13 +156,21 @@ class ParameterCall:
         return self.flat.flat_function.backend
 
     def __call__(self, *args, trust_input=False, **data):
-        layout = self.flat.layout
-        n = len(layout.params)
-        if len(args) < n:
-            raise InputError(f"function takes the parameters {layout.names} first, got {len(args)} positional values")
-        theta = np.concatenate([np.ravel(a) for a in args[:n]]) if n else np.empty(0)
-        value, grad = self.flat.flat_function(layout.check(theta), *args[n:], trust_input=trust_input, **data)
-        return [value] + [grad[where].reshape(shape) for where, shape in zip(layout.slices, layout.shapes)]
+        flat = self.flat
+        names = flat.layout.names + flat._data_names
+        if len(args) > len(names):
+            raise InputError(f"function takes {len(names)} inputs {names}, got {len(args)} positional values")
+        for name, value in zip(names, args):
+            if name in data:
+                raise InputError(f"input {name!r} given twice (by position and by name)")
+            data[name] = value
+        missing = [name for name in flat.layout.names if name not in data]
+        if missing:
+            raise InputError(f"missing inputs {missing}; the inputs are {names}")
+        params = [np.ravel(data.pop(name)) for name in flat.layout.names]
+        theta = np.concatenate(params) if params else np.empty(0)
+        value, grad = flat(theta, trust_input=trust_input, **data)
+        return [np.array(value)] + [grad[where].reshape(shape) for where, shape in zip(flat.layout.slices, flat.layout.shapes)]
 
 
 def flat_graph_function(layout, cost, inputs, backend, options) -> FlatGraphFunction:

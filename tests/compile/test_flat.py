@@ -287,3 +287,20 @@ def test_no_parameters_give_an_empty_gradient(backend):
     fn = dg.flat_value_and_grad((y**2).sum(), [], inputs=[y], backend=backend)
     value, grad = fn(np.zeros(0), y=np.array([1.0, 2.0]))
     assert value == 5.0 and grad.shape == (0,) and grad.dtype == np.float64
+
+
+def test_function_by_parameter_takes_names_and_names_misplaced_inputs(backend, gathered):
+    """`fn.function` binds as a compiled function does, on every backend: parameters and data by position or
+    by name; too many values, a value given twice and a missing one are named."""
+    fn = gathered(backend)
+    a, b, idx, y = np.array([0.3, -0.2, 0.5]), np.array(0.1), np.array([0, 2, 2, 1]), np.array([1.0, -1.0, 0.5, 2.0])
+    value, grad = _gathered_numpy(np.append(a, b), idx, y)
+    for out in (fn.function(a, b, idx, y), fn.function(a, b=b, idx=idx, y=y), fn.function(y=y, idx=idx, b=b, a=a)):
+        assert float(out[0]) == pytest.approx(value, rel=1e-12) and out[1].shape == (3,) and out[2].shape == ()
+        np.testing.assert_allclose(np.append(out[1], out[2]), grad, rtol=1e-12)
+    with pytest.raises(dg.InputError, match=r"function takes 4 inputs \['a', 'b', 'idx', 'y'\], got 5 positional values"):
+        fn.function(a, b, idx, y, y)
+    with pytest.raises(dg.InputError, match=r"input 'b' given twice \(by position and by name\)"):
+        fn.function(a, b, idx, y, b=b)
+    with pytest.raises(dg.InputError, match=r"missing inputs \['b'\]"):
+        fn.function(a, idx=idx, y=y)

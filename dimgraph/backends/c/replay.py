@@ -92,7 +92,7 @@ class Replay:
     def run(self, replay_entry, arrays, raise_code):
         """The outputs, or None when a value the plan read differs (nothing ran)."""
         for stage, a in zip(self.stages, arrays):
-            np.copyto(stage, a)
+            stage[...] = a
         rc = replay_entry(self.address)
         if rc:
             if rc == READ_CHANGED:
