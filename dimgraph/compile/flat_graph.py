@@ -183,11 +183,18 @@ def flat_graph_function(layout, cost, inputs, backend, options) -> FlatGraphFunc
     from dimgraph.core.shape_ops import reshape
     from dimgraph.lower.gradient import value_and_grad
 
+    if any(v is p for v in inputs for p in layout.params):
+        raise ValueError(f"an input is listed twice in {layout.params + inputs}")
     theta, cost, pieces = _read_from_vector(layout, cost, inputs)
     value, grads = value_and_grad(cost, pieces)
     flat = [reshape(g if g.type.dtype == "float64" else cast(g, "float64"), (-1,)) for g in map(_positional, grads)]
     flat_grad = concatenate(flat) if len(flat) > 1 else flat[0] if flat else constant(np.zeros(0))
-    return FlatGraphFunction(layout, function([theta] + inputs, [_positional(value), flat_grad], backend=backend, **options))
+    try:
+        compiled = function([theta] + inputs, [_positional(value), flat_grad], backend=backend, **options)
+    except InputError as err:  # an input the cost reads is not given: named among the parameters, not theta
+        given = [v.name for v in inputs]
+        raise InputError(str(err).replace(str([theta.name] + given), str(layout.names + given))) from None
+    return FlatGraphFunction(layout, compiled)
 
 
 def _read_from_vector(layout, cost, inputs):

@@ -304,3 +304,16 @@ def test_function_by_parameter_takes_names_and_names_misplaced_inputs(backend, g
         fn.function(a, b, idx, y, b=b)
     with pytest.raises(dg.InputError, match=r"missing inputs \['b'\]"):
         fn.function(a, idx=idx, y=y)
+
+
+def test_build_errors_name_the_parameters(backend):
+    """A parameter the cost does not read, a parameter also listed as an input and an input the cost reads
+    but nobody gives are refused before compiling, each naming the variable (every backend alike)."""
+    y = dg.labeled("y", dims=(group, k))
+    cost = ((MU - y) ** 2).sum()
+    with pytest.raises(ValueError, match="grad: the cost does not depend on 'log_sigma'"):
+        dg.flat_value_and_grad(cost, [MU, LOG_SIGMA], inputs=[y], backend=backend)
+    with pytest.raises(ValueError, match="an input is listed twice"):
+        dg.flat_value_and_grad(cost, [MU], inputs=[y, MU], backend=backend)
+    with pytest.raises(dg.InputError, match=r"the outputs depend on input 'y', which is not among the function inputs \['mu'\]"):
+        dg.flat_value_and_grad(cost, [MU], backend=backend)
