@@ -167,8 +167,8 @@ class ParameterCall:
         missing = [name for name in flat.layout.names if name not in data]
         if missing:
             raise InputError(f"missing inputs {missing}; the inputs are {names}")
-        params = [np.ravel(data.pop(name)) for name in flat.layout.names]
-        theta = np.concatenate(params) if params else np.empty(0)
+        params = [data.pop(name) for name in flat.layout.names]
+        theta = np.concatenate(params, axis=None) if params else np.empty(0)
         value, grad = flat(theta, trust_input=trust_input, **data)
         return [np.array(value)] + [grad[where].reshape(shape) for where, shape in zip(flat.layout.slices, flat.layout.shapes)]
 
