@@ -144,7 +144,7 @@ def main():
         theta = rng.normal(size=fn.size) * 0.1
         fn(theta, **data)
         compile_s = time.perf_counter() - t0
-        settle_s = settle(lambda: fn(theta, **data), fn.function)
+        settle_s = settle(lambda: fn(theta, **data), getattr(fn, "flat_function", fn.function))  # c, jax, python: the flat graph
         n = 200 if name == "ar1" else 2000
         flat = median_us(lambda: fn(theta, **data), n)
         pos = fn.function

@@ -70,6 +70,9 @@ class Backend:
     rewrites_opt_in: tuple = ()  # the opt-in rewrites (`dimgraph.core.rewriting.OPT_IN`) whose fused ops it runs
     rewrites_exclude: tuple = ()  # rewrite names or tags it cannot run
     cleanups: tuple = ()  # rewrites run last (e.g. expanding an op it has no kernel for)
+    # Its `Compiled` has `flat`/`cfunc` (numba): `flat_value_and_grad` compiles the graph of [value, *grads]
+    # and the backend compiles theta's unpacking around it; for the others it compiles the flat graph itself.
+    flat_entry: bool = False
 
     def check_options(self, options):
         """A TypeError naming the accepted options when `options` holds another (before any work)."""

@@ -6,6 +6,13 @@ layout between the two (each parameter's values in its dims order, one after
 the other, in the order given) and `flat_value_and_grad` compiles a labeled
 cost into `fn(theta, **data) -> (value, flat gradient)`, the form
 `minimize(fn, theta0, jac=True)` takes.
+
+How a call reaches the backend depends on it. numba compiles an entry of its own
+around the graph of `[value, *gradients]` (`FlatFunction`: theta's unpacking and the
+gradient's packing in the jitted code, and the C-callable `cfunc`). The other backends
+get one graph `(theta, *data) -> (value, flat gradient)` (`flat_graph.FlatGraphFunction`):
+theta is sliced and reshaped, and the gradients concatenated, by graph ops, so one call
+is one backend call with one vector in and two results out, whatever the number of parameters.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ import math
 
 import numpy as np
 
+from dimgraph.backends import get_backend
+from dimgraph.compile.flat_graph import flat_graph_function
 from dimgraph.compile.signature import fast_spec, labels_only
 from dimgraph.errors import InputError
 from dimgraph.labeled.dims import dim_refs
@@ -397,6 +406,8 @@ def flat_value_and_grad(cost, params, inputs=(), backend=None, **options):
     from dimgraph.lower.gradient import value_and_grad
 
     layout = FlatParams(params)
+    if not get_backend(backend).flat_entry:
+        return flat_graph_function(layout, cost, list(inputs), backend, options)
     value, grads = value_and_grad(cost, list(params))
     outs = [_positional(value)] + [_positional(g) for g in grads]  # arrays out: no DataArray per call
     f = function(list(params) + list(inputs), outs, backend=backend, **options)

@@ -128,3 +128,20 @@ def test_a_plan_cheaper_than_the_copies_is_not_kept():
     np.testing.assert_array_equal(c(big), big + 1)
     assert _replayer(c).current is None
     np.testing.assert_array_equal(c(big * 2), big * 2 + 1)
+
+
+def test_replays_restore_initialized_buffers_and_see_read_values_changed_in_place():
+    """dg_replay restores a reduction's identity before every run (a max that falls after one that rose),
+    and compares the values the plan read by content: an index array changed in place plans again."""
+    x, n = dg.tensor("x", shape=(None,)), dg.tensor("n", shape=(), dtype="int64")
+    c, py = _pair([x, n], [x[:n].max(), x[:n].sum()])
+    rep, x0, count = _replayer(c), np.arange(6.0), np.array(4)
+    for shift in (0.0, 5.0, -20.0, -3.0):
+        _assert_same(c(x0 + shift, count), py(x0 + shift, count))
+    assert rep.current is not None
+    count[...] = 2  # the same array, a new value: the kept plan's read differs
+    _assert_same(c(x0, count), py(x0, count))
+    assert rep.current.key[1] == (np.dtype(np.int64), ())
+    views = dg.function([x], x[1:], backend="c")  # no kernel runs: a view, copied out
+    for k in range(3):
+        np.testing.assert_array_equal(views(x0 + k), x0[1:] + k)

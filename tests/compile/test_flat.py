@@ -208,3 +208,134 @@ def test_bind_names_the_data_it_refuses_before_any_call(backend, squared_distanc
                                backend=backend).bind(y=np.zeros(3))  # fmt: skip
     with pytest.raises(dg.InputError, match=r"theta: expected a vector of 7 values .*got shape \(6,\)"):
         fn.bind(y=np.zeros((3, 2)))(np.zeros(6))
+
+
+@pytest.fixture(scope="module")
+def gathered():
+    """fn(theta, idx, y) = -0.5 sum((y - a[idx] - b)**2) - 0.5 a.a, per backend (compiled once): a gather, and
+    two data inputs sharing a dim of no fixed size (a size check at every call)."""
+    compiled = {}
+
+    def get(backend):
+        if backend not in compiled:
+            a, b = dg.labeled("a", dims=(group,)), dg.scalar("b")
+            idx, y = dg.labeled("idx", dims=(obs,), dtype="int64"), dg.labeled("y", dims=(obs,))
+            cost = -0.5 * ((y - a.isel(group=idx) - b) ** 2).sum() - 0.5 * (a**2).sum()
+            compiled[backend] = dg.flat_value_and_grad(cost, [a, b], inputs=[idx, y], backend=backend)
+        return compiled[backend]
+
+    return get
+
+
+def _gathered_numpy(theta, idx, y):
+    a, b = theta[:3], theta[3]
+    r = y - a[idx] - b
+    grad_a = np.zeros(3)
+    np.add.at(grad_a, idx, r)
+    return -0.5 * r @ r - 0.5 * a @ a, np.append(grad_a - a, r.sum())
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # `backend` only names the backend
+@given(st.data())
+def test_repeated_calls_match_numpy_as_data_change(backend, gathered, data):
+    """Calls after the first take the backend's entry (the c backend replays its plan): every call, with
+    new values and new lengths, agrees with NumPy."""
+    fn = gathered(backend)
+    for _ in range(3):
+        n = data.draw(st.integers(0, 6))
+        theta = data.draw(arrays(np.float64, 4, elements=st.floats(-10, 10)))
+        idx = data.draw(arrays(np.int64, n, elements=st.integers(-3, 2)))
+        y = data.draw(arrays(np.float64, n, elements=st.floats(-10, 10)))
+        value, grad = fn(theta, idx=idx, y=y)
+        expected, expected_grad = _gathered_numpy(theta, idx, y)
+        np.testing.assert_allclose(value, expected, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(grad, expected_grad, rtol=1e-12, atol=1e-12)
+
+
+def test_later_calls_check_the_data_as_the_first_does(backend, gathered):
+    """The checks and messages of a call do not depend on whether it is the first (every backend alike)."""
+    fn = gathered(backend)
+    theta, idx, y = np.array([0.3, -0.2, 0.5, 0.1]), np.array([0, 2, 2, 1]), np.array([1.0, -1.0, 0.5, 2.0])
+    expected = _gathered_numpy(theta, idx, y)
+    for _ in range(2):
+        with pytest.raises(dg.InputError, match="inputs 'idx' and 'y' disagree on the size of dim 'obs': 4 in 'idx', 3 in 'y'"):
+            fn(theta, idx=idx, y=y[:3])
+        with pytest.raises(IndexError, match="input 'idx': index 3 is out of bounds for dim 'group'"):
+            fn(theta, idx=np.array([0, 3, 2, 1]), y=y)
+        with pytest.raises(dg.InputError, match=r"missing inputs \['y'\]; the inputs are \['a', 'b', 'idx', 'y'\]"):
+            fn(theta, idx=idx)
+        with pytest.raises(dg.InputError, match="unexpected input 'z'"):
+            fn(theta, idx=idx, y=y, z=y)
+        with pytest.raises(dg.InputError, match="'idx'"):
+            fn(theta, idx=idx + 0.5, y=y)  # not exactly integers
+        value, grad = fn(theta, idx=idx, y=y)
+        assert value == pytest.approx(expected[0], rel=1e-12)
+        np.testing.assert_allclose(grad, expected[1], rtol=1e-12)
+    # exact casts, DataArrays in any dims order, trusted arrays: the same values
+    for kwargs in (
+        {"idx": idx.astype(np.float64), "y": y.tolist()},
+        {"idx": xr.DataArray(idx, dims="obs"), "y": xr.DataArray(y, dims="obs")},
+        {"idx": idx, "y": y, "trust_input": True},
+    ):
+        value, grad = fn(theta, **kwargs)
+        assert value == pytest.approx(expected[0], rel=1e-12)
+        np.testing.assert_allclose(grad, expected[1], rtol=1e-12)
+
+
+def test_flat_function_is_one_graph_of_the_vector(backend, gathered):
+    """Off numba, `fn.flat_function` is the compiled (theta, *data) -> (value, flat gradient) itself; the
+    function pickles and gives the same values after; `cfunc` is numba's."""
+    import pickle
+
+    fn = gathered(backend)
+    theta, idx, y = np.array([0.3, -0.2, 0.5, 0.1]), np.array([0, 2, 2, 1]), np.array([1.0, -1.0, 0.5, 2.0])
+    value, grad = fn(theta, idx=idx, y=y)
+    if backend == "numba":
+        assert not hasattr(fn, "flat_function")
+        return
+    assert [v.type.shape for v in fn.flat_function.inputs] == [(4,), (None,), (None,)]
+    flat_value, flat_grad = fn.flat_function(theta, idx, y)
+    assert float(flat_value) == value
+    np.testing.assert_array_equal(flat_grad, grad)
+    again = pickle.loads(pickle.dumps(fn))
+    assert again(theta, idx=idx, y=y)[0] == value
+    np.testing.assert_array_equal(again(theta, idx=idx, y=y)[1], grad)
+    with pytest.raises(NotImplementedError, match=f"cfunc: the C-callable function needs the numba backend; this function runs on '{backend}'"):
+        fn.cfunc(idx=idx, y=y)
+
+
+def test_no_parameters_give_an_empty_gradient(backend):
+    y = dg.labeled("y", dims=(k,))
+    fn = dg.flat_value_and_grad((y**2).sum(), [], inputs=[y], backend=backend)
+    value, grad = fn(np.zeros(0), y=np.array([1.0, 2.0]))
+    assert value == 5.0 and grad.shape == (0,) and grad.dtype == np.float64
+
+
+def test_function_by_parameter_takes_names_and_names_misplaced_inputs(backend, gathered):
+    """`fn.function` binds as a compiled function does, on every backend: parameters and data by position or
+    by name; too many values, a value given twice and a missing one are named."""
+    fn = gathered(backend)
+    a, b, idx, y = np.array([0.3, -0.2, 0.5]), np.array(0.1), np.array([0, 2, 2, 1]), np.array([1.0, -1.0, 0.5, 2.0])
+    value, grad = _gathered_numpy(np.append(a, b), idx, y)
+    for out in (fn.function(a, b, idx, y), fn.function(a, b=b, idx=idx, y=y), fn.function(y=y, idx=idx, b=b, a=a)):
+        assert float(out[0]) == pytest.approx(value, rel=1e-12) and out[1].shape == (3,) and out[2].shape == ()
+        np.testing.assert_allclose(np.append(out[1], out[2]), grad, rtol=1e-12)
+    with pytest.raises(dg.InputError, match=r"function takes 4 inputs \['a', 'b', 'idx', 'y'\], got 5 positional values"):
+        fn.function(a, b, idx, y, y)
+    with pytest.raises(dg.InputError, match=r"input 'b' given twice \(by position and by name\)"):
+        fn.function(a, b, idx, y, b=b)
+    with pytest.raises(dg.InputError, match=r"missing inputs \['b'\]"):
+        fn.function(a, idx=idx, y=y)
+
+
+def test_build_errors_name_the_parameters(backend):
+    """A parameter the cost does not read, a parameter also listed as an input and an input the cost reads
+    but nobody gives are refused before compiling, each naming the variable (every backend alike)."""
+    y = dg.labeled("y", dims=(group, k))
+    cost = ((MU - y) ** 2).sum()
+    with pytest.raises(ValueError, match="grad: the cost does not depend on 'log_sigma'"):
+        dg.flat_value_and_grad(cost, [MU, LOG_SIGMA], inputs=[y], backend=backend)
+    with pytest.raises(ValueError, match="an input is listed twice"):
+        dg.flat_value_and_grad(cost, [MU], inputs=[y, MU], backend=backend)
+    with pytest.raises(dg.InputError, match=r"the outputs depend on input 'y', which is not among the function inputs \['mu'\]"):
+        dg.flat_value_and_grad(cost, [MU], backend=backend)

@@ -5,11 +5,13 @@ it costs far more than the C it plans. But a plan depends only on the inputs'
 shapes and on the few input values it reads (index arrays, reshape targets), so
 `Replayer` keeps one: the call that records it copies each input into a buffer
 of its own and plans on those, noting which inputs' values the plan read
-(`ReadLog`). A later call whose inputs have the same dtypes and shapes, and the
-same values where the plan read them, copies its inputs into those buffers,
+(`ReadLog`). A later call whose inputs have the same dtypes and shapes copies its
+inputs into those buffers and makes one C call, `dg_replay` (`REPLAY_ENTRY`, in
+every translation unit): it compares the values the plan read with the ones
+copied in (a difference returns -1 before any work, and the call plans again),
 restores the buffers the plan initialized (`Context.filled`: a reduction's
-identity), and calls C with the recorded tables; its outputs are copied out, as
-the buffers are used again. No Python runs per node.
+identity) and runs `dg_run` with the recorded tables. Its outputs are copied out,
+as the buffers are used again. No Python runs per node, per read or per buffer.
 
 A plan that did work C does not repeat (`Context.no_replay`: a loop stepped in
 Python, a failure kept for C to raise) is not kept, nor one over inputs larger
@@ -29,6 +31,23 @@ import numpy as np
 REPLAY_LIMIT = 1 << 16  # elements of one input
 MAX_MISSES = 3
 COPY_BYTES_PER_SECOND = 4e9  # a cautious memcpy rate: a replay copies its inputs in and its outputs out
+READ_CHANGED = -1  # dg_replay's answer when a value the plan read differs (dg_run's error codes are positive)
+
+# T: n_reads, then (input buffer, the value the plan read, bytes) per read; n_fills, then (buffer, its
+# initial bytes, bytes) per initialized buffer; then whether a kernel runs and dg_run's P, M, R.
+REPLAY_ENTRY = f"""
+/* A kept plan run again (dimgraph/backends/c/replay.py). */
+int dg_replay(const int64_t *T) {{
+  int64_t k = 1;
+  for (int64_t r = 0; r < T[0]; r++, k += 3)
+    if (memcmp((const void *)(uintptr_t)T[k], (const void *)(uintptr_t)T[k + 1], (size_t)T[k + 2])) return {READ_CHANGED};
+  const int64_t n_fills = T[k++];
+  for (int64_t f = 0; f < n_fills; f++, k += 3)
+    memcpy((void *)(uintptr_t)T[k], (const void *)(uintptr_t)T[k + 1], (size_t)T[k + 2]);
+  if (!T[k]) return 0;
+  return dg_run((char **)(uintptr_t)T[k + 1], (const int64_t *)(uintptr_t)T[k + 2], (const unsigned char *)(uintptr_t)T[k + 3]);
+}}
+"""
 
 
 class ReadLog(dict):
@@ -52,13 +71,17 @@ class Replay:
     def __init__(self, stages, ptrs, meta, flags, outputs, fills, reads, alive):
         self.stages = stages
         self.key = [(a.dtype, a.shape) for a in stages]
-        self.p = np.array(ptrs, dtype=np.uintp)
-        self.m = np.array(meta, dtype=np.int64)
-        self.p_addr, self.m_addr, self.flags = self.p.ctypes.data, self.m.ctypes.data, bytes(flags)
-        self.calls_c = any(flags)  # whether any kernel runs (a graph of views only has none)
-        self.outputs, self.fills = outputs, fills
-        self.reads = [(k, stages[k].copy()) for k in sorted(reads)]  # the values the plan was made for
-        self.alive = alive  # every operand array the tables point into
+        p, m = np.array(ptrs, dtype=np.uintp), np.array(meta, dtype=np.int64)
+        r = np.array(bytearray(flags) or bytearray(1), dtype=np.uint8)
+        read = [(stages[k], stages[k].copy()) for k in sorted(reads)]  # the values the plan was made for
+        initial = [(a, np.full(a.shape, value, a.dtype)) for a, value in fills]
+        table = [len(read)] + [x for a, b in read for x in (a.ctypes.data, b.ctypes.data, a.nbytes)]
+        table += [len(initial)] + [x for a, b in initial for x in (a.ctypes.data, b.ctypes.data, a.nbytes)]
+        table += [int(any(flags)), p.ctypes.data, m.ctypes.data, r.ctypes.data]
+        self.table = np.array(table, dtype=np.int64)  # dg_replay's T
+        self.address = self.table.ctypes.data
+        self.outputs = outputs
+        self.alive = (alive, p, m, r, read, initial)  # every array the tables point into
 
     def shapes_match(self, arrays):
         for (dtype, shape), a in zip(self.key, arrays):
@@ -66,27 +89,24 @@ class Replay:
                 return False
         return True
 
-    def reads_match(self, arrays):
-        return all(np.array_equal(arrays[k], value) for k, value in self.reads)
-
-    def run(self, entry, arrays, raise_code):
+    def run(self, replay_entry, arrays, raise_code):
+        """The outputs, or None when a value the plan read differs (nothing ran)."""
         for stage, a in zip(self.stages, arrays):
-            np.copyto(stage, a)
-        for a, value in self.fills:
-            a.fill(value)
-        if self.calls_c:
-            rc = entry(self.p_addr, self.m_addr, self.flags)
-            if rc:
-                raise_code(rc)
+            stage[...] = a
+        rc = replay_entry(self.address)
+        if rc:
+            if rc == READ_CHANGED:
+                return None
+            raise_code(rc)
         return [np.array(a) for a in self.outputs]
 
 
 class Replayer:
     """The kept plan of one compiled graph (`plan_call(arrays, ctx)` plans and runs a call the usual way)."""
 
-    def __init__(self, inputs, outputs, entry, plan_call, raise_code):
+    def __init__(self, inputs, outputs, replay_entry, plan_call, raise_code):
         self.inputs, self.outputs = inputs, outputs
-        self.entry, self.plan_call, self.raise_code = entry, plan_call, raise_code
+        self.replay_entry, self.plan_call, self.raise_code = replay_entry, plan_call, raise_code
         self.positions = {id(v): k for k, v in enumerate(inputs)}
         self.current = None
         self.misses = 0
@@ -99,9 +119,10 @@ class Replayer:
         try:
             current = self.current
             if current is not None and current.shapes_match(arrays):
-                if current.reads_match(arrays):
+                results = current.run(self.replay_entry, arrays, self.raise_code)
+                if results is not None:
                     self.misses = 0
-                    return current.run(self.entry, arrays, self.raise_code)
+                    return results
                 self.misses += 1
                 if self.misses >= MAX_MISSES:  # the plan reads values that change: plan every call
                     self.enabled, self.current = False, None

@@ -56,7 +56,7 @@ from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.shape_ops import Alloc, Reshape
 
 # The loop printer writes a multi-output reduce-of-elemwise as one pass with several accumulators.
-BACKEND = Backend("numba", __name__, options=("jit_graph",), rewrites_opt_in=OPT_IN)
+BACKEND = Backend("numba", __name__, options=("jit_graph",), rewrites_opt_in=OPT_IN, flat_entry=True)
 
 # Ops run by their NumPy `perform` in the driver: views and shapes cost microseconds there
 # and 0.2-0.4 s of Numba compile time each as kernels.
