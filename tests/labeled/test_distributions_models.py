@@ -35,6 +35,9 @@ class _HalfT:
     def cdf(self, x):
         return np.clip(2 * self.t.cdf(x) - 1, 0, 1)
 
+    def sf(self, x):
+        return np.where(np.asarray(x) > 0, 2 * self.t.sf(np.maximum(x, 0)), 1.0)
+
 
 # --- log densities vs scipy: name -> (parameter names, rows (params..., x), scipy logpdf)
 LOGP_CASES = {
@@ -87,6 +90,28 @@ class _HalfNormalTails:
         return stats.halfnorm(scale=self.sigma).logcdf(x)
 
 
+class _BothTails:
+    """scipy's log of whichever of cdf and sf is below 1/2, log1p of minus the other one above it (scipy's
+    own logcdf of a binomial is log(cdf), which keeps 8 digits of a cdf of 1 - 4e-9)."""
+
+    def __init__(self, dist, folded=False):
+        self.dist, self.folded = dist, folded
+
+    def _both(self, x):
+        if self.folded:  # |X| of a symmetric X: P(|X| > x) = 2 P(X < -x)
+            x = np.maximum(x, 0)
+            return 1 - 2 * self.dist.sf(x), 2 * self.dist.sf(x)
+        return self.dist.cdf(x), self.dist.sf(x)
+
+    def logcdf(self, x):
+        cdf, sf = self._both(x)
+        return np.where(cdf < 0.5, np.log(cdf), np.log1p(-sf))
+
+    def logsf(self, x):
+        cdf, sf = self._both(x)
+        return np.where(sf < 0.5, np.log(sf), np.log1p(-cdf))
+
+
 # --- tails: name -> (our distribution, scipy's); x on a grid reaching far into both tails
 TAIL_X = np.array([-1e4, -60.0, -25.0, -19.0, -3.0, -0.5, 0.0, 0.3, 1.0, 2.5, 7.0, 25.0, 60.0, 1e4])
 TAILS = {
@@ -104,6 +129,13 @@ TAILS = {
     "logistic": (dg.dist.logistic(0.5, 2.0), stats.logistic(0.5, 2.0)),
     "bernoulli": (dg.dist.bernoulli(0.3), stats.bernoulli(0.3)),
     "poisson": (dg.dist.poisson(3.5), stats.poisson(3.5)),
+    # the incomplete beta function's
+    "student_t": (dg.dist.student_t(3.5, 0.5, 1.5), stats.t(3.5, 0.5, 1.5)),
+    "student_t_inf": (dg.dist.student_t(np.inf, 0.5, 1.5), stats.norm(0.5, 1.5)),
+    "halfstudent_t": (dg.dist.halfstudent_t(2.5, 1.5), _BothTails(stats.t(2.5, 0, 1.5), folded=True)),
+    "beta": (dg.dist.beta(2.5, 0.7), _BothTails(stats.beta(2.5, 0.7))),
+    "binomial": (dg.dist.binomial(30.0, 0.2), _BothTails(stats.binom(30, 0.2))),
+    "negative_binomial": (dg.dist.negative_binomial(2.5, 0.3), _BothTails(stats.nbinom(2.5, 0.3))),
 }
 
 
@@ -126,10 +158,10 @@ def test_logcdf_and_logsf_match_scipy(backend):
 
 
 def test_logcdf_of_a_distribution_without_one_is_a_clear_error():
-    with pytest.raises(TypeError, match="studentt: has no logcdf"):
-        dg.dist.student_t(3.0).logcdf(1.0)
-    with pytest.raises(TypeError, match=r"truncated: beta has no logcdf/logsf"):
-        dg.dist.truncated(dg.dist.beta(2.0, 2.0), lower=0.1)
+    with pytest.raises(TypeError, match="categorical: has no logcdf"):
+        dg.dist.categorical(dg.constant(np.array([0.4, 0.6]), dims=(COMP,)), dim=COMP).logcdf(1)
+    with pytest.raises(TypeError, match=r"truncated: categorical has no logcdf/logsf"):
+        dg.dist.truncated(dg.dist.categorical(dg.constant(np.array([0.4, 0.6]), dims=(COMP,)), dim=COMP), lower=1)
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -169,6 +201,11 @@ def truncated_cases():
         "truncexp": (dg.dist.truncated(dg.dist.exponential(1.0), lower=1.0, upper=3.0), _Conditioned(stats.expon(), 1.0, 3.0)),
         "truncinvgamma": (dg.dist.truncated(dg.dist.invgamma(3.0, 2.0), lower=1.5), _Conditioned(stats.invgamma(3.0, scale=2.0), 1.5, np.inf)),
         "trunccauchy": (dg.dist.truncated(dg.dist.cauchy(0.0, 1.0), lower=-1.0, upper=5.0), _Conditioned(stats.cauchy(), -1.0, 5.0)),
+        # quantiles by bisection on the incomplete beta function's tails (the lower bound 9 is at P(T > 9) = 7e-5)
+        "trunc_t": (dg.dist.truncated(dg.dist.student_t(3.5, 0.0, 1.0), lower=-1.0, upper=4.0), _Conditioned(stats.t(3.5), -1.0, 4.0)),
+        "trunc_t_far": (dg.dist.truncated(dg.dist.student_t(2.5, 0.0, 1.0), lower=9.0), _Conditioned(stats.t(2.5), 9.0, np.inf)),
+        "trunc_beta": (dg.dist.truncated(dg.dist.beta(2.5, 0.7), lower=0.2, upper=0.9), _Conditioned(stats.beta(2.5, 0.7), 0.2, 0.9)),
+        "trunc_halft": (dg.dist.truncated(dg.dist.halfstudent_t(2.5, 1.5), upper=2.0), _Conditioned(_HalfT(2.5, 1.5), 0.0, 2.0)),
     }
 
 
@@ -344,6 +381,7 @@ def test_factory_log_densities(backend):
     k = dg.labeled("k", dims=(dg.Dim("j", size=5),), dtype="int64")
     w = dg.labeled("w", dims=(COMP,))
     mu = dg.labeled("mu", dims=(COMP,))
+    u = dg.labeled("u", dims=(dg.Dim("l", size=6),))
 
     def build():
         outs = [
@@ -355,16 +393,26 @@ def test_factory_log_densities(backend):
             dg.dist.censored(dg.dist.poisson(1.5), upper=3).logp(k),
             dg.dist.mixture(w, dg.dist.normal(mu, 1.5), dim=COMP).logp(x),
             dg.dist.mixture(w, [dg.dist.exponential(1.0), dg.dist.laplace(mu.isel(comp=1), 0.5)], dim=COMP).logp(x),
+            # the incomplete beta function's
+            dg.dist.truncated(dg.dist.student_t(3.5, 0.5, 2.0), lower=-1.0, upper=3.0).logp(x),
+            dg.dist.censored(dg.dist.student_t(2.5, 0.5, 2.0), lower=-1.0, upper=3.0).logp(x),
+            dg.dist.truncated(dg.dist.beta(2.5, 0.7), lower=0.2, upper=0.9).logp(u),
+            dg.dist.censored(dg.dist.beta(2.5, 0.7), lower=0.2, upper=0.9).logp(u),
+            dg.dist.truncated(dg.dist.binomial(30, 0.2), lower=1, upper=4).logp(k),
+            dg.dist.censored(dg.dist.negative_binomial(2.5, 0.3), upper=3).logp(k),
         ]
-        return dg.function([x, k, w, mu], outs, backend=backend)
+        return dg.function([x, k, w, mu, u], outs, backend=backend)
 
     xs = np.array([-1.0, -0.5, 0.0, 2.9, 3.0, 30.5, 35.0])
     ks = np.array([0, 1, 3, 4, 5])
-    got = cached(("factories", backend), build)(xs, ks, np.array([1.0, 3.0]), MIX_MU)
+    us = np.array([0.1, 0.2, 0.5, 0.9, 0.95, 1.0])
+    got = cached(("factories", backend), build)(xs, ks, np.array([1.0, 3.0]), MIX_MU, us)
     with np.errstate(all="ignore"):
         norm = stats.norm(0.5, 2.0)
         pois = stats.poisson(1.5)
         mass = pois.cdf(4) - pois.cdf(0)
+        t, beta = stats.t(2.5, 0.5, 2.0), stats.beta(2.5, 0.7)
+        binom, nbinom = stats.binom(30, 0.2), stats.nbinom(2.5, 0.3)
         want = [
             stats.truncnorm((-1.0 - 0.5) / 2, (3.0 - 0.5) / 2, 0.5, 2.0).logpdf(xs),
             stats.truncnorm(30.0, np.inf).logpdf(xs),
@@ -374,8 +422,16 @@ def test_factory_log_densities(backend):
             np.where(ks == 3, np.log(pois.sf(2)), np.where(ks < 3, pois.logpmf(ks), -np.inf)),
             np.log(0.25 * stats.norm(MIX_MU[0], 1.5).pdf(xs) + 0.75 * stats.norm(MIX_MU[1], 1.5).pdf(xs)),
             np.log(0.25 * stats.expon.pdf(xs) + 0.75 * stats.laplace(MIX_MU[1], 0.5).pdf(xs)),
+            _Conditioned(stats.t(3.5, 0.5, 2.0), -1.0, 3.0).logpdf(xs),
+            np.where(xs == -1.0, t.logcdf(-1.0), np.where(xs == 3.0, t.logsf(3.0), np.where((xs > -1) & (xs < 3), t.logpdf(xs), -np.inf))),
+            _Conditioned(beta, 0.2, 0.9).logpdf(us),
+            np.where(us == 0.2, beta.logcdf(0.2), np.where(us == 0.9, beta.logsf(0.9), np.where((us > 0.2) & (us < 0.9), beta.logpdf(us), -np.inf))),
+            np.where((ks >= 1) & (ks <= 4), binom.logpmf(ks) - np.log(binom.cdf(4) - binom.cdf(0)), -np.inf),
+            np.where(ks == 3, np.log(nbinom.sf(2)), np.where(ks < 3, nbinom.logpmf(ks), -np.inf)),
         ]
-    for name, g, wnt in zip(["truncnorm", "truncnorm_far", "truncgamma", "truncpois", "censored", "censored_pois", "mixture", "mixture_list"], got, want):
+    names = ["truncnorm", "truncnorm_far", "truncgamma", "truncpois", "censored", "censored_pois", "mixture", "mixture_list",
+             "trunc_t", "censored_t", "trunc_beta", "censored_beta", "trunc_binom", "censored_nbinom"]
+    for name, g, wnt in zip(names, got, want, strict=True):
         np.testing.assert_allclose(g.values, wnt, rtol=1e-9, err_msg=name)
 
 
@@ -508,6 +564,20 @@ def gradient_cases():
             cases.append((f"{name} logcdf", d.logcdf(vs[-1]), vs, [*params, x]))
             vs2 = [dg.labeled(f"s_{name}_{k}", dims=()) for k in range(len(params) + 1)]
             cases.append((f"{name} logsf", getattr(dg.dist, name)(*vs2[:-1]).logsf(vs2[-1]), vs2, [*params, x]))
+        # the incomplete beta function's tails: shapes (nu, alpha, beta, n) are constants, having no derivative
+        for name, build_dist, values in [
+            ("student_t", lambda mu, sigma: dg.dist.student_t(3.5, mu, sigma), [0.3, 1.7, -0.9]),
+            ("halfstudent_t", lambda sigma: dg.dist.halfstudent_t(2.5, sigma), [1.3, 0.8]),
+            ("beta", lambda: dg.dist.beta(2.5, 0.7), [0.6]),
+            ("binomial", lambda p: dg.dist.binomial(30, p), [0.3, 7.0]),
+            ("negative_binomial", lambda p: dg.dist.negative_binomial(2.5, p), [0.4, 3.0]),
+        ]:
+            discrete = name in ("binomial", "negative_binomial")  # a count enters the shapes: it is data here
+            for kind in ("logcdf", "logsf"):
+                vs = [dg.labeled(f"b{kind}_{name}_{k}", dims=()) for k in range(len(values) - discrete)]
+                x = values[-1] if discrete else vs[-1]
+                cost = getattr(build_dist(*(vs if discrete else vs[:-1])), kind)(x)
+                cases.append((f"{name} {kind}", cost, vs, values[:-1] if discrete else values))
         lo, hi, mu, sigma, x = (dg.labeled(f"tr_{k}", dims=()) for k in ("lo", "hi", "mu", "sigma", "x"))
         trunc = dg.dist.truncated(dg.dist.normal(mu, sigma), lower=lo, upper=hi).logp(x)
         cases.append(("truncated", trunc, [lo, hi, mu, sigma, x], [-0.5, 2.0, 0.3, 1.2, 0.7]))
