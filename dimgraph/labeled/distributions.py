@@ -274,6 +274,9 @@ class Distribution:
                 "incomplete-gamma or incomplete-beta cdf have one)"
             )
         x = lmath.as_operand(x, kind.replace("_", ""))
+        if np.dtype(x.type.dtype).kind not in "biuf":
+            what = type(self).__name__.lower()
+            raise TypeError(f"{what}.{kind.replace('_', '')}: x must be numbers; got {x.type.dtype} values")
         out = getattr(self, kind)(x, **self.params)
         valid = self.valid(**self.params)
         return out if valid is None else out + _nan_unless(valid)

@@ -157,6 +157,34 @@ def test_logcdf_and_logsf_match_scipy(backend):
             np.testing.assert_allclose(value[~lost], want[~lost], rtol=1e-9, atol=1e-15, err_msg=f"{name} {kind}")
 
 
+def test_incomplete_beta_tails_of_size_0_and_1(backend):
+    """One function over a dim of unknown size, called with 0 and 1 values (and invalid parameters: NaN)."""
+    dists = [(dg.dist.student_t(3.5, 0.5, 1.5), stats.t(3.5, 0.5, 1.5)), (dg.dist.beta(2.5, 0.7), stats.beta(2.5, 0.7)),
+             (dg.dist.binomial(30.0, 0.2), stats.binom(30, 0.2)), (dg.dist.negative_binomial(2.5, 0.3), stats.nbinom(2.5, 0.3))]
+
+    def build():
+        x = dg.labeled("x", dims=(dg.Dim("m"),))
+        invalid = [dg.dist.student_t(-1.0).logsf(x), dg.dist.beta(2.0, 0.0).logcdf(x), dg.dist.binomial(30.0, 1.5).logcdf(x)]
+        return dg.function([x], [t for d, _ in dists for t in (d.logcdf(x), d.logsf(x))] + invalid, backend=backend)
+
+    f = cached(("beta tails sizes", backend), build)
+    for xs in (np.zeros(0), np.array([0.4])):
+        got = f(xs)
+        for k, (_, ref) in enumerate(dists):
+            for out, want in zip(got[2 * k : 2 * k + 2], (ref.logcdf(xs), ref.logsf(xs))):
+                assert out.dims == ("m",) and out.shape == xs.shape
+                np.testing.assert_allclose(out.values, want, rtol=1e-12)
+        for out in got[2 * len(dists) :]:
+            assert out.shape == xs.shape and np.isnan(out.values).all()
+
+
+def test_logcdf_of_non_numbers_is_a_clear_error():
+    with pytest.raises(TypeError, match="beta.logcdf: x must be numbers; got object"):
+        dg.dist.beta(2.0, 2.0).logcdf("a")
+    with pytest.raises(TypeError, match="binomial.logsf: x must be numbers"):
+        dg.dist.binomial(10, 0.3).logsf("k")
+
+
 def test_logcdf_of_a_distribution_without_one_is_a_clear_error():
     with pytest.raises(TypeError, match="categorical: has no logcdf"):
         dg.dist.categorical(dg.constant(np.array([0.4, 0.6]), dims=(COMP,)), dim=COMP).logcdf(1)
