@@ -11,12 +11,14 @@ import scipy.special as sp
 
 
 def _float_like(fn):
-    """A float64 oracle cast to the dtype the special-function rule gives (np.exp's, np.true_divide's for two)."""
+    """A float64 oracle cast to the dtype the special-function rule gives (np.exp's, np.true_divide's folded over more)."""
 
     def oracle(*xs):
         with np.errstate(all="ignore"):
             dts = tuple(np.asarray(x).dtype for x in xs)
-            out_dtype = (np.exp if len(xs) == 1 else np.true_divide).resolve_dtypes(dts + (None,))[-1]
+            out_dtype = np.exp.resolve_dtypes(dts[:1] + (None,))[-1] if len(xs) == 1 else dts[0]
+            for d in dts[1:]:
+                out_dtype = np.true_divide.resolve_dtypes((out_dtype, d, None))[-1]
             return np.asarray(fn(*[np.asarray(x).astype(np.float64) for x in xs])).astype(out_dtype)
 
     return oracle
@@ -42,6 +44,11 @@ SPECIAL_BINARY = {
     "betaln": _float_like(sp.betaln),
     "gammainc": _float_like(sp.gammainc),
     "gammaincc": _float_like(sp.gammaincc),
+}
+
+SPECIAL_TERNARY = {
+    "betainc": _float_like(sp.betainc),
+    "betaincc": _float_like(sp.betaincc),
 }
 
 UNARY = {
@@ -104,4 +111,4 @@ BINARY = {
     **SPECIAL_BINARY,
 }
 
-ORACLES = {**UNARY, **BINARY, "where": np.where}
+ORACLES = {**UNARY, **BINARY, **SPECIAL_TERNARY, "where": np.where}

@@ -82,10 +82,17 @@ class ScalarSpec:
 
 
 def _float_dtype(*xs):
-    """The float dtype special functions give these operands (np.exp's for one, np.true_divide's for two)."""
+    """The float dtype special functions give these operands (np.exp's for one, np.true_divide's folded over more)."""
     dts = tuple(np.asarray(x).dtype for x in xs)
-    ufunc = np.exp if len(dts) == 1 else np.true_divide
-    return ufunc.resolve_dtypes(dts + (None,))[-1]
+    return np.exp.resolve_dtypes(dts + (None,))[-1] if len(dts) == 1 else _fold_float(np.true_divide, dts)
+
+
+def _fold_float(ufunc, dts):
+    """The dtype of `ufunc` folded left over `dts` (((x / y) / z) for true_divide)."""
+    out = dts[0]
+    for d in dts[1:]:
+        out = ufunc.resolve_dtypes((out, d, None))[-1]
+    return out
 
 
 def _in_float(fn):
@@ -149,6 +156,18 @@ def _extremum_grad(first_wins):
     def grad(m, i, z, gz):
         first = first_wins(i[0], i[1])
         return [m.where(first, gz, 0), m.where(first, 0, gz)]
+
+    return grad
+
+
+def _beta_inc_grad(sign):
+    """d/dx I_x(a, b) = x^(a-1) (1-x)^(b-1) / B(a, b), the beta density (the complement: its negative); none in a, b."""
+
+    def grad(m, i, z, gz):
+        a, b, x = i
+        density = m.exp(m.xlogy(a - 1, x) + m.xlogy(b - 1, 1 - x) - m.betaln(a, b))
+        none = NoDerivative("the derivatives in the shapes a and b are not implemented")
+        return [none, none, sign * gz * density]
 
     return grad
 
@@ -253,6 +272,10 @@ SCALAR_SPECS: dict[str, ScalarSpec] = _rows(
       params=("a", "x"), grad=_gamma_inc_grad(1), doc="the regularized lower incomplete gamma function P(a, x)"),
     S("gammaincc", 2, _vectorize(special.gammaincc), np.true_divide, "float", compute="float64", top_level=True,
       params=("a", "x"), grad=_gamma_inc_grad(-1), doc="the regularized upper incomplete gamma function Q(a, x)"),
+    S("betainc", 3, _vectorize(special.betainc), np.true_divide, "float", compute="float64", top_level=True,
+      params=("a", "b", "x"), grad=_beta_inc_grad(1), doc="the regularized incomplete beta function I_x(a, b)"),
+    S("betaincc", 3, _vectorize(special.betaincc), np.true_divide, "float", compute="float64", top_level=True,
+      params=("a", "b", "x"), grad=_beta_inc_grad(-1), doc="its complement 1 - I_x(a, b), accurate where I is near 1"),
     # rounding: half to even, ints unchanged (np.round)
     S("round", 1, np.round, None, "round", grad=FLAT, cheap=True, public=None),
     S("floor", 1, np.floor, np.floor, grad=FLAT, cheap=True, top_level=True),
@@ -341,8 +364,8 @@ def _resolve(name: str, in_dtypes: tuple) -> str:
         return np.round(np.zeros(1, dts[0])).dtype.name
     if spec.rule == "where":
         return np.result_type(dts[1], dts[2]).name
-    if spec.rule == "float" and spec.ufunc.nin != len(dts):  # reciprocal: the dtype of x / x
-        dts = dts * spec.ufunc.nin
+    if spec.rule == "float" and spec.ufunc.nin != len(dts):  # reciprocal: the dtype of x / x; betainc: x / y / z
+        dts = dts * spec.ufunc.nin if len(dts) == 1 else (_fold_float(spec.ufunc, dts[:-1]), dts[-1])
     try:
         return spec.ufunc.resolve_dtypes(dts + (None,))[-1].name
     except TypeError as err:

@@ -34,7 +34,15 @@ from dimgraph.labeled import linalg, math as lmath
 from dimgraph.labeled.dims import resolve_dims
 from dimgraph.labeled.shape import arange
 from dimgraph.labeled.random import draw_dims, labeled_params, primitive_draw
-from dimgraph.labeled.tails import gamma_quantile_exp, log_ndtr, log_regularized_gamma, ndtri_exp
+from dimgraph.labeled.tails import (
+    bisect,
+    gamma_quantile_exp,
+    log_ndtr,
+    log_regularized_beta,
+    log_regularized_gamma,
+    ndtri_exp,
+    student_t_abs_tails,
+)
 from dimgraph.core.extra import assert_op
 from dimgraph.labeled.basic import from_positional
 
@@ -262,10 +270,13 @@ class Distribution:
         if not hasattr(self, kind):
             what = type(self).__name__.lower()
             raise TypeError(
-                f"{what}: has no {kind.replace('_', '')} (univariate distributions with an elementary or "
-                "incomplete-gamma cdf have one; student_t's, beta's and the binomials' need the incomplete beta function)"
+                f"{what}: has no {kind.replace('_', '')} (univariate distributions with an elementary, "
+                "incomplete-gamma or incomplete-beta cdf have one)"
             )
         x = lmath.as_operand(x, kind.replace("_", ""))
+        if np.dtype(x.type.dtype).kind not in "biuf":
+            what = type(self).__name__.lower()
+            raise TypeError(f"{what}.{kind.replace('_', '')}: x must be numbers; got {x.type.dtype} values")
         out = getattr(self, kind)(x, **self.params)
         valid = self.valid(**self.params)
         return out if valid is None else out + _nan_unless(valid)
@@ -305,10 +316,10 @@ def _nan_unless(valid):
     return lmath.where(valid, 0.0, np.nan)
 
 
-def _count_quantile(reached, mu, steps=40):
-    """The smallest count k >= 0 where `reached(k)` holds (it holds from some k on), by bisection between -1 and
-    mu + 40 sqrt(mu) + 40, beyond which a Poisson-like tail has no double-precision mass (mu up to 1e11)."""
-    lo, hi = -1.0 + 0 * mu, mu + 40 * lmath.sqrt(mu) + 40
+def _count_quantile(reached, hi, steps=40):
+    """The smallest count k >= 0 where `reached(k)` holds (it holds from some k on, at the latest at `hi`), by
+    bisection between -1 and `hi` (2**steps above the count reached exactly)."""
+    lo = -1.0 + 0 * hi
     for _ in range(steps):
         mid = lmath.floor((lo + hi) / 2)
         done = reached(mid)
@@ -450,6 +461,27 @@ class StudentT(Distribution):
         state, z = primitive_draw("normal", state, dims=dims)
         state, g = primitive_draw("gamma", state, nu / 2, dims=dims)  # chi2(nu) / 2
         return state, z * lmath.sqrt(nu / (2 * g)) * sigma + mu
+
+    # the incomplete beta function's tail (no derivative in nu); nu = inf: the normal's
+    def log_cdf(self, x, nu, mu, sigma):
+        return _t_log_tail(-(x - mu) / sigma, nu)
+
+    def log_sf(self, x, nu, mu, sigma):
+        return _t_log_tail((x - mu) / sigma, nu)
+
+    # by bisection on asinh(z), which brackets every double z in [-720, 720]
+    def icdf_exp(self, lp, nu, mu, sigma):
+        return mu + sigma * lmath.sinh(bisect(lambda s: _t_log_tail(-lmath.sinh(s), nu) >= lp, -720.0 + 0 * lp, 720.0))
+
+    def isf_exp(self, lq, nu, mu, sigma):
+        return mu + sigma * lmath.sinh(bisect(lambda s: _t_log_tail(lmath.sinh(s), nu) <= lq, -720.0 + 0 * lq, 720.0))
+
+
+def _t_log_tail(z, nu):
+    """log P(T > z) for Student's t (nu = inf: the normal's log_ndtr(-z))."""
+    tail = 0.5 * student_t_abs_tails(abs(z), _finite(nu))[0]
+    t = lmath.where(z > 0, lmath.log(tail), lmath.log1p(-tail))
+    return lmath.where(lmath.isinf(nu), log_ndtr(-z), t)
 
 
 class Cauchy(Distribution):
@@ -639,6 +671,20 @@ class Beta(Distribution):
         state, ly = _loggamma(state, beta, dims)
         return state, lmath.sigmoid(lx - ly)
 
+    # I_x(alpha, beta) and its complement (no derivative in alpha, beta)
+    def log_cdf(self, x, alpha, beta):
+        return log_regularized_beta(alpha, beta, lmath.clip(x, 0.0, 1.0))
+
+    def log_sf(self, x, alpha, beta):
+        return log_regularized_beta(alpha, beta, lmath.clip(x, 0.0, 1.0), upper=True)
+
+    # by bisection on logit(x), which brackets every double x in (0, 1) in [-750, 40]
+    def icdf_exp(self, lp, alpha, beta):
+        return lmath.sigmoid(bisect(lambda t: self.log_cdf(lmath.sigmoid(t), alpha, beta) >= lp, -750.0 + 0 * lp, 40.0))
+
+    def isf_exp(self, lq, alpha, beta):
+        return lmath.sigmoid(bisect(lambda t: self.log_sf(lmath.sigmoid(t), alpha, beta) <= lq, -750.0 + 0 * lq, 40.0))
+
 
 class Bernoulli(Distribution):
     names = ("p",)
@@ -702,6 +748,23 @@ class Binomial(Distribution):
     def sample(self, state, dims, n, p):
         return primitive_draw("binomial", state, n, p, dims=dims)
 
+    # P(X <= k) = 1 - I_p(k + 1, n - k) for 0 <= k < n (no derivative in n)
+    def log_cdf(self, x, n, p):
+        k, n = lmath.floor(_as_float(x)), _as_float(n)
+        inner = log_regularized_beta(lmath.clip(k, 0.0, n - 1) + 1, n - lmath.clip(k, 0.0, n - 1), p, upper=True)
+        return lmath.where(k < 0, -np.inf, lmath.where(k >= n, 0.0, inner))
+
+    def log_sf(self, x, n, p):
+        k, n = lmath.floor(_as_float(x)), _as_float(n)
+        inner = log_regularized_beta(lmath.clip(k, 0.0, n - 1) + 1, n - lmath.clip(k, 0.0, n - 1), p)
+        return lmath.where(k < 0, 0.0, lmath.where(k >= n, -np.inf, inner))
+
+    def icdf_exp(self, lp, n, p):
+        return _count_quantile(lambda k: self.log_cdf(k, n, p) >= lp, _as_float(n), steps=64)
+
+    def isf_exp(self, lq, n, p):
+        return _count_quantile(lambda k: self.log_sf(k, n, p) <= lq, _as_float(n), steps=64)
+
 
 class Poisson(Distribution):
     names = ("mu",)
@@ -732,12 +795,17 @@ class Poisson(Distribution):
         k = lmath.floor(_as_float(x))
         return lmath.where(k < 0, 0.0, log_regularized_gamma(lmath.maximum(k, 0.0) + 1, mu, upper=False))
 
-    # one incomplete gamma function per bisection step: P(X <= k) = Q(k + 1, mu), P(X > k) = P(k + 1, mu)
+    # one incomplete gamma function per bisection step: P(X <= k) = Q(k + 1, mu), P(X > k) = P(k + 1, mu), up to
+    # mu + 40 sqrt(mu) + 40, beyond which a Poisson tail has no double-precision mass (mu up to 1e11)
     def icdf_exp(self, lp, mu):
-        return _count_quantile(lambda k: lmath.log(lmath.elemwise("gammaincc", k + 1, mu)) >= lp, mu)
+        return _count_quantile(lambda k: lmath.log(lmath.elemwise("gammaincc", k + 1, mu)) >= lp, _poisson_top(mu))
 
     def isf_exp(self, lq, mu):
-        return _count_quantile(lambda k: lmath.log(lmath.elemwise("gammainc", k + 1, mu)) <= lq, mu)
+        return _count_quantile(lambda k: lmath.log(lmath.elemwise("gammainc", k + 1, mu)) <= lq, _poisson_top(mu))
+
+
+def _poisson_top(mu):
+    return mu + 40 * lmath.sqrt(mu) + 40
 
 
 class NegativeBinomial(Distribution):
@@ -764,6 +832,27 @@ class NegativeBinomial(Distribution):
         state, g = primitive_draw("gamma", state, n, dims=dims)  # Poisson-gamma mixture
         return primitive_draw("poisson", state, g * (1 - p) / p, dims=dims)
 
+    # P(X <= k) = I_p(n, k + 1) (no derivative in n)
+    def log_cdf(self, x, n, p):
+        k = lmath.floor(_as_float(x))
+        return lmath.where(k < 0, -np.inf, log_regularized_beta(n, lmath.maximum(k, 0.0) + 1, p))
+
+    def log_sf(self, x, n, p):
+        k = lmath.floor(_as_float(x))
+        return lmath.where(k < 0, 0.0, log_regularized_beta(n, lmath.maximum(k, 0.0) + 1, p, upper=True))
+
+    def icdf_exp(self, lp, n, p):
+        return _count_quantile(lambda k: self.log_cdf(k, n, p) >= lp, _negative_binomial_top(n, p), steps=64)
+
+    def isf_exp(self, lq, n, p):
+        return _count_quantile(lambda k: self.log_sf(k, n, p) <= lq, _negative_binomial_top(n, p), steps=64)
+
+
+def _negative_binomial_top(n, p):
+    """A count past which the tail has no double-precision mass: 40 standard deviations above the mean, plus
+    the 750 / -log(1 - p) steps in which a geometric tail loses 750 nats (a small n's tail is geometric)."""
+    mean = n * (1 - p) / p
+    return mean + 40 * lmath.sqrt(mean / p) + 40 + 750 / -lmath.log1p(-lmath.minimum(p, 0.5))
 
 class _CoreDim(Distribution):
     """A distribution whose parameter has a core dim (`dim=`): the categories or the simplex."""

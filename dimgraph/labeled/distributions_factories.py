@@ -70,7 +70,7 @@ def _univariate(dist, what):
     if not (hasattr(dist, "log_cdf") and hasattr(dist, "icdf_exp")):
         raise TypeError(
             f"{what}: {type(dist).__name__.lower()} has no logcdf/logsf, which {what} needs "
-            "(univariate distributions with an elementary or incomplete-gamma cdf have them)"
+            "(univariate distributions with an elementary, incomplete-gamma or incomplete-beta cdf have them)"
         )
     return dist
 

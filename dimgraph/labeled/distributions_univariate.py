@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 
 from dimgraph.labeled import math as lmath
-from dimgraph.labeled.distributions import Cauchy, Distribution, StudentT
+from dimgraph.labeled.distributions import Cauchy, Distribution, HalfNormal, StudentT, _finite
 from dimgraph.labeled.random import primitive_draw
+from dimgraph.labeled.tails import bisect, student_t_abs_tails
 
 _LOG2, _LOG_PI = math.log(2.0), math.log(math.pi)
 
@@ -79,6 +80,24 @@ class HalfStudentT(Distribution):
         state, z = primitive_draw("normal", state, dims=dims)
         state, g = primitive_draw("gamma", state, nu / 2, dims=dims)  # chi2(nu) / 2
         return state, lmath.elemwise("abs", z) * lmath.sqrt(nu / (2 * g)) * sigma
+
+    # P(X > x) = I_w(nu/2, 1/2), no derivative in nu; nu = inf: the half-normal's
+    def log_cdf(self, x, nu, sigma):
+        outside, inside = student_t_abs_tails(lmath.maximum(x, 0.0) / sigma, _finite(nu))
+        t = lmath.where(x <= 0, -math.inf, lmath.where(inside < 0.5, lmath.log(inside), lmath.log1p(-outside)))
+        return lmath.where(lmath.isinf(nu), HalfNormal.log_cdf(self, x, sigma), t)
+
+    def log_sf(self, x, nu, sigma):
+        outside, inside = student_t_abs_tails(lmath.maximum(x, 0.0) / sigma, _finite(nu))
+        t = lmath.where(outside < 0.5, lmath.log(outside), lmath.log1p(-inside))
+        return lmath.where(lmath.isinf(nu), HalfNormal.log_sf(self, x, sigma), t)
+
+    # by bisection on asinh(x / sigma), which brackets every double in [0, 720]
+    def icdf_exp(self, lp, nu, sigma):
+        return sigma * lmath.sinh(bisect(lambda s: self.log_cdf(lmath.sinh(s), nu, 1.0) >= lp, 0 * lp, 720.0))
+
+    def isf_exp(self, lq, nu, sigma):
+        return sigma * lmath.sinh(bisect(lambda s: self.log_sf(lmath.sinh(s), nu, 1.0) <= lq, 0 * lq, 720.0))
 
 
 class Weibull(Distribution):

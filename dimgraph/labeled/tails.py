@@ -1,4 +1,5 @@
-"""Tail probabilities for distributions, in log space: the normal's log cdf and quantile, log differences.
+"""Tail probabilities for distributions, in log space: the normal's log cdf and quantile, log differences,
+the incomplete gamma and beta functions' logs, Student's t tail, quantiles by bisection.
 
 The cdfs of `dg.dist` are computed as logs (`logcdf`, `logsf`), so a bound
 far in a tail (a normal truncated at 40 sigma) keeps its precision; the
@@ -116,3 +117,41 @@ def gamma_quantile_exp(lp, alpha, upper=False):
         step = (log_prob - lp) / (-slope if upper else slope)
         t = t - lmath.clip(lmath.where(lmath.isfinite(step), step, toward_root), -2.0, 2.0)
     return lmath.exp(t)
+
+
+def log_regularized_beta(a, b, x, upper=False):
+    """log(1 - I_x(a, b)) (`upper`) or log I_x(a, b); where it is near 1, log1p of minus the other one."""
+    p, q = lmath.elemwise("betainc", a, b, x), lmath.elemwise("betaincc", a, b, x)
+    this, other = (q, p) if upper else (p, q)
+    return lmath.where(this < 0.5, lmath.log(this), lmath.log1p(-other))
+
+
+def student_t_abs_tails(z, nu):
+    """(P(|T| > z), P(|T| <= z)) for Student's t with `nu` degrees of freedom and z >= 0, each to full precision.
+
+    P(|T| > z) = I_w(nu/2, 1/2) with w = nu / (nu + z^2). Where z^2 < nu, w is near 1 and is not formed:
+    the same values are the complement pair of I_v(1/2, nu/2) with v = z^2 / (nu + z^2). z = 0 is moved by
+    1e-150, so the density's 0 * inf in the gradient there stays finite.
+    """
+    q = (z + lmath.where(z == 0, 1e-150, 0.0)) / lmath.sqrt(nu)
+    q2 = q * q
+    near = q2 < 1
+    w = 1 / (1 + lmath.where(near, 1.0, q2))
+    v = 1 / (1 + 1 / lmath.where(near, q2, 1.0))
+    half = 0.5 * nu
+    outside = lmath.where(near, lmath.elemwise("betaincc", 0.5, half, v), lmath.elemwise("betainc", half, 0.5, w))
+    inside = lmath.where(near, lmath.elemwise("betainc", 0.5, half, v), lmath.elemwise("betaincc", half, 0.5, w))
+    return outside, inside
+
+
+def bisect(reached, lo, hi, steps=64):
+    """The point where the monotone `reached` turns true between `lo` (false) and `hi` (true), by bisection.
+
+    Quantiles without a closed form: 64 halvings of the bracket reach the spacing of doubles from a
+    bracket as wide as a transformed coordinate's (the logit of a beta value, the asinh of a t value).
+    """
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        done = reached(mid)
+        lo, hi = lmath.where(done, lo, mid), lmath.where(done, mid, hi)
+    return (lo + hi) / 2

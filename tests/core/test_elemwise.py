@@ -15,7 +15,7 @@ import scipy.special as sp
 from core_checks import DTYPES, arrays, check_outputs, declared, rtol_for, shapes, values_for
 from hypothesis import given
 from hypothesis import strategies as st
-from scalar_oracles import BINARY, SPECIAL, SPECIAL_BINARY, UNARY
+from scalar_oracles import BINARY, SPECIAL, SPECIAL_BINARY, SPECIAL_TERNARY, UNARY
 
 import dimgraph as dg
 from dimgraph.core.math import elemwise
@@ -23,7 +23,7 @@ from dimgraph.core.scalar import SCALAR_SPECS
 
 
 def test_every_scalar_op_has_an_oracle():
-    assert set(UNARY) | set(BINARY) | {"where"} == set(SCALAR_SPECS)
+    assert set(UNARY) | set(BINARY) | set(SPECIAL_TERNARY) | {"where"} == set(SCALAR_SPECS)
 
 
 def _numpy_defines(fn, *dtypes):
@@ -36,7 +36,7 @@ def _numpy_defines(fn, *dtypes):
 
 
 def _tol(name, dtype):
-    if name in SPECIAL or name in SPECIAL_BINARY:
+    if name in SPECIAL or name in SPECIAL_BINARY or name in SPECIAL_TERNARY:
         return dict(rtol=max(1e-8, rtol_for(dtype, 4)), atol=1e-8 if dtype == "float64" else rtol_for(dtype, 4))
     if name in ("tan", "sinh", "cosh", "exp", "exp2", "expm1", "pow"):
         return dict(rtol=rtol_for(dtype, 4), atol=0)
@@ -135,6 +135,29 @@ def test_binary(backend, dtypes):
             expected = [np.asarray(BINARY[nm](a, ev if nm == "pow" else b)) for nm in names]
         tols = [_tol(nm, ex.dtype) for nm, ex in zip(names, expected)]
         check_outputs(backend, [x, y, e], outs, [a, b, ev], expected, key=("binary", dtypes), names=names,
+                      rtol=[t["rtol"] for t in tols], atol=[t["atol"] for t in tols])
+
+    check()
+
+
+@pytest.mark.parametrize("dtypes", [("float64",) * 3, ("float32",) * 3, ("int64", "int8", "float32")], ids="-".join)
+def test_ternary_special_functions(backend, dtypes):
+    """betainc and betaincc (shapes a, b and x broadcast; x beyond [0, 1], nan and inf included), dtypes as NumPy's."""
+    a = dg.tensor("a", shape=(None, 1), dtype=dtypes[0])
+    b = dg.tensor("b", shape=(None, 1), dtype=dtypes[1])
+    x = dg.tensor("x", shape=(1, 3), dtype=dtypes[2])
+    names = sorted(SPECIAL_TERNARY)
+    outs = [elemwise(n, a, b, x) for n in names]
+
+    @given(st.data())
+    def check(data):
+        n = data.draw(st.integers(0, 3))
+        av = data.draw(arrays(dtypes[0], (n, 1), elements=values_for(dtypes[0], 0, 10, finite=False)))
+        bv = data.draw(arrays(dtypes[1], (n, 1), elements=values_for(dtypes[1], 0, 10, finite=False)))
+        xv = data.draw(arrays(dtypes[2], (1, 3), elements=values_for(dtypes[2], -0.25, 1.25, finite=False)))
+        expected = [np.asarray(SPECIAL_TERNARY[nm](av, bv, xv)) for nm in names]
+        tols = [_tol(nm, ex.dtype) for nm, ex in zip(names, expected)]
+        check_outputs(backend, [a, b, x], outs, [av, bv, xv], expected, key=("ternary", dtypes), names=names,
                       rtol=[t["rtol"] for t in tols], atol=[t["atol"] for t in tols])
 
     check()

@@ -34,7 +34,7 @@ DOMAIN = {
 SMOOTH = sorted(
     n for n, s in SCALAR_SPECS.items()
     if s.grad is not None and not isinstance(s.grad, NoDerivative)
-    and n not in {"where", "gammainc", "gammaincc", "stop_gradient"}
+    and n not in {"where", "gammainc", "gammaincc", "betainc", "betaincc", "stop_gradient"}
 )  # fmt: skip
 
 
@@ -74,6 +74,33 @@ def test_incomplete_gamma_in_x(backend, name, n, seed):
     case = NodeVJP(("elemwise", name), backend, lambda x: Elemwise(ScalarOp(name))(dg.core.constant(a), x),
                    [("x", (None, 3), F64)])  # fmt: skip
     case.check([np.random.default_rng(seed + 1).uniform(0.2, 5, size=(n, 3))], seed)
+
+
+@pytest.mark.parametrize("name", ["betainc", "betaincc"])
+@given(n=st.integers(0, 3), seed=seeds)
+def test_incomplete_beta_in_x(backend, name, n, seed):
+    """I_x(a, b) and its complement differentiate in x (the beta density; the shapes constants here)."""
+    a, b = np.array([[0.7, 2.5, 40.0]]), np.array([[1.6, 0.9, 55.0]])
+    case = NodeVJP(("elemwise", name), backend,
+                   lambda x: Elemwise(ScalarOp(name))(dg.core.constant(a), dg.core.constant(b), x), [("x", (None, 3), F64)])
+    case.check([np.random.default_rng(seed + 1).uniform(0.05, 0.95, size=(n, 3))], seed)
+
+
+def test_incomplete_beta_in_the_shapes_is_not_differentiable():
+    """As gammainc's shape: no derivative in a or b, an error naming the op and the input; x alone is fine."""
+    a, b, x = dg.scalar("a"), dg.scalar("b"), dg.scalar("x")
+    with pytest.raises(dg.NonDifferentiable, match="betainc.*shapes a and b.*'a'"):
+        dg.grad(dg.betainc(a, 2.0, x), a)
+    with pytest.raises(dg.NonDifferentiable, match="betaincc.*shapes a and b.*'b'"):
+        dg.grad(dg.betaincc(2.0, b, x), b)
+    g = dg.function([x], dg.grad(dg.betaincc(2.5, 0.5, x), x), backend="python")(0.3)
+    np.testing.assert_allclose(g, -beta_pdf(0.3, 2.5, 0.5), rtol=1e-12)
+
+
+def beta_pdf(x, a, b):
+    from scipy.stats import beta
+
+    return beta.pdf(x, a, b)
 
 
 def test_incomplete_gamma_in_a_is_not_differentiable():

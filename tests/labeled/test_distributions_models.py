@@ -35,6 +35,9 @@ class _HalfT:
     def cdf(self, x):
         return np.clip(2 * self.t.cdf(x) - 1, 0, 1)
 
+    def sf(self, x):
+        return np.where(np.asarray(x) > 0, 2 * self.t.sf(np.maximum(x, 0)), 1.0)
+
 
 # --- log densities vs scipy: name -> (parameter names, rows (params..., x), scipy logpdf)
 LOGP_CASES = {
@@ -87,6 +90,28 @@ class _HalfNormalTails:
         return stats.halfnorm(scale=self.sigma).logcdf(x)
 
 
+class _BothTails:
+    """scipy's log of whichever of cdf and sf is below 1/2, log1p of minus the other one above it (scipy's
+    own logcdf of a binomial is log(cdf), which keeps 8 digits of a cdf of 1 - 4e-9)."""
+
+    def __init__(self, dist, folded=False):
+        self.dist, self.folded = dist, folded
+
+    def _both(self, x):
+        if self.folded:  # |X| of a symmetric X: P(|X| > x) = 2 P(X < -x)
+            x = np.maximum(x, 0)
+            return 1 - 2 * self.dist.sf(x), 2 * self.dist.sf(x)
+        return self.dist.cdf(x), self.dist.sf(x)
+
+    def logcdf(self, x):
+        cdf, sf = self._both(x)
+        return np.where(cdf < 0.5, np.log(cdf), np.log1p(-sf))
+
+    def logsf(self, x):
+        cdf, sf = self._both(x)
+        return np.where(sf < 0.5, np.log(sf), np.log1p(-cdf))
+
+
 # --- tails: name -> (our distribution, scipy's); x on a grid reaching far into both tails
 TAIL_X = np.array([-1e4, -60.0, -25.0, -19.0, -3.0, -0.5, 0.0, 0.3, 1.0, 2.5, 7.0, 25.0, 60.0, 1e4])
 TAILS = {
@@ -104,6 +129,13 @@ TAILS = {
     "logistic": (dg.dist.logistic(0.5, 2.0), stats.logistic(0.5, 2.0)),
     "bernoulli": (dg.dist.bernoulli(0.3), stats.bernoulli(0.3)),
     "poisson": (dg.dist.poisson(3.5), stats.poisson(3.5)),
+    # the incomplete beta function's
+    "student_t": (dg.dist.student_t(3.5, 0.5, 1.5), stats.t(3.5, 0.5, 1.5)),
+    "student_t_inf": (dg.dist.student_t(np.inf, 0.5, 1.5), stats.norm(0.5, 1.5)),
+    "halfstudent_t": (dg.dist.halfstudent_t(2.5, 1.5), _BothTails(stats.t(2.5, 0, 1.5), folded=True)),
+    "beta": (dg.dist.beta(2.5, 0.7), _BothTails(stats.beta(2.5, 0.7))),
+    "binomial": (dg.dist.binomial(30.0, 0.2), _BothTails(stats.binom(30, 0.2))),
+    "negative_binomial": (dg.dist.negative_binomial(2.5, 0.3), _BothTails(stats.nbinom(2.5, 0.3))),
 }
 
 
@@ -125,11 +157,39 @@ def test_logcdf_and_logsf_match_scipy(backend):
             np.testing.assert_allclose(value[~lost], want[~lost], rtol=1e-9, atol=1e-15, err_msg=f"{name} {kind}")
 
 
+def test_incomplete_beta_tails_of_size_0_and_1(backend):
+    """One function over a dim of unknown size, called with 0 and 1 values (and invalid parameters: NaN)."""
+    dists = [(dg.dist.student_t(3.5, 0.5, 1.5), stats.t(3.5, 0.5, 1.5)), (dg.dist.beta(2.5, 0.7), stats.beta(2.5, 0.7)),
+             (dg.dist.binomial(30.0, 0.2), stats.binom(30, 0.2)), (dg.dist.negative_binomial(2.5, 0.3), stats.nbinom(2.5, 0.3))]
+
+    def build():
+        x = dg.labeled("x", dims=(dg.Dim("m"),))
+        invalid = [dg.dist.student_t(-1.0).logsf(x), dg.dist.beta(2.0, 0.0).logcdf(x), dg.dist.binomial(30.0, 1.5).logcdf(x)]
+        return dg.function([x], [t for d, _ in dists for t in (d.logcdf(x), d.logsf(x))] + invalid, backend=backend)
+
+    f = cached(("beta tails sizes", backend), build)
+    for xs in (np.zeros(0), np.array([0.4])):
+        got = f(xs)
+        for k, (_, ref) in enumerate(dists):
+            for out, want in zip(got[2 * k : 2 * k + 2], (ref.logcdf(xs), ref.logsf(xs))):
+                assert out.dims == ("m",) and out.shape == xs.shape
+                np.testing.assert_allclose(out.values, want, rtol=1e-12)
+        for out in got[2 * len(dists) :]:
+            assert out.shape == xs.shape and np.isnan(out.values).all()
+
+
+def test_logcdf_of_non_numbers_is_a_clear_error():
+    with pytest.raises(TypeError, match="beta.logcdf: x must be numbers; got object"):
+        dg.dist.beta(2.0, 2.0).logcdf("a")
+    with pytest.raises(TypeError, match="binomial.logsf: x must be numbers"):
+        dg.dist.binomial(10, 0.3).logsf("k")
+
+
 def test_logcdf_of_a_distribution_without_one_is_a_clear_error():
-    with pytest.raises(TypeError, match="studentt: has no logcdf"):
-        dg.dist.student_t(3.0).logcdf(1.0)
-    with pytest.raises(TypeError, match=r"truncated: beta has no logcdf/logsf"):
-        dg.dist.truncated(dg.dist.beta(2.0, 2.0), lower=0.1)
+    with pytest.raises(TypeError, match="categorical: has no logcdf"):
+        dg.dist.categorical(dg.constant(np.array([0.4, 0.6]), dims=(COMP,)), dim=COMP).logcdf(1)
+    with pytest.raises(TypeError, match=r"truncated: categorical has no logcdf/logsf"):
+        dg.dist.truncated(dg.dist.categorical(dg.constant(np.array([0.4, 0.6]), dims=(COMP,)), dim=COMP), lower=1)
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -170,6 +230,64 @@ def truncated_cases():
         "truncinvgamma": (dg.dist.truncated(dg.dist.invgamma(3.0, 2.0), lower=1.5), _Conditioned(stats.invgamma(3.0, scale=2.0), 1.5, np.inf)),
         "trunccauchy": (dg.dist.truncated(dg.dist.cauchy(0.0, 1.0), lower=-1.0, upper=5.0), _Conditioned(stats.cauchy(), -1.0, 5.0)),
     }
+
+
+def bisected_cases():
+    """Truncations whose quantiles bisect the incomplete beta function's tails: name -> (distribution, scipy's)."""
+    t_cases = dg.constant(np.array([3.5, 2.5]), dims=(CASE,))
+    return {  # the t's second case: a lower bound at P(T > 9) = 7e-5
+        "trunc_t": (dg.dist.truncated(dg.dist.student_t(t_cases, 0.0, 1.0), lower=_cases(-1.0, 9.0), upper=_cases(4.0, np.inf)),
+                    [_Conditioned(stats.t(3.5), -1.0, 4.0), _Conditioned(stats.t(2.5), 9.0, np.inf)]),
+        "trunc_beta": (dg.dist.truncated(dg.dist.beta(2.5, 0.7), lower=0.2, upper=0.9), [_Conditioned(stats.beta(2.5, 0.7), 0.2, 0.9)]),
+    }
+
+
+# XLA compiles a chain of jax's betainc loops in time growing faster than the chain (64 chained: 3 minutes), so
+# these draws run on the other backends; the jax backend's betainc itself is tested with the scalar ops.
+BISECTED_BACKENDS = ("python", "numba", "c")
+N_BISECTED = dg.Dim("n_b", size=600)
+
+
+def bisected_draws(backend):
+    """{name: draws} of the bisected cases and two truncated count distributions, one function per backend."""
+    if backend not in BISECTED_BACKENDS:
+        pytest.skip("jax: a chain of 64 betainc loops takes minutes to compile")
+
+    def build():
+        rng = dg.rng(20261127)
+        outs = {k: rng.draw(dist, extra_dims=(N_BISECTED,)) for k, (dist, _) in bisected_cases().items()}
+        counts = dg.dist.truncated(dg.dist.binomial(30, 0.2), lower=3, upper=9)
+        outs["trunc_binom"] = rng.draw(counts, extra_dims=(N_BISECTED,))
+        outs["trunc_nbinom"] = rng.draw(dg.dist.truncated(dg.dist.negative_binomial(2.5, 0.3), lower=1), extra_dims=(N_BISECTED,))
+        return dict(zip(outs, dg.function([], list(outs.values()), backend=backend)()))
+
+    return cached(("bisected draws", backend), build)
+
+
+@pytest.mark.parametrize("name", ["trunc_t", "trunc_beta"])
+def test_truncated_draws_by_bisection_match_scipy(backend, name):
+    found = bisected_draws(backend)
+    if name == "trunc_t":
+        x = found[name].transpose("n_b", "case").values
+    else:
+        x = found[name].values[:, None]
+    for j, ref in enumerate(bisected_cases()[name][1]):
+        assert _ks(x[:, j], ref.cdf) > 1e-3
+        assert ref.lo <= x[:, j].min() and x[:, j].max() <= ref.hi
+
+
+@pytest.mark.parametrize("name, ref, lo, hi", [("trunc_binom", stats.binom(30, 0.2), 3, 9), ("trunc_nbinom", stats.nbinom(2.5, 0.3), 1, 60)])
+def test_truncated_count_draws_by_bisection(backend, name, ref, lo, hi):
+    k = bisected_draws(backend)[name].values
+    assert k.dtype == np.int64 and k.min() >= lo and k.max() <= hi
+    ks = np.arange(lo, hi + 1)
+    pmf = ref.pmf(ks) / (ref.cdf(hi) - ref.cdf(lo - 1))
+    counts = np.array([(k == j).sum() for j in ks])
+    keep = pmf * k.size >= 5
+    obs, exp = counts[keep], pmf[keep] * k.size
+    if not keep.all():  # the rare counts pooled into one cell
+        obs, exp = np.append(obs, k.size - obs.sum()), np.append(exp, k.size - exp.sum())
+    assert stats.chisquare(obs, exp * (k.size / exp.sum())).pvalue > 1e-3
 
 
 class _Conditioned:
@@ -344,6 +462,7 @@ def test_factory_log_densities(backend):
     k = dg.labeled("k", dims=(dg.Dim("j", size=5),), dtype="int64")
     w = dg.labeled("w", dims=(COMP,))
     mu = dg.labeled("mu", dims=(COMP,))
+    u = dg.labeled("u", dims=(dg.Dim("l", size=6),))
 
     def build():
         outs = [
@@ -355,16 +474,26 @@ def test_factory_log_densities(backend):
             dg.dist.censored(dg.dist.poisson(1.5), upper=3).logp(k),
             dg.dist.mixture(w, dg.dist.normal(mu, 1.5), dim=COMP).logp(x),
             dg.dist.mixture(w, [dg.dist.exponential(1.0), dg.dist.laplace(mu.isel(comp=1), 0.5)], dim=COMP).logp(x),
+            # the incomplete beta function's
+            dg.dist.truncated(dg.dist.student_t(3.5, 0.5, 2.0), lower=-1.0, upper=3.0).logp(x),
+            dg.dist.censored(dg.dist.student_t(2.5, 0.5, 2.0), lower=-1.0, upper=3.0).logp(x),
+            dg.dist.truncated(dg.dist.beta(2.5, 0.7), lower=0.2, upper=0.9).logp(u),
+            dg.dist.censored(dg.dist.beta(2.5, 0.7), lower=0.2, upper=0.9).logp(u),
+            dg.dist.truncated(dg.dist.binomial(30, 0.2), lower=1, upper=4).logp(k),
+            dg.dist.censored(dg.dist.negative_binomial(2.5, 0.3), upper=3).logp(k),
         ]
-        return dg.function([x, k, w, mu], outs, backend=backend)
+        return dg.function([x, k, w, mu, u], outs, backend=backend)
 
     xs = np.array([-1.0, -0.5, 0.0, 2.9, 3.0, 30.5, 35.0])
     ks = np.array([0, 1, 3, 4, 5])
-    got = cached(("factories", backend), build)(xs, ks, np.array([1.0, 3.0]), MIX_MU)
+    us = np.array([0.1, 0.2, 0.5, 0.9, 0.95, 1.0])
+    got = cached(("factories", backend), build)(xs, ks, np.array([1.0, 3.0]), MIX_MU, us)
     with np.errstate(all="ignore"):
         norm = stats.norm(0.5, 2.0)
         pois = stats.poisson(1.5)
         mass = pois.cdf(4) - pois.cdf(0)
+        t, beta = stats.t(2.5, 0.5, 2.0), stats.beta(2.5, 0.7)
+        binom, nbinom = stats.binom(30, 0.2), stats.nbinom(2.5, 0.3)
         want = [
             stats.truncnorm((-1.0 - 0.5) / 2, (3.0 - 0.5) / 2, 0.5, 2.0).logpdf(xs),
             stats.truncnorm(30.0, np.inf).logpdf(xs),
@@ -374,8 +503,16 @@ def test_factory_log_densities(backend):
             np.where(ks == 3, np.log(pois.sf(2)), np.where(ks < 3, pois.logpmf(ks), -np.inf)),
             np.log(0.25 * stats.norm(MIX_MU[0], 1.5).pdf(xs) + 0.75 * stats.norm(MIX_MU[1], 1.5).pdf(xs)),
             np.log(0.25 * stats.expon.pdf(xs) + 0.75 * stats.laplace(MIX_MU[1], 0.5).pdf(xs)),
+            _Conditioned(stats.t(3.5, 0.5, 2.0), -1.0, 3.0).logpdf(xs),
+            np.where(xs == -1.0, t.logcdf(-1.0), np.where(xs == 3.0, t.logsf(3.0), np.where((xs > -1) & (xs < 3), t.logpdf(xs), -np.inf))),
+            _Conditioned(beta, 0.2, 0.9).logpdf(us),
+            np.where(us == 0.2, beta.logcdf(0.2), np.where(us == 0.9, beta.logsf(0.9), np.where((us > 0.2) & (us < 0.9), beta.logpdf(us), -np.inf))),
+            np.where((ks >= 1) & (ks <= 4), binom.logpmf(ks) - np.log(binom.cdf(4) - binom.cdf(0)), -np.inf),
+            np.where(ks == 3, np.log(nbinom.sf(2)), np.where(ks < 3, nbinom.logpmf(ks), -np.inf)),
         ]
-    for name, g, wnt in zip(["truncnorm", "truncnorm_far", "truncgamma", "truncpois", "censored", "censored_pois", "mixture", "mixture_list"], got, want):
+    names = ["truncnorm", "truncnorm_far", "truncgamma", "truncpois", "censored", "censored_pois", "mixture", "mixture_list",
+             "trunc_t", "censored_t", "trunc_beta", "censored_beta", "trunc_binom", "censored_nbinom"]
+    for name, g, wnt in zip(names, got, want, strict=True):
         np.testing.assert_allclose(g.values, wnt, rtol=1e-9, err_msg=name)
 
 
@@ -508,6 +645,20 @@ def gradient_cases():
             cases.append((f"{name} logcdf", d.logcdf(vs[-1]), vs, [*params, x]))
             vs2 = [dg.labeled(f"s_{name}_{k}", dims=()) for k in range(len(params) + 1)]
             cases.append((f"{name} logsf", getattr(dg.dist, name)(*vs2[:-1]).logsf(vs2[-1]), vs2, [*params, x]))
+        # the incomplete beta function's tails: shapes (nu, alpha, beta, n) are constants, having no derivative
+        for name, build_dist, values in [
+            ("student_t", lambda mu, sigma: dg.dist.student_t(3.5, mu, sigma), [0.3, 1.7, -0.9]),
+            ("halfstudent_t", lambda sigma: dg.dist.halfstudent_t(2.5, sigma), [1.3, 0.8]),
+            ("beta", lambda: dg.dist.beta(2.5, 0.7), [0.6]),
+            ("binomial", lambda p: dg.dist.binomial(30, p), [0.3, 7.0]),
+            ("negative_binomial", lambda p: dg.dist.negative_binomial(2.5, p), [0.4, 3.0]),
+        ]:
+            discrete = name in ("binomial", "negative_binomial")  # a count enters the shapes: it is data here
+            for kind in ("logcdf", "logsf"):
+                vs = [dg.labeled(f"b{kind}_{name}_{k}", dims=()) for k in range(len(values) - discrete)]
+                x = values[-1] if discrete else vs[-1]
+                cost = getattr(build_dist(*(vs if discrete else vs[:-1])), kind)(x)
+                cases.append((f"{name} {kind}", cost, vs, values[:-1] if discrete else values))
         lo, hi, mu, sigma, x = (dg.labeled(f"tr_{k}", dims=()) for k in ("lo", "hi", "mu", "sigma", "x"))
         trunc = dg.dist.truncated(dg.dist.normal(mu, sigma), lower=lo, upper=hi).logp(x)
         cases.append(("truncated", trunc, [lo, hi, mu, sigma, x], [-0.5, 2.0, 0.3, 1.2, 0.7]))

@@ -207,6 +207,24 @@ def _gamma_inc(upper):
     return gamma_inc
 
 
+def _beta_inc(upper):
+    """jax's regularized incomplete beta (its complement as I_{1-x}(b, a) where 1 - x is exact, x >= 1/2) with scipy's edges and domain,
+    as dimgraph.core.special.beta_inc: x = 0 or 1, a shape 0 or inf give 0 or 1; outside the domain nan."""
+
+    def beta_inc(a, b, x):
+        nan = jnp.isnan(a) | jnp.isnan(b) | jnp.isnan(x) | (a < 0) | (b < 0) | (x < 0) | (x > 1)
+        nan = nan | ((a == 0) & (b == 0)) | (jnp.isinf(a) & jnp.isinf(b))
+        edge = (x == 0) | (x == 1) | (a == 0) | (b == 0) | jnp.isinf(a) | jnp.isinf(b)
+        lower = jnp.where(x == 0, 0.0, jnp.where((x == 1) | (a == 0) | (b == jnp.inf), 1.0, 0.0))
+        inside = ~(nan | edge)
+        a, b, x = jnp.where(inside, a, 1.0), jnp.where(inside, b, 1.0), jnp.where(inside, x, 0.5)
+        out = jnp.where(x < 0.5, 1 - jsp.betainc(a, b, x), jsp.betainc(b, a, 1 - x)) if upper else jsp.betainc(a, b, x)
+        out = jnp.where(edge, 1 - lower if upper else lower, out)
+        return jnp.where(nan, jnp.nan, out).astype(out.dtype)
+
+    return beta_inc
+
+
 def _softplus(x):
     return jnp.logaddexp(x, jnp.zeros((), x.dtype))
 
@@ -272,6 +290,8 @@ JAX_SCALAR = {
     "betaln": _betaln,
     "gammainc": _gamma_inc(upper=False),
     "gammaincc": _gamma_inc(upper=True),
+    "betainc": _beta_inc(upper=False),
+    "betaincc": _beta_inc(upper=True),
     "round": _round,
     "floor": _int_identity(jnp.floor),
     "ceil": _int_identity(jnp.ceil),

@@ -171,6 +171,7 @@ log1mexp = _jit(special.log1mexp)
 xlogy = _jit(special.xlogy)
 betaln = _jit_call(special.betaln)
 gamma_inc = _jit_call(special.gamma_inc)
+beta_inc = _jit_call(special.beta_inc)
 
 
 @intrinsic

@@ -79,6 +79,8 @@ SCALAR_TEMPLATES = {
     "betaln": "rt.betaln({0}, {1})",
     "gammainc": "rt.gamma_inc({0}, {1}, False)",
     "gammaincc": "rt.gamma_inc({0}, {1}, True)",
+    "betainc": "rt.beta_inc({0}, {1}, {2}, False)",
+    "betaincc": "rt.beta_inc({0}, {1}, {2}, True)",
     "round": {"f": "np.rint({0})", "*": "{0}"},
     "floor": {"f": "np.floor({0})", "*": "{0}"},
     "ceil": {"f": "np.ceil({0})", "*": "{0}"},
