@@ -23,12 +23,10 @@ import math
 import numpy as np
 
 from dimgraph.backends import get_backend
+from dimgraph.compile.flat_data import FlatData
 from dimgraph.compile.flat_graph import flat_graph_function
-from dimgraph.compile.signature import fast_spec, labels_only
 from dimgraph.errors import InputError
 from dimgraph.labeled.dims import dim_refs
-
-_MISSING = object()
 
 
 class FlatParams:
@@ -178,24 +176,14 @@ class FlatFunction:
         self.layout = layout
         self.function = function
         n = len(layout.params)
-        self._data_names = [v.name for v in function.inputs[n:]]
-        signature = function.signature
-        self._data_specs = signature.inputs[n:]
-        # (dtype, ndim, static sizes) per data input when the compiled entry may take them, else None
-        specs = [fast_spec(spec) for spec in self._data_specs]
-        plain = not signature.shared and not signature.update_targets and None not in specs + self._data_names
-        # per data input: (name, spec, ((axis, static size), ...)); the entry itself refuses other dtypes
-        self._data_fast = [(n, sp, f[2]) for n, sp, f in zip(self._data_names, self._data_specs, specs)] if plain else None
+        stand_ins = [np.empty(shape, dtype) for shape, dtype in zip(layout.shapes, layout.dtypes)]
+        self.data = FlatData([v.name for v in function.inputs[n:]], function.signature.inputs[n:], function.signature, stand_ins)
         self._theta_shape = (layout.size,)
-        # The function's checks, run on the data (`_data_arrays`).
-        self._checks = signature.checks
-        self._size_checks = [c for c in signature.checks if not labels_only(c)]
-        self._stand_ins = [np.empty(shape, dtype) for shape, dtype in zip(layout.shapes, layout.dtypes)]
         self._entry = None  # the compiled entry `(*data, theta) -> (value, gradient)`, once ready
         # (entry with the last call's data bound: `theta -> (value, gradient)`, ((name, array, shape), ...))
         self._bound = None
         compiled = function._compiled
-        if compiled.flat is not None and plain and layout.size:
+        if compiled.flat is not None and self.data.fast is not None and layout.size:
             dtypes = [d.name for d in layout.dtypes]
             compiled.flat([tuple(s) for s in layout.shapes], dtypes, self._promote)
 
@@ -214,7 +202,7 @@ class FlatFunction:
                     if not str(err).startswith("No matching definition"):
                         raise
                 except IndexError as err:
-                    self._name_index_error(data, self._data_arrays(data), err)
+                    self.data.name_index_error(data, self.data.arrays(data), err)
                     raise
         theta = self.layout.check(theta)
         value, *grads = self.function(*self.layout.arrays(theta), trust_input=trust_input, **data)
@@ -223,53 +211,18 @@ class FlatFunction:
             flat[where] = np.ravel(g)
         return float(value), flat
 
-    def _name_index_error(self, data, arrays, err):
-        """Raise the function's failure check naming the data input behind the entry's IndexError `err`."""
-        raw = [None] * len(self._stand_ins) + [data[name] for name in self._data_names]
-        self.function.signature.name_index_error(self._stand_ins + arrays, raw, err)
-
     def _bind(self, data):
         """The compiled entry with `data` converted, checked and bound (None: the general path names what is
         wrong). Data passed as they are (NumPy arrays of the declared dtypes) stay bound for the next calls:
         a copy made by a conversion would not see the caller's later writes."""
-        arrays = self._data_arrays(data)
+        arrays = self.data.arrays(data)
         if arrays is None:
             return None
         call = functools.partial(self._entry, *arrays)
-        if all(a is data[name] for a, name in zip(arrays, self._data_names)):
-            self._bound = (call, tuple((name, a, a.shape) for name, a in zip(self._data_names, arrays)))
+        names = self.data.names
+        if all(a is data[name] for a, name in zip(arrays, names)):
+            self._bound = (call, tuple((name, a, a.shape) for name, a in zip(names, arrays)))
         return call
-
-    def _data_arrays(self, data):
-        """The data inputs in order, converted and checked as a call of the function converts and checks
-        them (None when one is missing or unexpected: the general path names it)."""
-        if len(data) != len(self._data_fast):
-            return None
-        arrays, converted = [], False
-        for name, spec, static in self._data_fast:
-            value = data.get(name, _MISSING)
-            if value is _MISSING:
-                return None
-            exact = type(value) is np.ndarray
-            if exact:
-                shape = value.shape
-                for a, n in static:
-                    if a >= len(shape) or shape[a] != n:
-                        exact = False
-                        break
-            if not exact:
-                value = spec.convert(value)
-                converted = True
-            arrays.append(value)
-        # NumPy data pass the label checks; DataArrays are checked by all (the parameters' places held by
-        # stand-ins of their static shapes, with no labels)
-        checks = self._checks if converted else self._size_checks
-        if checks:
-            every = self._stand_ins + arrays
-            raw = [None] * len(self._stand_ins) + [data[name] for name, _, _ in self._data_fast]
-            for check in checks:
-                check(every, raw)
-        return arrays
 
     def bind(self, **data):
         """`theta -> (value, gradient)` with the data inputs given here: what a sampler's or an optimizer's
@@ -314,13 +267,11 @@ class FlatFunction:
             raise NotImplementedError(
                 f"cfunc: the C-callable function needs the numba backend; this function runs on {f.backend!r}"
             )
-        missing = [n for n in self._data_names if n not in data]
-        unknown = sorted(set(data) - set(self._data_names))
-        if missing or unknown:
-            raise InputError(f"cfunc: binds the data inputs {self._data_names}; missing {missing}, unexpected {unknown}")
-        arrays = [np.array(spec.convert(data[n]), order="C") for n, spec in zip(self._data_names, self._data_specs)]
+        self.data.check_names(data, "cfunc")
+        names = self.data.names
+        arrays = [np.array(spec.convert(data[n]), order="C") for n, spec in zip(names, self.data.specs)]
         params = self.layout.arrays(np.zeros(self.layout.size))
-        raw = [None] * len(params) + [data[n] for n in self._data_names]
+        raw = [None] * len(params) + [data[n] for n in names]
         for check in f.signature.checks:  # label checks of the data, once: nothing checks them at each call
             check(params + arrays, raw, None)
         shapes = [tuple(s) for s in self.layout.shapes]
@@ -341,14 +292,11 @@ class BoundFlatFunction:
     """`logp(theta) -> (value, gradient)`: a flat function with its data bound (`FlatFunction.bind`)."""
 
     def __init__(self, fn, data):
-        missing = [n for n in fn._data_names if n not in data]
-        unknown = sorted(set(data) - set(fn._data_names))
-        if missing or unknown:
-            raise InputError(f"bind: binds the data inputs {fn._data_names}; missing {missing}, unexpected {unknown}")
+        fn.data.check_names(data, "bind")
         self.fn = fn
         self._data = data
         # the data converted and checked (numba's compiled entry takes them; None: every call takes `fn`'s path)
-        self._arrays = fn._data_arrays(data) if fn._data_fast is not None else None
+        self._arrays = fn.data.arrays(data)
         self._call = None  # the compiled entry with the data bound, once `fn` has one
 
     def __call__(self, theta):
@@ -365,7 +313,7 @@ class BoundFlatFunction:
         except InputError:  # theta of another length (the entry's own check): the checked path's message
             pass
         except IndexError as err:
-            self.fn._name_index_error(self._data, self._arrays, err)
+            self.fn.data.name_index_error(self._data, self._arrays, err)
             raise
         return self.fn(theta, **self._data)
 

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.compile.signature import fast_spec, labels_only
+from dimgraph.compile.flat_data import FlatData
 from dimgraph.errors import InputError
-
-_MISSING = object()
 
 
 class FlatGraphFunction:
@@ -34,20 +32,12 @@ class FlatGraphFunction:
         self.flat_function = flat_function
         self.function = ParameterCall(self)
         signature = flat_function.signature
-        self._data_names = [v.name for v in flat_function.inputs[1:]]
+        self.data = FlatData([v.name for v in flat_function.inputs[1:]], signature.inputs[1:], signature,
+                             [np.empty(layout.size)])  # fmt: skip
         self._theta_shape = (layout.size,)
-        self._checks = signature.checks
-        self._size_checks = [c for c in signature.checks if not labels_only(c)]
-        self._theta_stand_in = [np.empty(layout.size)]  # theta's place in the checks
-        # per data input (name, spec, dtype, ndim, ((axis, static size), ...)) when calls may take the
-        # backend's positional entry, else None
-        specs = [fast_spec(spec) for spec in signature.inputs[1:]]
-        plain = not signature.shared and not signature.update_targets and None not in specs + self._data_names
-        self._data_fast = (
-            [(n, sp, *f) for n, sp, f in zip(self._data_names, signature.inputs[1:], specs)] if plain else None
-        )
         compiled = flat_function._compiled
         # taken after the first call, which the compiled function times (it may compile)
+        plain = self.data.fast is not None
         self._entry_after_first = compiled.fast if plain and compiled.promote is None else None
         self._entry = None
 
@@ -55,7 +45,7 @@ class FlatGraphFunction:
         if type(theta) is not np.ndarray or theta.dtype != np.float64 or theta.shape != self._theta_shape:
             theta = self.layout.check(theta)
         if self._entry is not None:
-            arrays = self._trusted_arrays(data) if trust_input else self._data_arrays(data)
+            arrays = self.data.trusted(data) if trust_input else self.data.arrays(data)
             if arrays is not None:
                 return self._run(theta, arrays, data)
         self._check_names(data)
@@ -68,8 +58,7 @@ class FlatGraphFunction:
         try:
             value, grad = self._entry(theta, *arrays)
         except IndexError as err:  # the function's failure checks name the input at fault
-            raw = [theta] + [data[name] for name in self._data_names]
-            self.flat_function.signature.name_index_error([theta] + arrays, raw, err)
+            self.data.name_index_error(data, arrays, err)
             raise
         return float(value), grad if type(grad) is np.ndarray else np.asarray(grad)
 
@@ -87,58 +76,15 @@ class FlatGraphFunction:
         """
         return BoundFlatGraph(self, data)
 
-    def _data_arrays(self, data):
-        """The data inputs in order, converted and checked as a call of the compiled function converts and
-        checks them (None when one is missing or unexpected: the general path names it)."""
-        if len(data) != len(self._data_fast):
-            return None
-        arrays, converted = [], False
-        for name, spec, dtype, ndim, static in self._data_fast:
-            value = data.get(name, _MISSING)
-            if value is _MISSING:
-                return None
-            exact = type(value) is np.ndarray and value.dtype == dtype and value.ndim == ndim
-            if exact:
-                shape = value.shape
-                for a, n in static:
-                    if shape[a] != n:
-                        exact = False
-                        break
-            if not exact:
-                value = spec.convert(value)
-                converted = True
-            arrays.append(value)
-        # NumPy data pass the label checks; DataArrays are checked by all
-        checks = self._checks if converted else self._size_checks
-        if checks:
-            every = self._theta_stand_in + arrays
-            raw = [None] + [data[name] for name in self._data_names]
-            for check in checks:
-                check(every, raw)
-        return arrays
-
-    def _trusted_arrays(self, data):
-        """The data inputs in order as given (`trust_input=True`), or None when one is not an array (the
-        compiled function's trusted call puts a DataArray in dims order) or is missing."""
-        if len(data) != len(self._data_fast):
-            return None
-        arrays = []
-        for name in self._data_names:
-            value = data.get(name, _MISSING)
-            if type(value) is not np.ndarray:
-                return None
-            arrays.append(value)
-        return arrays
-
     def _check_names(self, data):
         """An InputError naming a missing or unexpected data input (the parameters are in theta)."""
-        inputs = self.layout.names + self._data_names
+        inputs = self.layout.names + self.data.names
         for key in data:
             if key in self.layout.names:
                 raise InputError(f"input {key!r} given twice (in theta and by name)")
-            if key not in self._data_names:
+            if key not in self.data.names:
                 raise InputError(f"unexpected input {key!r}; the inputs are {inputs}")
-        missing = [name for name in self._data_names if name not in data]
+        missing = [name for name in self.data.names if name not in data]
         if missing:
             raise InputError(f"missing inputs {missing}; the inputs are {inputs}")
 
@@ -174,7 +120,7 @@ class ParameterCall:
 
     def __call__(self, *args, trust_input=False, **data):
         flat = self.flat
-        names = flat.layout.names + flat._data_names
+        names = flat.layout.names + flat.data.names
         if len(args) > len(names):
             raise InputError(f"function takes {len(names)} inputs {names}, got {len(args)} positional values")
         for name, value in zip(names, args):
@@ -252,14 +198,10 @@ class BoundFlatGraph:
     """`logp(theta) -> (value, gradient)`: a flat graph with its data bound (`FlatGraphFunction.bind`)."""
 
     def __init__(self, fn, data):
-        missing = [n for n in fn._data_names if n not in data]
-        unknown = sorted(set(data) - set(fn._data_names))
-        if missing or unknown:
-            raise InputError(f"bind: binds the data inputs {fn._data_names}; missing {missing}, unexpected {unknown}")
+        fn.data.check_names(data, "bind")
         self.fn = fn
         self._data = data
-        # the data converted and checked once (None: every call takes `fn`'s path, which checks them)
-        self._arrays = fn._data_arrays(data) if fn._data_fast is not None else None
+        self._arrays = fn.data.arrays(data)  # converted and checked once (None: every call takes `fn`'s path)
 
     def __call__(self, theta):
         fn = self.fn
