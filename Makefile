@@ -19,7 +19,7 @@ run: $(STAMP)
 	$(PY) examples/quickstart.py
 
 test: $(STAMP)
-	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -n 2 --dist loadfile tests
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -n 2 --dist loadfile --durations=25 tests
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

@@ -245,7 +245,7 @@ def bisected_cases():
 # XLA compiles a chain of jax's betainc loops in time growing faster than the chain (64 chained: 3 minutes), so
 # these draws run on the other backends; the jax backend's betainc itself is tested with the scalar ops.
 BISECTED_BACKENDS = ("python", "numba", "c")
-N_BISECTED = dg.Dim("n_b", size=600)
+N_BISECTED = dg.Dim("n_b", size=300)
 
 
 def bisected_draws(backend):
