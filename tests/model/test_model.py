@@ -218,6 +218,36 @@ def test_nutpie_calls_the_c_callable_log_density_on_numba():
     assert samplers._nutpie_native(m, m.logp_fn("python")) is None
 
 
+def test_without_nutpies_native_constructors_the_bridge_takes_from_pyfunc(monkeypatch):
+    """A nutpie whose private native-model classes are missing or take other arguments: the C route is
+    closed (None) and `m.sample` goes through the public `from_pyfunc`."""
+    pytest.importorskip("nutpie")
+    from test_reference_models import eight_schools_model
+
+    from dimgraph.model import samplers
+
+    m = eight_schools_model()
+    fn = m.logp_fn()
+
+    def missing():
+        raise AttributeError("module 'nutpie._lib' has no attribute 'PyMcModel'")
+
+    monkeypatch.setattr(samplers, "_native_model_class", missing)
+    assert samplers._nutpie_native(m, fn) is None
+
+    class Refusing:
+        def __init__(self, **fields):
+            pass
+
+        def _make_model(self, init_mean):
+            raise TypeError("PyMcModel.__new__() takes 9 positional arguments")
+
+    monkeypatch.setattr(samplers, "_native_model_class", lambda: Refusing)
+    assert samplers._nutpie_native(m, fn) is None
+    idata = m.sample(draws=50, tune=50, chains=1, seed=4)
+    assert idata.posterior["mu"].shape == (1, 50) and np.isfinite(idata.posterior["mu"]).all()
+
+
 def test_the_models_guide_runs():
     """docs/models.md is code users paste: its blocks run as printed (from the sampling block on, with nutpie)."""
     import importlib.util
