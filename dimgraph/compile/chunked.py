@@ -37,9 +37,9 @@ class ChunkWarning(UserWarning):
 def is_lazy(value) -> bool:
     """True for a dask array or a DataArray holding one (dask is never imported here to find out)."""
     dask_array = sys.modules.get("dask.array")
-    if dask_array is None:
-        return False
-    return isinstance(getattr(value, "data", value), dask_array.Array)
+    if dask_array is None or isinstance(value, (np.ndarray, np.generic)):  # a NumPy value's .data is a buffer,
+        return False  # which NumPy refuses to make for dates, time deltas and objects (a ValueError, not an answer)
+    return isinstance(value, dask_array.Array) or isinstance(getattr(value, "data", None), dask_array.Array)
 
 
 def lazy_call(fn, values, ctx):

@@ -48,7 +48,7 @@ def as_array(name, value) -> np.ndarray:
 
 
 def _kind_name(dtype) -> str:
-    return {"U": "text", "S": "bytes", "O": "Python objects: a ragged list, None, or an integer beyond 64 bits among the values", "M": "dates",
+    return {"U": "text", "T": "text", "S": "bytes", "O": "Python objects: a ragged list, None, or an integer beyond 64 bits among the values", "M": "dates",
             "m": "time deltas", "V": "raw records"}.get(dtype.kind, dtype.kind)
 
 

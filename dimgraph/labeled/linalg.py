@@ -129,8 +129,9 @@ def solve(a, b, dims=None, b_ndim=None):
     """`x` with `a @ x = b` over the matrix dims of `a`: `b` on `row`, `x` on `col`; other dims of `b` are batch dims.
 
     xarray-einstats' convention (the one ArviZ users know) is taken too: `dims=[row, col]` with `b` on
-    `col` (a vector: `x` on `col`), and `dims=[row, col, rhs]` with `b` a matrix on (`row` or `col`, `rhs`),
-    `x` on the same two dims, put last.
+    `col` (a vector: `x` on `row`, the dim of the two that `b` does not have, with its coords), and
+    `dims=[row, col, rhs]` with `b` a matrix on (`row` or `col`, `rhs`): `x` on (the other one, `rhs`),
+    put last.
 
     >>> import dimgraph as dg, numpy as np
     >>> i, j = dg.Dim("i", size=2), dg.Dim("j", size=2)
@@ -138,7 +139,7 @@ def solve(a, b, dims=None, b_ndim=None):
     >>> dg.linalg.solve(a, dg.constant(np.ones(2), dims=(i,)), dims=(i, j)).eval().values
     array([0.5 , 0.25])
     >>> dg.linalg.solve(a, dg.constant(np.ones(2), dims=(j,)), dims=["i", "j"]).dims  # einstats: b on col
-    (Dim('j', size=2),)
+    (Dim('i', size=2),)
     """
     if is_labeled(a) and is_labeled(b) and _einstats_form(b, dims):
         return _einstats_solve(a, b, dims)
@@ -169,12 +170,13 @@ def _einstats_solve(a, b, dims):
     if len(names) == 3 and names[2] not in have:
         raise DimError(f"solve: b must have the dim {names[2]!r} (its columns, dims={names}); b has {fmt_dims(b.type.dims)}")
     row, col = _core_dims("solve", a, names[:2])
-    if b_name != row.name:
+    if b_name != row.name:  # b on col: read as the rows, and x (on col) labeled by the other dim, row
         b = b.rename({b_name: row})
     x = _solve_like("solve", Solve, a, b, (row, col))
-    if b_name != col.name:
-        x = x.rename({col.name: b_name})
-    core_names = [b_name] + names[2:]
+    x_dim = row if b_name == col.name else col
+    if x_dim is not col:
+        x = x.rename({col.name: row})
+    core_names = [x_dim.name] + names[2:]
     return x.transpose(*[d for d in x.dims if d.name not in core_names], *core_names)
 
 

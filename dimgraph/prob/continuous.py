@@ -178,11 +178,13 @@ class StudentT(Distribution):
     positive = ("nu", "sigma")
 
     def log_density(self, x, nu, mu, sigma):
-        # nu = inf: the normal limit -z^2 / 2, from nu = 1e150 standing in (exact to double precision for
-        # |z| < 1e67, past which the normal's value is below -1e133): a per-element `where` for it would
-        # double the cost of every finite nu. sigma = inf: the normalizer's -inf is the limit.
+        # nu = inf: the normal's -z^2 / 2, as the normal computes it (no stand-in nu is the limit for every z:
+        # 1e150 gave -5.8e151 for -5e199 at z = 1e100); the t branch sees nu = 1e150 there, so neither it
+        # nor its gradient is NaN. sigma = inf: the normalizer's -inf is the limit.
         nu_f, sigma_f = _finite(nu, 1e150), _finite(sigma)
-        return -(nu_f + 1) / 2 * _log1p_square(x - mu, sigma_f, lmath.sqrt(nu_f))  # log1p(z^2 / nu)
+        t = -(nu_f + 1) / 2 * _log1p_square(x - mu, sigma_f, lmath.sqrt(nu_f))  # log1p(z^2 / nu)
+        z = (x - mu) / sigma_f
+        return lmath.where(lmath.isinf(nu), -0.5 * z * z, t)
 
     def normalizer(self, nu, mu, sigma):
         # gammaln((nu + 1) / 2) - gammaln(nu / 2) = log(pi) / 2 - betaln(nu / 2, 1 / 2): no cancellation for large nu

@@ -192,3 +192,61 @@ def test_fuzz_inputs_are_computed_right_or_refused_naming_them(backend, which, c
     else:
         with pytest.raises(dg.InputError, match=f"'{name}'"):
             f(given_value)
+
+
+# ------------------------------------------------------------ every dtype NumPy has, on both paths of a call
+
+def _every_numpy_dtype():
+    """One dtype of each kind NumPy names (typecodes, sctypeDict), dates and deltas with units, records,
+    and NumPy 2's variable-width strings."""
+    found = {np.dtype(code) for code in np.typecodes["All"]} | {np.dtype(t) for t in set(np.sctypeDict.values())}
+    found |= {np.dtype("M8[D]"), np.dtype("M8[ns]"), np.dtype("m8[s]"), np.dtype("V8"), np.dtype([("a", "f8"), ("b", "i4")])}
+    if hasattr(np.dtypes, "StringDType"):
+        found.add(np.dtypes.StringDType())
+    return sorted(found, key=str)
+
+
+ALL_DTYPES = _every_numpy_dtype()
+_probe = {}
+
+
+def _probe_function(backend):
+    """x positional, y labeled: a bad value in one is refused naming it while the other is good."""
+    if backend not in _probe:
+        x = dg.tensor("x", shape=(3,))
+        y = dg.labeled("y", dims=(dg.Dim("u", size=3),))
+        f = dg.function([x, y], [x * 2, y * 2], backend=backend)
+        for _ in range(2):  # after a first good call, exact float64 arrays take the fast path
+            f(np.ones(3), np.ones(3))
+        _probe[backend] = f
+    return _probe[backend]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_every_numpy_dtype_is_computed_or_refused_naming_the_input_on_both_paths(backend, dtype):
+    import dask.array  # noqa: F401  (a call asks whether an input is a dask array once dask is imported)
+
+    f = _probe_function(backend)
+    value = np.zeros(3, dtype=dtype)
+    numeric = dtype.kind in "biufc"  # zeros survive the cast to float64 exactly, complex ones too
+    good = np.ones(3)
+    calls = {  # the fast path (positional exact arrays), the checked path (by keyword), a DataArray
+        "x fast": ("x", lambda: f(value, good)),
+        "y fast": ("y", lambda: f(good, value)),
+        "x keyword": ("x", lambda: f(x=value, y=good)),
+        "y keyword": ("y", lambda: f(x=good, y=value)),
+        "y dataarray": ("y", lambda: f(good, xr.DataArray(value, dims="u"))),
+    }
+    if dtype.kind in "Mm" and np.datetime_data(dtype)[0] == "generic":
+        del calls["y dataarray"]  # xarray holds no dates or deltas without a unit
+    for how, (name, call) in calls.items():
+        if numeric:
+            out = call()
+            got = out[0] if name == "x" else out[1].values
+            np.testing.assert_array_equal(got, np.zeros(3), err_msg=f"{dtype} {how}")
+        else:
+            with pytest.raises(dg.InputError, match=rf"input {name!r}: expected numeric data, got data of dtype .* \((?!T\))"):
+                call()  # and the kind in words (text, dates, ...), not NumPy's letter
+    if dtype.kind == "c":  # a complex value with an imaginary part is refused by the cast rule
+        with pytest.raises(dg.InputError, match=r"input 'x': expected dtype float64"):
+            f(np.full(3, 1j, dtype=dtype), good)

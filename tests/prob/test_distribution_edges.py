@@ -238,6 +238,8 @@ _NORMAL_AT = {  # student_t(nu=inf) is the normal: its log density there, from m
     (0.0, 1.0, 1.0): -1.4189385332046727,
     (3.0, 2.0, -1.0): reference("normal", (3.0, 2.0, -1.0))[0],
     (0.0, 1.0, 1e60): reference("normal", (0.0, 1.0, 1e60))[0],  # the normal's own value far out, -5e119
+    (0.0, 1.0, 1e100): reference("normal", (0.0, 1.0, 1e100))[0],  # -5e199 (a stand-in nu gave -5.8e151)
+    (0.0, 1e-300, 1.0): -inf,  # z = 1e300: -5e599 is below every double (a stand-in nu gave -4.95e152)
 }
 INFINITE = [  # (name, (parameters..., x), log density)
     ("normal", (inf, 1, 0), -inf),
@@ -312,6 +314,23 @@ def test_infinite_parameters_give_the_limit(backend):
             assert np.isnan(value), (name, row, value)
         else:
             assert value == pytest.approx(want, rel=1e-13), (name, row)
+
+
+# student_t(inf, mu, sigma) is the normal: (mu, sigma, x) from the centre to where z * z overflows
+NORMAL_LIMIT_POINTS = [
+    (0.0, 1.0, 0.0), (-2.1, 0.01, -2.095), (3.0, 2.0, -1.0), (0.0, 1.0, 1e60), (0.0, 1.0, 1e100), (0.0, 1.0, -1e100),
+    (0.0, 1.0, 1.3e154), (5.0, 1e-300, 5.0), (0.0, 1e-300, 1.0), (0.0, 1e-300, 1e-300), (0.0, 1e-100, 1e100),
+    (1e300, 1e300, -1e300), (-4.0, 1e300, 1e300), (0.0, 1e-10, 1e145),
+]
+
+
+def test_student_t_with_infinite_nu_is_the_normal_bit_for_bit(backend):
+    rows = {"normal": NORMAL_LIMIT_POINTS, "student_t": [(inf, *p) for p in NORMAL_LIMIT_POINTS]}
+    got = logp(backend, rows)
+    n = len(NORMAL_LIMIT_POINTS)
+    np.testing.assert_array_equal(got["student_t"][:n], got["normal"][:n])
+    for p, value in zip(NORMAL_LIMIT_POINTS, got["student_t"]):
+        assert value == pytest.approx(reference("normal", p)[0], rel=1e-13), p  # -inf where the true value underflows
 
 
 # --- gradients on the new branches, against high-precision differences of the reference

@@ -28,7 +28,8 @@
   is a 0-d literal goes into the body as that literal, where the body's rewrites
   fold it (a gradient's unit seed `1.0 * x` is `x`).
 - `loop_hoist_accumulated_constants` (canonicalize): in a 0-d state that only
-  accumulates (`x + term`, no while condition, no trace), the parts of the term
+  accumulates (`x + term`, no while condition, no trace, and nothing else in the
+  body reads `x`: its values inside the loop change), the parts of the term
   fixed for the loop (`- log(sigma)` in a log density) leave it: the loop sums
   the rest and `n_steps * fixed` is added once after it (nothing when no step
   runs; a reassociated float sum, as above). A part that may raise leaves only
@@ -374,6 +375,18 @@ def _signed_sum(parts):
     return total
 
 
+def _readers(body):
+    """{id of a body value: ids of the body nodes reading it}; a value that is itself a body output is read by
+    "output" too (a state passed on unchanged as another state)."""
+    found = {}
+    for inner in body.nodes():
+        for i in inner.inputs:
+            found.setdefault(id(i), set()).add(id(inner))
+    for o in body.outputs:
+        found.setdefault(id(o), set()).add("output")
+    return found
+
+
 @node_rewriter([Loop], tags=("canonicalize", "control"))
 def loop_hoist_accumulated_constants(fgraph, node):
     """x + (f(i) - c) accumulated over n steps -> the sum of f(i), plus n * (-c) once (see the module docstring)."""
@@ -387,9 +400,12 @@ def loop_hoist_accumulated_constants(fgraph, node):
     runs = _runs_a_step(op, node)
     varying = {id(v) for v in body.inputs[: 1 + ns]}
     outputs, hoisted = list(body.outputs), {}
+    readers = _readers(body)
     for k in range(ns):
         out, state = body.outputs[k], body.inputs[1 + k]
         if k in op.traced or state.type.ndim != 0 or not _is_add(out.owner) or len(out.owner.inputs) != 2 or not any(i is state for i in out.owner.inputs):
+            continue
+        if readers.get(id(state), set()) != {id(out.owner)}:  # read elsewhere in the body: its values there would change
             continue
         term = out.owner.inputs[1] if out.owner.inputs[0] is state else out.owner.inputs[0]
         parts = _signed_parts(term)
