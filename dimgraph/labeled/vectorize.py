@@ -1,12 +1,18 @@
 """Vectorizing labeled graphs: `vectorize_graph` with labeled replacements, and `vectorize(fn, ...)`.
 
-With named dims a batch dim is just another name: labeled ops already apply
-to every dim they are not told about, so most of a labeled graph is batched by
-rebuilding it on the replacements (each op re-derives its dims by name, in
-xarray's order). The exits to positional code are where batching needs a
-rule: `to_positional` puts every batch dim first, the positional ops in
-between batch through `dimgraph.core.vectorize`, and `from_positional` names
-those leading axes again.
+The rule: for every entry of the batch dims, a result is what the graph gives
+for that entry's inputs (values, dims and coords). With named dims a batch dim
+is just another name: labeled ops already apply to every dim they are not told
+about, so most of a labeled graph is batched by rebuilding it on the
+replacements (each op re-derives its dims by name). The ops that need a rule
+are those whose parameters list one entry per dim (isel, rename), those that
+name their result's dims (transpose, broadcast: the batch dims of every input
+reach the result), the indexed updates (each entry updates its own copy of the
+target, so the target is repeated over the batch dims of the value and the
+positions), and the exits to positional code: `to_positional` puts every batch
+dim first, the positional ops in between batch through
+`dimgraph.core.vectorize`, and `from_positional` names those leading axes
+again. Results then put the batch dims first, their own dims after.
 """
 
 from __future__ import annotations
@@ -257,7 +263,9 @@ def vectorize(fn, core_dims_in, core_dims_out):
     `core_dims_in[k]` names the dims `fn` sees of input k (Dims or names);
     `core_dims_out[k]` those of output k. Every other dim of the inputs is a
     batch dim: every result has all the batch dims first (in order of first
-    appearance over the inputs), then its core dims. It is one graph, compiled
+    appearance over the inputs), then its core dims in `core_dims_out` order:
+    `vectorize_graph`'s rule, except that a result is repeated along the batch
+    dims it does not depend on (as `apply_ufunc`). It is one graph, compiled
     and differentiated with the rest (as `xarray.apply_ufunc(..., vectorize=True)`
     or Penzai's `nmap`, but symbolic).
 
@@ -265,8 +273,11 @@ def vectorize(fn, core_dims_in, core_dims_out):
     >>> obs, chain = dg.Dim("obs", size=3), dg.Dim("chain", size=2)
     >>> center = dg.vectorize(lambda x: x - x.mean("obs"), [("obs",)], [("obs",)])
     >>> x = dg.labeled("x", dims=(obs, chain))
-    >>> center(x).dims == (chain, obs)
+    >>> y = center(x)
+    >>> y.dims == (chain, obs)
     True
+    >>> dg.function([x], y)(np.array([[1.0, 4.0], [2.0, 4.0], [3.0, 7.0]])).values.tolist()
+    [[-1.0, 0.0, 1.0], [-1.0, -1.0, 2.0]]
     """
     core_in = [tuple(_name(d) for d in dim_refs(dims, "vectorize") or ()) for dims in core_dims_in]
     core_out = [tuple(_name(d) for d in dim_refs(dims, "vectorize") or ()) for dims in core_dims_out]

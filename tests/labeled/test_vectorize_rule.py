@@ -331,3 +331,13 @@ def test_vectorize_puts_the_batch_dims_first_as_vectorize_graph():
     assert dg.vectorize_graph(x + 1.0, {x: x_new}).dims == f(x_new).dims
     got = dg.function([x_new], f(x_new), backend="python")(np.arange(24.0).reshape(4, 3, 2))
     np.testing.assert_array_equal(got.values, np.arange(24.0).reshape(4, 3, 2).transpose(0, 2, 1) + 1.0)
+
+
+def test_a_selection_whose_length_would_vary_with_the_batch_is_refused_naming_it():
+    x = dg.labeled("x", dims=(A, B))
+    mask = dg.labeled("mask", dims=(B,), dtype="bool")
+    with pytest.raises(dg.DimError, match=r"boolean mask on the batch dims \['p0'\]"):
+        dg.vectorize_graph(x.isel(b=mask), {mask: dg.labeled("masks", dims=(P0, B), dtype="bool")})
+    n = dg.labeled("n", dims=(), dtype="int64")
+    with pytest.raises(dg.DimError, match=r"slice bounds of dim 'b' .* vary with the batch dims \['p0'\]"):
+        dg.vectorize_graph(x.isel(b=slice(0, n)), {n: dg.labeled("ns", dims=(P0,), dtype="int64")})
