@@ -312,25 +312,23 @@ def test_stack_in_a_vectorized_graph_gives_each_entry_the_unbatched_labels(backe
 # -- the order of the result's dims: batch dims first, then the graph's own ---------------
 
 
-def test_vectorize_graph_puts_the_batch_dims_first_in_order_of_appearance():
+def test_vectorize_graph_and_vectorize_put_the_batch_dims_first_in_order_of_appearance(backend):
     a, b, c = dg.Dim("a", size=3), dg.Dim("b", size=2), dg.Dim("c", size=4)
-    x = dg.labeled("x", dims=(a,))
+    x, y, z = dg.labeled("x", dims=(a,)), dg.labeled("y", dims=(a,)), dg.labeled("z", dims=())
     x_new = dg.labeled("x_new", dims=(c, a, b))
-    assert dg.vectorize_graph(x + 1.0, {x: x_new}).dims == (c, b, a)  # PyTensor's xtensor: ("c", "b", "a")
-    y, z = dg.labeled("y", dims=(a,)), dg.labeled("z", dims=())
-    outs = dg.vectorize_graph([x * y, (x * y).sum(), z * 2.0], {x: dg.labeled("xb", dims=(a, c)), y: dg.labeled("yb", dims=(b, a, c))})
+    plus_one = dg.vectorize_graph(x + 1.0, {x: x_new})
+    assert plus_one.dims == (c, b, a)  # PyTensor's xtensor: ("c", "b", "a")
+    by_vectorize = dg.vectorize(lambda t: t + 1.0, [("a",)], [("a",)])(x_new)
+    assert by_vectorize.dims == (c, b, a)
+    xb, yb = dg.labeled("xb", dims=(a, c)), dg.labeled("yb", dims=(b, a, c))
+    outs = dg.vectorize_graph([x * y, (x * y).sum(), z * 2.0], {x: xb, y: yb})
     assert [o.dims for o in outs] == [(c, b, a), (c, b), ()]  # a result that depends on no batch dim stays as it is
-
-
-def test_vectorize_puts_the_batch_dims_first_as_vectorize_graph():
-    a, b, c = dg.Dim("a", size=3), dg.Dim("b", size=2), dg.Dim("c", size=4)
-    f = dg.vectorize(lambda t: t + 1.0, [("a",)], [("a",)])
-    x_new = dg.labeled("x_new", dims=(c, a, b))
-    assert f(x_new).dims == (c, b, a)
-    x = dg.labeled("x", dims=(a,))
-    assert dg.vectorize_graph(x + 1.0, {x: x_new}).dims == f(x_new).dims
-    got = dg.function([x_new], f(x_new), backend="python")(np.arange(24.0).reshape(4, 3, 2))
-    np.testing.assert_array_equal(got.values, np.arange(24.0).reshape(4, 3, 2).transpose(0, 2, 1) + 1.0)
+    f = dg.function([x_new, xb, yb], [plus_one, by_vectorize, outs[0]], backend=backend)
+    X, XB, YB = np.arange(24.0).reshape(4, 3, 2), np.arange(12.0).reshape(3, 4), np.arange(24.0).reshape(2, 3, 4)
+    got = f(X, XB, YB)
+    np.testing.assert_array_equal(got[0].values, X.transpose(0, 2, 1) + 1.0)
+    np.testing.assert_array_equal(got[1].values, got[0].values)
+    np.testing.assert_array_equal(got[2].values, XB.T[:, None, :] * YB.transpose(2, 0, 1))
 
 
 def test_a_selection_whose_length_would_vary_with_the_batch_is_refused_naming_it():
