@@ -2,7 +2,8 @@
 
 Oracle: the unbatched graph, compiled once per program on the python backend
 and called on each entry's inputs (values, dims and coords compared), for
-random small programs over the labeled ops in which every input gains its own
+random small programs over the labeled ops (one core dim sized and labeled by the data)
+in which every input gains its own
 random subset of the batch dims, each batch dim of a random kind (a size,
 coords, or a size the data brings). The three kinds of graphs PyTensor's
 xtensor cases found failing (indexed updates, broadcasting between inputs
@@ -25,7 +26,7 @@ from labeled_strategies import examples
 
 A = dg.Dim("a", coords=["p", "q"])
 B = dg.Dim("b", size=3)
-C = dg.Dim("c", size=2)
+C = dg.Dim("c")  # sized by the data, which labels it
 OBS = dg.Dim("obs", size=4)
 
 # the graph's inputs: floats on core dims, integer positions along b and a, and an update value on obs
@@ -40,7 +41,8 @@ CORE = {
 }
 POSITIONS = {"ib": B.size, "ia": A.size}
 BATCH_NAMES = ("p0", "p1", "p2")
-BATCH_SIZES = {"p0": 2, "p1": 3, "p2": 2}
+SIZES = {"a": 2, "b": 3, "c": 2, "obs": 4, "p0": 2, "p1": 3, "p2": 2}
+DATA_LABELS = {"c": ["c0", "c1"]}
 
 
 def _values(rng, name, shape):
@@ -52,6 +54,7 @@ def _values(rng, name, shape):
 def _dataarray(rng, name, dims, sizes):
     shape = tuple(sizes[d.name] for d in dims)
     coords = {d.name: d.coords for d in dims if d.coords is not None}
+    coords.update({d.name: DATA_LABELS[d.name] for d in dims if d.name in DATA_LABELS})
     return xr.DataArray(_values(rng, name, shape), dims=[d.name for d in dims], coords=coords)
 
 
@@ -116,7 +119,7 @@ def program_step(draw, pool, inputs):
         if d is None:
             return None
         how = draw(st.sampled_from(["int", "slice", "list", "data", "data pair"]))
-        n = d.size
+        n = SIZES[d.name]
         if how == "int":
             return p.isel({d.name: draw(st.integers(-n, n - 1))})
         if how == "slice":
@@ -185,7 +188,7 @@ def batching(draw, inputs):
     batch = []
     for name in BATCH_NAMES[:n]:
         kind = draw(st.sampled_from(["size", "coords", "unknown"]))
-        size = BATCH_SIZES[name]
+        size = SIZES[name]
         if kind == "coords":
             batch.append(dg.Dim(name, coords=[f"{name}_{k}" for k in range(size)]))
         else:
@@ -223,8 +226,6 @@ def _check_entry(got, expected, what):
 def check_vectorization(inputs, outputs, batch, dims, backend, rng, unbatched=None):
     """`dg.vectorize_graph(outputs, ...)` with `inputs[name]` on `dims[name]`, compiled on `backend`, against the
     unbatched graph (`unbatched`, else compiled here on python) called on every batch entry's inputs."""
-    sizes = {d.name: d.size for name in inputs for d in inputs[name].dims}
-    sizes.update({d.name: BATCH_SIZES[d.name] if d.size is None else d.size for d in batch})
     new = {name: dg.labeled(f"{name}_batched", dims=dims[name], dtype=var.type.dtype) for name, var in inputs.items()}
     vectorized = dg.vectorize_graph(outputs, {var: new[name] for name, var in inputs.items()})
     for out, vec in zip(outputs, vectorized):
@@ -233,10 +234,10 @@ def check_vectorization(inputs, outputs, batch, dims, backend, rng, unbatched=No
     names = list(inputs)
     f = dg.function([new[n] for n in names], vectorized, backend=backend)
     f0 = unbatched or dg.function([inputs[n] for n in names], outputs, backend="python")
-    data = {n: _dataarray(rng, n, dims[n], sizes) for n in names}
+    data = {n: _dataarray(rng, n, dims[n], SIZES) for n in names}
     got = f(*[data[n] for n in names])
     used = [d for d in batch if any(d in dims[n] for n in names)]
-    for entry in itertools.product(*[range(sizes[d.name]) for d in used]):
+    for entry in itertools.product(*[range(SIZES[d.name]) for d in used]):
         at = dict(zip([d.name for d in used], entry))
         args = [data[n].isel({k: i for k, i in at.items() if k in data[n].dims}, drop=True) for n in names]
         expected = f0(*args)
@@ -291,8 +292,7 @@ def test_stack_in_a_vectorized_graph_gives_each_entry_the_unbatched_labels(backe
     x, t = inputs.values()
     outputs = [x.stack(s=("a", "b")), t.stack(s=("u", "c")) * 2.0, (x.stack(s=("b", "a")) + 1.0).unstack("s"), x.ravel().sum()]
     dims = {"x": (P1, A, P0, B), "t": (C, P0, u)}
-    sizes = {"u": 3}
-    sizes_of = {**{d.name: d.size for d in (A, B, C)}, **sizes, "p0": 2, "p1": 3}
+    sizes_of = {**SIZES, "u": 3}
     rng = np.random.default_rng(3)
     new = {n: dg.labeled(f"{n}_batched", dims=dims[n]) for n in inputs}
     vectorized = dg.vectorize_graph(outputs, {inputs[n]: new[n] for n in inputs})
