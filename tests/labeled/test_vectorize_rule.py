@@ -2,10 +2,10 @@
 
 Oracle: the unbatched graph, compiled once per program on the python backend
 and called on each entry's inputs (values, dims and coords compared), for
-random small programs over the labeled ops (one core dim sized and labeled by the data)
-in which every input gains its own
-random subset of the batch dims, each batch dim of a random kind (a size,
-coords, or a size the data brings). The three kinds of graphs PyTensor's
+random small programs over the labeled ops (one core dim sized and labeled
+by the data) in which every input gains its own random subset of the batch
+dims, each batch dim of a random kind (a size, coords, or a size the data
+brings). The three kinds of graphs PyTensor's
 xtensor cases found failing (indexed updates, broadcasting between inputs
 with different batch dims, stacking) and the order of the result's dims
 (batch dims first, then the graph's own) are explicit tests.
