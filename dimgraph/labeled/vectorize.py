@@ -1,12 +1,18 @@
 """Vectorizing labeled graphs: `vectorize_graph` with labeled replacements, and `vectorize(fn, ...)`.
 
-With named dims a batch dim is just another name: labeled ops already apply
-to every dim they are not told about, so most of a labeled graph is batched by
-rebuilding it on the replacements (each op re-derives its dims by name, in
-xarray's order). The exits to positional code are where batching needs a
-rule: `to_positional` puts every batch dim first, the positional ops in
-between batch through `dimgraph.core.vectorize`, and `from_positional` names
-those leading axes again.
+The rule: for every entry of the batch dims, a result is what the graph gives
+for that entry's inputs (values, dims and coords). With named dims a batch dim
+is just another name: labeled ops already apply to every dim they are not told
+about, so most of a labeled graph is batched by rebuilding it on the
+replacements (each op re-derives its dims by name). The ops that need a rule
+are those whose parameters list one entry per dim (isel, rename), those that
+name their result's dims (transpose, broadcast: the batch dims of every input
+reach the result), the indexed updates (each entry updates its own copy of the
+target, so the target is repeated over the batch dims of the value and the
+positions), and the exits to positional code: `to_positional` puts every batch
+dim first, the positional ops in between batch through
+`dimgraph.core.vectorize`, and `from_positional` names those leading axes
+again. Results then put the batch dims first, their own dims after.
 """
 
 from __future__ import annotations
@@ -15,14 +21,12 @@ from dimgraph.core.graph import Variable, ancestors, rebuild_node
 from dimgraph.core.vectorize import vectorize_graph as positional_vectorize_graph
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import clash, dim_refs, fmt_dims
-from dimgraph.labeled.ops import BroadcastTo, FromPositional, LabeledOp, Relabel, ToPositional, Transpose, is_labeled
+from dimgraph.labeled.ops import Arange, BroadcastTo, FromPositional, LabeledOp, Relabel, ToPositional, Transpose, is_labeled
 from dimgraph.labeled.twins import twin_of
 from dimgraph.core.elemwise import DimShuffle
-from dimgraph.core.shape import static_or_symbolic as shape_of
-from dimgraph.core.shape_ops import broadcast_to
 from dimgraph.labeled.basic import as_labeled, is_dataarray
 from dimgraph.labeled.combine import Concat, concat_dims
-from dimgraph.labeled.indexing import Isel, IselUpdate
+from dimgraph.labeled.indexing import Isel, IselUpdate, MaskPositions, entry_inputs
 from dimgraph.labeled.shape import broadcast_to_dims
 from dimgraph.labeled.type import LabeledType
 
@@ -76,25 +80,34 @@ def vectorize_graph(outputs, replace, aligned=()):
 
     Positional: the replacements may carry new leading axes (see
     `dimgraph.core.vectorize.vectorize_graph`). Labeled: they may carry new
-    dims; every result that depends on them gets them, in xarray's order.
+    dims (batch dims), each replacement its own. For every entry of the batch
+    dims a result is what the graph gives for that entry's inputs (values,
+    dims and coords), whichever inputs carry which batch dims; a batch dim two
+    inputs carry is one dim, matched element by element. A result has the
+    batch dims it depends on first (in order of first appearance over the
+    replacements), then its own dims in its own order, as PyTensor's xtensor
+    and `dg.vectorize` order them.
     A batch dim must be new to the graph, except those named in `aligned`: the
     graph's own dim of that name is the same dim, matched element by element
     (xarray's rule; ancestral draws on a `draw` dim read the earlier variables' draws so).
 
     >>> import dimgraph as dg, numpy as np
     >>> obs, chain = dg.Dim("obs", size=3), dg.Dim("chain", size=2)
-    >>> mu = dg.labeled("mu", dims=())
-    >>> y = (dg.labeled("x", dims=(obs,)) - mu) ** 2
+    >>> x, mu = dg.labeled("x", dims=(obs,)), dg.labeled("mu", dims=())
     >>> mus = dg.labeled("mus", dims=(chain,))
-    >>> dg.vectorize_graph(y, {mu: mus}).dims == (obs, chain)
+    >>> y = dg.vectorize_graph((x - mu) ** 2, {mu: mus})
+    >>> y.dims == (chain, obs)
     True
+    >>> dg.function([x, mus], y)(np.arange(3.0), np.array([0.0, 1.0])).values.tolist()
+    [[0.0, 1.0, 4.0], [1.0, 0.0, 1.0]]
     """
     if not any(is_labeled(k) for k in replace):
         return positional_vectorize_graph(outputs, replace)
     single = isinstance(outputs, Variable)
+    outs = [outputs] if single else list(outputs)
     batch = _batch_dims(replace)
     names = {d.name for d in batch}
-    _check_batch_names_are_new(outputs, replace, names - {getattr(d, "name", d) for d in aligned})
+    _check_batch_names_are_new(outs, replace, names - {getattr(d, "name", d) for d in aligned})
 
     def rule(node, ins):
         if not isinstance(node.op, LabeledOp):
@@ -113,48 +126,125 @@ def vectorize_graph(outputs, replace, aligned=()):
             nb = t.type.ndim - node.inputs[0].type.ndim
             if not nb:
                 return rebuild_node(node, ins).outputs
-            stretched = [ax for ax in range(nb) if t.type.shape[ax] == 1 and batch[ax].size not in (1, None)]
-            if stretched:  # a result that did not depend on some batch dim: it broadcasts along it
-
-                shape = shape_of(t)
-                t = broadcast_to(t, tuple(batch[ax].size if ax in stretched else shape[ax] for ax in range(t.type.ndim)))
-            return [FromPositional(tuple(batch[:nb]) + tuple(op.dims))(t)]
-        relabeled = _positional_params(node, ins)
-        return relabeled if relabeled is not None else rebuild_node(node, ins).outputs
+            # a length-1 axis of a batch dim of another size is one the result does not depend on: dropped
+            kept = [ax for ax in range(nb) if t.type.shape[ax] != 1 or batch[ax].size == 1]
+            if len(kept) < nb:
+                t = DimShuffle(t.type.ndim, tuple(kept) + tuple(range(nb, t.type.ndim)))(t)
+            return [FromPositional(tuple(batch[ax] for ax in kept) + tuple(op.dims))(t)]
+        batched = _batched_node(node, ins, batch)
+        return batched if batched is not None else rebuild_node(node, ins).outputs
 
     replace = dict(replace)
     for old, new in list(replace.items()):  # graphs made by lowering (labeled gradients) read the positional twin
         twin = twin_of(old)
         if twin is not None and twin not in replace:
             replace[twin] = _to_batched_positional(new, old.type.dims, batch)
-    outs = positional_vectorize_graph([outputs] if single else list(outputs), replace, node_rule=rule)
-    return outs[0] if single else outs
+    new_outs = positional_vectorize_graph(outs, replace, node_rule=rule)
+    new_outs = [_batch_first(new, old, batch) for new, old in zip(new_outs, outs)]
+    return new_outs[0] if single else new_outs
 
 
-def _positional_params(node, ins):
-    """The outputs of the labeled ops whose parameters list one entry per dim, for inputs with extra dims."""
-    op, x = node.op, ins[0]
-    old = node.inputs[0].type.dims if is_labeled(node.inputs[0]) else ()
-    extra = tuple(d for d in x.type.dims if d not in old) if is_labeled(x) else ()
+def _batch_first(new, old, batch):
+    """`new` (the vectorized `old`) with the dims it gained first, in `batch` order, then `old`'s dims in their order."""
+    if not is_labeled(new) or not is_labeled(old):
+        return new
+    had = {d.name for d in old.type.dims}
+    have = {d.name: d for d in new.type.dims}
+    gained = tuple(d for d in batch if d.name in have and d.name not in had)
+    target = gained + tuple(have[n] for n in old.type.names)
+    return new if new.type.dims == target else Transpose(target)(new)
+
+
+def _gained(new, old, batch):
+    """The batch dims `new` (the vectorized version of `old`) carries beyond `old`'s dims, in `batch` order."""
+    if not is_labeled(new):
+        return ()
+    had = set(old.type.dims) if is_labeled(old) else set()
+    return tuple(d for d in batch if d in new.type.dims and d not in had)
+
+
+def _union(groups):
+    out = []
+    for g in groups:
+        out += [d for d in g if d not in out]
+    return tuple(out)
+
+
+def _batched_node(node, ins, batch):
+    """The outputs of a labeled node on batched inputs where rebuilding it by name is not enough, else None."""
+    op = node.op
+    gained = [_gained(new, old, batch) for new, old in zip(ins, node.inputs)]
     if isinstance(op, Concat):
         dims, joined, new = concat_dims(ins, op.dim if op.new else op.dim.name)
         return [Concat(joined, new, dims)(*ins)]
-    if not extra:
-        return None
-    if isinstance(op, (Isel, IselUpdate)):
-        by_dim = dict(zip(old, op.entries))
-        entries = tuple(by_dim.get(d, ("slice", None, None, None, d)) for d in x.type.dims)
-        if isinstance(op, Isel):
-            return [Isel(entries, op.by_label, op.drop)(*ins)]
-        return [IselUpdate(entries, op.mode, op.by_label)(*ins)]
+    x = ins[0]
+    if not any(gained) and not (is_labeled(x) and x.type.dims != node.inputs[0].type.dims):
+        return None  # (a replacement in another dim order still needs the ops that list one entry per dim)
+    if isinstance(op, Isel):
+        entries, inputs = _batched_entries(node, x, ins[1:], batch)
+        return [Isel(entries, op.by_label, op.drop)(x, *inputs)]
+    if isinstance(op, IselUpdate):
+        # every batch entry updates its own x: x is repeated over the batch dims of the value and the indexers
+        missing = tuple(d for d in _union(gained[1:]) if d not in x.type.dims)
+        if missing:
+            carriers = [v for v, g in zip(ins[1:], gained[1:]) if set(g) & set(missing)]
+            x = BroadcastTo(_ordered(batch, missing + x.type.dims))(x, *carriers)
+        entries, inputs = _batched_entries(node, x, ins[2:], batch)
+        return [IselUpdate(entries, op.mode, op.by_label)(x, ins[1], *inputs)]
+    if isinstance(op, MaskPositions):
+        raise DimError(
+            f"vectorize_graph: a boolean mask on the batch dims {[d.name for d in gained[0]]} selects a number of "
+            f"positions that varies with them ({op}); index by integer positions instead"
+        )
     if isinstance(op, Transpose):
-        return [Transpose(extra + tuple(op.dims))(x)]
+        return [Transpose(gained[0] + tuple(op.dims))(x)]
     if isinstance(op, BroadcastTo):
+        # the batch dims of the variables broadcast to reach the result too, as a loop over the entries would give
+        extra = tuple(d for d in _union(gained) if d not in op.dims)
         return [BroadcastTo(extra + tuple(op.dims))(*ins)]
     if isinstance(op, Relabel):
-        renamed = dict(zip(old, op.dims))
+        renamed = dict(zip(node.inputs[0].type.dims, op.dims))
         return [Relabel(tuple(renamed.get(d, d) for d in x.type.dims))(x)]
     return None
+
+
+def _ordered(batch, dims):
+    """`dims` with the batch dims among them first, in `batch` order, the others after in their order."""
+    return tuple(d for d in batch if d in dims) + tuple(d for d in dims if d not in batch)
+
+
+def _batched_entries(node, x, index_inputs, batch):
+    """The index entries (and their inputs) of `node`'s selection for the batched `x`.
+
+    The original dims keep their entries; a batch dim of `x` is kept whole by a
+    full slice, or matched element by element (an arange indexer) where an
+    indexer carries it too, as `isel` does for a dim an indexer shares.
+    """
+    op = node.op
+    old = node.inputs[0].type.dims
+    skip = 1 if isinstance(op, Isel) else 2
+    per_dim = dict(zip(old, zip(op.entries, entry_inputs(op.entries, index_inputs), entry_inputs(op.entries, node.inputs[skip:]))))
+    for d, (entry, new_parts, old_parts) in per_dim.items():
+        if entry[0] == "slice":
+            varying = [p for p, o in zip(new_parts, old_parts) if _gained(p, o, batch)]
+            if varying:
+                raise DimError(
+                    f"vectorize_graph: the slice bounds of dim {d.name!r} in {op} vary with the batch dims "
+                    f"{[b.name for b in _union(_gained(p, o, batch) for p, o in zip(new_parts, old_parts))]}; "
+                    "the selection's length would vary along them"
+                )
+    indexed = {dd.name for entry, parts, _ in per_dim.values() if entry[0] == "index" for dd in parts[0].type.dims}
+    entries, inputs = [], []
+    for d in x.type.dims:
+        if d in per_dim:
+            entry, parts, _ = per_dim[d]
+        elif d.name in indexed:
+            entry, parts = ("index",), [Arange(d)()]
+        else:
+            entry, parts = ("slice", None, None, None, d), []
+        entries.append(entry)
+        inputs += parts
+    return tuple(entries), inputs
 
 
 def _to_batched_positional(x, core_dims, batch):
@@ -173,7 +263,9 @@ def vectorize(fn, core_dims_in, core_dims_out):
     `core_dims_in[k]` names the dims `fn` sees of input k (Dims or names);
     `core_dims_out[k]` those of output k. Every other dim of the inputs is a
     batch dim: every result has all the batch dims first (in order of first
-    appearance over the inputs), then its core dims. It is one graph, compiled
+    appearance over the inputs), then its core dims in `core_dims_out` order:
+    `vectorize_graph`'s rule, except that a result is repeated along the batch
+    dims it does not depend on (as `apply_ufunc`). It is one graph, compiled
     and differentiated with the rest (as `xarray.apply_ufunc(..., vectorize=True)`
     or Penzai's `nmap`, but symbolic).
 
@@ -181,8 +273,11 @@ def vectorize(fn, core_dims_in, core_dims_out):
     >>> obs, chain = dg.Dim("obs", size=3), dg.Dim("chain", size=2)
     >>> center = dg.vectorize(lambda x: x - x.mean("obs"), [("obs",)], [("obs",)])
     >>> x = dg.labeled("x", dims=(obs, chain))
-    >>> center(x).dims == (chain, obs)
+    >>> y = center(x)
+    >>> y.dims == (chain, obs)
     True
+    >>> dg.function([x], y)(np.array([[1.0, 4.0], [2.0, 4.0], [3.0, 7.0]])).values.tolist()
+    [[-1.0, 0.0, 1.0], [-1.0, -1.0, 2.0]]
     """
     core_in = [tuple(_name(d) for d in dim_refs(dims, "vectorize") or ()) for dims in core_dims_in]
     core_out = [tuple(_name(d) for d in dim_refs(dims, "vectorize") or ()) for dims in core_dims_out]
