@@ -112,7 +112,8 @@ class Emitter:
             if mtype.startswith("f"):
                 lit = float_literal(value, "float32" if mtype == "f32" else "float64")
             elif mtype == "i1":
-                lit = "true" if value else "false"
+                self._consts[key] = self.op(f"arith.constant {'true' if value else 'false'}", "c")
+                return self._consts[key]
             else:
                 lit = str(int(value))
             self._consts[key] = self.op(f"arith.constant {lit} : {mtype}", "c")
