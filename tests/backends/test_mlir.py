@@ -150,3 +150,17 @@ def test_an_op_without_an_emitter_is_refused_by_name_at_compile():
     a = dg.matrix("a", shape=(3, 3))
     with pytest.raises(MlirUnsupported, match="mlir backend: op .*not supported"):
         dg.function([a], [dg.linalg.cholesky(a)], backend="mlir")
+
+
+def test_a_while_loop_and_an_ifelse_run_as_scf_while_and_scf_if():
+    x, k = dg.scalar("x"), dg.scalar("k")
+    doubled = dg.while_loop(lambda v: v < 100.0, lambda v: v * 2.0, init=x, max_steps=1000)
+    chosen = dg.ifelse(k > 0, dg.exp(x) + 1.0, x * 3.0)
+    f = dg.function([x, k], [doubled, chosen], backend="mlir")
+    for xv, kv in [(3.0, 1.0), (150.0, -1.0), (0.5, 0.0)]:
+        y, c = f(xv, kv)
+        want = xv
+        while want < 100.0:
+            want *= 2.0
+        assert float(y) == want
+        np.testing.assert_allclose(c, np.exp(xv) + 1.0 if kv > 0 else xv * 3.0, rtol=1e-15)
