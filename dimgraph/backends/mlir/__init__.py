@@ -34,19 +34,20 @@ def compile(fgraph, **options):
     main = load(data)
     in_dtypes = [np.dtype(boundary_dtype(v.type.dtype)) for v in fgraph.inputs]
     bools = [v.type.dtype == "bool" for v in fgraph.outputs]
+    in_bools = [v.type.dtype == "bool" for v in fgraph.inputs]  # bool crosses the boundary as uint8
     single = len(fgraph.outputs) == 1
+
+    any_bool = any(bools)
 
     def call(arrays):
         results = main(*arrays)
-        results = results if isinstance(results, tuple) else (results,)
         code = int(results[-1].to_host())
         if code:
             exc, message = errors[code - 1]
             raise exc(message)
-        outs = []
-        for r, is_bool in zip(results[:-1], bools):
-            a = np.array(r.to_host())
-            outs.append(a.view(np.bool_) if is_bool else a)
+        outs = [np.array(r.to_host()) for r in results[:-1]]
+        if any_bool:
+            outs = [a.view(np.bool_) if is_bool else a for a, is_bool in zip(outs, bools)]
         return outs
 
     def run(args):
@@ -57,7 +58,10 @@ def compile(fgraph, **options):
         return call(arrays)
 
     def fast(*arrays):
-        results = run(arrays)
+        """`Function`'s positional entry: arrays of the exact dtypes in (bool still to be viewed as uint8)."""
+        if any(in_bools) or not all(a.flags.c_contiguous for a in arrays):
+            arrays = [np.array(a.view(np.uint8) if a.dtype == np.bool_ else a, order="C", copy=False) for a in arrays]
+        results = call(arrays)
         return results[0] if single else tuple(results)
 
     return MlirCompiled(run, source=text, fast=fast, cache_key=key)
