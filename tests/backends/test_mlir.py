@@ -164,3 +164,14 @@ def test_a_while_loop_and_an_ifelse_run_as_scf_while_and_scf_if():
             want *= 2.0
         assert float(y) == want
         np.testing.assert_allclose(c, np.exp(xv) + 1.0 if kv > 0 else xv * 3.0, rtol=1e-15)
+
+
+def test_bool_and_strided_arrays_cross_the_boundary():
+    x, b = dg.tensor("x", shape=(None, 3)), dg.tensor("b", shape=(None,), dtype="bool")
+    f = dg.function([x, b], [x.T * 2, ~b, x > 0], backend="mlir")
+    a = np.arange(12.0).reshape(4, 3)[:, ::-1]
+    mask = np.array([True, False])
+    transposed, inverted, positive = f(a, mask)
+    np.testing.assert_array_equal(transposed, a.T * 2)
+    assert inverted.dtype == np.bool_ and inverted.tolist() == [False, True]
+    np.testing.assert_array_equal(positive, a > 0)

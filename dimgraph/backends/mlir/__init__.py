@@ -60,7 +60,7 @@ def compile(fgraph, **options):
     def fast(*arrays):
         """`Function`'s positional entry: arrays of the exact dtypes in (bool still to be viewed as uint8)."""
         if any(in_bools) or not all(a.flags.c_contiguous for a in arrays):
-            arrays = [np.array(a.view(np.uint8) if a.dtype == np.bool_ else a, order="C", copy=False) for a in arrays]
+            arrays = [np.asarray(a.view(np.uint8) if a.dtype == np.bool_ else a, order="C") for a in arrays]
         results = call(arrays)
         return results[0] if single else tuple(results)
 
