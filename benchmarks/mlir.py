@@ -140,6 +140,18 @@ def transcendental_rows(repeats, n=1_000_000):
             ref = getattr(np, fname)
             numpy_t = median_time(lambda: ref(data).sum(), repeats)
             _row(f"{fname}(x).sum(), {dtype}, n={n:.0e} (numpy {numpy_t * 1e3:.3g} ms)", times)
+    # f64 exp as numba's own polynomial (`mlir/scalar.py`'s VECTOR_EXP) instead of IREE's math.exp
+    from dimgraph.backends.mlir import scalar
+
+    x = dg.tensor("x", shape=(None,))
+    data = np.random.default_rng(0).uniform(0.1, 2.0, n)
+    scalar.VECTOR_EXP[0] = True
+    try:
+        f = dg.function([x], dg.exp(x).sum(), backend="mlir")
+    finally:
+        scalar.VECTOR_EXP[0] = False
+    f(data)
+    _row("exp(x).sum(), float64, polynomial exp on mlir", {"mlir": median_time(lambda: f(data), repeats)})
 
 
 def main():
