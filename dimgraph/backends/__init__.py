@@ -28,6 +28,7 @@ _LOADERS = {
     "numba": "dimgraph.backends.numba",
     "c": "dimgraph.backends.c",
     "jax": "dimgraph.backends.jax",
+    "mlir": "dimgraph.backends.mlir",
 }
 DEFAULT_BACKEND = "numba"
 

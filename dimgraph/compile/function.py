@@ -302,7 +302,9 @@ def function(
         "numba" (the default: one jitted function per graph, disk-cached),
         "jax" (one `jax.jit` function; optional, `pip install dimgraph[jax]`),
         "c" (generated C built with the system compiler, disk-cached),
-        "python" (NumPy reference: each op's `perform`).
+        "python" (NumPy reference: each op's `perform`),
+        "mlir" (MLIR compiled by IREE for the CPU; optional, `pip install dimgraph[mlir]`; a subset
+        of the ops, the rest refused by name at compile: docs/mlir.md).
     updates : {shared variable: new value expression}, applied after each successful call.
     rewrites : "default", "none", or {"include"/"exclude": [rewrite names, tags or phases],
         "trace": bool} (see `f.rewrite_trace`).
