@@ -90,7 +90,10 @@ def _nutpie_native(model, fn):
     if fn.flat.function.backend != "numba" or not fn.size:
         return None
     data = dict(zip((v.name for v in model._inputs()), model._data_arrays()))
-    return nutpie_native_model(fn.flat.cfunc(**data), fn.size, lambda s: _start(model, fn, int(s)))
+    cfunc = fn.flat.cfunc(**data)
+    if not cfunc.jitted:  # the jitted graph did not compile (named by a warning): nutpie's Python route
+        return None
+    return nutpie_native_model(cfunc, fn.size, lambda s: _start(model, fn, int(s)))
 
 
 def nutpie_native_model(cfunc, size, initial_point):

@@ -36,7 +36,7 @@ import numpy as np
 
 from dimgraph.backends import Backend, Compiled
 from dimgraph import config
-from dimgraph.backends.numba import cache, graphjit, progress, threads
+from dimgraph.backends.numba import cache, fallback, graphjit, progress, threads
 
 cache.install_locator()  # before the kernel families below make their helpers' caches
 # Kernel families, mirroring dimgraph.core; each registers its ops with `ops.numba_kernel`.
@@ -159,6 +159,9 @@ class Plan:
     jit_kernels: tuple = ()
     jit_big: tuple = ()
     performs: tuple = ()
+    # The object-mode fallbacks the texts look up by key (`fallback.needed`): a process building from
+    # the pickled plan registers them before any text loads.
+    fallbacks: tuple = ()
 
 
 def plan(fgraph) -> Plan:
@@ -258,9 +261,10 @@ def plan(fgraph) -> Plan:
     )
     source = text + "\n\n# ---- kernels ----\n\n" + "\n\n".join(kernel_sources)
     jit_driver, jit_kernels, jit_big, performs = jit.finish(results, header_lines, kernels, JIT_OPTIONS)
+    fallbacks = fallback.needed((*kernel_texts, *jit_kernels, jit_driver))
     return Plan(
         text, tuple(kernel_texts), tuple(labels), tuple(host_nodes), big, len(results), source,
-        jit_driver, jit_kernels, jit_big, performs,
+        jit_driver, jit_kernels, jit_big, performs, fallbacks,
     )  # fmt: skip
 
 
@@ -276,6 +280,7 @@ def build(plan: Plan, jit_graph=None):
     and the jitted graph's `graphjit.Tiers` (`jit_graph`: None, True or False, see there)."""
     if jit_graph not in (None, True, False):
         raise TypeError(f"numba backend: jit_graph must be None, True or False, got {jit_graph!r}")
+    fallback.restore(plan.fallbacks)
     dispatchers = {}
     for text in plan.kernels:
         module = cache.load_module("k", text)

@@ -2,7 +2,10 @@
 
 `perform_caller` returns a function running an op's NumPy `perform` (the python
 backend's code), for the ops whose numba entry is `objmode`. Generated source
-names the op by a key (`register_perform`): no pickled bytes in the text.
+names the op by a key (`register_perform`): no pickled bytes in the text. The
+registry lives in the process that printed the text; a process that loads the
+text without printing it (a warm start from a pickled plan) registers the
+entries the text names first (`needed`, then `restore`).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 import pickle
+import re
 
 import numba
 import numpy as np
@@ -22,6 +26,22 @@ def register_perform(op, in_types) -> str:
     key = hashlib.blake2b(pickle.dumps((op, tuple(in_types)), protocol=4), digest_size=12).hexdigest()
     _PERFORMS.setdefault(key, (op, tuple(in_types)))
     return key
+
+
+_KEY = re.compile(r'perform_caller\(\\?"([0-9a-f]{24})\\?"\)')
+
+
+def needed(texts) -> tuple:
+    """The registry entries `(key, op, input types)` that the generated `texts` look up (loop kernels
+    carry their bodies' texts inside theirs, so every key in them is found)."""
+    keys = dict.fromkeys(k for text in texts for k in _KEY.findall(text))
+    return tuple((key, *_PERFORMS[key]) for key in keys)
+
+
+def restore(entries):
+    """Register `entries` (from `needed`, in another process) before the texts naming them load."""
+    for key, op, in_types in entries:
+        _PERFORMS.setdefault(key, (op, tuple(in_types)))
 
 
 def perform_caller(key: str):

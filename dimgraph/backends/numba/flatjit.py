@@ -15,6 +15,7 @@ constants, then the data inputs, each C-contiguous) its address and then its sha
 
 from __future__ import annotations
 
+import ctypes
 import math
 
 import numpy as np
@@ -142,19 +143,58 @@ def table(arrays):
     return np.array(words or [0], dtype=np.int64)
 
 
+_C_TYPE = ctypes.CFUNCTYPE(
+    ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double),
+    ctypes.POINTER(ctypes.c_double), ctypes.c_void_p,
+)  # fmt: skip
+
+
+class _PythonCallback:
+    """A ctypes callback of `CFUNCTYPE` with the `address` and `ctypes` a numba cfunc has."""
+
+    def __init__(self, fn):
+        self.ctypes = _C_TYPE(fn)
+        self.address = ctypes.cast(self.ctypes, ctypes.c_void_p).value
+
+
+def python_cfunc(call, size, arrays):
+    """A `CFunction` (same signature and return codes as `cfunc_text`'s) whose calls run
+    `call(theta) -> (value, gradient)` in Python, taking the GIL (ctypes does): the C function of a
+    graph whose jitted form did not compile. `arrays`: what `call` uses, kept alive with it."""
+
+    def logp_dlogp(n, x, grad, logp, data):
+        if n != size:
+            return WRONG_SIZE
+        try:
+            theta = np.ctypeslib.as_array(x, (size,)).copy() if size else np.empty(0)
+            value, g = call(theta)
+        except Exception:  # noqa: BLE001 - no exception crosses into C
+            return FAILED
+        logp[0] = value
+        if size:
+            np.ctypeslib.as_array(grad, (size,))[:] = g
+        if not np.all(np.isfinite(g)):
+            return GRADIENT_NOT_FINITE
+        return 0 if np.isfinite(value) else LOGP_NOT_FINITE
+
+    return CFunction(_PythonCallback(logp_dlogp), tuple(arrays), jitted=False)
+
+
 class CFunction:
     """A C-callable logp and gradient: `address` of a GIL-free function of C type `signature`,
     `int64 f(int64 n, const double* x, double* grad, double* logp, void* data)`, with `data` the
     address of its bound inputs (keep this object alive while the address is in use).
 
     It writes the log density at `x` (n values) to `*logp` and its gradient to `grad` (n values),
-    and returns 0, or `WRONG_SIZE` when `n` is not the number of parameters.
+    and returns 0, or `WRONG_SIZE` when `n` is not the number of parameters. `jitted` is False for
+    the one that calls the Python driver (the graph's jitted form did not compile).
     """
 
     signature = "int64(int64 n, const double* x, double* grad, double* logp, void* data)"
 
-    def __init__(self, cfunc, arrays):
+    def __init__(self, cfunc, arrays, jitted=True):
         self._cfunc, self._arrays = cfunc, arrays  # the arrays the table points to: alive as long as this
+        self.jitted = jitted  # False: it calls the Python driver, holding the GIL (`python_cfunc`)
         self._table = table(arrays)
         self.address = cfunc.address
         self.data = self._table.ctypes.data

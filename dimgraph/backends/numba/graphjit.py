@@ -25,6 +25,11 @@ object mode inside the jitted graph. The ops that the entry calls settle on runs
 `jit_graph=True`, else once the function is hot (a one-off call stays quiet).
 Once switched, a call with argument types the jitted graph was not compiled for
 (a Fortran-ordered array, say) runs the driver: the hot path never compiles.
+
+A jitted graph (or a flat entry, or a C function) that fails to build never fails
+a call: the driver keeps answering, a `PerformanceWarning` names what did not
+compile and why (at the next call, in the caller's thread), `f.summary()` says so,
+and `cfunc` hands out a C function that calls the driver (`flatjit.python_cfunc`).
 """
 
 from __future__ import annotations
@@ -155,6 +160,8 @@ class Tiers:
         self.seconds = None  # compile seconds of the jitted graph, once it is ready
         self._callbacks = []
         self._entry = None
+        self.failures = {}  # what did not compile ("the jitted graph", "the flat entry", ...) -> why
+        self._unwarned = []  # failures not yet named by a warning (a background thread's come at the next call)
         self._lock = threading.Lock()
         # A graph with object-mode nodes, einsums or LAPACK calls stays on the driver unless asked
         # (`jit_graph=True`): the driver runs them by NumPy code of their own (BLAS, an einsum's
@@ -174,14 +181,15 @@ class Tiers:
         self.calls += 1
         if self.calls == HOT_CALLS and self.performs and self.mode is not True:
             warn_performs(self.performs)
-        if not self.available or self.state != "driver":
-            return
-        if self.mode is True:
-            self._compile(args, background=False)
-        elif self.calls == 1:
-            self._compile(args, background=False, cache_only=True)
-        elif self.calls >= HOT_CALLS and not any(s.splits for s in self.splitters):
-            self._compile(args, background=True)
+        if self.available and self.state == "driver":
+            if self.mode is True:
+                self._compile(args, background=False)
+            elif self.calls == 1:
+                self._compile(args, background=False, cache_only=True)
+            elif self.calls >= HOT_CALLS and not any(s.splits for s in self.splitters):
+                self._compile(args, background=True)
+        if self._unwarned:  # this call's compile, or a background one's: named in the caller's thread
+            self._warn_failures()
 
     def describe(self) -> dict:
         """What `Function.summary()` shows of the numba backend's tiers."""
@@ -189,20 +197,39 @@ class Tiers:
             "driver": "the Python driver" + ("" if not self.available else f" (the jitted graph compiles after {HOT_CALLS} calls)"),
             "compiling": "the Python driver (the jitted graph is compiling)",
             "jitted": f"the jitted graph (compiled in {self.seconds or 0.0:.2f} s)",
-        }.get(self.state, f"the Python driver (the jitted graph {self.state})")
+        }.get(self.state, "the Python driver (the jitted graph did not compile)")
         if self.state == "driver" and any(s.splits for s in self.splitters):
             state = "the Python driver (its kernels split over threads)"
-        return {"calls run": state, "driver calls": self.calls}
+        described = {"calls run": state, "driver calls": self.calls}
+        described.update((f"did not compile: {what}", why) for what, why in self.failures.items())
+        return described
 
-    def jit_now(self, args):
-        """Compile the jitted graph for the types of `args` now, unless it is ready (an error if it fails)."""
-        if self.state == "jitted":
-            return
-        if not self.plan.jit_driver:
-            raise NotImplementedError("numba backend: this graph has no jitted form (it runs on the python backend)")
-        self._compile(args, background=False)
-        if self.state != "jitted":
-            raise RuntimeError(f"numba backend: the jitted graph did not compile ({self.state})")
+    def _failed(self, what, err):
+        """Record that `what` did not compile (named by a warning at the next call, and by `describe`)."""
+        why = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+        with self._lock:
+            self.failures[what] = why
+            self._unwarned.append(what)
+        _log.warning("numba: %s did not compile; calls run on the Python driver (%s)", what, why)
+        return why
+
+    def _warn_failures(self):
+        with self._lock:
+            unwarned, self._unwarned = self._unwarned, []
+        for what in unwarned:
+            warnings.warn(
+                f"numba backend: {what} did not compile ({self.failures[what]}); calls run on the Python "
+                "driver, slower (see f.summary())", PerformanceWarning, stacklevel=4,
+            )  # fmt: skip
+
+    def jit_now(self, args) -> bool:
+        """Compile the jitted graph for the types of `args` now, unless it is ready; whether it is (a failure
+        is recorded and named, see the module docstring)."""
+        if self.state == "driver" and self.plan.jit_driver:
+            self._compile(args, background=False)
+        if self._unwarned:
+            self._warn_failures()
+        return self.state == "jitted"
 
     def _compile(self, args, background, cache_only=False):
         import numba
@@ -210,7 +237,7 @@ class Tiers:
         try:
             sig = tuple(numba.typeof(a) for a in self.bigs + tuple(args))
         except (ValueError, TypeError) as err:  # a Python object Numba cannot type: stay on the driver
-            self.state = f"failed: {err}"
+            self.state = f"failed: {self._failed('the jitted graph', err)}"
             return
         self.sig = sig
         if background:
@@ -240,9 +267,8 @@ class Tiers:
                 with warnings.catch_warnings():  # an object-mode node is named once, by `build`
                     warnings.filterwarnings("ignore", message="Code running in object mode", category=NumbaWarning)
                     dispatcher.compile(sig)
-        except Exception as err:  # noqa: BLE001 - the driver keeps answering; the reason is kept and logged
-            self.state = f"failed: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
-            _log.warning("numba: the jitted graph did not compile; calls stay on the Python driver (%s)", self.state)
+        except Exception as err:  # noqa: BLE001 - the driver keeps answering; the reason is kept and named
+            self.state = f"failed: {self._failed('the jitted graph', err)}"
             return
         dispatcher.disable_compile()  # a call of other types runs the driver, never a compile on the hot path
         self.seconds = time.perf_counter() - t0
@@ -262,7 +288,7 @@ class Tiers:
             try:
                 callback(self._flat_entry(shapes, dtypes))
             except Exception as err:  # noqa: BLE001 - the flat function keeps its Python path
-                _log.warning("numba: the flat entry did not compile (%s: %s)", type(err).__name__, err)
+                self._failed("the flat value-and-gradient entry", err)
 
         self.promote(ready)
 
@@ -278,14 +304,33 @@ class Tiers:
         return functools.partial(dispatcher, *self.bigs) if self.bigs else dispatcher
 
     def cfunc(self, shapes, dtypes, params, data):
-        """The C-callable logp and gradient (`flatjit.CFunction`) with `data` (C-contiguous arrays) bound."""
-        self.jit_now(list(params) + list(data))
-        text = flatjit.flat_text(cache.digest(self.plan.jit_driver), shapes, dtypes, len(self.bigs), len(data), self.options)
-        flat = cache.load_module("f", text)  # its `flat` compiles for the C function's argument types
-        arguments = [(a.dtype.name, a.ndim) for a in self.bigs + tuple(data)]
+        """The C-callable logp and gradient (`flatjit.CFunction`) with `data` (C-contiguous arrays) bound: the
+        jitted graph's, or, where that did not compile, one that calls the driver (`flatjit.python_cfunc`)."""
         size = sum(int(np.prod(s, dtype=np.int64)) for s in shapes)
-        module = cache.load_module("c", flatjit.cfunc_text(flat.digest, size, arguments))
-        return flatjit.CFunction(module.logp_dlogp, self.bigs + tuple(data))
+        if self.jit_now(list(params) + list(data)):
+            try:
+                text = flatjit.flat_text(cache.digest(self.plan.jit_driver), shapes, dtypes, len(self.bigs), len(data), self.options)
+                flat = cache.load_module("f", text)  # its `flat` compiles for the C function's argument types
+                arguments = [(a.dtype.name, a.ndim) for a in self.bigs + tuple(data)]
+                module = cache.load_module("c", flatjit.cfunc_text(flat.digest, size, arguments))
+                return flatjit.CFunction(module.logp_dlogp, self.bigs + tuple(data))
+            except Exception as err:  # noqa: BLE001 - the driver's C function below answers
+                self._failed("the C-callable function", err)
+                self._warn_failures()
+        return flatjit.python_cfunc(self._driver_flat(shapes, dtypes, data), size, data)
+
+    def _driver_flat(self, shapes, dtypes, data):
+        """`theta -> (value, gradient vector)` by the driver: the parameters cut from `theta` in order."""
+        cuts = np.cumsum([0] + [int(np.prod(s, dtype=np.int64)) for s in shapes])
+        driver, data, single = self.driver, tuple(data), self.plan.n_results == 1
+
+        def call(theta):
+            params = [theta[a:b].reshape(s).astype(d) for a, b, s, d in zip(cuts[:-1], cuts[1:], shapes, dtypes)]
+            out = driver(*params, *data)
+            value, *grads = (out,) if single else out
+            return float(value), np.concatenate([np.ravel(g) for g in grads]) if grads else np.empty(0)
+
+        return call
 
     def _dispatcher(self):
         """A dispatcher of its own for the graph module's function: it stops compiling once ready, while
