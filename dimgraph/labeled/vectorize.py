@@ -225,14 +225,12 @@ def _batched_entries(node, x, index_inputs, batch):
     skip = 1 if isinstance(op, Isel) else 2
     per_dim = dict(zip(old, zip(op.entries, entry_inputs(op.entries, index_inputs), entry_inputs(op.entries, node.inputs[skip:]))))
     for d, (entry, new_parts, old_parts) in per_dim.items():
-        if entry[0] == "slice":
-            varying = [p for p, o in zip(new_parts, old_parts) if _gained(p, o, batch)]
-            if varying:
-                raise DimError(
-                    f"vectorize_graph: the slice bounds of dim {d.name!r} in {op} vary with the batch dims "
-                    f"{[b.name for b in _union(_gained(p, o, batch) for p, o in zip(new_parts, old_parts))]}; "
-                    "the selection's length would vary along them"
-                )
+        varying = _union(_gained(p, o, batch) for p, o in zip(new_parts, old_parts)) if entry[0] == "slice" else ()
+        if varying:
+            raise DimError(
+                f"vectorize_graph: the slice bounds of dim {d.name!r} in {op} vary with the batch dims "
+                f"{[b.name for b in varying]}; the selection's length would vary along them"
+            )
     indexed = {dd.name for entry, parts, _ in per_dim.values() if entry[0] == "index" for dd in parts[0].type.dims}
     entries, inputs = [], []
     for d in x.type.dims:
