@@ -579,4 +579,61 @@ def ar1(T=1000, seed=2):
     )  # fmt: skip
 
 
-MODELS = {"radon": radon, "eight_schools": eight_schools, "lkj": lkj, "ar1": ar1}
+# ---------------------------------------------------------------------------------------- lkj_user
+def lkj_user(**kwargs):
+    """`lkj` as a user writes it when the catalog does not help (issue 37): the Cholesky factor's
+    diagonal by `dg.linalg.diagonal`, the effects by `dg.dot`, and the linear predictor from `sel` of
+    the three effects, each times its own data column. The same log density as `lkj` (its hand NumPy,
+    numba, jax and PyMC forms serve here), so only dimgraph's graph differs."""
+    base = lkj(**kwargs)
+    chol_packed, z, mu, log_sigma = base.params
+    gidx, x_v, y_v = base.data_vars
+    effect, effect_c = x_v.dims[1], z.dims[1]
+    obs, group, packed = x_v.dims[0], z.dims[0], chol_packed.dims[0]
+    E = effect.size
+    rows, cols = np.tril_indices(E)
+    diag_pos = np.cumsum(np.arange(1, E + 1)) - 1
+    table = np.zeros((E, E), np.int64)
+    table[rows, cols] = np.arange(len(rows))
+    lower = np.zeros((E, E))
+    lower[rows, cols] = 1.0
+    is_diag = np.zeros(len(rows))
+    is_diag[diag_pos] = 1.0
+    eta = 2.0
+    k = np.arange(1, E)
+    norm = (E - 1) * math.lgamma(eta + 0.5 * (E - 1)) - float(
+        np.sum(0.5 * k * math.log(math.pi) + np.array([math.lgamma(eta + 0.5 * (E - 1 - kk)) for kk in k]))
+    )
+    columns = [dg.labeled(f"x_{name}", dims=(obs,)) for name in effect.coords]
+    diag_mask = dg.constant(is_diag, dims=(packed,))
+    values = dg.where(diag_mask > 0, dg.exp(chol_packed), chol_packed)
+    L = values.isel(packed=dg.constant(table, dims=(effect, effect_c))) * dg.constant(lower, dims=(effect, effect_c))
+    sd = dg.sqrt(dg.dot(L, L, dim="effect_c"))
+    log_corr_diag = dg.log(dg.linalg.diagonal(L, dims=(effect, effect_c))) - dg.log(sd)
+    lkj_logp = (
+        norm
+        + (dg.constant(2 * eta - 3 + E - np.arange(E) + 1.0, dims=(effect,)) * log_corr_diag).sum()
+        - (dg.constant(np.arange(E).astype(float), dims=(effect,)) * dg.log(sd)).sum()
+        + dg.dist.exponential(1.0).logp(sd).sum()
+        + (chol_packed * diag_mask).sum()
+    )
+    beta = dg.dot(L, z, dim="effect_c")  # (effect, group)
+    coef = (mu + beta).isel(group=gidx)  # (effect, obs)
+    y_hat = sum(coef.sel(effect=name) * column for name, column in zip(effect.coords, columns))
+    cost = (
+        lkj_logp
+        + dg.dist.normal(0.0, 1.0).logp(z).sum()
+        + dg.dist.normal(0.0, 5.0).logp(mu).sum()
+        + dg.dist.halfnormal(1.0).logp(dg.exp(log_sigma)) + log_sigma
+        + dg.dist.normal(y_hat, dg.exp(log_sigma)).logp(y_v).sum()
+    )  # fmt: skip
+    x = base.data["x"]
+    data = {"group_idx": base.data["group_idx"], "y": base.data["y"]}
+    data.update((f"x_{name}", np.ascontiguousarray(x[:, j])) for j, name in enumerate(effect.coords))
+    return Model(
+        "lkj_user", cost, base.params, [gidx, y_v, *columns], data, base.theta, base.numpy_fn, base.numba_fn,
+        base.jax_logp, base.jax_data, base.pymc_model, base.pymc_point,
+    )  # fmt: skip
+
+
+MODELS = {"radon": radon, "eight_schools": eight_schools, "lkj": lkj, "lkj_user": lkj_user, "ar1": ar1}

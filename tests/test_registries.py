@@ -27,6 +27,9 @@ from dimgraph.labeled.ops import LabeledOp
 ABSTRACT = {"Op", "LabeledOp"}
 # Ops a backend cannot run, with the reason; a hole not listed here is a failure.
 UNSUPPORTED: dict = {"numba": {}, "c": {}, "jax": {}}
+# Ops whose numba entry runs (for some nodes) the op's Python `perform` in object mode inside the jitted
+# graph, each with why it cannot have a nopython form and what that costs: none.
+NO_NOPYTHON_FORM: dict = {}
 
 
 def _modules(package):
@@ -84,6 +87,26 @@ def lowering_holes(classes):
     return sorted(name for name, cls in classes.items() if lowering.dispatch(cls) is default)
 
 
+def nopython_holes(registry, classes, package="dimgraph.backends.numba"):
+    """Names of the op classes whose numba entry calls `objmode_kernel` (an object-mode `perform`), and of
+    the backend's functions that call it, unless `NO_NOPYTHON_FORM` names them."""
+    import inspect
+
+    default = registry.dispatch(object)
+    holes = set()
+    for name, cls in classes.items():
+        entry = registry.dispatch(cls)
+        if entry is not default and "objmode_kernel(" in inspect.getsource(entry):
+            holes.add(cls.__name__)
+    modules = _modules(package) if hasattr(importlib.import_module(package), "__path__") else [importlib.import_module(package)]
+    for mod in modules:
+        for fname, fn in vars(mod).items():
+            if inspect.isfunction(fn) and fn.__module__ == mod.__name__ and fname != "objmode_kernel":
+                if "objmode_kernel(" in inspect.getsource(fn):
+                    holes.add(f"{mod.__name__}.{fname}")
+    return sorted(h for h in holes if h not in NO_NOPYTHON_FORM)
+
+
 def _scalar_tables():
     from dimgraph.backends.c.scalar import TEMPLATES
     from dimgraph.backends.jax.scalar import JAX_SCALAR
@@ -120,6 +143,33 @@ def test_discovery_finds_ops_in_every_module():
 def test_every_core_op_has_an_implementation(backend):
     holes = op_holes(backend, CORE_OPS)
     assert not holes, f"{backend} backend has no implementation for {holes} (register one, or name it in UNSUPPORTED)"
+
+
+def test_every_numba_op_has_a_nopython_form():
+    """No op leaves the jitted graph for Python: every numba entry prints nopython code for every node."""
+    from dimgraph.backends.numba.ops import numba_kernel
+
+    holes = nopython_holes(numba_kernel, CORE_OPS)
+    assert not holes, f"numba entries with an object-mode form: {holes} (print a nopython kernel, or name why not)"
+
+
+def test_the_nopython_check_reports_an_object_mode_entry():
+    from functools import singledispatch
+
+    from dimgraph.backends.numba.ops import objmode_kernel
+
+    @singledispatch
+    def registry(op, node):
+        raise NotImplementedError
+
+    class Fake(Op):
+        pass
+
+    @registry.register(Fake)
+    def _fake(op, node):
+        return objmode_kernel(op, node)
+
+    assert nopython_holes(registry, {"tests.Fake": Fake}, package="dimgraph.backends.numba.ops") == ["Fake"]
 
 
 def test_unsupported_lists_no_stale_names():

@@ -16,6 +16,7 @@ from hypothesis.extra.numpy import arrays
 
 import dimgraph as dg
 from dimgraph.backends.numba import graphjit, threads
+from dimgraph.backends.numba.ops import numba_kernel, objmode_kernel
 
 county, obs = dg.Dim("county", size=4), dg.Dim("obs", size=9)
 MU, LOG_S, LOG_SY = dg.labeled("mu", dims=()), dg.labeled("log_s", dims=()), dg.labeled("log_sy", dims=())
@@ -283,33 +284,66 @@ def test_einsums_in_the_jitted_graph_match_numpy(subscripts, shapes):
     assert f.timings["perform"] == () and f._compiled.tiers.state == "jitted"
 
 
+class _Doubled(dg.core.graph.Op):
+    """An op registered here with an object-mode numba entry only (every op of dimgraph's has a nopython
+    form, `tests/test_registries.py`): how a node without one is named."""
+
+    def make_node(self, x):
+        return dg.core.graph.Apply(self, [x], [x.type])
+
+    def perform(self, node, inputs):
+        return [inputs[0] * 2.0]
+
+
+@numba_kernel.register(_Doubled)
+def _doubled(op, node):
+    return objmode_kernel(op, node)
+
+
 def test_a_node_without_a_nopython_form_is_named_and_warned_about():
-    a, b = dg.tensor("a", shape=(3, 3), dtype="bool"), dg.tensor("b", shape=(3,), dtype="bool")
-    with pytest.warns(dg.PerformanceWarning, match="Einsum"):
-        f = dg.function([a, b], dg.core.einsum("ij,j->i", a, b), backend="numba", jit_graph=True)
-    av, bv = np.eye(3, dtype=bool), np.array([True, False, True])
-    np.testing.assert_array_equal(f(av, bv), np.einsum("ij,j->i", av, bv))
-    assert f.timings["perform"] == ("Einsum",) and "run by Python perform: Einsum" in f.summary()
-    # by default such a graph stays on the driver, which runs the einsum by NumPy code of its own
-    g = dg.function([a, b], dg.core.einsum("ij,j->i", a, b), backend="numba")
+    x = dg.tensor("x", shape=(3,))
+    with pytest.warns(dg.PerformanceWarning, match="_Doubled"):
+        f = dg.function([x], _Doubled()(x) + 1.0, backend="numba", jit_graph=True)
+    xv = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(f(xv), xv * 2.0 + 1.0)
+    assert f.timings["perform"] == ("_Doubled",) and "run by Python perform: _Doubled" in f.summary()
+    # by default such a graph stays on the driver, which runs the node by its perform
+    g = dg.function([x], _Doubled()(x) + 1.0, backend="numba")
     assert not g._compiled.tiers.available
 
 
 def test_a_hot_function_warns_about_nodes_run_by_perform(monkeypatch):
     monkeypatch.setattr(graphjit, "HOT_CALLS", 3)
     x = dg.tensor("x", shape=(3, 4))
-    i, j = dg.tensor("i", shape=(2,), dtype="int64"), dg.tensor("j", shape=(2,), dtype="int64")
-    f = dg.function([x, i, j], x[i, j] * 2.0, backend="numba")  # two index arrays: NumPy's perform
-    xv, iv, jv = np.arange(12.0).reshape(3, 4), np.array([0, 2]), np.array([1, 3])
+    f = dg.function([x], _Doubled()(x) * 2.0, backend="numba")
+    xv = np.arange(12.0).reshape(3, 4)
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", dg.PerformanceWarning)
         for _ in range(2):  # a few calls stay quiet
-            np.testing.assert_array_equal(f(xv, iv, jv), xv[iv, jv] * 2.0)
-    with pytest.warns(dg.PerformanceWarning, match="AdvancedSubtensor"):
-        f(xv, iv, jv)
-    assert f.timings["perform"] == ("AdvancedSubtensor",) and "AdvancedSubtensor" in f.summary()
+            np.testing.assert_array_equal(f(xv), xv * 4.0)
+    with pytest.warns(dg.PerformanceWarning, match="_Doubled"):
+        f(xv)
+    assert f.timings["perform"] == ("_Doubled",) and "_Doubled" in f.summary()
+
+
+def test_einsums_and_indexing_once_without_a_nopython_form_run_jitted():
+    """A boolean einsum and two index arrays (issue 37: they ran by `perform`) are nopython kernels now."""
+    a, b = dg.tensor("a", shape=(3, 3), dtype="bool"), dg.tensor("b", shape=(3,), dtype="bool")
+    x = dg.tensor("x", shape=(3, 4))
+    i, j = dg.tensor("i", shape=(2,), dtype="int64"), dg.tensor("j", shape=(2,), dtype="int64")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dg.PerformanceWarning)
+        f = dg.function([a, b, x, i, j], [dg.core.einsum("ij,j->i", a, b), x[i, j] * 2.0], backend="numba", jit_graph=True)
+        av, bv = np.eye(3, dtype=bool), np.array([True, False, True])
+        xv, iv, jv = np.arange(12.0).reshape(3, 4), np.array([0, 2]), np.array([1, 3])
+        got = f(av, bv, xv, iv, jv)
+    np.testing.assert_array_equal(got[0], np.einsum("ij,j->i", av, bv))
+    np.testing.assert_array_equal(got[1], xv[iv, jv] * 2.0)
+    assert f.timings["perform"] == () and f._compiled.tiers.state == "jitted"
 
 
 def test_a_trusted_numpy_scalar_is_read_in_a_scan_body(backend):

@@ -103,6 +103,15 @@ def _static_size(var):
     return None if None in shape else int(np.prod(shape, dtype=np.int64))
 
 
+# Operands up to this many elements run as fast in the jitted graph's loops as by BLAS on the driver.
+SMALL_MATRIX = 4096
+
+
+def _large(node) -> bool:
+    """Whether an einsum or LAPACK node has an operand of unknown or more than `SMALL_MATRIX` elements."""
+    return any(_static_size(v) is None or _static_size(v) > SMALL_MATRIX for v in node.inputs)
+
+
 def _is_tiny(node) -> bool:
     """Elementwise or reducing work on at most one element, or an Assert of single-element
     conditions: a few microseconds of NumPy."""
@@ -299,9 +308,10 @@ def build(plan: Plan, jit_graph=None):
     timings = {}  # "k3 (its op)": seconds of its calls during the first call (Numba compile or cache load)
     untimed = [{f"k{k}": label for k, label in enumerate(plan.labels)}]
     single = plan.n_results == 1
-    # Einsums and LAPACK calls run by BLAS/LAPACK through NumPy on the driver; the jitted graph would run
-    # printed loops or Numba's np.linalg (seconds of compile): such a graph keeps the driver unless asked.
-    blas = any(einsum_on_host(node) or lapack_on_host(node) for _, node in plan.hosts)
+    # Einsums and LAPACK calls run by BLAS/LAPACK through NumPy on the driver; the jitted graph runs printed
+    # loops or Numba's np.linalg: as fast on small matrices (a sampler's), slower on large ones. A graph with
+    # one on operands of unknown or large size keeps the driver unless asked.
+    blas = any((einsum_on_host(node) or lapack_on_host(node)) and _large(node) for _, node in plan.hosts)
     tiers = graphjit.Tiers(
         plan, driver, dispatchers, tuple(plan.big[b] for b in plan.jit_big), splitters, jit_graph, JIT_OPTIONS, blas
     )

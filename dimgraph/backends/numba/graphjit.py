@@ -12,8 +12,9 @@ shapes and 0-d arithmetic too), the big constants taken as leading arguments.
   compiles the jitted graph for the types of that call while the driver keeps
   answering; later calls go to it once it is ready. A graph whose kernels split
   over threads (`threads.py`: large arrays) stays on the driver, which is faster
-  there, and so does a graph with a node that has no nopython form, an einsum or
-  a LAPACK call (BLAS through NumPy on the driver). The jitted
+  there, and so does a graph with a node that has no nopython form (an op registered
+  from outside dimgraph: every op of dimgraph's has one), or an einsum or LAPACK call on
+  operands of unknown or large size (BLAS through NumPy on the driver). The jitted
   graph is cached on disk like the kernels, so a later process takes it from the
   cache at its first call.
 - `jit_graph=True`: the first call compiles it and every call runs it.
@@ -163,7 +164,7 @@ class Tiers:
         self.failures = {}  # what did not compile ("the jitted graph", "the flat entry", ...) -> why
         self._unwarned = []  # failures not yet named by a warning (a background thread's come at the next call)
         self._lock = threading.Lock()
-        # A graph with object-mode nodes, einsums or LAPACK calls stays on the driver unless asked
+        # A graph with object-mode nodes, or einsums or LAPACK calls on large operands, stays on the driver unless asked
         # (`jit_graph=True`): the driver runs them by NumPy code of their own (BLAS, an einsum's
         # contraction path) where the jitted graph calls `perform` or runs printed loops.
         self.available = bool(plan.jit_driver) and (mode is True or (mode is None and not plan.performs and not blas))

@@ -5,7 +5,8 @@ The default runs the op's `perform` (the python backend's code); entries here
 precompute what `perform` would work out on every call, for the ops the driver
 runs often: a DimShuffle is one indexing of a transposed view, float64
 arithmetic on single elements calls the ufuncs (or a special function's NumPy
-reference) step by step (1 us a step, where `perform` takes about 90), an einsum of
+reference) step by step (1 us a step, where `perform` takes about 90), shapes, reshapes and
+allocations are the NumPy calls themselves (a graph's own, not a fallback: no `performs` flag), an einsum of
 static shapes follows a contraction path found once (BLAS products instead of
 `np.einsum`'s plain loops: 11 ms -> 0.3 ms per call in the softmax regression).
 """
@@ -20,6 +21,8 @@ from dimgraph.backends.numba.scalar import flatten
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.linalg import Einsum
 from dimgraph.core.scalar import SCALAR_SPECS, Cast
+from dimgraph.core.shape import Shape, ShapeI
+from dimgraph.core.shape_ops import Alloc, Reshape
 from dimgraph.core.subtensor import Subtensor, _basic_key
 
 
@@ -136,3 +139,31 @@ def _elemwise(op, node):
 
     return call
 
+
+
+@host_impl.register(ShapeI)
+def _shape_i(op, node):
+    i = op.i
+    return lambda x: np.asarray(x.shape[i], dtype=np.int64)
+
+
+@host_impl.register(Shape)
+def _shape(op, node):
+    return lambda x: np.asarray(x.shape, dtype=np.int64)
+
+
+@host_impl.register(Reshape)
+def _reshape(op, node):
+    return lambda x, *shape: np.reshape(x, [int(s) for s in shape])
+
+
+@host_impl.register(Alloc)
+def _alloc(op, node):
+    dtype = np.dtype(node.outputs[0].type.dtype)
+
+    def call(value, *shape):
+        out = np.empty([int(s) for s in shape], dtype=dtype)
+        out[...] = value
+        return out
+
+    return call

@@ -8,7 +8,7 @@ with a failed factorisation turned into NaNs. The helpers are printed into the
 kernel's text, so the text stays the whole cache key. Outside loop bodies the
 `np.linalg` ones run by NumPy in the driver instead (`lapack_on_host`), and so do einsums
 (`einsum_on_host`: BLAS products; their printed loops serve jitted code). A Blockwise of any
-other core op runs its NumPy `perform` in object mode (`ops.objmode_kernel`).
+other core op is a batch loop around that op's own kernel (`_batched_core`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.backends.numba.matmul import matmul_kernel
-from dimgraph.backends.numba.ops import numba_kernel, objmode_kernel
+from dimgraph.backends.numba.ops import numba_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.blockwise import Blockwise
 from dimgraph.core.broadcast import mismatch_message
@@ -211,7 +211,64 @@ for _type in MATRIX_OPS:
 def _blockwise(op, node):
     if isinstance(op.core_op, MATRIX_OPS):
         return _matrix_kernel(op.core_op, node, op.batch_ndim(node))
-    return objmode_kernel(op, node)
+    return _batched_core(op, node, op.batch_ndim(node))
+
+
+def _batched_core(op, node, nb):
+    """A batch loop around the core op's own kernel (`_core`, printed from the registry for the core
+    node's types): the outputs are allocated from the first element's results, then filled element by
+    element (`_store`)."""
+    core = op.core_node(node.inputs)
+    src = numba_kernel(core.op, core).replace("def kernel(", "def _core(", 1)
+    lines = [src, "_core = numba.njit(cache=True)(_core)", "", ""]
+    params = [f"x{k}" for k in range(len(node.inputs))]
+    lines.append(f"def kernel({', '.join(params)}):")
+    batch = []
+    for ax in range(nb):
+        static = [v.type.shape[ax] for v in node.inputs]
+        src_k = next((k for k, s in enumerate(static) if s != 1), None)
+        batch.append("1" if src_k is None else f"x{src_k}.shape[{ax}]")
+        for k, s in enumerate(static):
+            if s is None and k != src_k:
+                lines += [
+                    f"    if x{k}.shape[{ax}] != {batch[-1]}:",
+                    f"        raise ShapeError({mismatch_message(str(op), f'batch axis {ax}')!r})",
+                ]
+    lines.append(f"    batch = ({''.join(b + ', ' for b in batch)})")
+
+    def parts(at):
+        out = []
+        for k, (v, c) in enumerate(zip(node.inputs, core.inputs)):
+            idx = ", ".join("0" if v.type.shape[ax] == 1 else at[ax] for ax in range(nb))
+            read = f"x{k}[{idx}]" if nb else f"x{k}"
+            out.append(f"np.asarray({read})" if c.type.ndim == 0 and nb else read)
+        return ", ".join(out)
+
+    outs = [f"r{j}" for j in range(len(node.outputs))]
+    got = "".join(o + ", " for o in outs)
+    lines.append(f"    n = {' * '.join(['1'] + [f'batch[{ax}]' for ax in range(nb)])}")
+    first = ["0"] * nb
+    lines.append(f"    if n == 0:")
+    for j, c in enumerate(core.outputs):
+        shape = "".join(("0" if s is None else str(s)) + ", " for s in c.type.shape)
+        lines.append(f"        return_{j} = np.empty(batch + ({shape}), dtype={np_type(c.type.dtype)})")
+    lines.append(f"        return {', '.join(f'return_{j}' for j in range(len(outs)))}")
+    lines.append(f"    ({got}) = _core({parts(first)})" if len(outs) > 1 else f"    r0 = _core({parts(first)})")
+    for j, c in enumerate(core.outputs):
+        lines.append(f"    out{j} = np.empty(batch + r{j}.shape, dtype={np_type(c.type.dtype)})")
+    indent = "    "
+    for ax in range(nb):
+        lines.append(f"{indent}for i{ax} in range(batch[{ax}]):")
+        indent += "    "
+    at = [f"i{ax}" for ax in range(nb)]
+    lines.append(f"{indent}({got}) = _core({parts(at)})" if len(outs) > 1 else f"{indent}r0 = _core({parts(at)})")
+    for j, c in enumerate(core.outputs):
+        if c.type.ndim == 0:
+            lines.append(f"{indent}out{j}[{', '.join(at) if at else '()'}] = r{j}[()]")
+        else:
+            lines += _store(f"out{j}", f"r{j}", nb, c.type.ndim, indent)
+    lines.append(f"    return {', '.join(f'out{j}' for j in range(len(outs)))}")
+    return "\n".join(lines) + "\n"
 
 
 numba_kernel.register(MatMul)(matmul_kernel)
@@ -223,8 +280,6 @@ def _einsum(op, node):
     runs einsums by `host.py` instead (BLAS through a contraction path, `einsum_on_host`); this kernel
     serves jitted code: the jitted graph and loop bodies."""
     out_dtype = node.outputs[0].type.dtype
-    if np.dtype(out_dtype).kind not in "iuf":
-        return objmode_kernel(op, node)
     terms, output = op.terms, op.output
     letters = list(dict.fromkeys("".join(terms) + output))
     args = [f"x{k}" for k in range(len(terms))]
@@ -252,7 +307,10 @@ def _einsum(op, node):
         index = ", ".join(f"i_{t} if x{k}.shape[{a}] != 1 else 0" for a, t in enumerate(term))
         factors.append(f"x{k}[{index}]" if term else f"x{k}[()]")
     target = f"out[{', '.join(f'i_{c}' for c in output)}]" if output else "out[()]"
-    lines.append(f"{indent}{target} += {' * '.join(factors)}")
+    if np.dtype(out_dtype).kind == "b":  # NumPy's boolean einsum: an or of ands
+        lines.append(f"{indent}{target} = {target} or ({' and '.join(factors)})")
+    else:
+        lines.append(f"{indent}{target} += {' * '.join(factors)}")
     lines.append("    return out")
     return "\n".join(lines) + "\n"
 

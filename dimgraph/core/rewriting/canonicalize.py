@@ -25,7 +25,7 @@ from dimgraph.core.fused import CAReduceElemwise
 from dimgraph.core.join import Join
 from dimgraph.core.reduce import Argmax
 from dimgraph.core.shape_ops import Alloc, Reshape, full_like
-from dimgraph.core.subtensor import AdvancedSubtensor, Subtensor
+from dimgraph.core.subtensor import AdvancedIncSubtensor, AdvancedSubtensor, IncSubtensor, Subtensor
 
 # A folded constant may hold this many elements, or as many as its largest constant input
 # (so folding never turns a small constant and a shape into a large array stored in the graph).
@@ -356,6 +356,42 @@ def eq_self(fgraph, node):
     return constant(np.True_) if x.type.ndim == 0 else full_like(x, True, dtype="bool")
 
 
+def _scatter_into_zeros(fgraph, v):
+    """(op, value, index inputs) when `v` is `inc_subtensor(zeros, value, ...)` read by one node only: the
+    gradient of one selection, a buffer of the whole shape for a few entries."""
+    node = v.owner
+    if node is None or type(node.op) not in (AdvancedIncSubtensor, IncSubtensor) or node.op.mode != "inc":
+        return None
+    base = node.inputs[0].owner
+    if base is None or not isinstance(base.op, Alloc) or not _is_zero(base.inputs[0]):
+        return None
+    readers = [c for c, _ in fgraph.clients.get(v, []) if c == "output" or not isinstance(c.op, (Shape, ShapeI))]
+    if len(readers) != 1:
+        return None
+    return node.op, node.inputs[1], node.inputs[2:]
+
+
+@node_rewriter([Elemwise], tags=("canonicalize",))
+def scatter_into_sum(fgraph, node):
+    """inc_subtensor(zeros, g, idx) + y -> inc_subtensor(y, g, idx), y of the sum's own type.
+
+    The gradient of a variable read by several `sel`/`isel` is a sum of scatters, each into zeros
+    of the whole shape; scattered into the sum of the others instead, the selections share one
+    buffer (a chain of them: one allocation, the zeros the first one scatters into).
+    """
+    if getattr(node.op.scalar_op, "name", None) != "add" or len(node.inputs) != 2:
+        return None
+    out = node.outputs[0]
+    for k in (0, 1):
+        found = _scatter_into_zeros(fgraph, node.inputs[k])
+        other = node.inputs[1 - k]
+        if found is None or other.type != out.type:
+            continue
+        op, value, idx = found
+        return op(other, value, *idx)
+    return None
+
+
 CANONICALIZE = [
     constant_fold,
     *CANON_RULES,
@@ -368,6 +404,7 @@ CANONICALIZE = [
     shape_static,
     reduce_of_dimshuffle,
     reduce_of_alloc,
+    scatter_into_sum,
     reduce_no_axes,
     full_slice,
     join_one,
