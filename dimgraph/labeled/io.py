@@ -36,6 +36,7 @@ class LabeledInput:
     """Converts user data for a labeled input (dims, sizes, coords, dtype) to an array in dims order."""
 
     __slots__ = ("name", "type")
+    extra_dims_hint = " (dg.function(..., map_extra_dims=True) maps a function over extra dims)"
 
     def __init__(self, name, type):
         self.name, self.type = name, type
@@ -53,7 +54,7 @@ class LabeledInput:
                     ([f"missing dim {', '.join(map(repr, missing))}"] if missing else [])
                     + ([f"unexpected dim {', '.join(map(repr, extra))}"] if extra else [])
                 )
-                hint = " (dg.function(..., map_extra_dims=True) maps a function over extra dims)" if extra and not missing else ""
+                hint = self.extra_dims_hint.format(dim=extra[0]) if extra and not missing else ""
                 raise InputError(f"input {self.name!r}: expected dims {fmt_dims(dims)}, got dims {got}: {why}{hint}")
             if names != expected:
                 value = value.transpose(*expected)

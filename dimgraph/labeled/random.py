@@ -81,6 +81,12 @@ def labeled_params(params, what):
     for name, v in zip(names, values):
         if not (isinstance(v, Variable) or is_dataarray(v)) and not _numbers(v):
             raise TypeError(f"{what}: {name} must be numbers (a number, an array, a DataArray or a variable), got {v!r}")
+    for name, v in zip(names, values):
+        if not (isinstance(v, Variable) or is_dataarray(v)) and np.ndim(v) > 0:  # which dim is which is not known
+            raise TypeError(
+                f"{what}: {name if name.startswith('parameter ') else f'parameter {name!r}'}, an array with shape "
+                f"{np.shape(v)}, has no dims; give it dims: dg.constant(value, dims=...) or an xarray.DataArray"
+            )
     out = []
     for name, p in zip(names, operands(values, what)):
         if np.dtype(p.type.dtype).kind not in "biuf":

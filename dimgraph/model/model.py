@@ -90,6 +90,7 @@ class Model:
                 raise ValueError(f"{what}: dims {unsized} have no size; a sampled variable needs static sizes (give the Dim a size or coords)")
         bound = None if dist.discrete else transform_for(dist, dims, transform, what)
         var = FreeVariable(name, dist, dims, extra, bound)
+        self._check_dim_names(name, var.dims, what)
         self._free[name] = var
         self._cache.clear()
         return var.value
@@ -100,6 +101,7 @@ class Model:
 
         self._check_name(name, f"deterministic {name!r}")
         value = as_operand(value, f"deterministic {name!r}")
+        self._check_dim_names(name, value.dims, f"deterministic {name!r}")
         self._deterministics[name] = value
         self._cache.clear()
         return value
@@ -132,6 +134,7 @@ class Model:
             kind = array.dtype.kind
             dtype = {"b": "bool", "i": "int64", "u": "int64"}.get(kind, "float64")
         var = DataVariable(name, dims, dtype, value)
+        self._check_dim_names(name, var.dims, what)
         self._data[name] = var
         self._cache.clear()
         return var.var
@@ -149,6 +152,7 @@ class Model:
         dims, extra = variable_dims(dist, dims, what)
         _check_constant_params(dist, what)
         var = ObservedVariable(name, dist, dims, extra, data)
+        self._check_dim_names(name, var.dims, what)
         self._observed[name] = var
         self._cache.clear()
         return var.var
@@ -173,6 +177,25 @@ class Model:
         for kind, entries in kinds.items():
             if name in entries:
                 raise ValueError(f"{what}: the name {name!r} is already taken by the {kind} {name!r}")
+
+    def _check_dim_names(self, name, dims, what):
+        """Refuse a variable named like a dim of the model, or a dim named like a variable, in either order:
+        variables and dims share one namespace in the results (an xarray Dataset), where one would replace
+        the other (prior draws vanished, or sampling failed later with xarray's MergeError)."""
+        kinds = {"random variable": self._free, "observed variable": self._observed, "data": self._data,
+                 "deterministic": self._deterministics}
+        hint = "rename the variable or the Dim (a variable and a dim may not share a name)"
+        for d in dims:
+            if d.name == name:
+                raise ValueError(f"{what}: the variable's name {name!r} is also the name of its dim {d!r}; {hint}")
+            for kind, entries in kinds.items():
+                if d.name in entries:
+                    raise ValueError(f"{what}: its dim {d!r} has the name of the {kind} {d.name!r}; {hint}")
+        for kind, entries in kinds.items():
+            for other, entry in entries.items():
+                for d in entry.dims:
+                    if d.name == name:
+                        raise ValueError(f"{what}: the name {name!r} is the name of the dim {d!r} of the {kind} {other!r}; {hint}")
 
     # --- what the model holds
     @property
@@ -225,7 +248,11 @@ class Model:
             raise AttributeError(f"Model.{name}: {cls.__name__} takes its own dims=; use m.rv(name, dg.dist.{name}(...), dims=...)")
 
         def rv(rv_name, *params, dims=None, transform=None, **kwargs):
-            return self.rv(rv_name, cls(*params, **kwargs), dims=dims, transform=transform)
+            try:
+                dist = cls(*params, **kwargs)
+            except (TypeError, ValueError) as err:  # the distribution names the parameter; this names the variable
+                raise type(err)(f"rv {rv_name!r}: {err}") from None
+            return self.rv(rv_name, dist, dims=dims, transform=transform)
 
         rv.__name__ = name
         rv.__doc__ = f"A random variable drawn from `dg.dist.{name}` ({', '.join(cls.names)}); see `Model.rv`."
@@ -339,7 +366,7 @@ class Model:
         values = fn(*self.layout.arrays(self.layout.check(theta)), *self._data_arrays())
         bad = {name: float(v) for name, v in zip(self._terms_names(), values) if not np.isfinite(v)}
         if bad:
-            details = "; ".join(f"{name!r}: log density {v}" + _why(v) for name, v in bad.items())
+            details = "; ".join(f"{name!r}: log density {v}" + _why(v, self._observed.get(name)) for name, v in bad.items())
             raise ValueError(f"the model's log density is not finite at the starting point: {details}")
 
     def _terms_names(self):
@@ -429,9 +456,16 @@ class Model:
         return samplers.sample(self, sampler, draws=draws, tune=tune, chains=chains, seed=seed, backend=backend, **kwargs)
 
 
-def _why(value):
+def _why(value, observed=None):
+    """Why a variable's log density is `value` (not finite); `observed`: its ObservedVariable, if it is one."""
     if value != value:
+        holes = 0 if observed is None or observed.array.dtype.kind != "f" else int(np.isnan(observed.array).sum())
+        if holes:
+            return (f" (NaN: the observed data holds {holes} NaN value(s), which are no observations; drop them, "
+                    "or give the missing entries their own random variable)")
         return " (NaN: a parameter is outside its support)"
+    if value > 0:
+        return " (+inf: the density is unbounded there, a value at a pole such as exponential(inf) at 0)"
     return " (-inf: a value, or observed data, is outside the distribution's support)"
 
 

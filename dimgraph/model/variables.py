@@ -58,6 +58,16 @@ class FreeVariable:
         return f"FreeVariable({self.name!r}, {self.dist!r}, dims={fmt_dims(self.dims)}, transform={self.transform!r})"
 
 
+class ModelData(LabeledInput):
+    """A model's data converted as a labeled input's, with advice a model user can follow."""
+
+    __slots__ = ()
+    extra_dims_hint = (
+        " (a model's data keeps the dims it was defined with: select or reduce the extra dims first, e.g. "
+        "value.isel({dim}=0) or value.mean({dim!r}), or define the data with them, m.data(name, value, dims=...))"
+    )
+
+
 class DataVariable:
     """A labeled input whose value the model holds: `array` in dims order, `value` as the user gave it."""
 
@@ -69,7 +79,7 @@ class DataVariable:
     def set(self, value):
         """Check `value` against the variable's dims (InputError naming it) and keep it."""
         try:
-            self.array = LabeledInput(self.name, self.var.type).convert(value)
+            self.array = ModelData(self.name, self.var.type).convert(value)
         except InputError as err:
             raise InputError(f"data {err}") from None
         self.value = value
