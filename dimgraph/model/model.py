@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+import weakref
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from dimgraph.prob.base import Distribution
 from dimgraph.prob.registry import DISTRIBUTIONS
 from dimgraph.prob.transforms import transform_for
 from dimgraph.labeled.vectorize import vectorize_graph
-from dimgraph.model.variables import DataVariable, FreeVariable, ObservedVariable, variable_dims
+from dimgraph.model.variables import DataVariable, Deterministic, Entries, FreeVariable, ObservedVariable, variable_dims
 
 
 class Model:
@@ -57,8 +58,9 @@ class Model:
         self._free: dict[str, FreeVariable] = {}
         self._observed: dict[str, ObservedVariable] = {}
         self._data: dict[str, DataVariable] = {}
-        self._deterministics: dict = {}
+        self._deterministics: dict[str, Deterministic] = {}
         self._cache: dict = {}
+        self._bound = weakref.WeakSet()  # what `set_data` rebinds: the LogpFunctions handed out
 
     # --- definition
     def rv(self, name, dist, dims=None, transform=None):
@@ -102,7 +104,7 @@ class Model:
         self._check_name(name, f"deterministic {name!r}")
         value = as_operand(value, f"deterministic {name!r}")
         self._check_dim_names(name, value.dims, f"deterministic {name!r}")
-        self._deterministics[name] = value
+        self._deterministics[name] = Deterministic(name, value)
         self._cache.clear()
         return value
 
@@ -168,6 +170,8 @@ class Model:
             DataVariable(name, holders[name].dims, holders[name].var.type.dtype, value)
         for name, value in values.items():
             holders[name].set(value)
+        for fn in list(self._bound):  # pushed, not polled: a call reads no data it was not given
+            fn.rebind()
 
     def _check_name(self, name, what):
         if not isinstance(name, str) or not name:
@@ -198,6 +202,35 @@ class Model:
                         raise ValueError(f"{what}: the name {name!r} is the name of the dim {d!r} of the {kind} {other!r}; {hint}")
 
     # --- what the model holds
+    @property
+    def entries(self) -> Entries:
+        """The model's entries, read-only: `free`, `observed`, `deterministics` and `data`, each a tuple of entry
+        objects in definition order (`dimgraph.model.variables`); what its helpers read.
+
+        >>> import dimgraph as dg
+        >>> m = dg.Model()
+        >>> mu = m.normal("mu", 0.0, 1.0)
+        >>> [(v.name, v.transform) for v in m.entries.free]
+        [('mu', Identity())]
+        """
+        return Entries(
+            tuple(self._free.values()), tuple(self._observed.values()), tuple(self._deterministics.values()),
+            tuple(self._data.values()),
+        )
+
+    def __getstate__(self):
+        return {k: v for k, v in vars(self).items() if k != "_bound"}
+
+    def __setstate__(self, state):
+        vars(self).update(state)
+        self._bound = weakref.WeakSet(fn for fn in self._cache.values() if isinstance(fn, LogpFunction))
+
+    def compiled(self, key, build):
+        """The function `build()` makes, made once per model definition under `key` (adding a variable drops them)."""
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
     @property
     def free_variables(self) -> list:
         """The random variables' names, in definition order."""
@@ -234,7 +267,7 @@ class Model:
             if name in entries:
                 return entries[name].var
         if name in self._deterministics:
-            return self._deterministics[name]
+            return self._deterministics[name].value
         raise KeyError(f"{name!r} is not a variable of this model; it has {self.names}")
 
     def __getattr__(self, name):
@@ -275,12 +308,6 @@ class Model:
         return "\n".join(lines)
 
     # --- log densities
-    def _inputs(self):
-        return [v.var for v in self._data.values()] + [v.var for v in self._observed.values()]
-
-    def _data_arrays(self):
-        return [v.array for v in self._data.values()] + [v.array for v in self._observed.values()]
-
     def logp_terms(self):
         """{name: the variable's log density summed over its dims}, on the constrained values."""
         terms = {v.name: v.dist.logp(v.value).sum() for v in self._free.values()}
@@ -326,13 +353,9 @@ class Model:
         key = ("logp", backend, jacobian)
         if key not in self._cache:
             params = [v.free for v in self.sampled]
-            flat = flat_value_and_grad(self.logp(jacobian), params, inputs=self._inputs(), backend=backend)
-            self._cache[key] = LogpFunction(self, flat)
-        return self._cache[key]
-
-    def _function(self, key, build):
-        if key not in self._cache:
-            self._cache[key] = build()
+            flat = flat_value_and_grad(self.logp(jacobian), params, inputs=self.entries.inputs(), backend=backend)
+            fn = self._cache[key] = LogpFunction(flat, self.entries)
+            self._bound.add(fn)
         return self._cache[key]
 
     def constrain_fn(self, backend=None):
@@ -342,17 +365,17 @@ class Model:
         def build():
             values = self.constrained_values()
             outs = [values[v.value] for v in self.sampled]
-            dets = vectorize_graph(list(self._deterministics.values()), values) if self._deterministics else []
+            dets = vectorize_graph([d.value for d in self._deterministics.values()], values) if self._deterministics else []
             named = [_named(o, n) for o, n in zip(outs + list(dets), [v.name for v in self.sampled] + self.deterministics)]
             params = [v.free for v in self.sampled]
-            return function(params + self._inputs(), named, backend=backend, map_extra_dims=True, output="dataset")
+            return function(params + self.entries.inputs(), named, backend=backend, map_extra_dims=True, output="dataset")
 
-        return self._function(("constrain", backend), build)
+        return self.compiled(("constrain", backend), build)
 
     @property
     def layout(self):
         """The `dg.FlatParams` of the unconstrained parameters: the flat vector's layout."""
-        return self._function(("layout",), lambda: FlatParams([v.free for v in self.sampled]))
+        return self.compiled(("layout",), lambda: FlatParams([v.free for v in self.sampled]))
 
     def initial_point(self, seed=None, jitter=1.0) -> np.ndarray:
         """A flat unconstrained start: zeros plus uniform(-jitter, jitter) noise (`seed`: an int, a Generator or None)."""
@@ -362,8 +385,8 @@ class Model:
     def check_point(self, theta, backend=None):
         """Raise a ValueError naming every variable whose log density is not finite at the flat point `theta`
         (a parameter outside its support, data outside the distribution's): the check before any sampling."""
-        fn = self._function(("terms", backend), lambda: self._terms_function(backend))
-        values = fn(*self.layout.arrays(self.layout.check(theta)), *self._data_arrays())
+        fn = self.compiled(("terms", backend), lambda: self._terms_function(backend))
+        values = fn(*self.layout.arrays(self.layout.check(theta)), *self.entries.arrays())
         bad = {name: float(v) for name, v in zip(self._terms_names(), values) if not np.isfinite(v)}
         if bad:
             details = "; ".join(f"{name!r}: log density {v}" + _why(v, self._observed.get(name)) for name, v in bad.items())
@@ -377,7 +400,7 @@ class Model:
         graphs = [terms[n] for n in self._terms_names()]
         graphs = vectorize_graph(graphs, self.constrained_values()) if self.sampled else graphs
         params = [v.free for v in self.sampled]
-        return function(params + self._inputs(), [g.to_positional() for g in graphs], backend=backend)
+        return function(params + self.entries.inputs(), [g.to_positional() for g in graphs], backend=backend)
 
     def map(self, theta0=None, method="L-BFGS-B", backend=None, **options):
         """The maximum a posteriori point through `scipy.optimize.minimize`: an `xarray.Dataset` of the
@@ -408,7 +431,7 @@ class Model:
         """The constrained values and deterministics (an `xarray.Dataset`) at flat unconstrained `theta`
         (with `batch_dims`, a stack of points such as `("chain", "draw")`)."""
         params = self.layout.unravel(theta, batch_dims=batch_dims)
-        return self.constrain_fn(backend)(*params.values(), *self._data_arrays())
+        return self.constrain_fn(backend)(*params.values(), *self.entries.arrays())
 
     # --- predictive draws and sampling
     def prior_predictive(self, draws=500, seed=None, backend=None):
@@ -504,11 +527,24 @@ def _short(v):
 
 
 class LogpFunction:
-    """`fn(theta) -> (logp, gradient)` on a model's flat unconstrained vector, with the model's current data."""
+    """`fn(theta) -> (logp, gradient)` on a model's flat unconstrained vector, with the model's current data.
 
-    def __init__(self, model, flat):
-        self.model, self.flat = model, flat
-        self._bound = None  # (the data arrays, `flat.bind` of them): rebound when `set_data` replaces one
+    The data is bound once (`flat.bind`); the model's `set_data` calls `rebind`, so a call passes theta
+    alone to the bound function and reads nothing else.
+    """
+
+    def __init__(self, flat, entries):
+        self.flat, self.entries = flat, entries
+        self._call = None  # `flat.bind` of the current data, made at the first call and by `rebind`
+
+    def __getstate__(self):
+        return {**vars(self), "_call": None}  # bound again at the first call
+
+    def rebind(self):
+        """Bind the entries' current data (the model calls it from `set_data`); returns the bound function."""
+        names = [v.name for v in self.entries.holders]
+        self._call = self.flat.bind(**dict(zip(names, self.entries.arrays())))
+        return self._call
 
     @property
     def names(self) -> list:
@@ -520,12 +556,10 @@ class LogpFunction:
         return self.flat.layout.size
 
     def __call__(self, theta):
-        arrays = self.model._data_arrays()
-        bound = self._bound
-        if bound is None or len(bound[0]) != len(arrays) or any(a is not b for a, b in zip(arrays, bound[0])):
-            names = [v.name for v in self.model._inputs()]
-            bound = self._bound = (arrays, self.flat.bind(**dict(zip(names, arrays))))
-        return bound[1](theta)  # on numba, once jitted: one compiled call of theta (the data checked once)
+        call = self._call
+        if call is None:
+            call = self.rebind()
+        return call(theta)  # on numba, once jitted: one compiled call of theta (the data checked once)
 
     def ravel(self, values) -> np.ndarray:
         """One flat vector from `{unconstrained name: value}`."""

@@ -13,6 +13,8 @@ The observed data are inputs of the draws too: a dim only they carry (an
 
 from __future__ import annotations
 
+import xarray as xr
+
 from dimgraph.compile.function import function
 from dimgraph.core.random import rng_state, seed_state
 from dimgraph.labeled.dims import Dim
@@ -34,84 +36,83 @@ def _draw(state, entry, extra, replace, dims):
     return nxt, x.transpose(*dims)
 
 
-def _prior_function(model, draws, backend):
+def _prior_function(entries, draws, backend):
     sample = Dim("draw", size=draws)
     state = start = rng_state("prior_state")
     replace, outputs = {}, {}
-    for v in list(model._free.values()) + list(model._observed.values()):
-        value = v.value if v.name in model._free else v.var
+    for v, value in [(v, v.value) for v in entries.free] + [(v, v.var) for v in entries.observed]:
         state, x = _draw(state, v, (sample,), replace, (sample, *v.dims))
         replace[value] = x
         outputs[v.name] = x
-    dets = vectorize_graph(list(model._deterministics.values()), replace, aligned=(sample,)) if model._deterministics else []
-    for name, d in zip(model._deterministics, dets):
-        outputs[name] = d if sample in d.dims else d.expand_dims(sample)
+    dets = vectorize_graph([d.value for d in entries.deterministics], replace, aligned=(sample,)) if entries.deterministics else []
+    for entry, d in zip(entries.deterministics, dets):
+        outputs[entry.name] = d if sample in d.dims else d.expand_dims(sample)
     named = [_named(x, name, (sample, *(d for d in x.dims if d != sample))) for name, x in outputs.items()]
-    return function([start] + model._inputs(), named, backend=backend, output="dataset")
+    return function([start] + entries.inputs(), named, backend=backend, output="dataset")
 
 
 def prior(model, draws, seed, backend):
-    fn = model._function(("prior", draws, backend), lambda: _prior_function(model, draws, backend))
-    ds = results.with_chain(fn(seed_state(seed), *model._data_arrays()))
-    latent = list(model._free) + list(model._deterministics)
-    groups = {"prior": ds[latent], "prior_predictive": ds[list(model._observed)]}
-    return results.container({**groups, **data_groups(model)})
+    entries = model.entries
+    fn = model.compiled(("prior", draws, backend), lambda: _prior_function(entries, draws, backend))
+    ds = results.with_chain(fn(seed_state(seed), *entries.arrays()))
+    latent = [v.name for v in entries.free + entries.deterministics]
+    groups = {"prior": ds[latent], "prior_predictive": ds[[v.name for v in entries.observed]]}
+    return results.container({**groups, **data_groups(entries)})
 
 
-def data_groups(model):
-    import xarray as xr
-
+def data_groups(entries):
     groups = {}
-    if model._observed:
-        groups["observed_data"] = xr.Dataset({n: v.as_dataarray() for n, v in model._observed.items()})
-    if model._data:
-        groups["constant_data"] = xr.Dataset({n: v.as_dataarray() for n, v in model._data.items()})
+    if entries.observed:
+        groups["observed_data"] = xr.Dataset({v.name: v.as_dataarray() for v in entries.observed})
+    if entries.data:
+        groups["constant_data"] = xr.Dataset({v.name: v.as_dataarray() for v in entries.data})
     return groups
 
 
-def _posterior_inputs(model):
-    return [v.value for v in model._free.values()] + [v.var for v in model._data.values()]
+def _posterior_inputs(entries):
+    return [v.value for v in entries.free] + [v.var for v in entries.data]
 
 
-def _posterior_values(model, posterior):
-    missing = [n for n in model._free if n not in posterior]
+def _posterior_values(entries, posterior):
+    missing = [v.name for v in entries.free if v.name not in posterior]
     if missing:
         raise KeyError(f"the posterior lacks the random variables {missing}; it has {list(posterior.data_vars)}")
-    return [posterior[n] for n in model._free] + [v.array for v in model._data.values()]
+    return [posterior[v.name] for v in entries.free] + [v.array for v in entries.data]
 
 
-def _predictive_function(model, backend):
+def _predictive_function(entries, backend):
     state = start = rng_state("predictive_state")
     replace, named = {}, []
-    for v in model._observed.values():
+    for v in entries.observed:
         state, x = _draw(state, v, (), replace, v.dims)
         replace[v.var] = x
         named.append(_named(x, v.name, v.dims))
-    inputs = _posterior_inputs(model) + [v.var for v in model._observed.values()] + [start]
+    inputs = _posterior_inputs(entries) + [v.var for v in entries.observed] + [start]
     return function(inputs, named, backend=backend, map_extra_dims=True, output="dataset")
 
 
 def posterior(model, idata, seed, backend, extend):
-    if not model._observed:
+    entries = model.entries
+    if not entries.observed:
         raise ValueError("posterior_predictive: the model has no observed variables")
     post = results.group(idata, "posterior")
-    fn = model._function(("posterior_predictive", backend), lambda: _predictive_function(model, backend))
-    draws = fn(*_posterior_values(model, post), *[v.array for v in model._observed.values()], seed_state(seed))
+    fn = model.compiled(("posterior_predictive", backend), lambda: _predictive_function(entries, backend))
+    draws = fn(*_posterior_values(entries, post), *[v.array for v in entries.observed], seed_state(seed))
     groups = {"posterior_predictive": draws.assign_coords({k: post.coords[k] for k in ("chain", "draw") if k in post.coords})}
-    groups.update(data_groups(model))
+    groups.update(data_groups(entries))
     if extend:
         return results.add_groups(idata, groups)
     return results.container(groups)
 
 
-def _log_likelihood_function(model, backend):
-    named = [_named(v.dist.logp(v.var), v.name, [d for d in v.dims if d in v.dist.logp(v.var).dims])
-             for v in model._observed.values()]
-    inputs = _posterior_inputs(model) + [v.var for v in model._observed.values()]
+def _log_likelihood_function(entries, backend):
+    named = [_named(v.dist.logp(v.var), v.name, [d for d in v.dims if d in v.dist.logp(v.var).dims]) for v in entries.observed]
+    inputs = _posterior_inputs(entries) + [v.var for v in entries.observed]
     return function(inputs, named, backend=backend, map_extra_dims=True, output="dataset")
 
 
 def log_likelihood(model, posterior, backend):
-    fn = model._function(("log_likelihood", backend), lambda: _log_likelihood_function(model, backend))
-    out = fn(*_posterior_values(model, posterior), *[v.array for v in model._observed.values()])
+    entries = model.entries
+    fn = model.compiled(("log_likelihood", backend), lambda: _log_likelihood_function(entries, backend))
+    out = fn(*_posterior_values(entries, posterior), *[v.array for v in entries.observed])
     return out.assign_coords({k: posterior.coords[k] for k in ("chain", "draw") if k in posterior.coords})

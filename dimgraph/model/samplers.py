@@ -44,9 +44,9 @@ def sample(model, sampler, draws, tune, chains, seed, backend, **kwargs):
     posterior = model.constrain(theta, backend, batch_dims=("chain", "draw"))
     posterior = posterior.assign_coords(chain=np.arange(theta.shape[0]), draw=np.arange(theta.shape[1]))
     groups = {"posterior": posterior, "sample_stats": stats}
-    if model._observed:
+    if model.entries.observed:
         groups["log_likelihood"] = model.log_likelihood(posterior, backend)
-    groups.update(data_groups(model))
+    groups.update(data_groups(model.entries))
     return results.container(groups)
 
 
@@ -89,7 +89,8 @@ def _nutpie_native(model, fn):
     """nutpie's native model of the model's log density (`fn`), or None where that route is closed."""
     if fn.flat.function.backend != "numba" or not fn.size:
         return None
-    data = dict(zip((v.name for v in model._inputs()), model._data_arrays()))
+    entries = model.entries
+    data = dict(zip((v.name for v in entries.holders), entries.arrays()))
     cfunc = fn.flat.cfunc(**data)
     if not cfunc.jitted:  # the jitted graph did not compile (named by a warning): nutpie's Python route
         return None
@@ -197,10 +198,11 @@ def _blackjax(model, fn, draws, tune, chains, seed, target_accept=0.8):
         raise ImportError("sample: sampler 'blackjax' needs blackjax and jax: pip install blackjax") from None
     from dimgraph.compile.function import function
 
-    layout, data = model.layout, model._data_arrays()
-    graph = model._function(
+    entries = model.entries
+    layout, data = model.layout, entries.arrays()
+    graph = model.compiled(
         ("blackjax logp",),
-        lambda: function([v.free for v in model.sampled] + model._inputs(), model.logp().to_positional(), backend="jax"),
+        lambda: function([v.free for v in entries.sampled] + entries.inputs(), model.logp().to_positional(), backend="jax"),
     )
     jax_fn = graph.jax_fn
 

@@ -1,13 +1,19 @@
-"""The entries of a `dg.Model`: free random variables, observed variables and data, each named once.
+"""The entries of a `dg.Model`: free random variables, observed variables, deterministics and data, each named once.
 
 A free variable is a labeled input holding its constrained value (what the
 user's expressions read) plus, when a sampler moves it, a second input on the
 unconstrained space and the `Transform` between them. Observed variables and
 data are labeled inputs whose values the model keeps (in dims order, checked
-when they are set), so new data never needs a recompile.
+when they are set), so new data never needs a recompile. `Entries` is the
+read-only view of all of them that the model's helpers (predictive draws,
+samplers, `LogpFunction`) read.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
+
+import xarray as xr
 
 from dimgraph.core.random import rng_state
 from dimgraph.errors import InputError
@@ -90,8 +96,6 @@ class DataVariable:
 
     def as_dataarray(self):
         """The value as a DataArray with the variable's dims and the coords of those that have them."""
-        import xarray as xr
-
         if is_dataarray(self.value):
             return self.value.transpose(*(d.name for d in self.dims))
         coords = {d.name: d.coords for d in self.dims if d.coords is not None}
@@ -104,3 +108,44 @@ class ObservedVariable(DataVariable):
     def __init__(self, name, dist, dims, extra_dims, value):
         self.dist, self.extra_dims = dist, extra_dims
         super().__init__(name, dims, "int64" if dist.discrete else "float64", value)
+
+
+class Deterministic:
+    """An expression of the model's variables kept in the results under `name`."""
+
+    def __init__(self, name, value):
+        self.name, self.value = name, value
+
+    @property
+    def dims(self):
+        return self.value.dims
+
+    def __repr__(self):
+        return f"Deterministic({self.name!r}, dims={fmt_dims(self.dims)})"
+
+
+class Entries(NamedTuple):
+    """A model's entries, each a tuple in definition order: what its helpers read (never its private fields)."""
+
+    free: tuple
+    observed: tuple
+    deterministics: tuple
+    data: tuple
+
+    @property
+    def sampled(self) -> tuple:
+        """The free variables a gradient sampler moves (the continuous ones)."""
+        return tuple(v for v in self.free if v.free is not None)
+
+    @property
+    def holders(self) -> tuple:
+        """The entries whose values the model holds, in the order its compiled functions take them: data, then observed."""
+        return self.data + self.observed
+
+    def inputs(self) -> list:
+        """The labeled inputs of `holders`."""
+        return [v.var for v in self.holders]
+
+    def arrays(self) -> list:
+        """The current values of `holders` (arrays in dims order)."""
+        return [v.array for v in self.holders]

@@ -228,7 +228,7 @@ def test_an_lkj_models_logp_fn_rebuilds_after_pickling(backend):
     m = lkj_model()
     fn = m.logp_fn(backend)
     assert fn.names == ["corr_corr__", "chol_cholesky_corr__"] and fn.size == 3 + 1
-    again = dg.flat_value_and_grad(m.logp(), [v.free for v in m.sampled], inputs=m._inputs(), backend=backend)
+    again = dg.flat_value_and_grad(m.logp(), [v.free for v in m.sampled], inputs=m.entries.inputs(), backend=backend)
     copies = [pickle.loads(pickle.dumps(fn)), pickle.loads(pickle.dumps(m)).logp_fn(backend), functools.partial(again, y=YC[:12])]
     for theta in np.random.default_rng(4).uniform(-1, 1, size=(3, fn.size)):
         value, grad = fn(theta)
