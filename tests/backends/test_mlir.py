@@ -197,3 +197,13 @@ def test_transcendentals_are_within_3_ulp_of_numpy_specials_included():
         ulp = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))
         assert ulp.max() <= 3, (name, ulp.max())
         np.testing.assert_array_equal(got[~finite], want[~finite], err_msg=name)
+
+
+def test_matmul_with_promoted_vectors_and_broadcast_batches():
+    a, b = dg.tensor("a", shape=(None, 1, 4, 3)), dg.tensor("b", shape=(2, None, 5))
+    v = dg.vector("v", size=3)
+    f = dg.function([a, b, v], [a @ b, a[0, 0] @ v, v @ b[1, :3]], backend="mlir")
+    rng = np.random.default_rng(0)
+    x, y, z = rng.normal(size=(3, 1, 4, 3)), rng.normal(size=(2, 3, 5)), rng.normal(size=3)
+    for got, want in zip(f(x, y, z), [x @ y, x[0, 0] @ z, z @ y[1, :3]]):
+        np.testing.assert_allclose(got, want, rtol=1e-13)
