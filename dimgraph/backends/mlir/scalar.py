@@ -2,11 +2,12 @@
 
 NumPy's dtype rules hold as in the C backend (`c/scalar.py`): operands are
 converted to the ufunc's loop dtypes (`compute_dtypes`) and each result to the
-step's dtype. Ops with an exact `math` op use it; the C prelude's formulas
-(sigmoid, softplus, logaddexp, log1mexp, xlogy, logit, NumPy's sign, maximum and
-minimum with NaN) are printed from the same expressions. Ops with no MLIR op and
-no formula here (lgamma, digamma, the incomplete gamma and beta functions, ...)
-are refused by name when the function compiles (`UNSUPPORTED`).
+step's dtype. Ops whose `math` op IREE lowers exactly use it; the others are
+printed from exp and log (`Floats`: log1p, expm1, sinh, cosh, tanh, log2, log10,
+gammaln, digamma, with a sin(pi x) of their own) or from the C prelude's
+expressions (sigmoid, softplus, logaddexp, log1mexp, xlogy, logit, NumPy's sign,
+maximum and minimum with NaN). The rest (`UNSUPPORTED`: trigonometry, erf, the
+incomplete gamma and beta functions, ...) are refused by name when the function compiles.
 """
 
 from __future__ import annotations
