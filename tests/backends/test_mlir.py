@@ -221,3 +221,21 @@ def test_gammaln_and_digamma_printed_from_their_series_match_scipy():
         big = finite & (np.abs(want) > 0.1)
         np.testing.assert_allclose(got[big], want[big], rtol=1e-12)
         np.testing.assert_allclose(got[finite & ~big], want[finite & ~big], rtol=0, atol=1e-14)
+
+
+def test_split_and_basic_set_and_inc():
+    from dimgraph.core.join import split
+    from dimgraph.core.subtensor import inc_subtensor, set_subtensor
+
+    x = dg.vector("x")
+    f = dg.function([x], [*split(x, [1, 4]), inc_subtensor(x[1:3], 10.0), set_subtensor(x[::2], -1.0)], backend="mlir")
+    for n in (6, 3):  # positions past the end give short pieces, as np.split
+        data = np.arange(float(n))
+        got = f(data)
+        for g, w in zip(got[:3], np.split(data, [1, 4])):
+            np.testing.assert_array_equal(g, w)
+        inc, setv = data.copy(), data.copy()
+        inc[1:3] += 10.0
+        setv[::2] = -1.0
+        np.testing.assert_array_equal(got[3], inc)
+        np.testing.assert_array_equal(got[4], setv)
