@@ -16,9 +16,9 @@ pytest.importorskip("iree.compiler")
 pytest.importorskip("iree.runtime")
 
 import dimgraph as dg  # noqa: E402
-from dimgraph.core.join import concatenate  # noqa: E402
 from dimgraph.backends.mlir import build  # noqa: E402
 from dimgraph.backends.mlir.registry import MlirUnsupported  # noqa: E402
+from dimgraph.core.join import concatenate  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import sampler_models  # noqa: E402
@@ -131,7 +131,7 @@ def test_the_compiled_module_is_cached_on_disk(tmp_path, monkeypatch):
     key = f._compiled.cache_key
     assert (tmp_path / "mlir" / f"{key}.vmfb").exists() and (tmp_path / "mlir" / f"{key}.sha256").exists()
     calls = []
-    import iree.compiler as compiler
+    from iree import compiler
 
     monkeypatch.setattr(compiler, "compile_str", lambda *a, **k: calls.append(a))
     g = dg.function([y], dg.exp(y).sum() * 3.0, backend="mlir")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.backends import Backend, Compiled
+
 # Emitter families, mirroring dimgraph.core; each registers its ops with `registry.mlir_impl`.
 from dimgraph.backends.mlir import control, elemwise, linalg, shape, subtensor  # noqa: F401
 from dimgraph.backends.mlir.build import compile_module, load

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.backends.mlir.emitter import Value, element, generic, tensor_type
 from dimgraph.backends.mlir.elemwise import _identity
+from dimgraph.backends.mlir.emitter import Value, element, generic, tensor_type
 from dimgraph.backends.mlir.registry import mlir_impl
 from dimgraph.backends.mlir.scalar import convert
 from dimgraph.core.linalg import MatMul

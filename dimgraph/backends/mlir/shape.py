@@ -82,7 +82,7 @@ def _alloc(op, node, e, ins):
     v, entries = ins[0], ins[1:]
     out = node.outputs[0]
     dims = tuple(dims_from(e, out.type.shape, entries))
-    rank, lead = len(dims), len(dims) - v.ndim
+    lead = len(dims) - v.ndim
     exprs = []
     for j, s in enumerate(node.inputs[0].type.shape):
         if s == 1:
