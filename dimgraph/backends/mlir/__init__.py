@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.backends import Backend, Compiled
+
 # Emitter families, mirroring dimgraph.core; each registers its ops with `registry.mlir_impl`.
-from dimgraph.backends.mlir import control, elemwise, shape, subtensor  # noqa: F401
+from dimgraph.backends.mlir import control, elemwise, linalg, shape, subtensor  # noqa: F401
 from dimgraph.backends.mlir.build import compile_module, load
 from dimgraph.backends.mlir.program import boundary_dtype, module_text
 from dimgraph.backends.mlir.registry import MlirUnsupported, mlir_impl  # noqa: F401

@@ -25,8 +25,7 @@ FLAGS = (
 
 def _iree():
     try:
-        import iree.compiler as compiler
-        import iree.runtime as runtime
+        from iree import compiler, runtime
     except ImportError as err:
         raise BackendUnavailable(
             "mlir backend: IREE is not installed; install the extra: pip install 'dimgraph[mlir]' "

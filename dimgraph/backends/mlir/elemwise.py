@@ -12,9 +12,21 @@ import math
 
 import numpy as np
 
-from dimgraph.backends.mlir.emitter import Value, broadcast_exprs, element, generic, tensor_type
+from dimgraph.backends.mlir.emitter import (
+    Value,
+    broadcast_exprs,
+    element,
+    generic,
+    tensor_type,
+)
 from dimgraph.backends.mlir.registry import MlirUnsupported, mlir_impl
-from dimgraph.backends.mlir.scalar import Floats, check_composite, convert, print_composite, scalar_step
+from dimgraph.backends.mlir.scalar import (
+    Floats,
+    check_composite,
+    convert,
+    print_composite,
+    scalar_step,
+)
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.fused import CAReduceElemwise
 from dimgraph.core.reduce import CAReduce

@@ -82,7 +82,7 @@ def _alloc(op, node, e, ins):
     v, entries = ins[0], ins[1:]
     out = node.outputs[0]
     dims = tuple(dims_from(e, out.type.shape, entries))
-    rank, lead = len(dims), len(dims) - v.ndim
+    lead = len(dims) - v.ndim
     exprs = []
     for j, s in enumerate(node.inputs[0].type.shape):
         if s == 1:
@@ -120,13 +120,12 @@ def _join(op, node, e, ins):
 
 @mlir_impl.register(Split)
 def _split(op, node, e, ins):
-    x, sizes = ins[0], ins[1:]
+    x, symbolic = ins[0], iter(ins[1:])  # one size input per size the op leaves open (None)
     axis = op.axis
     offset = 0
     outs = []
-    for out, s, static in zip(node.outputs, sizes, op.sizes if op.sizes else [None] * len(sizes)):
-        n = out.type.shape[axis]
-        n = int(n) if n is not None else e.index_of(s)
+    for size in op.sizes:
+        n = int(size) if size is not None else e.index_of(next(symbolic))
         dims = tuple(n if ax == axis else d for ax, d in enumerate(x.dims))
         offsets = ", ".join(str(offset) if ax == axis else "0" for ax in range(x.ndim))
         text = f"[{offsets}] [{', '.join(str(d) for d in dims)}] [{', '.join('1' for _ in dims)}]"

@@ -17,7 +17,15 @@ from dimgraph.backends.mlir.elemwise import copy
 from dimgraph.backends.mlir.emitter import Value, element, generic, tensor_type
 from dimgraph.backends.mlir.registry import MlirUnsupported, mlir_impl
 from dimgraph.backends.mlir.shape import reshape
-from dimgraph.core.subtensor import ARRAY, NEWAXIS, SYMBOLIC, AdvancedIncSubtensor, AdvancedSubtensor, IncSubtensor, Subtensor
+from dimgraph.core.subtensor import (
+    ARRAY,
+    NEWAXIS,
+    SYMBOLIC,
+    AdvancedIncSubtensor,
+    AdvancedSubtensor,
+    IncSubtensor,
+    Subtensor,
+)
 
 
 def _position(e, p, n, axis):
