@@ -261,7 +261,7 @@ class MvStudentTRandomWalk(RandomWalk):
     """
 
     def __init__(self, nu, mu=0.0, scale=None, tau=None, chol=None, dims=None, init_dist=None, time=None):
-        from dimgraph.labeled.distributions_more import MvStudentT
+        from multivariate_more import MvStudentT
 
         super().__init__(init_dist, MvStudentT(nu, mu, scale=scale, tau=tau, chol=chol, dims=dims), time)
 
@@ -271,7 +271,7 @@ class AR(Distribution):
     eps_t ~ N(0, sigma), the first p values iid from `init_dist` (default normal(0, 100), as PyMC's).
 
     `rho` holds the coefficients on the lag dim `lag=` (rho at lag position 0 multiplies x_(t-1));
-    a `rho` without it is an AR(1). `constant` is a value (PyMC's `constant=True` reads it from
+    without `lag=` it is an AR(1) and every dim of `rho` a batch dim. `constant` is a value (PyMC's `constant=True` reads it from
     `rho[0]`: here it is its own parameter, 0 by default).
 
     >>> import dimgraph as dg, numpy as np
@@ -288,9 +288,7 @@ class AR(Distribution):
     def __init__(self, rho, sigma=1.0, constant=0.0, init_dist=None, lag=None, time=None):
         super().__init__(rho, sigma, constant)
         rho = self.params["rho"]
-        if lag is None:
-            if rho.type.ndim:
-                raise TypeError(f"ar: give the lag dim of rho as lag= (one of its dims {fmt_dims(rho.dims)}), or a rho without dims for an AR(1)")
+        if lag is None:  # an AR(1): every dim of rho is a batch dim
             self.lag, self.order = None, 1
         else:
             (self.lag,) = resolve_dims(rho.dims, [lag], "ar: lag")
