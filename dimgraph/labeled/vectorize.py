@@ -139,8 +139,8 @@ def _positional_params(node, ins):
     if isinstance(op, Concat):
         dims, joined, new = concat_dims(ins, op.dim if op.new else op.dim.name)
         return [Concat(joined, new, dims)(*ins)]
-    if not extra:
-        return None
+    if not extra and (not is_labeled(x) or tuple(x.type.dims) == tuple(old)):
+        return None  # the same dims in the same order: the parameters still fit (reordered ones are rebuilt)
     if isinstance(op, (Isel, IselUpdate)):
         by_dim = dict(zip(old, op.entries))
         entries = tuple(by_dim.get(d, ("slice", None, None, None, d)) for d in x.type.dims)
