@@ -16,6 +16,7 @@ from dimgraph.prob.transforms import (  # noqa: F401
     Log,
     LogOdds,
     Ordered,
+    PositiveDefinite,
     Simplex,
     Transform,
     ZeroSum,

@@ -29,8 +29,12 @@ ORDER = ["base", "core", "labeled", "prob", "lower", "backends", "compile", "fac
 BASE = {"dimgraph.errors", "dimgraph.config", "dimgraph.version", "dimgraph.lazy", "dimgraph.progress"}
 # backends see only core (and base): a backend never reads Dims, labeled ops or the compile layer
 ALLOWED_BY_BACKENDS = {"base", "core", "backends"}
-# Upward imports allowed by name (none: `Variable.eval` reaches compile through `core.graph.register_evaluator`).
-EXCEPTIONS = set()
+# Upward imports allowed by name (`Variable.eval` reaches compile through `core.graph.register_evaluator`, no exception).
+EXCEPTIONS = {
+    # Euler-Maruyama's draws: each step is the user's sde_fn of the last value, a loop no labeled math unrolls
+    # (AR and GARCH recursions are linear and need none); a loop lowers its step, so it is built by `dg.scan`.
+    ("dimgraph.prob.timeseries", "dimgraph.lower.control"),
+}
 # The function-level imports left inside dimgraph.labeled, each with the load-time circle it would close.
 LAZY_IN_LABELED = {
     ("dimgraph.labeled.type", "dimgraph.labeled.variable"): "a type makes its variables, whose operators import every labeled op module, which import types",

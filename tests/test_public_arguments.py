@@ -240,6 +240,32 @@ CUSTOM = {
     "truncated": (lambda **p: dg.dist.truncated(dg.dist.normal(0.0, 1.0), **p), {"lower": 0.0, "upper": 1.0}),
     "censored": (lambda **p: dg.dist.censored(dg.dist.normal(0.0, 1.0), **p), {"lower": 0.0, "upper": 1.0}),
 }
+_T, _EYE, _W = dg.Dim("t", size=3), dg.constant(np.eye(2), dims=(_R, _C)), np.array([[0, 1], [1, 0]])
+_P = dg.constant(np.array([0.3, 0.7]), dims=(_K,))
+CUSTOM.update({  # the multivariate families and the time series: matrices on dims, a graph, a time Dim
+    "mv_student_t": (lambda **p: dg.dist.mv_student_t(dims=(_R, _C), **p), {"nu": 3.0, "mu": 0.0, "scale": _EYE}),
+    "multinomial": (lambda **p: dg.dist.multinomial(dim=_K, **p), {"n": 3, "p": _P}),
+    "dirichlet_multinomial": (lambda **p: dg.dist.dirichlet_multinomial(dim=_K, **p), {"n": 3, "a": _P}),
+    "stick_breaking_weights": (lambda **p: dg.dist.stick_breaking_weights(dim=_K, **p), {"alpha": 1.0}),
+    "car": (lambda **p: dg.dist.car(W=_W, dim=_K, **p), {"mu": 0.0, "alpha": 0.5, "tau": 1.0}),
+    "icar": (lambda **p: dg.dist.icar(_W, dim=_K, **p), {"sigma": 1.0, "zero_sum_stdev": 0.001}),
+    "kronecker_normal": (lambda **p: dg.dist.kronecker_normal(covs=[_EYE], dims=[(_R, _C)], **p), {"mu": 0.0, "sigma": 0.5}),
+    "matrix_normal": (
+        lambda **p: dg.dist.matrix_normal(rowcov=_EYE, colcov=_EYE.rename({"r": "k", "c": "k2"}), rowdims=(_R, _C), coldims=("k", "k2"), **p),
+        {"mu": 0.0},
+    ),
+    "wishart": (lambda **p: dg.dist.wishart(dims=(_R, _C), **p), {"nu": 3.0, "V": _EYE}),
+    "inverse_wishart": (lambda **p: dg.dist.inverse_wishart(dims=(_R, _C), **p), {"nu": 3.0, "V": _EYE}),
+    "random_walk": (lambda **p: dg.dist.random_walk(dg.dist.normal(), dg.dist.normal(), time=_T, **p), {}),
+    "gaussian_random_walk": (lambda **p: dg.dist.gaussian_random_walk(time=_T, **p), {"mu": 0.0, "sigma": 1.0}),
+    "mv_gaussian_random_walk": (lambda **p: dg.dist.mv_gaussian_random_walk(dims=(_R, _C), time=_T, **p), {"mu": 0.0, "cov": _EYE}),
+    "mv_student_t_random_walk": (
+        lambda **p: dg.dist.mv_student_t_random_walk(dims=(_R, _C), time=_T, **p), {"nu": 3.0, "mu": 0.0, "scale": _EYE}
+    ),
+    "ar": (lambda **p: dg.dist.ar(time=_T, **p), {"rho": 0.5, "sigma": 1.0, "constant": 0.0}),
+    "garch11": (lambda **p: dg.dist.garch11(time=_T, **p), {"omega": 0.1, "alpha_1": 0.1, "beta_1": 0.5, "initial_vol": 1.0}),
+    "euler_maruyama": (lambda **p: dg.dist.euler_maruyama(sde_fn=lambda x: (-x, 1.0), time=_T, **p), {"dt": 0.1}),
+})
 
 
 @pytest.mark.parametrize("name", sorted(CUSTOM))

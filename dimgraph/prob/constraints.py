@@ -11,7 +11,7 @@ Static supports are values (`real`, `positive`, `nonnegative`,
 depend on a distribution's parameters or dims are built from them
 (`interval(lower, upper)`, `integer_interval(lower, upper)`, `simplex(dim)`,
 `corr_matrix(dims)`, `corr_cholesky(dims)`, `cov_cholesky(dims, packed_dim)`,
-`zero_sum(dims)`), usually in a `support` property.
+`zero_sum(dims)`, `positive_definite(dims)`), usually in a `support` property.
 """
 
 from __future__ import annotations
@@ -149,7 +149,17 @@ class ZeroSum(_OnDims):
     """Arrays summing to zero over each of `dims`."""
 
 
-_NAMES = {CorrMatrix: "corr_matrix", CorrCholesky: "corr_cholesky", CovCholesky: "cov_cholesky", ZeroSum: "zero_sum"}
+class PositiveDefinite(_OnDims):
+    """Symmetric positive definite matrices on dims (row, col)."""
+
+
+_NAMES = {
+    CorrMatrix: "corr_matrix",
+    CorrCholesky: "corr_cholesky",
+    CovCholesky: "cov_cholesky",
+    ZeroSum: "zero_sum",
+    PositiveDefinite: "positive_definite",
+}
 
 real = Real()
 positive = Positive()
@@ -165,6 +175,7 @@ corr_matrix = CorrMatrix
 corr_cholesky = CorrCholesky
 cov_cholesky = CovCholesky
 zero_sum = ZeroSum
+positive_definite = PositiveDefinite
 
 
 def union(supports, lowest, highest):

@@ -497,8 +497,42 @@ class CholeskyCov(Transform):
         return lmath.where(self._on_diag, y, 0.0).sum(self.free)
 
 
+class PositiveDefinite(CholeskyCov):
+    """Symmetric positive definite matrices on dims (row, col) <-> R^(n(n+1)/2): X = L L^T with L from
+    `CholeskyCov` (lower triangular, its diagonal on the log scale).
+
+    X's lower triangle depends triangularly on L's, log|det dX/dL| = n log 2 + sum_i (n - i) log L_ii
+    (rows from 0), so with log L_ii = y_ii the log-Jacobian is n log 2 + sum_i (n - i + 1) y_ii.
+    """
+
+    name = "positive_definite"
+
+    def __init__(self, dims):
+        super().__init__(dims)
+        rows, cols = np.tril_indices(self.n)
+        self._diag_weight = constant(np.where(rows == cols, self.n - rows + 1.0, 0.0), dims=(self.free,))
+
+    @classmethod
+    def from_name(cls, dist, dims, what):
+        return cls(_core_dims(cls, dist, what))
+
+    def backward(self, y):
+        chol = super().backward(y)
+        inner = Dim(f"_{self.row.name}_{self.col.name}_inner", size=self.n)
+        product = (chol.rename({self.col: inner}) * chol.rename({self.col: inner}).rename({self.row: self.col})).sum(inner)
+        return product.transpose(*[d for d in product.dims if d not in (self.row, self.col)], self.row, self.col)
+
+    def forward(self, x):
+        return super().forward(linalg.cholesky(lmath.as_operand(x, "forward"), dims=(self.row, self.col)))
+
+    def log_jac_det(self, y):
+        y = lmath.as_operand(y, "log_jac_det")
+        return (self._diag_weight * y).sum(self.free) + self.n * math.log(2.0)
+
+
 TRANSFORMS = {
-    t.name: t for t in (Identity, Log, LogOdds, Interval, Simplex, Ordered, ZeroSum, CholeskyCorr, Corr, CholeskyCov)
+    t.name: t
+    for t in (Identity, Log, LogOdds, Interval, Simplex, Ordered, ZeroSum, CholeskyCorr, Corr, CholeskyCov, PositiveDefinite)
 }
 """{name: Transform class}: the names a user's `transform=` may give."""
 
@@ -543,6 +577,7 @@ bijection_for(constraints.ZeroSum)(lambda c: ZeroSum(c.dims))
 bijection_for(constraints.CorrCholesky)(lambda c: CholeskyCorr(c.dims))
 bijection_for(constraints.CorrMatrix)(lambda c: Corr(c.dims))
 bijection_for(constraints.CovCholesky)(lambda c: CholeskyCov(c.dims, c.packed_dim))
+bijection_for(constraints.PositiveDefinite)(lambda c: PositiveDefinite(c.dims))
 
 
 def transform_for(dist, dims, spec=None, what="transform"):

@@ -726,6 +726,36 @@ _EXAMPLES = {  # an instance of each distribution whose constructor needs more t
 }
 
 
+# the multivariate families and the time series (tests/prob/test_multivariate_families.py, test_timeseries.py)
+_T, _EYE = dg.Dim("st", size=4), dg.constant(np.eye(3), dims=(_I, _J))
+_W = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]])
+EXPECTED_TRANSFORMS.update({
+    "mv_student_t": T.Identity, "multinomial": None, "dirichlet_multinomial": None, "stick_breaking_weights": T.Simplex,
+    "car": T.Identity, "icar": T.Identity, "kronecker_normal": T.Identity, "matrix_normal": T.Identity,
+    "wishart": T.PositiveDefinite, "inverse_wishart": T.PositiveDefinite, "random_walk": T.Identity,
+    "gaussian_random_walk": T.Identity, "mv_gaussian_random_walk": T.Identity, "mv_student_t_random_walk": T.Identity,
+    "ar": T.Identity, "garch11": T.Identity, "euler_maruyama": T.Identity,
+})
+_EXAMPLES.update({
+    "mv_student_t": lambda: dg.dist.mv_student_t(3.0, 0.0, scale=_EYE, dims=(_I, _J)),
+    "multinomial": lambda: dg.dist.multinomial(5, dg.constant(np.ones(3), dims=(_K,)), dim=_K),
+    "dirichlet_multinomial": lambda: dg.dist.dirichlet_multinomial(5, dg.constant(np.ones(3), dims=(_K,)), dim=_K),
+    "stick_breaking_weights": lambda: dg.dist.stick_breaking_weights(1.0, dim=_K),
+    "car": lambda: dg.dist.car(0.0, _W, 0.5, 1.0, dim=_K), "icar": lambda: dg.dist.icar(_W, dim=_K),
+    "kronecker_normal": lambda: dg.dist.kronecker_normal(0.0, covs=[_EYE], dims=[(_I, _J)]),
+    "matrix_normal": lambda: dg.dist.matrix_normal(
+        0.0, rowcov=_EYE, colcov=_EYE.rename({"si": "sk", "sj": "sk2"}), rowdims=(_I, _J), coldims=("sk", "sk2")
+    ),
+    "wishart": lambda: dg.dist.wishart(4.0, _EYE, dims=(_I, _J)), "inverse_wishart": lambda: dg.dist.inverse_wishart(4.0, _EYE, dims=(_I, _J)),
+    "random_walk": lambda: dg.dist.random_walk(dg.dist.normal(), dg.dist.normal(), time=_T),
+    "gaussian_random_walk": lambda: dg.dist.gaussian_random_walk(time=_T),
+    "mv_gaussian_random_walk": lambda: dg.dist.mv_gaussian_random_walk(0.0, cov=_EYE, dims=(_I, _J), time=_T),
+    "mv_student_t_random_walk": lambda: dg.dist.mv_student_t_random_walk(3.0, 0.0, scale=_EYE, dims=(_I, _J), time=_T),
+    "ar": lambda: dg.dist.ar(0.5, time=_T), "garch11": lambda: dg.dist.garch11(0.1, 0.1, 0.5, 1.0, time=_T),
+    "euler_maruyama": lambda: dg.dist.euler_maruyama(0.1, lambda x: (-x, 1.0), time=_T),
+})
+
+
 def test_every_distribution_states_its_support_and_its_transform_follows():
     for name, cls in dg.dist.DISTRIBUTIONS.items():
         if name in ("mixture", "censored", "truncated"):
