@@ -17,7 +17,7 @@ from dimgraph.compile.function import function
 from dimgraph.core.random import rng_state, seed_state
 from dimgraph.labeled.dims import Dim
 from dimgraph.labeled.vectorize import vectorize_graph
-from dimgraph.model import results
+from dimgraph.model import marginal, results
 
 
 def _named(var, name, dims):
@@ -69,15 +69,18 @@ def data_groups(model):
     return groups
 
 
-def _posterior_inputs(model):
-    return [v.value for v in model._free.values()] + [v.var for v in model._data.values()]
+def _posterior_inputs(model, latents=True):
+    """The free variables' values (the marginalized ones only with `latents`) and the data inputs."""
+    free = [v for v in model._free.values() if latents or v.name not in model._marginalized]
+    return [v.value for v in free] + [v.var for v in model._data.values()]
 
 
-def _posterior_values(model, posterior):
-    missing = [n for n in model._free if n not in posterior]
+def _posterior_values(model, posterior, latents=True):
+    names = [n for n in model._free if latents or n not in model._marginalized]
+    missing = [n for n in names if n not in posterior]
     if missing:
         raise KeyError(f"the posterior lacks the random variables {missing}; it has {list(posterior.data_vars)}")
-    return [posterior[n] for n in model._free] + [v.array for v in model._data.values()]
+    return [posterior[n] for n in names] + [v.array for v in model._data.values()]
 
 
 def _predictive_function(model, backend):
@@ -95,6 +98,8 @@ def posterior(model, idata, seed, backend, extend):
     if not model._observed:
         raise ValueError("posterior_predictive: the model has no observed variables")
     post = results.group(idata, "posterior")
+    if any(n not in post for n in model._marginalized):  # the latents drawn from their conditionals first
+        post = model.recover(post, seed=seed, backend=backend)
     fn = model._function(("posterior_predictive", backend), lambda: _predictive_function(model, backend))
     draws = fn(*_posterior_values(model, post), *[v.array for v in model._observed.values()], seed_state(seed))
     groups = {"posterior_predictive": draws.assign_coords({k: post.coords[k] for k in ("chain", "draw") if k in post.coords})}
@@ -105,13 +110,16 @@ def posterior(model, idata, seed, backend, extend):
 
 
 def _log_likelihood_function(model, backend):
+    _, found = marginal.split_terms(model)
+    taken = {n for g in found for n in g.terms}
     named = [_named(v.dist.logp(v.var), v.name, [d for d in v.dims if d in v.dist.logp(v.var).dims])
-             for v in model._observed.values()]
-    inputs = _posterior_inputs(model) + [v.var for v in model._observed.values()]
+             for v in model._observed.values() if v.name not in taken]
+    named += [_named(g.marginal(), marginal.pointwise_name(model, g), g.dims) for g in found if marginal.pointwise_name(model, g)]
+    inputs = _posterior_inputs(model, latents=False) + [v.var for v in model._observed.values()]
     return function(inputs, named, backend=backend, map_extra_dims=True, output="dataset")
 
 
 def log_likelihood(model, posterior, backend):
     fn = model._function(("log_likelihood", backend), lambda: _log_likelihood_function(model, backend))
-    out = fn(*_posterior_values(model, posterior), *[v.array for v in model._observed.values()])
+    out = fn(*_posterior_values(model, posterior, latents=False), *[v.array for v in model._observed.values()])
     return out.assign_coords({k: posterior.coords[k] for k in ("chain", "draw") if k in posterior.coords})

@@ -1,0 +1,316 @@
+"""Discrete latent variables marginalized by name: the model's log density summed over their supports.
+
+A marginalized latent `z` on dims D keeps its place in the model (prior draws
+give it) but leaves the sampled parameters. Its support is a Dim (`z_support`,
+a twin of a categorical's dim, with its coords; the integers of a bounded
+count). The latent's own log density and those of the terms that read it (its
+dependents: observed variables, continuous or other marginalized variables)
+are rebuilt with `z` swapped for every support value (`vectorize_graph` over
+the support Dim, one more dim on every term), each dependent summed over its
+dims beyond D, and the sum reduced by `logsumexp` over the support Dim: one
+term on D. That is the marginal only if `z`'s entries stay apart between `z`
+and its dependents: no op on the way reduces, cumulates, differences, shifts,
+rolls, gathers along or contracts one of D; the graph is read and any such
+op is an error naming the latent, the op and the dim.
+
+Latents read by one dependent are marginalized together (one support Dim
+each, their product enumerated: at most `MAX_PRODUCT_SUPPORT` values per entry
+of D); they need the same dims. The joint on (D, supports) also gives, per
+posterior draw, the latents' conditional probabilities and their draws
+(`latent_probabilities`, `recover`), normalized in NumPy after one compiled
+call mapped over (chain, draw).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dimgraph.compile.function import function
+from dimgraph.core.graph import ancestors, toposort
+from dimgraph.labeled.basic import constant
+from dimgraph.labeled.dims import Dim, fmt_dims
+from dimgraph.labeled.distributions import Bernoulli, Binomial, Categorical, NegativeBinomial, Poisson
+from dimgraph.labeled.distributions_factories import Truncated
+from dimgraph.labeled.indexing import Isel
+from dimgraph.labeled.math import logsumexp
+from dimgraph.labeled.ops import (
+    BroadcastTo,
+    ExpandDims,
+    FullLike,
+    LabeledCumulative,
+    LabeledDiff,
+    LabeledElemwise,
+    LabeledReduce,
+    Squeeze,
+    Transpose,
+)
+from dimgraph.labeled.vectorize import vectorize_graph
+
+MAX_PRODUCT_SUPPORT = 4096  # support values per entry of latents marginalized together
+
+
+# --- supports
+def support_values(dist, what):
+    """(support values as int64, their labels) of a discrete distribution with a finite support known now."""
+    if isinstance(dist, Bernoulli):
+        return np.arange(2), None
+    if isinstance(dist, Categorical):
+        values = np.arange(dist.dim.size)
+        return values, dist.dim.coords
+    if isinstance(dist, Binomial):
+        n = _constant(dist.params["n"], f"{what}: binomial's n")
+        return np.arange(int(np.max(n)) + 1), None
+    if isinstance(dist, Truncated) and isinstance(dist.base, (Poisson, NegativeBinomial)):
+        if dist.upper is None:
+            raise ValueError(f"{what}: a truncated {type(dist.base).__name__.lower()} needs upper= to be marginalized "
+                             "(its support is then lower..upper)")
+        upper = int(np.max(_constant(dist.upper, f"{what}: the upper bound")))
+        lower = 0 if dist.lower is None else int(np.min(_constant(dist.lower, f"{what}: the lower bound")))
+        return np.arange(max(lower, 0), upper + 1), None
+    enumerable = getattr(dist, "enumerate_support", None)
+    if enumerable is not None:
+        return enumerable(what)
+    raise TypeError(
+        f"{what}: cannot marginalize a {type(dist).__name__.lower()}; marginalizable are bernoulli, categorical, "
+        "discrete_uniform, binomial with a constant n and truncated(poisson | negative_binomial, upper=N)"
+    )
+
+
+def _constant(var, what):
+    if not hasattr(var, "data"):
+        raise ValueError(f"{what} must be a number (a constant), not an expression of the model's variables")
+    return np.asarray(var.data)
+
+
+class Latent:
+    """A marginalized variable: its model entry, its support Dim and the support values."""
+
+    def __init__(self, entry):
+        what = f"marginalize {entry.name!r}"
+        self.entry = entry
+        self.name = entry.name
+        unsized = [d.name for d in entry.dims if d.size is None]
+        if unsized:
+            raise ValueError(f"{what}: dims {unsized} have no size; a marginalized variable needs static sizes")
+        values, labels = support_values(entry.dist, what)
+        self.values = values.astype("int64")
+        self.dim = Dim(f"{entry.name}_support", coords=values if labels is None else labels)
+
+    @property
+    def value(self):
+        return self.entry.value
+
+    @property
+    def dims(self):
+        return self.entry.dims
+
+    def spread(self):
+        """The support values on (support dim, *dims): what the latent is swapped for."""
+        shape = (self.dim.size, *(d.size for d in self.dims))
+        values = np.broadcast_to(self.values.reshape((-1,) + (1,) * len(self.dims)), shape).copy()
+        return constant(values, dims=(self.dim, *self.dims))
+
+
+# --- which entries may not mix
+def check_entries_stay_apart(latent, term, dependent):
+    """Raise a ValueError when an op between `latent` and the term `dependent` mixes entries along its dims."""
+    names = {d.name for d in latent.dims}
+    if not names:
+        return
+    tainted = {id(latent.value)}
+    for node in toposort([term]):
+        touched = [(k, x) for k, x in enumerate(node.inputs) if id(x) in tainted]
+        if not touched:
+            continue
+        mixed = _mixed_dim(node, touched, names)
+        if mixed is not None:
+            how, dim = mixed
+            raise ValueError(
+                f"{latent.name} on {fmt_dims(latent.dims)}: {how} mixes the entries of {dim!r} before {dependent!r}; "
+                f"marginalizing {latent.name!r} entry by entry needs them apart (the marginal would be wrong)"
+            )
+        tainted.update(id(o) for o in node.outputs)
+
+
+_POINTWISE = (LabeledElemwise, Transpose, ExpandDims, BroadcastTo, FullLike)
+
+
+def _mixed_dim(node, touched, names):
+    """(what the op does, the dim) where `node` mixes a latent-carrying input along one of `names`, else None."""
+    op = node.op
+    if isinstance(op, _POINTWISE):
+        return None
+    if isinstance(op, Squeeze):
+        return None  # only size-1 dims go
+    if isinstance(op, LabeledReduce):
+        hit = [d.name for d in op.dims if d.name in names]
+        return (f"{op.kind} over {hit[0]!r}", hit[0]) if hit else None
+    if isinstance(op, (LabeledCumulative, LabeledDiff)):
+        return (f"{op} along {op.dim.name!r}", op.dim.name) if op.dim.name in names else None
+    if isinstance(op, Isel):
+        if all(k > 0 for k, _ in touched):
+            return None  # the latent indexes: pointwise along the indexer's dims
+        x = node.inputs[0]
+        for d, entry in zip(x.type.dims, op.entries):
+            if d.name in names and not (entry[0] == "slice" and entry[1:4] == (None, None, None) and entry[4] == d):
+                return (f"an index, shift or roll along {d.name!r} ({op})", d.name)
+        return None
+    for _, x in touched:
+        hit = [d.name for d in getattr(x.type, "dims", ()) if d.name in names]
+        if hit:
+            return (f"{op} on {hit[0]!r}", hit[0])
+    return None
+
+
+# --- groups of latents and their marginal terms
+class Group:
+    """Latents marginalized together (they share a dependent) and the terms that read them."""
+
+    def __init__(self, latents, terms):
+        self.latents, self.terms = latents, terms  # terms: {name: elementwise log density}
+        self.dims = latents[0].dims
+        names = [z.name for z in latents]
+        for z in latents[1:]:
+            if {d.name for d in z.dims} != {d.name for d in self.dims}:
+                raise ValueError(
+                    f"marginalize: {names} share a dependent, so they are marginalized together, which needs the same "
+                    f"dims; {latents[0].name!r} is on {fmt_dims(self.dims)}, {z.name!r} on {fmt_dims(z.dims)}"
+                )
+        size = int(np.prod([z.dim.size for z in latents]))
+        if size > MAX_PRODUCT_SUPPORT:
+            raise ValueError(
+                f"marginalize: {names} are marginalized together over {size} support values per entry, above the "
+                f"{MAX_PRODUCT_SUPPORT} enumerated"
+            )
+        for z in latents:
+            for name, term in terms.items():
+                if any(v is z.value for v in ancestors([term])):
+                    check_entries_stay_apart(z, term, name)
+
+    @property
+    def name(self):
+        return "+".join(z.name for z in self.latents)
+
+    @property
+    def support_dims(self):
+        return tuple(z.dim for z in self.latents)
+
+    def joint(self):
+        """The log density of the latents and their dependents on (dims, support dims), each dependent summed over
+        its other dims."""
+        keep = {d.name for d in self.dims}
+        total = None
+        for term in self.terms.values():
+            extra = [d for d in term.dims if d.name not in keep]
+            part = term.sum(extra) if extra else term
+            total = part if total is None else total + part
+        total = vectorize_graph(total, {z.value: z.spread() for z in self.latents})
+        return total.transpose(*self.dims, *self.support_dims)
+
+    def marginal(self):
+        """The marginal log density on the latents' dims."""
+        return logsumexp(self.joint(), list(self.support_dims))
+
+
+def groups(model, elementwise_terms):
+    """The marginalized latents of `model` in groups, given every term's elementwise log density by name."""
+    latents = {n: Latent(model._free[n]) for n in model._marginalized}
+    reads = {name: [z for z in latents.values() if any(v is z.value for v in ancestors([t]))]
+             for name, t in elementwise_terms.items()}
+    parent = {n: n for n in latents}
+
+    def root(n):
+        while parent[n] != n:
+            n = parent[n]
+        return n
+
+    for zs in reads.values():
+        for z in zs[1:]:
+            parent[root(z.name)] = root(zs[0].name)
+    out = []
+    for top in dict.fromkeys(root(n) for n in latents):
+        members = [z for n, z in latents.items() if root(n) == top]
+        terms = {name: elementwise_terms[name] for name, zs in reads.items() if any(z in members for z in zs)}
+        out.append(Group(members, terms))
+    return out
+
+
+def split_terms(model):
+    """({name: summed log density} of the terms no latent reads, [groups]): the model's log density in parts."""
+    elementwise = {v.name: v.dist.logp(v.value) for v in model._free.values()}
+    elementwise.update({v.name: v.dist.logp(v.var) for v in model._observed.values()})
+    found = groups(model, elementwise) if model._marginalized else []
+    taken = {name for g in found for name in g.terms}
+    plain = {name: t.sum() for name, t in elementwise.items() if name not in taken}
+    return plain, found
+
+
+def pointwise_name(model, group):
+    """The name the group's pointwise term has among the log-likelihoods: its observed dependents joined."""
+    observed = [n for n in group.terms if n in model._observed]
+    return "+".join(observed) if observed else None
+
+
+def reads_latent(model, var):
+    """Whether `var` (an expression) reads a marginalized latent."""
+    values = {id(model._free[n].value) for n in model._marginalized}
+    return any(id(v) in values for v in ancestors([var]))
+
+
+# --- after sampling
+def _joint_function(model, group, backend):
+    inputs = [v.value for v in model.sampled] + [v.var for v in model._data.values()] + [v.var for v in model._observed.values()]
+    joint = group.joint()
+    joint.name = "joint"
+    return function(inputs, [joint], backend=backend, map_extra_dims=True, output="dataset")
+
+
+def joint_draws(model, group, posterior, backend):
+    """The group's joint log density at every draw of `posterior`: a DataArray on (chain, draw, dims, supports)."""
+    fn = model._function(("marginal_joint", group.name, backend), lambda: _joint_function(model, group, backend))
+    values = [posterior[v.name] for v in model.sampled] + [v.array for v in model._data.values()]
+    values += [v.array for v in model._observed.values()]
+    missing = [v.name for v in model.sampled if v.name not in posterior]
+    if missing:
+        raise KeyError(f"the posterior lacks the random variables {missing}; it has {list(posterior.data_vars)}")
+    out = fn(*values)["joint"]
+    return out.assign_coords({k: posterior.coords[k] for k in ("chain", "draw") if k in posterior.coords})
+
+
+def group_of(model, name, what):
+    if name not in model._marginalized:
+        raise KeyError(f"{what}: {name!r} is not a marginalized variable; those are {list(model._marginalized)}")
+    _, found = split_terms(model)
+    return next(g for g in found if name in [z.name for z in g.latents])
+
+
+def probabilities(joint, group, name):
+    """P(latent `name` = each support value | the rest) from the group's joint (NumPy, normalized in log space)."""
+    others = [z.dim.name for z in group.latents if z.name != name]
+    log = _logsumexp_np(joint, others) if others else joint
+    return np.exp(log - _logsumexp_np(log, [next(z.dim.name for z in group.latents if z.name == name)]))
+
+
+def _logsumexp_np(da, dims):
+    top = da.max(dims)
+    top = top.where(np.isfinite(top), 0.0)
+    return np.log(np.exp(da - top).sum(dims)) + top
+
+
+def draw_latents(joint, group, rng):
+    """One draw of the group's latents per entry of `joint` (chain, draw, dims): {name: DataArray of values}."""
+    supports = [z.dim.name for z in group.latents]
+    lead = [d for d in joint.dims if d not in supports]
+    arr = joint.transpose(*lead, *supports).values
+    flat = arr.reshape(arr.shape[: len(lead)] + (-1,))
+    flat = flat - flat.max(-1, keepdims=True)
+    p = np.exp(flat)
+    p /= p.sum(-1, keepdims=True)
+    u = rng.uniform(size=p.shape[:-1] + (1,))
+    pick = np.minimum((np.cumsum(p, -1) < u).sum(-1), p.shape[-1] - 1)
+    positions = np.unravel_index(pick, [z.dim.size for z in group.latents])
+    import xarray as xr
+
+    coords = {d: joint.coords[d] for d in lead if d in joint.coords}
+    return {z.name: xr.DataArray(z.values[k], dims=lead, coords=coords, name=z.name)
+            for z, k in zip(group.latents, positions)}
