@@ -22,8 +22,8 @@ from dimgraph.core.shape import static_or_symbolic as shape_of
 from dimgraph.core.shape_ops import broadcast_to
 from dimgraph.labeled.basic import as_labeled, is_dataarray
 from dimgraph.labeled.combine import Concat, concat_dims
-from dimgraph.labeled.indexing import Isel, IselUpdate
-from dimgraph.labeled.shape import broadcast_to_dims
+from dimgraph.labeled.indexing import Isel, IselUpdate, entry_inputs
+from dimgraph.labeled.shape import arange, broadcast_to_dims
 from dimgraph.labeled.type import LabeledType
 
 
@@ -141,11 +141,11 @@ def _positional_params(node, ins):
         return [Concat(joined, new, dims)(*ins)]
     if not extra:
         return None
-    if isinstance(op, (Isel, IselUpdate)):
+    if isinstance(op, Isel):
+        return [_batched_isel(op, old, x, ins[1:])]
+    if isinstance(op, IselUpdate):
         by_dim = dict(zip(old, op.entries))
         entries = tuple(by_dim.get(d, ("slice", None, None, None, d)) for d in x.type.dims)
-        if isinstance(op, Isel):
-            return [Isel(entries, op.by_label, op.drop)(*ins)]
         return [IselUpdate(entries, op.mode, op.by_label)(*ins)]
     if isinstance(op, Transpose):
         return [Transpose(extra + tuple(op.dims))(x)]
@@ -155,6 +155,24 @@ def _positional_params(node, ins):
         renamed = dict(zip(old, op.dims))
         return [Relabel(tuple(renamed.get(d, d) for d in x.type.dims))(x)]
     return None
+
+
+def _batched_isel(op, old, x, indexers):
+    """`Isel` of `x` with new dims: each is kept whole, or, where an indexer carries it too (a batch dim both
+    gained, such as ancestral draws indexing earlier draws), indexed pointwise by its positions."""
+    by_dim = dict(zip(old, zip(op.entries, entry_inputs(op.entries, indexers))))
+    indexed = {d.name for v in indexers if is_labeled(v) for d in v.type.dims}
+    entries, inputs = [], []
+    for d in x.type.dims:
+        if d in by_dim:
+            entry, given = by_dim[d]
+        elif d.name in indexed:
+            entry, given = ("index",), [arange(d)]
+        else:
+            entry, given = ("slice", None, None, None, d), []
+        entries.append(entry)
+        inputs += given
+    return Isel(tuple(entries), op.by_label, op.drop)(x, *inputs)
 
 
 def _to_batched_positional(x, core_dims, batch):

@@ -70,6 +70,9 @@ def support_values(dist, what):
     enumerable = getattr(dist, "enumerate_support", None)
     if enumerable is not None:
         return enumerable(what)
+    if isinstance(dist, (Poisson, NegativeBinomial)):
+        name = type(dist).__name__.lower()
+        raise TypeError(f"{what}: a {name} has no finite support to sum over; bound it: truncated({name}(...), upper=N)")
     raise TypeError(
         f"{what}: cannot marginalize a {type(dist).__name__.lower()}; marginalizable are bernoulli, categorical, "
         "discrete_uniform, binomial with a constant n and truncated(poisson | negative_binomial, upper=N)"
