@@ -32,6 +32,7 @@ from dimgraph.labeled.dims import Dim, fmt_dims
 from dimgraph.labeled.distributions import Bernoulli, Binomial, Categorical, NegativeBinomial, Poisson
 from dimgraph.labeled.distributions_factories import Truncated
 from dimgraph.labeled.indexing import Isel
+from dimgraph.labeled.markov_chain import MarkovChain
 from dimgraph.labeled.math import logsumexp
 from dimgraph.labeled.ops import (
     BroadcastTo,
@@ -45,6 +46,7 @@ from dimgraph.labeled.ops import (
     Transpose,
 )
 from dimgraph.labeled.vectorize import vectorize_graph
+from dimgraph.lower.control import scan
 
 MAX_PRODUCT_SUPPORT = 4096  # support values per entry of latents marginalized together
 
@@ -54,7 +56,7 @@ def support_values(dist, what):
     """(support values as int64, their labels) of a discrete distribution with a finite support known now."""
     if isinstance(dist, Bernoulli):
         return np.arange(2), None
-    if isinstance(dist, Categorical):
+    if isinstance(dist, (Categorical, MarkovChain)):
         values = np.arange(dist.dim.size)
         return values, dist.dim.coords
     if isinstance(dist, Binomial):
@@ -215,6 +217,77 @@ class Group:
         return logsumexp(self.joint(), list(self.support_dims))
 
 
+class ChainGroup:
+    """A marginalized Markov chain (a hidden Markov model's states): the forward algorithm over its time dim.
+
+    The dependents' log densities, swapped for every state (the support Dim), are the
+    emissions on (time, *batch, support); alpha_t = logsumexp over the previous state of
+    alpha_{t-1} + log P, plus the emission at t, one `dg.scan` step per time step in log
+    space, so a log-likelihood far beyond exp's range stays finite with its gradient.
+    """
+
+    def __init__(self, latent, terms):
+        self.latents, self.terms = [latent], terms
+        self.latent, self.dist = latent, latent.entry.dist
+        self.time = self.dist.time
+        self.dims = tuple(d for d in latent.dims if d != self.time)  # the batch dims: chains apart
+        self.next = latent.dim.rename(f"{latent.dim.name}_next")
+        for name, term in terms.items():
+            check_entries_stay_apart(latent, term, name)
+
+    @property
+    def name(self):
+        return self.latent.name
+
+    def emission(self):
+        """The dependents' log density at each state: on (time, *batch, support)."""
+        z = self.latent
+        total = None
+        for term in self.terms.values():
+            extra = [d for d in term.dims if d not in z.dims]
+            part = term.sum(extra) if extra else term
+            total = part if total is None else total + part
+        if total is None:
+            total = constant(np.zeros((z.dim.size,) + tuple(d.size for d in z.dims)), dims=(z.dim, *z.dims))
+        else:
+            total = vectorize_graph(total, {z.value: z.spread()})
+        return total.transpose(self.time, *self.dims, z.dim)
+
+    def log_init(self):
+        return _spread_to(self.dist.log_init().rename({self.dist.dim.name: self.latent.dim}), (*self.dims, self.latent.dim))
+
+    def log_trans(self):
+        lt = self.dist.log_trans().rename({self.dist.dim.name: self.latent.dim, self.dist.next_dim.name: self.next})
+        lead = (self.time,) if self.dist.time_varying else ()
+        return _spread_to(lt, (*lead, *self.dims, self.latent.dim, self.next))
+
+    def marginal(self):
+        """log p(dependents | parameters) per chain: on the batch dims."""
+        e, li, lt = self.emission(), self.log_init(), self.log_trans()
+        S, order = self.latent.dim, (*self.dims, self.latent.dim)
+        alpha = (li + e.isel({self.time.name: 0})).transpose(*order)
+        if self.time.size > 1:
+            later = slice(1, None)
+            sequences = [e.isel({self.time.name: later})]
+            if self.dist.time_varying:
+                sequences.append(lt.isel({self.time.name: later}))
+
+            def step(a, e_t, *lt_t):
+                moved = logsumexp(a + (lt_t[0] if lt_t else lt), [S]).rename({self.next.name: S})
+                return (moved + e_t).transpose(*order)
+
+            alpha, _ = scan(step, alpha, sequences=sequences, dim=self.time.name, name=f"forward {self.name!r}")
+        return logsumexp(alpha, [S])
+
+
+def _spread_to(x, dims):
+    """`x` broadcast to `dims` (it holds a subset of them), in that order."""
+    missing = [d for d in dims if d not in x.dims]
+    if missing:
+        x = x + constant(np.zeros([d.size for d in missing]), dims=tuple(missing))
+    return x.transpose(*dims)
+
+
 def groups(model, elementwise_terms):
     """The marginalized latents of `model` in groups, given every term's elementwise log density by name."""
     latents = {n: Latent(model._free[n]) for n in model._marginalized}
@@ -234,7 +307,14 @@ def groups(model, elementwise_terms):
     for top in dict.fromkeys(root(n) for n in latents):
         members = [z for n, z in latents.items() if root(n) == top]
         terms = {name: elementwise_terms[name] for name, zs in reads.items() if any(z in members for z in zs)}
-        out.append(Group(members, terms))
+        chains = [z for z in members if isinstance(z.entry.dist, MarkovChain)]
+        if chains and len(members) > 1:
+            raise ValueError(f"marginalize: the Markov chain {chains[0].name!r} shares a dependent with "
+                             f"{[z.name for z in members if z is not chains[0]]}; a chain is marginalized alone")
+        if chains:
+            out.append(ChainGroup(chains[0], {n: t for n, t in terms.items() if n != chains[0].name}))
+        else:
+            out.append(Group(members, terms))
     return out
 
 
@@ -243,7 +323,7 @@ def split_terms(model):
     elementwise = {v.name: v.dist.logp(v.value) for v in model._free.values()}
     elementwise.update({v.name: v.dist.logp(v.var) for v in model._observed.values()})
     found = groups(model, elementwise) if model._marginalized else []
-    taken = {name for g in found for name in g.terms}
+    taken = {name for g in found for name in [*g.terms, *(z.name for z in g.latents)]}
     plain = {name: t.sum() for name, t in elementwise.items() if name not in taken}
     return plain, found
 

@@ -1,0 +1,110 @@
+"""`MarkovChain`: a discrete-state Markov chain over a time Dim, the hidden state of a hidden Markov model.
+
+The initial probabilities are on the state dim, the transition matrix on
+(state, next state) with rows normalized over the next state; the matrix may
+also carry the time dim (the transition into step t is its slice t; slice 0
+is not read). Any other dim of either is a batch dim: independent chains
+(sequences, sites). Values are the state positions on (time, *batch dims).
+The log density picks each step's entries by comparing positions (no
+gathers), so it is differentiable in both parameters; draws run one `dg.scan`
+over time, each step inverting the row's cdf at a uniform drawn beforehand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dimgraph.errors import DimError
+from dimgraph.labeled import math as lmath
+from dimgraph.labeled.dims import Dim, fmt_dims, resolve_dims
+from dimgraph.labeled.distributions import Distribution, _check_option, _invalid_to_nan
+from dimgraph.labeled.random import labeled_params, primitive_draw
+from dimgraph.labeled.shape import arange
+
+
+class MarkovChain(Distribution):
+    """States on `time` from initial probabilities `init` (on `dim`) and transitions `trans` (on `dim`, `next_dim`).
+
+    >>> import dimgraph as dg, numpy as np
+    >>> state, nxt, time = dg.Dim("state", size=2), dg.Dim("next", size=2), dg.Dim("time", size=3)
+    >>> chain = dg.dist.markov_chain(dg.constant(np.array([0.5, 0.5]), dims=(state,)),
+    ...                              dg.constant(np.array([[0.9, 0.1], [0.2, 0.8]]), dims=(state, nxt)),
+    ...                              dim=state, next_dim=nxt, time=time)
+    >>> path = dg.constant(np.array([0, 0, 1]), dims=(time,))
+    >>> round(float(chain.logp(path).eval(backend="python")), 6)  # log(0.5 * 0.9 * 0.1)
+    -3.101093
+    """
+
+    names = ("init", "trans")
+    default_transform = None
+    discrete = True
+
+    def __init__(self, init, trans, dim=None, next_dim=None, time=None):
+        init, trans = labeled_params({"init": init, "trans": trans}, "markov_chain")
+        self.params = {"init": init, "trans": trans}
+        if dim is None or next_dim is None:
+            raise TypeError("markov_chain: give the state dim as dim= and the transition matrix's next-state dim as next_dim=")
+        (self.dim,) = resolve_dims(init.dims, dim, "markov_chain", "init")
+        (self.next_dim,) = resolve_dims(trans.dims, next_dim, "markov_chain", "trans")
+        if self.dim not in trans.dims:
+            raise DimError(f"markov_chain: trans must be on the state dim {self.dim.name!r} and {self.next_dim.name!r}, got {fmt_dims(trans.dims)}")
+        if self.next_dim.size != self.dim.size:
+            raise DimError(f"markov_chain: next_dim {self.next_dim!r} must have the state dim's size {self.dim.size}")
+        if not isinstance(time, Dim) or time.size is None:
+            raise TypeError(f"markov_chain: time= must be a Dim with a size (the chain's steps), got {time!r}")
+        self.time = time
+        clash = [d for d in (*init.dims, *trans.dims) if d.name == time.name and d != time]
+        if clash or time in init.dims:
+            raise DimError(f"markov_chain: init must not vary along time, and trans's time dim must be {time!r}")
+
+    @property
+    def time_varying(self):
+        return self.time in self.params["trans"].dims
+
+    def log_init(self):
+        """log P(s_0) on (dim, *batch): `init` normalized over the states."""
+        init = self.params["init"]
+        return lmath.log(init) - lmath.log(init.sum(self.dim))
+
+    def log_trans(self):
+        """log P(s_t = next | s_{t-1} = dim) on (dim, next_dim, [time], *batch): rows normalized."""
+        trans = self.params["trans"]
+        return lmath.log(trans) - lmath.log(trans.sum(self.next_dim))
+
+    def valid(self, init, trans):
+        return (init >= 0).all(self.dim) & (trans >= 0).all([self.dim, self.next_dim]) & (init.sum(self.dim) > 0)
+
+    def logp(self, x, check="nan"):
+        _check_option(check)
+        x = lmath.as_operand(x, "logp")
+        here = arange(self.dim) == x
+        first = lmath.where(here, self.log_init(), 0.0).sum(self.dim).isel({self.time.name: 0})
+        prev = x.shift({self.time.name: 1}, fill_value=0)
+        row = lmath.where(arange(self.dim) == prev, self.log_trans(), 0.0).sum(self.dim)
+        step = lmath.where(arange(self.next_dim) == x, row, 0.0).sum(self.next_dim)
+        later = lmath.where(arange(self.time) > 0, step, 0.0).sum(self.time)
+        inside = ((x >= 0) & (x < self.dim.size)).all(self.time)
+        density = lmath.where(inside, first + later, -np.inf)
+        return _invalid_to_nan(density, self.valid(**self.params), check, "markov_chain")
+
+    def draw(self, state, extra_dims=()):
+        from dimgraph.lower.control import scan
+
+        init, trans = self.params["init"], self.params["trans"]
+        core = {self.dim.name, self.next_dim.name, self.time.name}
+        batch = tuple(dict.fromkeys(d for d in (*init.dims, *trans.dims) if d.name not in core))
+        state, u = primitive_draw("uniform", state, dims=(self.time, *extra_dims, *batch))
+        start = init.rename({self.dim.name: self.next_dim}) / init.sum(self.dim)
+        rows = trans / trans.sum(self.next_dim)
+        first = arange(self.time) == 0
+        sequences = [u, first] + ([rows] if self.time_varying else [])
+        s0 = lmath.astype(u.isel({self.time.name: 0}) < 0, "int64")
+
+        def step(s, u_t, first_t, *row_t):
+            row = lmath.where(arange(self.dim) == s, row_t[0] if row_t else rows, 0.0).sum(self.dim)
+            p = lmath.where(first_t, start, row)
+            below = lmath.where(p.cumsum(self.next_dim) < u_t, 1, 0).sum(self.next_dim)
+            return lmath.minimum(below, self.dim.size - 1).transpose(*s.dims)
+
+        _, path = scan(step, s0, sequences=sequences, dim=self.time)
+        return state, path.transpose(*extra_dims, self.time, *batch)
