@@ -47,6 +47,7 @@ from dimgraph.labeled.ops import (
 )
 from dimgraph.labeled.vectorize import vectorize_graph
 from dimgraph.lower.control import scan
+from dimgraph.model import hmm_posterior
 
 MAX_PRODUCT_SUPPORT = 4096  # support values per entry of latents marginalized together
 
@@ -397,3 +398,59 @@ def draw_latents(joint, group, rng):
     coords = {d: joint.coords[d] for d in lead if d in joint.coords}
     return {z.name: xr.DataArray(z.values[k], dims=lead, coords=coords, name=z.name)
             for z, k in zip(group.latents, positions)}
+
+
+# --- a hidden Markov model's states after sampling
+def _chain_function(model, group, backend):
+    inputs = [v.value for v in model.sampled] + [v.var for v in model._data.values()] + [v.var for v in model._observed.values()]
+    outs = [group.emission(), group.log_init(), group.log_trans()]
+    for out, name in zip(outs, ("log_emit", "log_init", "log_trans")):
+        out.name = name
+    return function(inputs, outs, backend=backend, map_extra_dims=True, output="dataset")
+
+
+def chain_pieces(model, group, posterior, backend):
+    """(log_init, log_trans, log_emit) as NumPy arrays at every draw, time first, then (chain, draw, *batch)."""
+    fn = model._function(("marginal_chain", group.name, backend), lambda: _chain_function(model, group, backend))
+    missing = [v.name for v in model.sampled if v.name not in posterior]
+    if missing:
+        raise KeyError(f"the posterior lacks the random variables {missing}; it has {list(posterior.data_vars)}")
+    values = [posterior[v.name] for v in model.sampled] + [v.array for v in model._data.values()]
+    out = fn(*values, *[v.array for v in model._observed.values()])
+    lead = [d for d in ("chain", "draw") if d in out["log_emit"].dims]
+    batch, S, nxt, time = [d.name for d in group.dims], group.latent.dim.name, group.next.name, group.time.name
+    varying = (time,) if group.dist.time_varying else ()
+    return (out["log_init"].transpose(*lead, *batch, S).values,
+            out["log_trans"].transpose(*varying, *lead, *batch, S, nxt).values,
+            out["log_emit"].transpose(time, *lead, *batch, S).values, lead)
+
+
+def _chain_result(group, values, lead, posterior, name, support=False):
+    """A DataArray on (lead, *the latent's dims[, support]) from NumPy values on (time, lead, *batch[, support])."""
+    import xarray as xr
+
+    dims = [group.time.name, *lead, *(d.name for d in group.dims)] + ([group.latent.dim.name] if support else [])
+    out = xr.DataArray(values, dims=dims, name=name)
+    if support:
+        out = out.assign_coords({group.latent.dim.name: group.latent.dim.coords})
+    order = [*lead, *(d.name for d in group.latent.dims)] + ([group.latent.dim.name] if support else [])
+    coords = {k: posterior.coords[k] for k in lead if k in posterior.coords}
+    return out.transpose(*order).assign_coords(coords)
+
+
+def chain_probabilities(model, group, posterior, backend):
+    li, lt, le, lead = chain_pieces(model, group, posterior, backend)
+    probs = hmm_posterior.smoothed(li, lt, le, group.dist.time_varying)
+    return _chain_result(group, probs, lead, posterior, group.name, support=True)
+
+
+def chain_draws(model, group, posterior, backend, rng):
+    li, lt, le, lead = chain_pieces(model, group, posterior, backend)
+    path = hmm_posterior.sample_paths(li, lt, le, group.dist.time_varying, rng)
+    return {group.name: _chain_result(group, group.latent.values[path], lead, posterior, group.name)}
+
+
+def chain_viterbi(model, group, posterior, backend):
+    li, lt, le, lead = chain_pieces(model, group, posterior, backend)
+    path = hmm_posterior.viterbi(li, lt, le, group.dist.time_varying)
+    return _chain_result(group, group.latent.values[path], lead, posterior, group.name)

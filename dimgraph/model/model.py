@@ -448,18 +448,32 @@ class Model:
     # --- marginalized variables after sampling
     def latent_probabilities(self, name, idata, backend=None):
         """P(`name` = each support value | the data, the draw) at every draw of `idata`'s posterior: a DataArray
-        on (chain, draw, *its dims, its support dim) with the support's coords."""
+        on (chain, draw, *its dims, its support dim) with the support's coords (a Markov chain: the smoothed
+        marginals P(s_t | all the data), forward-backward)."""
         from dimgraph.model import results
 
         group = marginal.group_of(self, name, "latent_probabilities")
-        joint = marginal.joint_draws(self, group, results.group(idata, "posterior"), backend)
-        out = marginal.probabilities(joint, group, name)
+        posterior = results.group(idata, "posterior")
+        if isinstance(group, marginal.ChainGroup):  # forward-backward: the smoothed marginals
+            return marginal.chain_probabilities(self, group, posterior, backend)
+        out = marginal.probabilities(marginal.joint_draws(self, group, posterior, backend), group, name)
         out.name = name
         return out
 
+    def viterbi(self, name, idata, backend=None):
+        """The most probable path of the marginalized Markov chain `name` at every draw of `idata`'s posterior:
+        a DataArray on (chain, draw, *its dims) of state positions."""
+        from dimgraph.model import results
+
+        group = marginal.group_of(self, name, "viterbi")
+        if not isinstance(group, marginal.ChainGroup):
+            raise TypeError(f"viterbi: {name!r} is a {type(group.latents[0].entry.dist).__name__.lower()}, not a "
+                            "markov_chain; latent_probabilities gives its conditional probabilities")
+        return marginal.chain_viterbi(self, group, results.group(idata, "posterior"), backend)
+
     def recover(self, idata, seed=None, backend=None):
         """`idata` with draws of every marginalized variable (from its conditional given the data and each
-        posterior draw) and the deterministics that read them added to the posterior (a Dataset given: a new one).
+        posterior draw; a Markov chain's paths by forward filtering, backward sampling) and the deterministics that read them added to the posterior (a Dataset given: a new one).
 
         >>> import dimgraph as dg, numpy as np, xarray as xr
         >>> m = dg.Model()
@@ -479,6 +493,9 @@ class Model:
         draws = {}
         _, found = marginal.split_terms(self)
         for group in found:
+            if isinstance(group, marginal.ChainGroup):  # forward filtering, backward sampling
+                draws.update(marginal.chain_draws(self, group, posterior, backend, rng))
+                continue
             joint = marginal.joint_draws(self, group, posterior, backend)
             draws.update(marginal.draw_latents(joint, group, rng))
         new = posterior.assign(draws)
