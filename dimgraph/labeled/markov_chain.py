@@ -6,8 +6,9 @@ also carry the time dim (the transition into step t is its slice t; slice 0
 is not read). Any other dim of either is a batch dim: independent chains
 (sequences, sites). Values are the state positions on (time, *batch dims).
 The log density picks each step's entries by comparing positions (no
-gathers), so it is differentiable in both parameters; draws run one `dg.scan`
-over time, each step inverting the row's cdf at a uniform drawn beforehand.
+gathers), so it is differentiable in both parameters. Draws need no loop: each
+step's next state is drawn for every previous state at once, and the path is
+the prefix composition of those maps (ceil(log2 T) rounds).
 """
 
 from __future__ import annotations
@@ -88,23 +89,28 @@ class MarkovChain(Distribution):
         return _invalid_to_nan(density, self.valid(**self.params), check, "markov_chain")
 
     def draw(self, state, extra_dims=()):
-        from dimgraph.lower.control import scan
-
+        """Every step's next state drawn beforehand for every previous state (Gumbel-max over the row), then the
+        path as the prefix composition of those maps, doubling the span each round: ceil(log2 T) rounds of a
+        gather, no loop over time."""
         init, trans = self.params["init"], self.params["trans"]
         core = {self.dim.name, self.next_dim.name, self.time.name}
         batch = tuple(dict.fromkeys(d for d in (*init.dims, *trans.dims) if d.name not in core))
-        state, u = primitive_draw("uniform", state, dims=(self.time, *extra_dims, *batch))
-        start = init.rename({self.dim.name: self.next_dim}) / init.sum(self.dim)
-        rows = trans / trans.sum(self.next_dim)
-        first = arange(self.time) == 0
-        sequences = [u, first] + ([rows] if self.time_varying else [])
-        s0 = lmath.astype(u.isel({self.time.name: 0}) < 0, "int64")
+        rows = lmath.where(arange(self.time) == 0, lmath.log(init.rename({self.dim.name: self.next_dim})),
+                           lmath.log(trans))
+        state, u = primitive_draw("uniform", state, dims=(*extra_dims, self.time, self.dim, self.next_dim, *batch))
+        maps = (rows - lmath.log(-lmath.log(u))).argmax(self.next_dim)  # on (..., time, dim): the next state
+        into = self.dim.rename(f"{self.dim.name}__into")
+        identity = arange(self.dim)
+        span = 1
+        while span < self.time.size:
+            earlier = maps.shift({self.time.name: span}, fill_value=0)
+            earlier = lmath.where(arange(self.time) >= span, earlier, identity)
+            later = maps.rename({self.dim.name: into})
+            maps = lmath.where(arange(into) == earlier, later, 0).sum(into)
+            span *= 2
+        path = maps.isel({self.dim.name: 0})
+        return state, _invalid_int(path, self.valid(**self.params)).transpose(*extra_dims, self.time, *batch)
 
-        def step(s, u_t, first_t, *row_t):
-            row = lmath.where(arange(self.dim) == s, row_t[0] if row_t else rows, 0.0).sum(self.dim)
-            p = lmath.where(first_t, start, row)
-            below = lmath.where(p.cumsum(self.next_dim) < u_t, 1, 0).sum(self.next_dim)
-            return lmath.minimum(below, self.dim.size - 1).transpose(*s.dims)
 
-        _, path = scan(step, s0, sequences=sequences, dim=self.time)
-        return state, path.transpose(*extra_dims, self.time, *batch)
+def _invalid_int(value, valid):
+    return lmath.where(valid, value, -1)

@@ -135,14 +135,19 @@ def test_a_400_step_hmm_far_beyond_exp_range_is_finite_with_a_finite_gradient():
 
 
 def test_markov_chain_draws_follow_the_transitions():
-    time = dg.Dim("time", size=2)
+    """Paths of 6 steps (three doubling rounds): the first state, every step's transitions and the marginals."""
+    time = dg.Dim("time", size=6)
     m = dg.Model()
     m.rv("s", dg.dist.markov_chain(dg.constant(P0, dims=(STATE,)), dg.constant(P, dims=(STATE, NEXT)),
                                    dim=STATE, next_dim=NEXT, time=time))
     s = m.prior_predictive(20000, seed=1, backend="python").prior["s"].values[0]
+    assert s.shape == (20000, 6)
     np.testing.assert_allclose(np.mean(s[:, 0] == 1), 0.4, atol=0.015)
-    np.testing.assert_allclose(np.mean(s[s[:, 0] == 0, 1] == 1), 0.1, atol=0.015)
-    np.testing.assert_allclose(np.mean(s[s[:, 0] == 1, 1] == 1), 0.7, atol=0.02)
+    for t in (1, 3, 5):
+        np.testing.assert_allclose(np.mean(s[s[:, t - 1] == 0, t] == 1), 0.1, atol=0.015)
+        np.testing.assert_allclose(np.mean(s[s[:, t - 1] == 1, t] == 1), 0.7, atol=0.02)
+    marginal = P0 @ np.linalg.matrix_power(P, 5)
+    np.testing.assert_allclose(np.mean(s[:, 5] == 1), marginal[1], atol=0.015)
 
 
 def test_an_emission_that_reads_the_previous_state_is_an_error():
