@@ -223,3 +223,15 @@ def test_bad_marginalizations_are_errors_before_any_change():
     assert m.free_variables == ["x", "c"] and m._marginalized == []
     with pytest.raises(KeyError, match="'x' is not a marginalized variable"):
         m.latent_probabilities("x", xr.Dataset())
+
+
+def test_sampling_through_nutpie_then_recovering(occupancy):
+    """The marginal model samples through nutpie's C route; the latent comes back with recover."""
+    pytest.importorskip("nutpie")
+    idata = occupancy.sample(draws=200, tune=200, chains=2, seed=3)
+    assert set(idata.posterior.data_vars) == {"psi", "p"}  # z and the deterministic reading it wait for recover
+    assert idata.log_likelihood["y"].dims == ("chain", "draw", "site")
+    recovered = occupancy.recover(idata, seed=0).posterior
+    assert recovered["z"].dims == ("chain", "draw", "site")
+    np.testing.assert_array_equal(recovered["z"].values[:, :, [1, 3]], 1)  # detected: occupied in every draw
+    np.testing.assert_array_equal(recovered["occupied"].values, recovered["z"].values.sum(-1))
