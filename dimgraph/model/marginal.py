@@ -29,10 +29,7 @@ from dimgraph.compile.function import function
 from dimgraph.core.graph import ancestors, toposort
 from dimgraph.labeled.basic import constant
 from dimgraph.labeled.dims import Dim, fmt_dims
-from dimgraph.labeled.distributions import Bernoulli, Binomial, Categorical, NegativeBinomial, Poisson
-from dimgraph.labeled.distributions_factories import Truncated
 from dimgraph.labeled.indexing import Isel
-from dimgraph.labeled.markov_chain import MarkovChain
 from dimgraph.labeled.math import logsumexp
 from dimgraph.labeled.ops import (
     BroadcastTo,
@@ -47,6 +44,10 @@ from dimgraph.labeled.ops import (
 )
 from dimgraph.labeled.vectorize import vectorize_graph
 from dimgraph.lower.control import scan
+from dimgraph.prob.constraints import IntegerInterval
+from dimgraph.prob.discrete import Categorical
+from dimgraph.prob.factories import Truncated
+from dimgraph.prob.timeseries import MarkovChain
 from dimgraph.model import hmm_posterior
 
 MAX_PRODUCT_SUPPORT = 4096  # support values per entry of latents marginalized together
@@ -54,35 +55,29 @@ MAX_PRODUCT_SUPPORT = 4096  # support values per entry of latents marginalized t
 
 # --- supports
 def support_values(dist, what):
-    """(support values as int64, their labels) of a discrete distribution with a finite support known now."""
-    if isinstance(dist, Bernoulli):
-        return np.arange(2), None
+    """(support values as int64, their labels) of a discrete distribution whose support is finite and known now:
+    a categorical's or a Markov chain's positions (labeled by their dim's coords), else the whole numbers between
+    the bounds of its `support` (constants)."""
     if isinstance(dist, (Categorical, MarkovChain)):
-        values = np.arange(dist.dim.size)
-        return values, dist.dim.coords
-    if isinstance(dist, Binomial):
-        n = _constant(dist.params["n"], f"{what}: binomial's n")
-        return np.arange(int(np.max(n)) + 1), None
-    if isinstance(dist, Truncated) and isinstance(dist.base, (Poisson, NegativeBinomial)):
-        if dist.upper is None:
-            raise ValueError(f"{what}: a truncated {type(dist.base).__name__.lower()} needs upper= to be marginalized "
-                             "(its support is then lower..upper)")
-        upper = int(np.max(_constant(dist.upper, f"{what}: the upper bound")))
-        lower = 0 if dist.lower is None else int(np.min(_constant(dist.lower, f"{what}: the lower bound")))
-        return np.arange(max(lower, 0), upper + 1), None
-    enumerable = getattr(dist, "enumerate_support", None)
-    if enumerable is not None:
-        return enumerable(what)
-    if isinstance(dist, (Poisson, NegativeBinomial)):
-        name = type(dist).__name__.lower()
-        raise TypeError(f"{what}: a {name} has no finite support to sum over; bound it: truncated({name}(...), upper=N)")
-    raise TypeError(
-        f"{what}: cannot marginalize a {type(dist).__name__.lower()}; marginalizable are bernoulli, categorical, "
-        "discrete_uniform, binomial with a constant n and truncated(poisson | negative_binomial, upper=N)"
-    )
+        return np.arange(dist.dim.size), dist.dim.coords
+    name = type(dist).__name__.lower()
+    support = dist.support
+    if not isinstance(support, IntegerInterval):
+        raise TypeError(f"{what}: a {name} is not discrete; only discrete variables are summed out")
+    lower, upper = support.lower, support.upper
+    if isinstance(dist, Truncated) and lower is None:
+        lower = dist.base.support.lower
+    if lower is None or upper is None:
+        base = type(dist.base).__name__.lower() if isinstance(dist, Truncated) else name
+        raise TypeError(f"{what}: a {name} has no finite support to sum over; bound it: truncated({base}(...), upper=N)")
+    lower = int(np.min(_constant(lower, f"{what}: the lower end of {name}'s support")))
+    upper = int(np.max(_constant(upper, f"{what}: the upper end of {name}'s support")))
+    return np.arange(lower, upper + 1), None
 
 
 def _constant(var, what):
+    if isinstance(var, (int, float, np.number)):
+        return np.asarray(var)
     if not hasattr(var, "data"):
         raise ValueError(f"{what} must be a number (a constant), not an expression of the model's variables")
     return np.asarray(var.data)

@@ -218,7 +218,7 @@ def test_bad_marginalizations_are_errors_before_any_change():
         m.marginalize("c")
     with pytest.raises(KeyError, match=r"\['nope'\] are not random variables"):
         m.marginalize("nope")
-    with pytest.raises(ValueError, match="binomial's n must be a number"):
+    with pytest.raises(ValueError, match="'k': the upper end of binomial's support must be a number"):
         m.binomial("k", m["c"], 0.5, marginalize=True)
     assert m.free_variables == ["x", "c"] and m._marginalized == []
     with pytest.raises(KeyError, match="'x' is not a marginalized variable"):

@@ -31,8 +31,9 @@ def test_logp_logcdf_logsf_equal_scipy_randint(tails, lower, upper):
 
 
 def test_draws_are_uniform_on_the_integers_between_the_bounds():
-    _, draws = dg.dist.discrete_uniform(-2, 4).draw(dg.rng_state("s"), extra_dims=(dg.Dim("n", size=70000),))
-    values = dg.function([], draws, backend="python")()
+    s = dg.rng_state("s")
+    _, draws = dg.dist.discrete_uniform(-2, 4).draw(s, extra_dims=(dg.Dim("n", size=70000),))
+    values = dg.function([s], draws, backend="python")(dg.seed_state(0))
     assert values.dtype == np.int64
     counts = np.bincount(values.values + 2, minlength=7)
     assert counts.sum() == 70000 and len(counts) == 7
@@ -40,9 +41,9 @@ def test_draws_are_uniform_on_the_integers_between_the_bounds():
 
 
 def test_truncated_draws_invert_its_quantiles():
-    _, draws = dg.dist.truncated(dg.dist.discrete_uniform(0, 9), lower=3, upper=5).draw(
-        dg.rng_state("s"), extra_dims=(dg.Dim("n", size=6000),))
-    values = dg.function([], draws, backend="python")().values
+    s = dg.rng_state("s")
+    _, draws = dg.dist.truncated(dg.dist.discrete_uniform(0, 9), lower=3, upper=5).draw(s, extra_dims=(dg.Dim("n", size=6000),))
+    values = dg.function([s], draws, backend="python")(dg.seed_state(1)).values
     assert set(np.unique(values)) == {3, 4, 5}
     assert st.chisquare(np.bincount(values)[3:]).pvalue > 1e-3
 

@@ -1,6 +1,6 @@
-"""`MarkovChain`: a discrete-state Markov chain over a time Dim, the hidden state of a hidden Markov model.
+"""Distributions over a time Dim: sequences whose steps depend on the steps before, each registered (`@register`).
 
-The initial probabilities are on the state dim, the transition matrix on
+`markov_chain`: a discrete-state Markov chain, the hidden states of a hidden Markov model. The initial probabilities are on the state dim, the transition matrix on
 (state, next state) with rows normalized over the next state; the matrix may
 also carry the time dim (the transition into step t is its slice t; slice 0
 is not read). Any other dim of either is a batch dim: independent chains
@@ -18,11 +18,14 @@ import numpy as np
 from dimgraph.errors import DimError
 from dimgraph.labeled import math as lmath
 from dimgraph.labeled.dims import Dim, fmt_dims, resolve_dims
-from dimgraph.labeled.distributions import Distribution, _check_option, _invalid_to_nan
 from dimgraph.labeled.random import labeled_params, primitive_draw
 from dimgraph.labeled.shape import arange
+from dimgraph.prob import constraints
+from dimgraph.prob.base import Distribution, _check_option, _invalid_to_nan
+from dimgraph.prob.registry import register
 
 
+@register("markov_chain")
 class MarkovChain(Distribution):
     """States on `time` from initial probabilities `init` (on `dim`) and transitions `trans` (on `dim`, `next_dim`).
 
@@ -37,8 +40,6 @@ class MarkovChain(Distribution):
     """
 
     names = ("init", "trans")
-    default_transform = None
-    discrete = True
 
     def __init__(self, init, trans, dim=None, next_dim=None, time=None):
         init, trans = labeled_params({"init": init, "trans": trans}, "markov_chain")
@@ -57,6 +58,10 @@ class MarkovChain(Distribution):
         clash = [d for d in (*init.dims, *trans.dims) if d.name == time.name and d != time]
         if clash or time in init.dims:
             raise DimError(f"markov_chain: init must not vary along time, and trans's time dim must be {time!r}")
+
+    @property
+    def support(self):
+        return constraints.integer_interval(0, self.dim.size - 1)
 
     @property
     def time_varying(self):
