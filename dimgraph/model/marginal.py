@@ -19,6 +19,11 @@ of D); they need the same dims. The joint on (D, supports) also gives, per
 posterior draw, the latents' conditional probabilities and their draws
 (`latent_probabilities`, `recover`), normalized in NumPy after one compiled
 call mapped over (chain, draw).
+
+A `markov_chain` latent couples its entries along time by design: its
+dependents' densities at every state are the emissions, summed by the forward
+algorithm (`ChainGroup`, one `dg.scan` step per time step in log space); its
+posterior states come from the same pieces per draw (`hmm_posterior`).
 """
 
 from __future__ import annotations

@@ -278,7 +278,8 @@ class Model:
     def __repr__(self):
         lines = [f"<dg.Model: {len(self._free)} random, {len(self._observed)} observed, {len(self._deterministics)} deterministic>"]
         for v in self._free.values():
-            lines.append(f"  {v.name} ~ {v.dist!r} on {[d.name for d in v.dims]} ({v.transform.name if v.transform else 'discrete'})")
+            how = v.transform.name if v.transform else "marginalized" if v.name in self._marginalized else "discrete"
+            lines.append(f"  {v.name} ~ {v.dist!r} on {[d.name for d in v.dims]} ({how})")
         for v in self._observed.values():
             lines.append(f"  {v.name} ~ {v.dist!r} observed on {[d.name for d in v.dims]}")
         return "\n".join(lines)
