@@ -220,7 +220,11 @@ def test_bad_marginalizations_are_errors_before_any_change():
         m.marginalize("nope")
     with pytest.raises(ValueError, match="'k': the upper end of binomial's support must be a number"):
         m.binomial("k", m["c"], 0.5, marginalize=True)
+    with pytest.raises(TypeError, match="'x2': a normal is not discrete"):
+        m.rv("x2", dg.dist.normal(0.0, 1.0), marginalize=True)
     assert m.free_variables == ["x", "c"] and m._marginalized == []
+    m.bernoulli("b", 0.5, marginalize=True)
+    assert "b ~ Bernoulli" in repr(m) and "(marginalized)" in repr(m)
     with pytest.raises(KeyError, match="'x' is not a marginalized variable"):
         m.latent_probabilities("x", xr.Dataset())
 
