@@ -33,6 +33,7 @@ from dimgraph.prob.base import Distribution
 from dimgraph.prob.registry import DISTRIBUTIONS
 from dimgraph.prob.transforms import transform_for
 from dimgraph.labeled.vectorize import vectorize_graph
+from dimgraph.model import marginal
 from dimgraph.model.variables import DataVariable, Deterministic, Entries, FreeVariable, ObservedVariable, variable_dims
 
 
@@ -59,17 +60,19 @@ class Model:
         self._observed: dict[str, ObservedVariable] = {}
         self._data: dict[str, DataVariable] = {}
         self._deterministics: dict[str, Deterministic] = {}
+        self._marginalized: list = []  # names of the discrete variables summed out of the log density
         self._cache: dict = {}
         self._bound = weakref.WeakSet()  # what `set_data` rebinds: the LogpFunctions handed out
 
     # --- definition
-    def rv(self, name, dist, dims=None, transform=None):
+    def rv(self, name, dist, dims=None, transform=None, marginalize=False):
         """A random variable `name` drawn from `dist` (a `dg.dist` distribution); returns its labeled value.
 
         `dims`: the variable's dims (the distribution's dims plus any new ones it is
         repeated along); default the distribution's. `transform`: how a sampler moves
         it, a name from `dg.transforms` ("log", "interval", ...) or a Transform;
         default the bijection onto the distribution's support (`dg.transforms.biject_to(dist.support)`).
+        `marginalize=True`: a discrete variable summed out of the log density (see `Model.marginalize`).
 
         >>> import dimgraph as dg
         >>> group = dg.Dim("group", coords=["a", "b", "c"])
@@ -93,9 +96,42 @@ class Model:
         bound = None if dist.discrete else transform_for(dist, dims, transform, what)
         var = FreeVariable(name, dist, dims, extra, bound)
         self._check_dim_names(name, var.dims, what)
+        if marginalize:
+            marginal.Latent(var)  # a support to sum over, or an error before the model changes
         self._free[name] = var
+        if marginalize:
+            self._marginalized.append(name)
         self._cache.clear()
         return var.value
+
+    def marginalize(self, *names):
+        """Sum the discrete random variables `names` out of the log density: they leave the sampled parameters.
+
+        Each is summed over its support (a Dim `<name>_support`, with a categorical's
+        coords or the integers of a bounded count), entry by entry along its dims,
+        together with the terms that read it (`dimgraph.model.marginal`). Prior draws
+        keep it; `recover` and `latent_probabilities` give it after sampling.
+
+        >>> import dimgraph as dg, numpy as np
+        >>> obs, state = dg.Dim("obs", size=3), dg.Dim("state", size=2)
+        >>> m = dg.Model()
+        >>> mu = m.normal("mu", dg.constant(np.array([-1.0, 1.0]), dims=(state,)), 1.0)
+        >>> z = m.categorical("z", dg.constant(np.array([0.5, 0.5]), dims=(state,)), dim=state, dims=(obs,))
+        >>> y = m.observe("y", dg.dist.normal(mu.isel(state=z), 1.0), data=np.array([-1.2, 0.9, 1.4]), dims=(obs,))
+        >>> m.marginalize("z")
+        >>> m.logp_fn().names
+        ['mu']
+        """
+        unknown = [n for n in names if n not in self._free]
+        if unknown:
+            raise KeyError(f"marginalize: {unknown} are not random variables of this model; those are {list(self._free)}")
+        for n in names:
+            if not self._free[n].dist.discrete:
+                raise ValueError(f"marginalize {n!r}: {type(self._free[n].dist).__name__} is continuous; only discrete "
+                                 "variables are summed out")
+            marginal.Latent(self._free[n])
+        self._marginalized.extend(n for n in names if n not in self._marginalized)
+        self._cache.clear()
 
     def deterministic(self, name, value):
         """Keep `value` (an expression of the model's variables) in the results under `name`; returns it."""
@@ -237,6 +273,11 @@ class Model:
         return list(self._free)
 
     @property
+    def marginalized(self) -> tuple:
+        """The names of the discrete random variables summed out of the log density (`marginalize`)."""
+        return tuple(self._marginalized)
+
+    @property
     def observed_variables(self) -> list:
         return list(self._observed)
 
@@ -271,7 +312,7 @@ class Model:
         raise KeyError(f"{name!r} is not a variable of this model; it has {self.names}")
 
     def __getattr__(self, name):
-        """`m.normal(name, *params, dims=None, transform=None, **params)`, ...: a random variable drawn from
+        """`m.normal(name, *params, dims=None, transform=None, marginalize=False, **params)`, ...: a random variable drawn from
         `dg.dist.<name>` (see `Model.rv`), for each distribution in the registry whose constructor takes no `dims=`
         of its own (multivariate_normal, the LKJ family, ... go through `Model.rv`)."""
         cls = DISTRIBUTIONS.get(name)
@@ -280,12 +321,12 @@ class Model:
         if "dims" in inspect.signature(cls).parameters:
             raise AttributeError(f"Model.{name}: {cls.__name__} takes its own dims=; use m.rv(name, dg.dist.{name}(...), dims=...)")
 
-        def rv(rv_name, *params, dims=None, transform=None, **kwargs):
+        def rv(rv_name, *params, dims=None, transform=None, marginalize=False, **kwargs):
             try:
                 dist = cls(*params, **kwargs)
             except (TypeError, ValueError) as err:  # the distribution names the parameter; this names the variable
                 raise type(err)(f"rv {rv_name!r}: {err}") from None
-            return self.rv(rv_name, dist, dims=dims, transform=transform)
+            return self.rv(rv_name, dist, dims=dims, transform=transform, marginalize=marginalize)
 
         rv.__name__ = name
         rv.__doc__ = f"A random variable drawn from `dg.dist.{name}` ({', '.join(cls.names)}); see `Model.rv`."
@@ -302,17 +343,18 @@ class Model:
     def __repr__(self):
         lines = [f"<dg.Model: {len(self._free)} random, {len(self._observed)} observed, {len(self._deterministics)} deterministic>"]
         for v in self._free.values():
-            lines.append(f"  {v.name} ~ {v.dist!r} on {[d.name for d in v.dims]} ({v.transform.name if v.transform else 'discrete'})")
+            how = v.transform.name if v.transform else "marginalized" if v.name in self._marginalized else "discrete"
+            lines.append(f"  {v.name} ~ {v.dist!r} on {[d.name for d in v.dims]} ({how})")
         for v in self._observed.values():
             lines.append(f"  {v.name} ~ {v.dist!r} observed on {[d.name for d in v.dims]}")
         return "\n".join(lines)
 
     # --- log densities
     def logp_terms(self):
-        """{name: the variable's log density summed over its dims}, on the constrained values."""
-        terms = {v.name: v.dist.logp(v.value).sum() for v in self._free.values()}
-        terms.update({v.name: v.dist.logp(v.var).sum() for v in self._observed.values()})
-        return terms
+        """{name: the variable's log density summed over its dims}, on the constrained values; marginalized
+        variables and the terms that read them give one marginal term, named by the variables (`"z"`, `"z1+z2"`)."""
+        plain, found = marginal.split_terms(self)
+        return {**plain, **{g.name: g.marginal().sum() for g in found}}
 
     def constrained_values(self):
         """{constrained value input: its expression in the unconstrained inputs} for the sampled variables."""
@@ -324,7 +366,7 @@ class Model:
         `jacobian=True` adds each transform's log-Jacobian: the density a sampler needs;
         without it, the constrained density at the transformed point (what MAP maximizes).
         """
-        discrete = [v.name for v in self._free.values() if v.free is None]
+        discrete = [v.name for v in self._free.values() if v.free is None and v.name not in self._marginalized]
         if discrete:
             raise ValueError(f"logp: the random variables {discrete} are discrete; a gradient sampler needs them observed or marginalized")
         if not self._free and not self._observed:
@@ -365,12 +407,18 @@ class Model:
         def build():
             values = self.constrained_values()
             outs = [values[v.value] for v in self.sampled]
-            dets = vectorize_graph([d.value for d in self._deterministics.values()], values) if self._deterministics else []
-            named = [_named(o, n) for o, n in zip(outs + list(dets), [v.name for v in self.sampled] + self.deterministics)]
+            kept = self._sampled_deterministics()
+            dets = vectorize_graph([self._deterministics[n].value for n in kept], values) if kept else []
+            named = [_named(o, n) for o, n in zip(outs + list(dets), [v.name for v in self.sampled] + kept)]
             params = [v.free for v in self.sampled]
             return function(params + self.entries.inputs(), named, backend=backend, map_extra_dims=True, output="dataset")
 
         return self.compiled(("constrain", backend), build)
+
+    def _sampled_deterministics(self):
+        """The deterministics computed from the sampled parameters (those reading a marginalized variable come
+        with its recovery)."""
+        return [n for n, d in self._deterministics.items() if not marginal.reads_latent(self, d.value)]
 
     @property
     def layout(self):
@@ -385,22 +433,18 @@ class Model:
     def check_point(self, theta, backend=None):
         """Raise a ValueError naming every variable whose log density is not finite at the flat point `theta`
         (a parameter outside its support, data outside the distribution's): the check before any sampling."""
-        fn = self.compiled(("terms", backend), lambda: self._terms_function(backend))
+        names, fn = self.compiled(("terms", backend), lambda: self._terms_function(backend))
         values = fn(*self.layout.arrays(self.layout.check(theta)), *self.entries.arrays())
-        bad = {name: float(v) for name, v in zip(self._terms_names(), values) if not np.isfinite(v)}
+        bad = {name: float(v) for name, v in zip(names, values) if not np.isfinite(v)}
         if bad:
             details = "; ".join(f"{name!r}: log density {v}" + _why(v, self._observed.get(name)) for name, v in bad.items())
             raise ValueError(f"the model's log density is not finite at the starting point: {details}")
 
-    def _terms_names(self):
-        return list(self._free) + list(self._observed)
-
     def _terms_function(self, backend):
         terms = self.logp_terms()
-        graphs = [terms[n] for n in self._terms_names()]
-        graphs = vectorize_graph(graphs, self.constrained_values()) if self.sampled else graphs
+        graphs = vectorize_graph(list(terms.values()), self.constrained_values()) if self.sampled else list(terms.values())
         params = [v.free for v in self.sampled]
-        return function(params + self.entries.inputs(), [g.to_positional() for g in graphs], backend=backend)
+        return list(terms), function(params + self.entries.inputs(), [g.to_positional() for g in graphs], backend=backend)
 
     def map(self, theta0=None, method="L-BFGS-B", backend=None, **options):
         """The maximum a posteriori point through `scipy.optimize.minimize`: an `xarray.Dataset` of the
@@ -477,6 +521,77 @@ class Model:
         from dimgraph.model import samplers
 
         return samplers.sample(self, sampler, draws=draws, tune=tune, chains=chains, seed=seed, backend=backend, **kwargs)
+
+
+    # --- marginalized variables after sampling
+    def latent_probabilities(self, name, idata, backend=None):
+        """P(`name` = each support value | the data, the draw) at every draw of `idata`'s posterior: a DataArray
+        on (chain, draw, *its dims, its support dim) with the support's coords (a Markov chain: the smoothed
+        marginals P(s_t | all the data), forward-backward)."""
+        from dimgraph.model import results
+
+        group = marginal.group_of(self, name, "latent_probabilities")
+        posterior = results.group(idata, "posterior")
+        if isinstance(group, marginal.ChainGroup):  # forward-backward: the smoothed marginals
+            return marginal.chain_probabilities(self, group, posterior, backend)
+        out = marginal.probabilities(marginal.joint_draws(self, group, posterior, backend), group, name)
+        out.name = name
+        return out
+
+    def viterbi(self, name, idata, backend=None):
+        """The most probable path of the marginalized Markov chain `name` at every draw of `idata`'s posterior:
+        a DataArray on (chain, draw, *its dims) of state positions."""
+        from dimgraph.model import results
+
+        group = marginal.group_of(self, name, "viterbi")
+        if not isinstance(group, marginal.ChainGroup):
+            raise TypeError(f"viterbi: {name!r} is a {type(group.latents[0].entry.dist).__name__.lower()}, not a "
+                            "markov_chain; latent_probabilities gives its conditional probabilities")
+        return marginal.chain_viterbi(self, group, results.group(idata, "posterior"), backend)
+
+    def recover(self, idata, seed=None, backend=None):
+        """`idata` with draws of every marginalized variable (from its conditional given the data and each
+        posterior draw; a Markov chain's paths by forward filtering, backward sampling) and the deterministics that read them added to the posterior (a Dataset given: a new one).
+
+        >>> import dimgraph as dg, numpy as np, xarray as xr
+        >>> m = dg.Model()
+        >>> mu = m.normal("mu", 0.0, 5.0)
+        >>> z = m.bernoulli("z", 0.5, marginalize=True)
+        >>> y = m.observe("y", dg.dist.normal(mu * z, 1.0), data=np.array(3.0))
+        >>> posterior = xr.Dataset({"mu": (("chain", "draw"), np.full((1, 4000), 3.0))})  # draws of mu
+        >>> round(float(m.recover(posterior, seed=1)["z"].mean()), 2)  # P(z = 1 | y = 3, mu = 3) = 0.989
+        0.99
+        """
+        import xarray as xr
+
+        from dimgraph.model import results
+
+        posterior = results.group(idata, "posterior")
+        rng = np.random.default_rng(seed)
+        draws = {}
+        _, found = marginal.split_terms(self)
+        for group in found:
+            if isinstance(group, marginal.ChainGroup):  # forward filtering, backward sampling
+                draws.update(marginal.chain_draws(self, group, posterior, backend, rng))
+                continue
+            joint = marginal.joint_draws(self, group, posterior, backend)
+            draws.update(marginal.draw_latents(joint, group, rng))
+        new = posterior.assign(draws)
+        dets = [n for n in self._deterministics if n not in self._sampled_deterministics()]
+        if dets:
+            new = new.assign(self._recovered_deterministics(dets, backend)(*self._recovery_values(new)))
+        return new if isinstance(idata, xr.Dataset) else results.add_groups(idata, {"posterior": new})
+
+    def _recovery_values(self, posterior):
+        return [posterior[n] for n in self._free] + [v.array for v in self._data.values()]
+
+    def _recovered_deterministics(self, names, backend):
+        def build():
+            inputs = [v.value for v in self._free.values()] + [v.var for v in self._data.values()]
+            outs = [_named(self._deterministics[n].value, n) for n in names]
+            return function(inputs, outs, backend=backend, map_extra_dims=True, output="dataset")
+
+        return self.compiled(("recovered_deterministics", backend), build)
 
 
 def _why(value, observed=None):

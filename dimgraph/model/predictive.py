@@ -19,7 +19,7 @@ from dimgraph.compile.function import function
 from dimgraph.core.random import rng_state, seed_state
 from dimgraph.labeled.dims import Dim
 from dimgraph.labeled.vectorize import vectorize_graph
-from dimgraph.model import results
+from dimgraph.model import marginal, results
 
 
 def _named(var, name, dims):
@@ -69,15 +69,17 @@ def data_groups(entries):
     return groups
 
 
-def _posterior_inputs(entries):
-    return [v.value for v in entries.free] + [v.var for v in entries.data]
+def _posterior_inputs(entries, skip=()):
+    """The free variables' values (but those named in `skip`) and the data inputs."""
+    return [v.value for v in entries.free if v.name not in skip] + [v.var for v in entries.data]
 
 
-def _posterior_values(entries, posterior):
-    missing = [v.name for v in entries.free if v.name not in posterior]
+def _posterior_values(entries, posterior, skip=()):
+    names = [v.name for v in entries.free if v.name not in skip]
+    missing = [n for n in names if n not in posterior]
     if missing:
         raise KeyError(f"the posterior lacks the random variables {missing}; it has {list(posterior.data_vars)}")
-    return [posterior[v.name] for v in entries.free] + [v.array for v in entries.data]
+    return [posterior[n] for n in names] + [v.array for v in entries.data]
 
 
 def _predictive_function(entries, backend):
@@ -96,6 +98,8 @@ def posterior(model, idata, seed, backend, extend):
     if not entries.observed:
         raise ValueError("posterior_predictive: the model has no observed variables")
     post = results.group(idata, "posterior")
+    if any(n not in post for n in model.marginalized):  # the latents drawn from their conditionals first
+        post = model.recover(post, seed=seed, backend=backend)
     fn = model.compiled(("posterior_predictive", backend), lambda: _predictive_function(entries, backend))
     draws = fn(*_posterior_values(entries, post), *[v.array for v in entries.observed], seed_state(seed))
     groups = {"posterior_predictive": draws.assign_coords({k: post.coords[k] for k in ("chain", "draw") if k in post.coords})}
@@ -105,14 +109,19 @@ def posterior(model, idata, seed, backend, extend):
     return results.container(groups)
 
 
-def _log_likelihood_function(entries, backend):
-    named = [_named(v.dist.logp(v.var), v.name, [d for d in v.dims if d in v.dist.logp(v.var).dims]) for v in entries.observed]
-    inputs = _posterior_inputs(entries) + [v.var for v in entries.observed]
+def _log_likelihood_function(model, backend):
+    entries = model.entries
+    _, found = marginal.split_terms(model)
+    taken = {n for g in found for n in g.terms}
+    named = [_named(v.dist.logp(v.var), v.name, [d for d in v.dims if d in v.dist.logp(v.var).dims])
+             for v in entries.observed if v.name not in taken]
+    named += [_named(g.marginal(), marginal.pointwise_name(model, g), g.dims) for g in found if marginal.pointwise_name(model, g)]
+    inputs = _posterior_inputs(entries, model.marginalized) + [v.var for v in entries.observed]
     return function(inputs, named, backend=backend, map_extra_dims=True, output="dataset")
 
 
 def log_likelihood(model, posterior, backend):
     entries = model.entries
-    fn = model.compiled(("log_likelihood", backend), lambda: _log_likelihood_function(entries, backend))
-    out = fn(*_posterior_values(entries, posterior), *[v.array for v in entries.observed])
+    fn = model.compiled(("log_likelihood", backend), lambda: _log_likelihood_function(model, backend))
+    out = fn(*_posterior_values(entries, posterior, model.marginalized), *[v.array for v in entries.observed])
     return out.assign_coords({k: posterior.coords[k] for k in ("chain", "draw") if k in posterior.coords})

@@ -107,6 +107,64 @@ class Binomial(Distribution):
         return _count_quantile(lambda k: self.log_sf(k, n, p) <= lq, _as_float(n), steps=64)
 
 
+@register("discrete_uniform")
+class DiscreteUniform(Distribution):
+    """The whole numbers `lower`..`upper` (both included), each equally likely: scipy's `randint(lower, upper + 1)`.
+
+    >>> import dimgraph as dg
+    >>> d = dg.dist.discrete_uniform(1851, 1960)
+    >>> round(float(d.logp(1900).eval(backend="python")), 6), float(d.logp(1961).eval(backend="python"))  # -log(110)
+    (-4.70048, -inf)
+    """
+
+    names = ("lower", "upper")
+
+    @property
+    def support(self):
+        return constraints.integer_interval(self.params["lower"], self.params["upper"])
+
+    def valid(self, lower, upper):
+        return _is_whole(lower) & _is_whole(upper) & (lower <= upper)
+
+    def log_density(self, x, lower, upper):
+        return 0.0 * _as_float(x)
+
+    def normalizer(self, lower, upper):
+        return -lmath.log(_count_between(lower, upper))
+
+    def sample(self, state, dims, lower, upper):
+        state, u = primitive_draw("uniform", state, dims=dims)
+        k = lmath.floor(_as_float(lower) + u * _count_between(lower, upper))
+        return state, lmath.astype(lmath.minimum(k, _as_float(upper)), "int64")
+
+    def log_cdf(self, x, lower, upper):  # P(X <= k) = (k - lower + 1) / n between the bounds
+        k, lo, hi = lmath.floor(_as_float(x)), _as_float(lower), _as_float(upper)
+        inside = lmath.log(lmath.clip(k - lo + 1, 1.0, None)) - lmath.log(_count_between(lower, upper))
+        return lmath.where(k < lo, -np.inf, lmath.where(k >= hi, 0.0, inside))
+
+    def log_sf(self, x, lower, upper):  # P(X > k) = (upper - k) / n
+        k, lo, hi = lmath.floor(_as_float(x)), _as_float(lower), _as_float(upper)
+        inside = lmath.log(lmath.clip(hi - k, 1.0, None)) - lmath.log(_count_between(lower, upper))
+        return lmath.where(k < lo, 0.0, lmath.where(k >= hi, -np.inf, inside))
+
+    def icdf_exp(self, lp, lower, upper):  # the smallest k with (k - lower + 1) / n >= exp(lp)
+        lo, hi = _as_float(lower), _as_float(upper)
+        return lmath.clip(lo - 1 + lmath.ceil(lmath.exp(lp) * _count_between(lower, upper)), lo, hi)
+
+    def isf_exp(self, lq, lower, upper):  # the smallest k with (upper - k) / n <= exp(lq)
+        lo, hi = _as_float(lower), _as_float(upper)
+        return lmath.clip(lmath.ceil(hi - lmath.exp(lq) * _count_between(lower, upper)), lo, hi)
+
+
+def _is_whole(v):
+    return (lmath.floor(v) == v) & lmath.isfinite(v) if np.dtype(v.type.dtype).kind == "f" else v == v
+
+
+def _count_between(lower, upper):
+    """How many whole numbers lower..upper holds, as a float."""
+    return _as_float(upper) - _as_float(lower) + 1
+
+
 @register("poisson")
 class Poisson(Distribution):
     names = ("mu",)

@@ -43,6 +43,7 @@ SCALAR = {
     "binomial": ([12.0, 0.3], 4.0, False),
     "poisson": ([3.5], 4.0, False),
     "negative_binomial": ([2.5, 0.3], 4.0, False),
+    "discrete_uniform": ([-1.0, 4.0], 2.0, False),
 }
 
 
@@ -93,6 +94,12 @@ def _vector_case(name):
         lo, hi, mu, sigma, x = _labeled(*[(n, ()) for n in ("lo", "hi", "mu", "sigma", "x")])
         cost = dg.dist.truncated(dg.dist.normal(mu, sigma), lower=lo, upper=hi).logp(x)
         return [lo, hi, mu, sigma, x], cost, [lo, hi, mu, sigma, x], [-0.5, 2.0, 0.3, 1.2, 0.7]
+    if name == "markov_chain":
+        init, trans = _labeled(("init", (K,)), ("trans", (K, K.rename("k_next"))))
+        chain = dg.dist.markov_chain(init, trans, dim=K, next_dim="k_next", time=T)
+        cost = chain.logp(dg.constant(np.array([0, 2, 2, 1, 0]), dims=(T,)))
+        rows = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.25, 0.25, 0.5]])
+        return [init, trans], cost, [init, trans], [np.array([0.2, 0.5, 0.3]), rows]
     if name == "censored":
         lo, mu, x = _labeled(("lo", ()), ("mu", ()), ("x", ()))
         cost = dg.dist.censored(dg.dist.logistic(mu, 1.0), lower=lo).logp(x)

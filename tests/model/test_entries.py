@@ -40,7 +40,7 @@ def test_entries_are_tuples_of_entry_objects_in_definition_order():
     assert m["twice_a"] is e.deterministics[0].value
 
 
-HELPERS = ["predictive.py", "samplers.py"]
+HELPERS = ["predictive.py", "samplers.py", "marginal.py"]
 
 
 def _private_model_reads(tree):

@@ -710,6 +710,7 @@ EXPECTED_TRANSFORMS = {
     "dirichlet": T.Simplex, "multivariate_normal": T.Identity, "halfcauchy": T.Log, "halfstudent_t": T.Log,
     "weibull": T.Log, "laplace": T.Identity, "logistic": T.Identity, "lkj_corr": T.Corr,
     "lkj_cholesky_corr": T.CholeskyCorr, "lkj_cholesky_cov": T.CholeskyCov, "zerosum_normal": T.ZeroSum,
+    "discrete_uniform": None, "markov_chain": None,
 }
 _I, _J, _K = dg.Dim("si", size=3), dg.Dim("sj", size=3), dg.Dim("sk", size=3)
 _EXAMPLES = {  # an instance of each distribution whose constructor needs more than its defaults
@@ -723,6 +724,9 @@ _EXAMPLES = {  # an instance of each distribution whose constructor needs more t
     "lkj_corr": lambda: dg.dist.lkj_corr(2.0, dims=(_I, _J)), "lkj_cholesky_corr": lambda: dg.dist.lkj_cholesky_corr(2.0, dims=(_I, _J)),
     "lkj_cholesky_cov": lambda: dg.dist.lkj_cholesky_cov(2.0, dg.dist.halfnormal(1.0), dims=(_I, _J)),
     "zerosum_normal": lambda: dg.dist.zerosum_normal(1.0, dims=(_K,)),
+    "discrete_uniform": lambda: dg.dist.discrete_uniform(1, 6),
+    "markov_chain": lambda: dg.dist.markov_chain(dg.constant(np.ones(3), dims=(_K,)), dg.constant(np.ones((3, 3)), dims=(_K, _J)),
+                                                 dim=_K, next_dim=_J, time=_I),
 }
 
 
