@@ -4,7 +4,7 @@
 per fused loop, dynamic dims where the graph's sizes are unknown, so a new data
 length needs no recompile), compiles it for the CPU with IREE (`build.py`,
 cached on disk) and returns `run(arrays) -> arrays`. The module returns an error
-code beside the outputs; a nonzero one raises the failed check's exception.
+checks as `cf.assert`s; a failed one raises the check's exception.
 An op or case it cannot emit is refused in `compile` with an `MlirUnsupported`
 (a `NotImplementedError`) naming it; without IREE installed, compiling raises
 `BackendUnavailable` (the extra is `dimgraph[mlir]`). See docs/mlir.md.
@@ -12,6 +12,7 @@ An op or case it cannot emit is refused in `compile` with an `MlirUnsupported`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,7 @@ from dimgraph.backends import Backend, Compiled
 # Emitter families, mirroring dimgraph.core; each registers its ops with `registry.mlir_impl`.
 from dimgraph.backends.mlir import control, elemwise, linalg, shape, subtensor  # noqa: F401
 from dimgraph.backends.mlir.build import compile_module, load
+from dimgraph.backends.mlir.emitter import CHECK
 from dimgraph.backends.mlir.program import boundary_dtype, module_text
 from dimgraph.backends.mlir.registry import MlirUnsupported, mlir_impl  # noqa: F401
 from dimgraph.core.rewriting.fusion import unfuse_indexed_loop
@@ -41,12 +43,16 @@ def compile(fgraph, **options):
     any_bool = any(bools)
 
     def call(arrays):
-        results = main(*arrays)
-        code = int(results[-1].to_host())
-        if code:
-            exc, message = errors[code - 1]
-            raise exc(message)
-        outs = [np.array(r.to_host()) for r in results[:-1]]
+        try:
+            results = main(*arrays)
+        except RuntimeError as err:  # a failed `cf.assert` (`Emitter.fail_if`): its number indexes `errors`
+            found = re.search(rf"{CHECK} (\d+)", str(err))
+            if found is None:
+                raise
+            exc, message = errors[int(found.group(1)) - 1]
+            raise exc(message) from None
+        results = results if isinstance(results, tuple) else (results,)
+        outs = [np.array(r.to_host()) for r in results]
         if any_bool:
             outs = [a.view(np.bool_) if is_bool else a for a, is_bool in zip(outs, bools)]
         return outs

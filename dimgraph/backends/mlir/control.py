@@ -2,8 +2,7 @@
 `scf.while`, and `IfElse` as `scf.if`.
 
 The states, the traces (a tensor each, a row written per step with
-`tensor.insert_slice`) and the error code of the body's checks are the loop's
-iter_args; the body is the inner graph printed by the same registry, reading
+`tensor.insert_slice`) are the loop's iter_args; the body is the inner graph printed by the same registry, reading
 the loop's constants from the enclosing region. A while loop also carries its
 step number; it stops when the condition state is false or `n_steps` is reached.
 """
@@ -28,7 +27,7 @@ def _loop(op, node, e, ins):
     state_types = body.input_types[1 : 1 + n_states]
     n = e.index_of(n_steps)
     n = e.imax(n, 0)
-    # iter_args: the states (typed as the body declares them), the traces, the error code
+    # iter_args: the states (typed as the body declares them), then the traces
     inits, types, statics = [], [], []
     for v, t in zip(init, state_types):
         dims = tuple(int(s) if s is not None else d for s, d in zip(t.shape, v.dims))
@@ -41,8 +40,6 @@ def _loop(op, node, e, ins):
         trace_dims.append(dims)
         inits.append(e.empty(dims, state_types[k].dtype))
         types.append(tensor_type(dims, state_types[k].dtype))
-    inits.append(e.const(0, "i64"))
-    types.append("i64")
 
     b = e.child()
     i = b.fresh("i")
@@ -64,7 +61,6 @@ def _loop(op, node, e, ins):
         sizes = ", ".join(["1"] + [str(d) for d in row.dims])
         strides = ", ".join(["1"] * (row.ndim + 1))
         yielded.append(b.op(f"tensor.insert_slice {row.name} into {trace}[{offsets}] [{sizes}] [{strides}] : {row.type} into {tt}", "tr"))
-    yielded.append(b.error_code(start=args[-1]))
     # the yielded states must have the iter_args' types exactly
     for k, t in enumerate(state_types):
         v = Value(yielded[k], t.dtype, states[k].dims)
@@ -82,7 +78,6 @@ def _loop(op, node, e, ins):
     else:
         _while(e, b, head, i, args, inits, types, yielded, n, op.until)
     names = [f"{results[0]}#{k}" for k in range(len(results))]
-    e.codes.append(names[-1])
     outs = []
     for k, t in enumerate(state_types):
         dims = e.dims_of(names[k], t.shape, t.dtype)
@@ -93,7 +88,7 @@ def _loop(op, node, e, ins):
 
 
 def _while(e, b, head, i, args, inits, types, yielded, n, until):
-    """`scf.while` over (step, *states, error code): the before region tests `step < n and state[until]`."""
+    """`scf.while` over (step, *states): the before region tests `step < n and state[until]`."""
     before = e.child()
     step, bargs = before.fresh("w"), [before.fresh("ws") for _ in args]
     more = before.op(f"arith.cmpi slt, {step}, {before.index(n)} : index", "p")
@@ -119,13 +114,12 @@ def _ifelse(op, node, e, ins):
 
     cond, args = ins[0], ins[1:]
     flag = e.op(f"tensor.extract {cond.name}[] : {cond.type}", "s")
-    types = [tensor_type(o.type.shape, o.type.dtype) for o in node.outputs] + ["i64"]
+    types = [tensor_type(o.type.shape, o.type.dtype) for o in node.outputs]
     branches = []
     for graph in (op.then_graph, op.else_graph):
         b = e.child()
         outs = emit_graph(b, graph.inputs, args, graph.outputs)
         names = [b.cast(v, tuple(int(s) if s is not None else "?" for s in o.type.shape)).name for v, o in zip(outs, node.outputs)]
-        names.append(b.error_code())
         branches.append((b, names))
     res = e.fresh("if")
     e.emit(f"{res}:{len(types)} = scf.if {flag} -> ({', '.join(types)}) {{")
@@ -135,7 +129,6 @@ def _ifelse(op, node, e, ins):
         e.lines.extend(b.lines)
         e.emit(f"  scf.yield {', '.join(names)} : {', '.join(types)}")
     e.emit("}")
-    e.codes.append(f"{res}#{len(types) - 1}")
     outs = []
     for k, o in enumerate(node.outputs):
         name = f"{res}#{k}"

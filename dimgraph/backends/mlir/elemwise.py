@@ -3,7 +3,7 @@ DimShuffle (an affine map), CAReduce and CAReduceElemwise (a generic with reduct
 
 Broadcasting follows the graph's static types, as every backend: an axis of
 static size 1 broadcasts (its map reads index 0), other axes must agree at run
-time (a `ShapeError` through the error code where a size is dynamic).
+time (a `ShapeError` from a `cf.assert` where a size is dynamic).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from dimgraph.backends.mlir.scalar import (
     print_composite,
     scalar_step,
 )
+from dimgraph.core.broadcast import mismatch_message
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.fused import CAReduceElemwise
 from dimgraph.core.reduce import CAReduce
@@ -41,7 +42,7 @@ def loop_dims(e, node_inputs, ins, what):
         sizes = [v.dims[ax] for v, var in zip(ins, node_inputs) if var.type.shape[ax] != 1]
         d = sizes[0] if sizes else 1
         for other in sizes[1:]:
-            e.same_size(d, other, f"{what}: input sizes along axis {ax} do not match")
+            e.same_size(d, other, mismatch_message(what, f"axis {ax}"))
         dims.append(d)
     return tuple(dims)
 

@@ -5,10 +5,10 @@ each an int (static) or the SSA name of an `index` (dynamic, read with
 `tensor.dim` or computed). Index arithmetic on dims folds in Python when every
 operand is an int, so static graphs print static types.
 
-Run-time checks (an index out of bounds, sizes that disagree) cannot raise
-inside IREE; `Emitter.fail_if(cond, exc, message)` folds the condition into an
-i64 error code returned beside the outputs, and the caller raises
-`errors[code - 1]` before any result is used.
+Run-time checks (an index out of bounds, sizes that disagree) are `cf.assert`s
+on host values, so IREE stops the call there, before any kernel reads out of
+bounds: `Emitter.fail_if(cond, exc, message)` asserts `not cond` with the message
+`dimgraph check <k>`, and the caller raises `errors[k - 1]`.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ ELEMENT = {
     "uint8": "i8",
     "bool": "i1",
 }
+
+
+CHECK = "dimgraph check"  # the message prefix of a failed `cf.assert`; the number after it indexes `errors`
 
 
 def element(dtype) -> str:
@@ -76,12 +79,12 @@ def float_literal(x: float, dtype) -> str:
 
 
 class Emitter:
-    """Lines of one MLIR function body, with fresh names, memoised constants and the error code."""
+    """Lines of one MLIR function body, with fresh names, memoised constants and the checks' table."""
 
     def __init__(self, errors: list, indent=2):
         self.lines: list = []
         self.errors = errors  # [(exception class, message)], shared by every region of a module
-        self.codes: list = []  # i64 SSA values of this region's failed checks (0: none)
+        self.in_body = False  # a linalg body: no host-level check may be printed there
         self.indent = indent
         self._consts: dict = {}
         self._counter = [0]
@@ -211,23 +214,17 @@ class Emitter:
             return
         if cond is True:
             raise exc(message)
+        if self.in_body:
+            raise MlirUnsupported("mlir backend: a run-time check inside a loop body is not supported")
         self.errors.append((exc, message))
-        code = len(self.errors)
-        self.codes.append(self.op(f"arith.select {cond}, {self.const(code, 'i64')}, {self.const(0, 'i64')} : i64", "err"))
+        ok = self.op(f"arith.xori {cond}, {self.const(True, 'i1')} : i1", "p")
+        self.emit(f'cf.assert {ok}, "{CHECK} {len(self.errors)}"')
 
     def same_size(self, a, b, message, exc=None):
         """Fail (ShapeError) when two dims differ at run time; static dims are checked now."""
         from dimgraph.errors import ShapeError
 
         self.fail_if(self.icmp("ne", a, b), exc or ShapeError, message)
-
-    def error_code(self, start=None):
-        """One i64: the first failed check's code of this region, 0 when none failed (`start`: codes before)."""
-        code = start if start is not None else self.const(0, "i64")
-        for c in self.codes:
-            ok = self.op(f"arith.cmpi ne, {code}, {self.const(0, 'i64')} : i64", "p")
-            code = self.op(f"arith.select {ok}, {code}, {c} : i64", "err")
-        return code
 
     def text(self):
         return "\n".join(self.lines)
@@ -243,6 +240,7 @@ def generic(e: Emitter, rank, ins, outs, body, iterators=None, stem="g"):
     iterators = iterators or ["parallel"] * rank
     maps = [affine(rank, ex) for _, ex in ins] + [affine(rank, ex) for _, _, ex in outs]
     b = e.child(e.indent + 2)
+    b.in_body = True
     in_args = [b.fresh("a") for _ in ins]
     out_args = [b.fresh("o") for _ in outs]
     yielded = body(b, in_args, out_args)
@@ -261,8 +259,6 @@ def generic(e: Emitter, rank, ins, outs, body, iterators=None, stem="g"):
     e.lines.extend(b.lines)
     e.emit(f"  linalg.yield {', '.join(yielded)} : {', '.join(element_of(t) for t in out_types)}")
     e.emit(f"}} -> {ret_types}")
-    if b.codes:
-        raise MlirUnsupported("mlir backend: a run-time check inside a loop body is not supported")
     return results
 
 

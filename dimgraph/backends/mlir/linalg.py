@@ -13,6 +13,7 @@ from dimgraph.backends.mlir.elemwise import _identity
 from dimgraph.backends.mlir.emitter import Value, element, generic, tensor_type
 from dimgraph.backends.mlir.registry import mlir_impl
 from dimgraph.backends.mlir.scalar import convert
+from dimgraph.core.broadcast import mismatch_message
 from dimgraph.core.linalg import MatMul
 
 
@@ -24,7 +25,7 @@ def _matmul(op, node, e, ins):
     nb = max(ta.ndim - 2, tb.ndim - 2, 0)
     rows, cols = ta.ndim > 1, tb.ndim > 1
     k_a, k_b = a.dims[-1], (b.dims[0] if tb.ndim == 1 else b.dims[-2])
-    e.same_size(k_a, k_b, "matmul: the contracted axes differ")
+    e.same_size(k_a, k_b, mismatch_message(str(op), "the contracted axis"))
     batch = []
     for ax in range(nb):
         sizes = []
@@ -33,7 +34,7 @@ def _matmul(op, node, e, ins):
             if t.ndim > 1 and j >= 0 and t.shape[j] != 1:
                 sizes.append(v.dims[j])
         for other in sizes[1:]:
-            e.same_size(sizes[0], other, f"matmul: batch axis {ax} differs between the operands")
+            e.same_size(sizes[0], other, mismatch_message(str(op), f"batch axis {ax}"))
         batch.append(sizes[0] if sizes else 1)
     dims = tuple(batch + ([a.dims[-2]] if rows else []) + ([b.dims[-1]] if cols else []))
     rank = len(dims) + 1  # the last loop is k

@@ -1,11 +1,11 @@
-"""A FunctionGraph as one MLIR module: `func.func @main(inputs) -> (outputs, error code)`.
+"""A FunctionGraph as one MLIR module: `func.func @main(inputs) -> (outputs)`.
 
 Each node is printed by its registry entry in topological order; graph
 constants become `arith.constant dense<"0x...">` (the bytes, so every value
 round-trips); an input's dim of unknown size is a dynamic dim (`?`), so one
 compiled module serves every data length. Bool tensors cross the boundary as
-i8 (NumPy's bool bytes) and are i1 inside. The last result is the i64 error
-code of the run-time checks (0: none failed).
+i8 (NumPy's bool bytes) and are i1 inside. Run-time checks are `cf.assert`s
+(`Emitter.fail_if`).
 """
 
 from __future__ import annotations
@@ -91,10 +91,8 @@ def module_text(fgraph) -> tuple:
         if var.type.dtype == "bool":
             val = _from_bool(e, val)
         results.append(e.cast(val, tuple(var.type.shape)) if val.ndim else val)
-    code = e.error_code()
-    code_t = e.op(f"tensor.from_elements {code} : tensor<i64>", "t")
-    names = [v.name for v in results] + [code_t]
-    types = [tensor_type(tuple(var.type.shape), boundary_dtype(var.type.dtype)) for var in fgraph.outputs] + ["tensor<i64>"]
+    names = [v.name for v in results]
+    types = [tensor_type(tuple(var.type.shape), boundary_dtype(var.type.dtype)) for var in fgraph.outputs]
     text = (
         f"module {{\n  func.func @main({', '.join(args)}) -> ({', '.join(types)}) {{\n"
         + e.text()

@@ -101,7 +101,7 @@ def _join(op, node, e, ins):
     for k, v in enumerate(ins[1:], 1):
         for ax in range(first.ndim):
             if ax != axis:
-                e.same_size(first.dims[ax], v.dims[ax], f"{op}: input {k} differs from input 0 along axis {ax}", ValueError)
+                e.same_size(first.dims[ax], v.dims[ax], f"Join: axis {ax} of the inputs has different sizes (only axis {axis} may differ)")
     total = 0
     for v in ins:
         total = e.iadd(total, v.dims[axis])

@@ -6,7 +6,7 @@ drops its axis by a rank-reducing slice) and their set/inc is
 x with `tensor.extract` at the index arrays' values; its gradient, the
 scatter-add `inc(x[i, :], v)`, is `iree_linalg_ext.scatter` (repeated indices
 accumulate). Negative positions wrap as NumPy's do and an out-of-bounds one is
-an IndexError through the error code, checked by a reduction over the index.
+an IndexError (a `cf.assert` on a reduction over the index, before the gather runs).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dimgraph.backends.mlir.elemwise import copy
 from dimgraph.backends.mlir.emitter import Value, element, generic, tensor_type
 from dimgraph.backends.mlir.registry import MlirUnsupported, mlir_impl
 from dimgraph.backends.mlir.shape import reshape
+from dimgraph.core.broadcast import mismatch_message
 from dimgraph.core.subtensor import (
     ARRAY,
     NEWAXIS,
@@ -93,7 +94,7 @@ def _subtensor(op, node, e, ins):
     return [reshape(e, sel, with_new) if len(with_new) != len(kept) else sel]
 
 
-def _broadcast_value(e, v: Value, v_static, dims) -> Value:
+def _broadcast_value(e, op, v: Value, v_static, dims) -> Value:
     """`v` broadcast (right-aligned, static size-1 axes stretched) to `dims`."""
     lead = len(dims) - v.ndim
     if lead < 0:
@@ -104,7 +105,7 @@ def _broadcast_value(e, v: Value, v_static, dims) -> Value:
             exprs.append(0)
         else:
             exprs.append(f"d{lead + j}")
-            e.same_size(v.dims[j], dims[lead + j], "set/inc: the value's shape does not match the selection", ValueError)
+            e.same_size(v.dims[j], dims[lead + j], mismatch_message(str(op), f"axis {j}", where="between the value and the selection"))
     return copy(e, v, dims, exprs)
 
 
@@ -122,7 +123,7 @@ def _add(e, a: Value, b: Value) -> Value:
 def _inc_subtensor(op, node, e, ins):
     x, v = ins[0], ins[1]
     offsets, sizes, strides, kept, with_new = _basic_selection(op, e, x, ins[2:])
-    v = _broadcast_value(e, v, node.inputs[1].type.shape, with_new)
+    v = _broadcast_value(e, op, v, node.inputs[1].type.shape, with_new)
     if len(with_new) != len(kept):
         v = reshape(e, v, kept)
     text = _slice_text(offsets, sizes, strides)
@@ -157,13 +158,13 @@ def _broadcast_dims(e, idx_values, idx_vars):
             if j >= 0 and var.type.shape[j] != 1:
                 sizes.append(v.dims[j])
         for other in sizes[1:]:
-            e.same_size(sizes[0], other, "shape mismatch: indexing arrays could not be broadcast together", IndexError)
+            e.same_size(sizes[0], other, mismatch_message("advanced indexing", f"axis {ax} of the index arrays"))
         dims.append(sizes[0] if sizes else 1)
     return dims
 
 
 def _check_bounds(e, idx: Value, n, axis):
-    """IndexError (through the error code) when an entry of `idx` is outside [-n, n)."""
+    """IndexError (a `cf.assert`, so the gather never runs) when an entry of `idx` is outside [-n, n)."""
     rank = idx.ndim
     t = element(idx.dtype)
     init = e.empty((), "bool")
@@ -231,7 +232,7 @@ def _advanced_inc_subtensor(op, node, e, ins):
     (i,) = idx
     _check_bounds(e, i, x.dims[0], 0)
     sel = list(i.dims) + list(x.dims[1:])
-    v = _broadcast_value(e, v, node.inputs[1].type.shape, sel)
+    v = _broadcast_value(e, op, v, node.inputs[1].type.shape, sel)
     n = e.product(i.dims)
     updates = reshape(e, v, [n] + list(x.dims[1:]))
     t = element(i.dtype)
