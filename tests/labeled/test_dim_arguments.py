@@ -86,6 +86,7 @@ CASES = {
     "dg.dist.lkj_cholesky_corr": lambda: dg.dist.lkj_cholesky_corr(2.0, dims="ab"),
     "dg.dist.lkj_cholesky_cov": lambda: dg.dist.lkj_cholesky_cov(2.0, dg.dist.halfnormal(1.0), dims="ab"),
     "dg.dist.mixture": lambda: dg.dist.mixture(_x(), [dg.dist.normal(0.0, 1.0)] * 2, dim="ab"),
+    "dg.dist.markov_chain": lambda: dg.dist.markov_chain(_x(), _x(), dim="ab", next_dim="b", time=dg.Dim("t", size=3)),
     "dg.dist.zerosum_normal": lambda: dg.dist.zerosum_normal(1.0, dims="ab").draw(dg.rng_state("s"))[1],
     "dist.draw": lambda: dg.dist.normal(0.0, 1.0).draw(dg.rng_state("s"), extra_dims="ab"),
     "rng.draw": lambda: dg.rng(0).draw(dg.dist.normal(0.0, 1.0), extra_dims="ab"),
@@ -121,6 +122,8 @@ def _rng_params(name):
         return (dg.dist.normal(0.0, 1.0),), {"lower": 0.0}
     if name == "zerosum_normal":
         return (1.0,), {"dims": (A,)}
+    if name == "markov_chain":
+        return (half, dg.constant(np.full((2, 2), 0.5), dims=(A, B))), {"dim": A, "next_dim": B, "time": dg.Dim("t", size=3)}
     return tuple(0.5 for _ in getattr(dg.dist, name).names), {}
 
 
