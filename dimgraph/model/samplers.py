@@ -195,7 +195,7 @@ def _blackjax(model, fn, draws, tune, chains, seed, target_accept=0.8):
         import blackjax
         import jax
     except ImportError:
-        raise ImportError("sample: sampler 'blackjax' needs blackjax and jax: pip install blackjax") from None
+        raise ImportError("sample: sampler 'blackjax' needs blackjax and jax: pip install 'dimgraph[blackjax]'") from None
     from dimgraph.compile.function import function
 
     entries = model.entries
