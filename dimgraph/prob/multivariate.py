@@ -1149,7 +1149,7 @@ class _WishartFamily(Distribution):
     def _bartlett(self, state, dims, chol):
         """`(next state, L A A^T L^T)`: a Wishart(nu, L L^T) draw by Bartlett's decomposition."""
         row, col = self.dims
-        nu, p = self.params["nu"], row.size
+        nu = self.params["nu"]
         k = lmath.astype(arange(row), "float64")
         batch = tuple(d for d in dims if d not in self.dims)
         state, g = primitive_draw("gamma", state, 0.5 * (nu - k), dims=(*batch, row))

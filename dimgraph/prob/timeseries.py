@@ -23,8 +23,6 @@ log2(n) doublings. Euler-Maruyama draws apply the user's `sde_fn` step by step, 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dimgraph.core.random import rng_state

@@ -104,6 +104,59 @@ def _vector_case(name):
         lo, mu, x = _labeled(("lo", ()), ("mu", ()), ("x", ()))
         cost = dg.dist.censored(dg.dist.logistic(mu, 1.0), lower=lo).logp(x)
         return [lo, mu, x], cost, [lo, mu, x], [-0.5, 0.3, 0.4]
+    return _family_case(name)
+
+
+_W = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]])
+_X5 = np.array([0.3, 0.1, -0.4, 0.2, 0.5])
+
+
+def _family_case(name):
+    """The multivariate families and the time series (tests/prob/test_multivariate_families.py, test_timeseries.py)."""
+    if name in ("mv_student_t", "wishart", "inverse_wishart", "kronecker_normal"):
+        nu, cov, x = _labeled(("nu", ()), ("cov", (ROW, COL)), ("x", (ROW,) if name in ("mv_student_t", "kronecker_normal") else (ROW, COL)))
+        dist = {
+            "mv_student_t": lambda: dg.dist.mv_student_t(nu, 0.0, scale=cov, dims=(ROW, COL)),
+            "wishart": lambda: dg.dist.wishart(nu, cov, dims=(ROW, COL)),
+            "inverse_wishart": lambda: dg.dist.inverse_wishart(nu, cov, dims=(ROW, COL)),
+            "kronecker_normal": lambda: dg.dist.kronecker_normal(0.0, covs=[cov], sigma=nu, dims=[(ROW, COL)]),
+        }[name]()
+        value = np.array([0.5, 0.0, 2.0]) if x.type.ndim == 1 else COV + np.eye(3)
+        return [nu, cov, x], dist.logp(x), [nu, cov], [4.5, COV, value]
+    if name == "matrix_normal":
+        cov, x = _labeled(("cov", (ROW, COL)), ("x", (ROW, K)))
+        col = dg.constant(np.eye(3), dims=(K, dg.Dim("k2", size=3)))
+        cost = dg.dist.matrix_normal(0.0, rowcov=cov, colcov=col, rowdims=(ROW, COL), coldims=(K, col.dims[1])).logp(x)
+        return [cov, x], cost, [cov, x], [COV, np.arange(9.0).reshape(3, 3) / 9]
+    if name in ("multinomial", "dirichlet_multinomial"):
+        (w,) = _labeled(("w", (K,)))
+        counts = dg.constant(np.array([1, 0, 3]), dims=(K,))
+        return [w], getattr(dg.dist, name)(4, w, dim=K).logp(counts), [w], [np.array([0.5, 2.0, 4.0])]
+    if name == "stick_breaking_weights":
+        alpha, x = _labeled(("alpha", ()), ("x", (K,)))
+        return [alpha, x], dg.dist.stick_breaking_weights(alpha, dim=K).logp(x), [alpha, x], [1.5, np.array([0.2, 0.3, 0.5])]
+    if name in ("car", "icar"):
+        a, x = _labeled(("a", ()), ("x", (K,)))
+        dist = dg.dist.car(0.0, _W, a, 2.0, dim=K) if name == "car" else dg.dist.icar(_W, a, dim=K)
+        return [a, x], dist.logp(x), [a, x], [0.4, np.array([0.2, -0.1, 0.3])]
+    sigma, x = _labeled(("sigma", ()), ("x", (T,)))
+    dist = {
+        "random_walk": lambda: dg.dist.random_walk(dg.dist.normal(), dg.dist.logistic(0.0, sigma), time=T),
+        "gaussian_random_walk": lambda: dg.dist.gaussian_random_walk(0.1, sigma, time=T),
+        "ar": lambda: dg.dist.ar(0.5, sigma, constant=0.2, time=T),
+        "garch11": lambda: dg.dist.garch11(0.2, 0.1, 0.5, sigma, time=T),
+        "euler_maruyama": lambda: dg.dist.euler_maruyama(0.1, lambda v, s: (-v, s), (sigma,), time=T),
+    }
+    if name in dist:
+        return [sigma, x], dist[name]().logp(x), [sigma, x], [0.7, _X5]
+    if name in ("mv_gaussian_random_walk", "mv_student_t_random_walk"):
+        cov, v = _labeled(("cov", (ROW, COL)), ("v", (T, ROW)))
+        walk = (
+            dg.dist.mv_gaussian_random_walk(0.0, cov=cov, dims=(ROW, COL), time=T)
+            if name == "mv_gaussian_random_walk"
+            else dg.dist.mv_student_t_random_walk(3.0, 0.0, scale=cov, dims=(ROW, COL), time=T)
+        )
+        return [cov, v], walk.logp(v), [cov, v], [COV, np.outer(_X5, [1.0, -0.5, 0.2])]
     raise KeyError(name)
 
 

@@ -199,6 +199,19 @@ def test_an_aligned_batch_dim_matches_the_graphs_own_dim_by_name():
     assert got.dims == ("draw", "k")
 
 
+def test_an_index_follows_its_dim_when_vectorizing_reorders_the_input():
+    """`a` on steps, then on (draw, steps): `a + noise` keeps its dims but not their order, and the isel along
+    steps must index that dim (it indexed the old position, the draw dim, a shape error when lowering)."""
+    draw, steps = dg.Dim("draw", size=3), dg.Dim("steps", size=4)
+    a, noise = dg.labeled("a", dims=(steps,)), dg.labeled("noise", dims=(draw,))
+    y = (a + noise).isel(steps=dg.constant(np.array([0, 0, 1, 2]), dims=(steps,)))
+    new_a = dg.labeled("new_a", dims=(draw, steps))
+    out = dg.vectorize_graph(y, {a: new_a}, aligned=(draw,))
+    A, Z = np.arange(12.0).reshape(3, 4), np.array([10.0, 20.0, 30.0])
+    got = dg.function([new_a, noise], out, backend="python")(A, Z)
+    np.testing.assert_array_equal(got.transpose("draw", "steps").values, (A + Z[:, None])[:, [0, 0, 1, 2]])
+
+
 def test_mapped_function_pickles():
     import pickle
 

@@ -322,7 +322,7 @@ def test_icar_spatial_model_matches_numpy():
 def test_wishart_and_multinomial_models():
     """m.wishart samples on the positive-definite transform; m.observe of multinomial counts."""
     m = dg.Model()
-    S = m.rv("S", dg.dist.wishart(5.0, _c(COV, I, J), dims=(I, J)))
+    m.rv("S", dg.dist.wishart(5.0, _c(COV, I, J), dims=(I, J)))
     p = m.dirichlet("p", _c(ALPHA, K), dim=K)
     m.observe("c", dg.dist.multinomial(7, p, dim=K), data=np.array([2, 1, 4]), dims=(K,))
     assert m.unconstrained_names == ["S_positive_definite__", "p_simplex__"]
