@@ -53,7 +53,7 @@ from dimgraph.lower.control import ifelse, op_from_graph, scan, while_loop  # no
 from dimgraph import dist  # noqa: E402
 from dimgraph.compile.random import RandomStream, rng  # noqa: E402,F401
 from dimgraph.core.random import rng_state, seed_state  # noqa: E402,F401
-from dimgraph.labeled.distributions import log_softmax, softmax  # noqa: E402,F401
+from dimgraph.labeled.math import log_softmax, softmax  # noqa: E402,F401
 from dimgraph.errors import CacheWarning, IndexOutOfBounds, PerformanceWarning  # noqa: E402,F401  (reliability: disk caches, out-of-range positions, Python on a hot path)
 from dimgraph.compile.chunked import ChunkWarning  # noqa: E402,F401  (dask inputs chunked along a dim the function computes with)
 

@@ -1,40 +1,27 @@
 """`dg.dist`: named distributions with labeled parameters, log densities and draws.
 
-Each class has a lower-case name too (`dg.dist.normal` is `dg.dist.Normal`).
+Every name is looked up in the registry (`dimgraph.prob.registry`), where each
+class files itself once; the class is there under its own name too
+(`dg.dist.normal` is `dg.dist.Normal`).
 
 >>> import dimgraph as dg, numpy as np
 >>> float(dg.dist.normal(0.0, 2.0).logp(1.0).eval())  # scipy.stats.norm(0, 2).logpdf(1)
 -1.737085713764618
+>>> dg.dist.normal is dg.dist.Normal, "gamma" in dg.dist.DISTRIBUTIONS
+(True, True)
 """
 
-from dimgraph.labeled.distribution_catalog import DISTRIBUTIONS
-from dimgraph.labeled.distributions import (  # noqa: F401
-    Bernoulli,
-    Beta,
-    Binomial,
-    Categorical,
-    Cauchy,
-    Dirichlet,
-    Distribution,
-    Exponential,
-    Gamma,
-    HalfNormal,
-    InverseGamma,
-    LogNormal,
-    MultivariateNormal,
-    NegativeBinomial,
-    Normal,
-    Poisson,
-    StudentT,
-    Uniform,
-)
-from dimgraph.labeled.distributions_factories import Censored, Mixture, Truncated  # noqa: F401
-from dimgraph.labeled.distributions_multivariate import (  # noqa: F401
-    LKJCholeskyCorr,
-    LKJCholeskyCov,
-    LKJCorr,
-    ZeroSumNormal,
-)
-from dimgraph.labeled.distributions_univariate import HalfCauchy, HalfStudentT, Laplace, Logistic, Weibull  # noqa: F401
+from dimgraph.prob import constraints  # noqa: F401
+from dimgraph.prob.base import Distribution  # noqa: F401
+from dimgraph.prob.registry import DISTRIBUTIONS, by_class_name
 
-globals().update(DISTRIBUTIONS)  # normal, halfnormal, ..., lkj_cholesky_cov, mixture, censored, truncated
+
+def __getattr__(name):
+    found = DISTRIBUTIONS.get(name) or by_class_name().get(name)
+    if found is None:
+        raise AttributeError(f"dg.dist has no distribution {name!r}; the catalog: {sorted(DISTRIBUTIONS)}")
+    return found
+
+
+def __dir__():
+    return sorted({*globals(), *DISTRIBUTIONS, *by_class_name()})

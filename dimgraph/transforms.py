@@ -6,9 +6,10 @@
 1.648721
 """
 
-from dimgraph.labeled.transforms import (  # noqa: F401
+from dimgraph.prob.transforms import (  # noqa: F401
     TRANSFORMS,
     CholeskyCorr,
+    CholeskyCov,
     Corr,
     Identity,
     Interval,
@@ -18,4 +19,7 @@ from dimgraph.labeled.transforms import (  # noqa: F401
     Simplex,
     Transform,
     ZeroSum,
+    biject_to,
+    bijection_for,
+    transform_for,
 )

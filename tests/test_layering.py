@@ -1,14 +1,17 @@
 """The package's layers: every module imports only from its own layer or the layers below it.
 
-    errors, config, version, lazy, progress  <-  core  <-  labeled  <-  lower  <-  backends (core only)  <-  compile, printing, dotgraph
-    <-  the public face (dimgraph/__init__.py and the top-level front doors)
+    errors, config, version, lazy, progress  <-  core  <-  labeled  <-  prob  <-  lower  <-  backends (core only)
+    <-  compile, printing, dotgraph  <-  the public face (dimgraph/__init__.py, dimgraph.model and the top-level front doors)
+
+`prob` (distributions, supports, transforms) is labeled math: it reads `labeled`
+and nothing above it (the backends, which see only core, never read it).
 
 Every import is read from the source (function-level ones included, so a
 cycle broken by a lazy import still counts). No import cycle may span two
 packages (`dimgraph.core`, `dimgraph.labeled`, ...), neither through the
 imports that run when a module loads nor through function-level ones. Inside
-`dimgraph.labeled` every import is at module level, except the few named in
-`LAZY_IN_LABELED`, each with the circle it would close. Labeled values become
+`dimgraph.labeled` and `dimgraph.prob` every import is at module level, except
+the few named in `LAZY_IN_LABELED`, each with the circle it would close. Labeled values become
 positional one way only: the lowering pass is built by `dimgraph.lower.lower`
 and named nowhere else.
 """
@@ -22,7 +25,7 @@ import dimgraph
 
 PACKAGE = pathlib.Path(dimgraph.__file__).parent
 
-ORDER = ["base", "core", "labeled", "lower", "backends", "compile", "face"]
+ORDER = ["base", "core", "labeled", "prob", "lower", "backends", "compile", "face"]
 BASE = {"dimgraph.errors", "dimgraph.config", "dimgraph.version", "dimgraph.lazy", "dimgraph.progress"}
 # backends see only core (and base): a backend never reads Dims, labeled ops or the compile layer
 ALLOWED_BY_BACKENDS = {"base", "core", "backends"}
@@ -49,7 +52,7 @@ def layer(module: str) -> str:
     if module in BASE:
         return "base"
     parts = module.split(".")
-    if len(parts) > 1 and parts[1] in ("core", "labeled", "lower", "backends", "compile"):
+    if len(parts) > 1 and parts[1] in ("core", "labeled", "prob", "lower", "backends", "compile"):
         return parts[1]
     if module in ("dimgraph.printing", "dimgraph.dotgraph"):
         return "compile"  # the text forms of graphs and compiled functions
@@ -204,12 +207,16 @@ def test_the_compile_package_has_no_import_circle():
 
 
 def test_labeled_imports_at_module_level():
-    """Inside dimgraph.labeled an import inside a function is one of the named survivors, and each survivor is still there."""
+    """Inside dimgraph.labeled and dimgraph.prob an import inside a function is one of the named survivors, and each
+    survivor is still there."""
     found = {
-        (m, t): f"{p}:{line}" for p, m in MODULES if m.startswith("dimgraph.labeled") for line, t in function_level_imports(p, m)
+        (m, t): f"{p}:{line}"
+        for p, m in MODULES
+        if m.startswith(("dimgraph.labeled", "dimgraph.prob"))
+        for line, t in function_level_imports(p, m)
     }
     new = {k: where for k, where in found.items() if k not in LAZY_IN_LABELED}
-    assert not new, "function-level imports in dimgraph.labeled (move them to the top, or name the circle):\n" + "\n".join(
+    assert not new, "function-level imports in dimgraph.labeled/prob (move them to the top, or name the circle):\n" + "\n".join(
         f"{where}: {m} imports {t}" for (m, t), where in new.items()
     )
     assert set(LAZY_IN_LABELED) <= set(found), f"survivors no longer lazy: {set(LAZY_IN_LABELED) - set(found)}"
@@ -250,6 +257,8 @@ def test_the_exception_is_still_needed():
     [
         ("dimgraph.core.injected", "def f():\n    from dimgraph.labeled.ops import is_labeled\n"),  # function-level
         ("dimgraph.labeled.injected", "from dimgraph.compile import function\n"),
+        ("dimgraph.labeled.injected", "from dimgraph.prob.registry import DISTRIBUTIONS\n"),  # labeled is below prob
+        ("dimgraph.prob.injected", "from dimgraph.lower import lower\n"),  # prob is labeled math, below lowering
         ("dimgraph.backends.injected", "from dimgraph.lower.io import LabeledOutput\n"),  # backends see core only
         ("dimgraph.core.injected", "from .. import lower\n"),  # relative
         ("dimgraph.errors", "import dimgraph\n"),  # the package root is the public face

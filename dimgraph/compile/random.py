@@ -17,7 +17,7 @@ import numpy as np
 
 from dimgraph.core.shared import SharedTensor
 from dimgraph.core.random import RNGStateType, seed_sequence, seed_state
-from dimgraph.labeled.distribution_catalog import DISTRIBUTIONS
+from dimgraph.prob.registry import DISTRIBUTIONS
 
 
 class SharedRNGState(SharedTensor):
@@ -84,21 +84,24 @@ class RandomStream:
             raise ValueError(f"next_state: {x!r} is not a draw of a dg.rng stream")
         return found
 
+    def __getattr__(self, name):
+        """`rng.<name>(*params, extra_dims=(), **params)`: draws of `dg.dist.<name>`, looked up in the registry."""
+        cls = DISTRIBUTIONS.get(name)
+        if cls is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}; the distributions are {sorted(DISTRIBUTIONS)}")
+
+        def draws(*args, extra_dims=(), **kwargs):
+            return self.draw(cls(*args, **kwargs), extra_dims)
+
+        draws.__name__ = name
+        draws.__doc__ = f"Labeled draws of `dg.dist.{name}` on `extra_dims` then the parameters' dims."
+        return draws
+
+    def __dir__(self):
+        return sorted({*super().__dir__(), *DISTRIBUTIONS})
+
     def __repr__(self):
         return f"RandomStream(draws={len(self.states)})"
-
-
-def _method(name, cls):
-    def method(self, *args, extra_dims=(), **kwargs):
-        return self.draw(cls(*args, **kwargs), extra_dims)
-
-    method.__name__ = name
-    method.__doc__ = f"Labeled draws of `dg.dist.{name}` ({', '.join(cls.names)}) on `extra_dims` then the parameters' dims."
-    return method
-
-
-for _name, _cls in DISTRIBUTIONS.items():
-    setattr(RandomStream, _name, _method(_name, _cls))
 
 
 def rng(seed=None):

@@ -14,7 +14,7 @@ backend; across backends only the distributions agree.
 
 The primitives are the few draws that need an algorithm of their own
 (uniform, normal, gamma, Poisson, binomial); every named distribution is a
-graph of them (`dimgraph.labeled.distributions`).
+graph of them (`dimgraph.prob`).
 """
 
 from __future__ import annotations

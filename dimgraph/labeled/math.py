@@ -262,3 +262,41 @@ def diff(x, dim, n=1, label="upper"):
     x = as_operand(x, "diff")
     (d,) = resolve_dims(x.type.dims, dim, "diff", x.name or "the variable")
     return LabeledDiff(d, int(n), label)(x)
+
+
+def xlog1py(x, y):
+    """x * log1p(y), 0 where x == 0 (also at y == -1)."""
+    return where(x == 0, 0.0, x * elemwise("log1p", where(x == 0, 0.0, y)))
+
+
+def softmax(x, dim=None, axis=None):
+    """exp(x) normalized to sum 1 over `dim` (stable: computed as exp(log_softmax)); positional tensors take
+    `axis` as scipy.special.softmax.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> k = dg.Dim("k", size=2)
+    >>> dg.softmax(dg.constant(np.array([0.0, 1000.0]), dims=(k,)), k).eval().values.tolist()
+    [0.0, 1.0]
+    """
+    if not any_labeled((x,)):
+        return core_reduce.softmax(x, axis=axis if axis is not None else dim)
+    return elemwise("exp", log_softmax(x, dim))
+
+
+def log_softmax(x, dim=None, axis=None):
+    """x - logsumexp(x) over `dim`: the log of the softmax, finite where softmax underflows; positional
+    tensors take `axis` as scipy.special.log_softmax.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> k = dg.Dim("k", size=2)
+    >>> dg.log_softmax(dg.constant(np.array([0.0, 1000.0]), dims=(k,)), "k").eval().values.tolist()
+    [-1000.0, 0.0]
+    >>> x = dg.tensor("x", shape=(2,))
+    >>> dg.function([x], dg.log_softmax(x, axis=0))(np.array([0.0, 1000.0])).tolist()
+    [-1000.0, 0.0]
+    """
+    if not any_labeled((x,)):
+        return core_reduce.log_softmax(x, axis=axis if axis is not None else dim)
+    x = as_operand(x, "log_softmax")
+    (dim,) = resolve_dims(x.dims, dim, "log_softmax")
+    return (x - logsumexp(x, dim)).transpose(*x.dims)

@@ -3,7 +3,7 @@
 The draws' dims are the `extra_dims` first, then the parameters' dims in order
 of first appearance; parameters broadcast over them by dim name. The op lowers
 to one positional `RandomDraw` (`dimgraph.lower.random`); every named
-distribution is built from these in `dimgraph.labeled.distributions`.
+distribution is built from these in `dimgraph.prob`.
 """
 
 from __future__ import annotations

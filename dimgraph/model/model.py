@@ -19,6 +19,7 @@ variable is added; data is an input of each, so new data never recompiles.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -27,8 +28,9 @@ from dimgraph.compile.flat import FlatParams, flat_value_and_grad
 from dimgraph.compile.function import function
 from dimgraph.errors import InputError
 from dimgraph.labeled.basic import constant, is_dataarray
-from dimgraph.labeled.distributions import Distribution
-from dimgraph.labeled.transforms import resolve_transform
+from dimgraph.prob.base import Distribution
+from dimgraph.prob.registry import DISTRIBUTIONS
+from dimgraph.prob.transforms import transform_for
 from dimgraph.labeled.vectorize import vectorize_graph
 from dimgraph.model.variables import DataVariable, FreeVariable, ObservedVariable, variable_dims
 
@@ -65,7 +67,7 @@ class Model:
         `dims`: the variable's dims (the distribution's dims plus any new ones it is
         repeated along); default the distribution's. `transform`: how a sampler moves
         it, a name from `dg.transforms` ("log", "interval", ...) or a Transform;
-        default the distribution's `default_transform`.
+        default the bijection onto the distribution's support (`dg.transforms.biject_to(dist.support)`).
 
         >>> import dimgraph as dg
         >>> group = dg.Dim("group", coords=["a", "b", "c"])
@@ -79,15 +81,14 @@ class Model:
         if not isinstance(dist, Distribution):
             raise TypeError(f"{what}: expected a dg.dist distribution, got {dist!r}")
         dims, extra = variable_dims(dist, dims, what)
-        spec = transform if transform is not None else _default_transform(dist, what)
         if dist.discrete and transform is not None:
             raise ValueError(f"{what}: {type(dist).__name__} is discrete; a transform applies to continuous variables")
         _check_constant_params(dist, what)
-        if spec is not None:
+        if not dist.discrete:
             unsized = [d.name for d in dims if d.size is None]
             if unsized:
                 raise ValueError(f"{what}: dims {unsized} have no size; a sampled variable needs static sizes (give the Dim a size or coords)")
-        bound = None if dist.discrete else resolve_transform(spec, dist, dims, what)
+        bound = None if dist.discrete else transform_for(dist, dims, transform, what)
         var = FreeVariable(name, dist, dims, extra, bound)
         self._free[name] = var
         self._cache.clear()
@@ -212,6 +213,27 @@ class Model:
         if name in self._deterministics:
             return self._deterministics[name]
         raise KeyError(f"{name!r} is not a variable of this model; it has {self.names}")
+
+    def __getattr__(self, name):
+        """`m.normal(name, *params, dims=None, transform=None, **params)`, ...: a random variable drawn from
+        `dg.dist.<name>` (see `Model.rv`), for each distribution in the registry whose constructor takes no `dims=`
+        of its own (multivariate_normal, the LKJ family, ... go through `Model.rv`)."""
+        cls = DISTRIBUTIONS.get(name)
+        if cls is None or name.startswith("_"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        if "dims" in inspect.signature(cls).parameters:
+            raise AttributeError(f"Model.{name}: {cls.__name__} takes its own dims=; use m.rv(name, dg.dist.{name}(...), dims=...)")
+
+        def rv(rv_name, *params, dims=None, transform=None, **kwargs):
+            return self.rv(rv_name, cls(*params, **kwargs), dims=dims, transform=transform)
+
+        rv.__name__ = name
+        rv.__doc__ = f"A random variable drawn from `dg.dist.{name}` ({', '.join(cls.names)}); see `Model.rv`."
+        return rv
+
+    def __dir__(self):
+        methods = [n for n, cls in DISTRIBUTIONS.items() if "dims" not in inspect.signature(cls).parameters]
+        return sorted({*super().__dir__(), *methods})
 
     @property
     def names(self) -> list:
@@ -421,14 +443,6 @@ def _named(var, name):
     return out
 
 
-def _default_transform(dist, what):
-    """The distribution's own transform: a factory (truncated, censored, mixture) derives it per instance."""
-    try:
-        return dist.default_transform
-    except AttributeError:
-        raise TypeError(f"{what}: {type(dist).__name__} has no default_transform; give transform=") from None
-
-
 def _check_constant_params(dist, what):
     """Parameters given as numbers must be valid (sigma > 0, ...): an error naming the variable now, not NaNs later."""
     from dimgraph.core.graph import graph_inputs
@@ -489,28 +503,3 @@ class LogpFunction:
 
     def __repr__(self):
         return f"<LogpFunction of {self.names} (size {self.size}), backend {self.flat.function.backend!r}>"
-
-
-def _dist_method(name, cls):
-    def method(self, rv_name, *params, dims=None, transform=None, **kwargs):
-        return self.rv(rv_name, cls(*params, **kwargs), dims=dims, transform=transform)
-
-    method.__name__ = name
-    method.__doc__ = f"A random variable drawn from `dg.dist.{name}` ({', '.join(cls.names)}); see `Model.rv`."
-    return method
-
-
-def _add_distribution_methods():
-    """`m.normal(name, ...)`, `m.halfnormal(...)`, ...: one method per distribution `dg.dist` names (those whose
-    constructor takes its own `dims=`, such as multivariate_normal, go through `Model.rv`)."""
-    import inspect
-
-    import dimgraph.dist
-
-    for name, cls in vars(dimgraph.dist).items():
-        if name.islower() and isinstance(cls, type) and issubclass(cls, Distribution) and not hasattr(Model, name):
-            if "dims" not in inspect.signature(cls).parameters:
-                setattr(Model, name, _dist_method(name, cls))
-
-
-_add_distribution_methods()

@@ -1,5 +1,5 @@
 """The distributions models need: half-Cauchy, half-Student-t, Weibull, Laplace, logistic; tails (logcdf/logsf);
-the factories Mixture, Censored, Truncated; the LKJ family and the zero-sum normal; every default_transform.
+the factories Mixture, Censored, Truncated; the LKJ family and the zero-sum normal; every support and the transform it gives.
 
 Oracles: scipy.stats (log densities, tails, draws by KS), scipy.special (log_ndtr, ndtri_exp), NumPy closed
 forms (the LKJ normalizer in PyMC's form and in Lewandowski et al.'s beta form, a change of variables for the
@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from scipy import integrate, special, stats
 
 import dimgraph as dg
-from dimgraph.labeled.tails import log_ndtr, ndtri_exp
+from dimgraph.prob import constraints as C, transforms as T
+from dimgraph.prob.tails import log_ndtr, ndtri_exp
 from dimgraph.testing import numeric_grad
 
 N = dg.Dim("n", size=4000)
@@ -701,39 +702,65 @@ def test_gradients_match_finite_differences(backend):
             np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7, err_msg=f"{name} d/d{v.name}")
 
 
-# --- the model layer's key, and bad input
-TRANSFORMS = {"identity", "log", "logodds", "interval", "simplex", "ordered", "cholesky_corr", "corr", "zerosum", "cholesky_cov", None}
+# --- supports and the transforms they give (the model layer's key), and bad input
 EXPECTED_TRANSFORMS = {
-    "normal": "identity", "halfnormal": "log", "lognormal": "log", "student_t": "identity", "cauchy": "identity",
-    "uniform": "interval", "exponential": "log", "gamma": "log", "invgamma": "log", "beta": "logodds",
+    "normal": T.Identity, "halfnormal": T.Log, "lognormal": T.Log, "student_t": T.Identity, "cauchy": T.Identity,
+    "uniform": T.Interval, "exponential": T.Log, "gamma": T.Log, "invgamma": T.Log, "beta": T.LogOdds,
     "bernoulli": None, "binomial": None, "poisson": None, "negative_binomial": None, "categorical": None,
-    "dirichlet": "simplex", "multivariate_normal": "identity", "halfcauchy": "log", "halfstudent_t": "log",
-    "weibull": "log", "laplace": "identity", "logistic": "identity", "lkj_corr": "corr",
-    "lkj_cholesky_corr": "cholesky_corr", "lkj_cholesky_cov": "cholesky_cov", "zerosum_normal": "zerosum",
+    "dirichlet": T.Simplex, "multivariate_normal": T.Identity, "halfcauchy": T.Log, "halfstudent_t": T.Log,
+    "weibull": T.Log, "laplace": T.Identity, "logistic": T.Identity, "lkj_corr": T.Corr,
+    "lkj_cholesky_corr": T.CholeskyCorr, "lkj_cholesky_cov": T.CholeskyCov, "zerosum_normal": T.ZeroSum,
+}
+_I, _J, _K = dg.Dim("si", size=3), dg.Dim("sj", size=3), dg.Dim("sk", size=3)
+_EXAMPLES = {  # an instance of each distribution whose constructor needs more than its defaults
+    "student_t": lambda: dg.dist.student_t(3.0), "gamma": lambda: dg.dist.gamma(2.0), "invgamma": lambda: dg.dist.invgamma(2.0),
+    "beta": lambda: dg.dist.beta(2.0, 3.0), "bernoulli": lambda: dg.dist.bernoulli(0.3), "binomial": lambda: dg.dist.binomial(5, 0.3),
+    "poisson": lambda: dg.dist.poisson(2.0), "negative_binomial": lambda: dg.dist.negative_binomial(3.0, 0.4),
+    "categorical": lambda: dg.dist.categorical(dg.constant(np.ones(3), dims=(_K,)), dim=_K),
+    "dirichlet": lambda: dg.dist.dirichlet(dg.constant(np.ones(3), dims=(_K,)), dim=_K),
+    "multivariate_normal": lambda: dg.dist.multivariate_normal(dg.constant(np.zeros(3), dims=(_I,)), cov=dg.constant(np.eye(3), dims=(_I, _J)), dims=(_I, _J)),
+    "weibull": lambda: dg.dist.weibull(1.5, 2.0), "halfstudent_t": lambda: dg.dist.halfstudent_t(3.0),
+    "lkj_corr": lambda: dg.dist.lkj_corr(2.0, dims=(_I, _J)), "lkj_cholesky_corr": lambda: dg.dist.lkj_cholesky_corr(2.0, dims=(_I, _J)),
+    "lkj_cholesky_cov": lambda: dg.dist.lkj_cholesky_cov(2.0, dg.dist.halfnormal(1.0), dims=(_I, _J)),
+    "zerosum_normal": lambda: dg.dist.zerosum_normal(1.0, dims=(_K,)),
 }
 
 
-def test_every_distribution_names_its_default_transform():
+def test_every_distribution_states_its_support_and_its_transform_follows():
     for name, cls in dg.dist.DISTRIBUTIONS.items():
         if name in ("mixture", "censored", "truncated"):
             continue  # instances derive theirs (below)
-        assert cls.default_transform in TRANSFORMS, name
-        assert cls.default_transform == EXPECTED_TRANSFORMS[name], name
+        dist = _EXAMPLES.get(name, cls)()
+        assert isinstance(dist.support, C.Constraint), name
+        assert dist.discrete == (EXPECTED_TRANSFORMS[name] is None) == dist.support.discrete, name
+        if EXPECTED_TRANSFORMS[name] is not None:
+            assert type(T.biject_to(dist.support)) is EXPECTED_TRANSFORMS[name], name
     assert set(EXPECTED_TRANSFORMS) | {"mixture", "censored", "truncated"} == set(dg.dist.DISTRIBUTIONS)
+    assert not any("default_transform" in vars(c) or "domain" in vars(c) for c in dg.dist.DISTRIBUTIONS.values())
 
 
-def test_factories_derive_their_transform():
-    assert dg.dist.truncated(dg.dist.normal(), lower=0.0).default_transform == "interval"
-    assert dg.dist.truncated(dg.dist.poisson(2.0), lower=1).default_transform is None
-    assert dg.dist.censored(dg.dist.gamma(2.0), upper=3.0).default_transform == "interval"
+def _bounds(support):
+    """The support's (lower, upper) as numbers, None for an open side."""
+    return [None if b is None else float(b.eval(backend="python") if hasattr(b, "eval") else b) for b in (support.lower, support.upper)]
+
+
+def test_factories_derive_their_support():
+    trunc = dg.dist.truncated(dg.dist.normal(), lower=0.0)
+    assert type(T.biject_to(trunc.support)) is T.Interval and _bounds(trunc.support) == [0.0, None]
+    assert dg.dist.truncated(dg.dist.poisson(2.0), lower=1).discrete
+    assert dg.dist.truncated(dg.dist.poisson(2.0), lower=1).support.discrete
+    cens = dg.dist.censored(dg.dist.gamma(2.0), upper=3.0)
+    assert type(T.biject_to(cens.support)) is T.Interval and _bounds(cens.support) == [None, 3.0]
     w = dg.constant(W, dims=(COMP,))
-    assert dg.dist.mixture(w, dg.dist.gamma(dg.constant([1.0, 3.0], dims=(COMP,))), dim=COMP).default_transform == "log"
-    assert dg.dist.mixture(w, [dg.dist.normal(), dg.dist.exponential()], dim=COMP).default_transform == "identity"
-    assert dg.dist.mixture(w, [dg.dist.poisson(1.0), dg.dist.poisson(5.0)], dim=COMP).default_transform is None
+    assert dg.dist.mixture(w, dg.dist.gamma(dg.constant([1.0, 3.0], dims=(COMP,))), dim=COMP).support is C.nonnegative
+    assert dg.dist.mixture(w, [dg.dist.halfnormal(), dg.dist.lognormal()], dim=COMP).support is C.nonnegative
+    assert dg.dist.mixture(w, [dg.dist.normal(), dg.dist.exponential()], dim=COMP).support is C.real
+    counts = dg.dist.mixture(w, [dg.dist.poisson(1.0), dg.dist.poisson(5.0)], dim=COMP)
+    assert counts.discrete and _bounds(counts.support) == [0.0, None]
     spans = dg.dist.mixture(w, dg.dist.uniform(dg.constant([0.0, -1.0], dims=(COMP,)), dg.constant([2.0, 1.0], dims=(COMP,))), dim=COMP)
-    assert spans.default_transform == "interval"
-    bounds = dg.function([], [spans.params["lower"], spans.params["upper"]], backend="python")()
-    assert [float(b) for b in bounds] == [-1.0, 2.0]
+    assert type(T.biject_to(spans.support)) is T.Interval
+    assert _bounds(spans.support) == [-1.0, 2.0]
+    assert set(spans.params) == {"w"}  # the bounds live in the support, not in the mixture's parameters
 
 
 def test_bad_input_is_a_clear_error():

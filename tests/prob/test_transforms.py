@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import dimgraph as dg
-from dimgraph.labeled import transforms as T
+from dimgraph.prob import constraints as C, transforms as T
 
 g = dg.Dim("g", size=2)
 k = dg.Dim("k", size=4)
@@ -143,30 +143,49 @@ def test_every_backend_agrees_with_python(backend, python_fns):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12, err_msg=name)
 
 
-def test_resolve_transform_reads_the_distribution():
+def test_a_named_transform_reads_the_distribution():
     sig = dg.dist.uniform(0.0, 3.0)
-    t = T.resolve_transform("interval", sig, (), "rv 'u'")
+    t = T.transform_for(sig, (), "interval", "rv 'u'")
     assert isinstance(t, T.Interval)
-    assert isinstance(T.resolve_transform("simplex", dg.dist.dirichlet(dg.constant(np.ones(4), dims=(k,)), dim=k), (k,), "w"), T.Simplex)
-    assert T.resolve_transform("ordered", dg.dist.normal(), (k,), "cut").n == 4
+    assert isinstance(T.transform_for(dg.dist.dirichlet(dg.constant(np.ones(4), dims=(k,)), dim=k), (k,), "simplex", "w"), T.Simplex)
+    assert T.transform_for(dg.dist.normal(), (k,), "ordered", "cut").n == 4
+    assert isinstance(T.transform_for(dg.dist.halfnormal(), (), "interval", "s"), T.Interval)  # (0, inf) from the support
     with pytest.raises(ValueError, match=r"rv 'sigma': unknown transform 'lg'"):
-        T.resolve_transform("lg", dg.dist.halfnormal(), (), "rv 'sigma'")
-    with pytest.raises(ValueError, match="needs a distribution with lower or upper parameters"):
-        T.resolve_transform("interval", dg.dist.normal(), (), "rv 'x'")
+        T.transform_for(dg.dist.halfnormal(), (), "lg", "rv 'sigma'")
+    with pytest.raises(ValueError, match=r"rv 'x': the 'interval' transform needs a distribution with a lower or upper bound; the support of .* is real"):
+        T.transform_for(dg.dist.normal(), (), "interval", "rv 'x'")
     with pytest.raises(ValueError, match="Ordered"):
-        T.resolve_transform("ordered", dg.dist.normal(), (g, k), "rv 'x'")
+        T.transform_for(dg.dist.normal(), (g, k), "ordered", "rv 'x'")
+    with pytest.raises(ValueError, match=r"the 'zerosum' transform needs the distribution's dims; give transform=dg.transforms.ZeroSum\(dims\)"):
+        T.transform_for(dg.dist.normal(), (k,), "zerosum", "rv 'x'")
 
 
-def test_resolve_transform_for_lkj_covariance_and_one_sided_bounds():
+def test_every_transform_is_public():
+    assert all(getattr(dg.transforms, cls.__name__) is cls for cls in T.TRANSFORMS.values())
+    assert dg.transforms.CholeskyCov is T.CholeskyCov  # an error message tells users to build one
+
+
+def test_biject_to_dispatches_on_the_constraint():
+    assert isinstance(T.biject_to(C.real), T.Identity) and isinstance(T.biject_to(C.positive), T.Log)
+    assert isinstance(T.biject_to(C.unit_interval), T.LogOdds) and isinstance(T.biject_to(C.interval(0.0, 2.0)), T.Interval)
+    assert T.biject_to(C.simplex(k)).dim == k and T.biject_to(C.zero_sum((k,))).dims == (k,)
+    with pytest.raises(ValueError, match=r"biject_to: the support integer_interval\(lower=0, upper=None\) is discrete"):
+        T.biject_to(C.nonnegative_integer)
+    with pytest.raises(TypeError, match="biject_to: expected a support"):
+        T.biject_to("log")
+
+
+def test_the_default_transform_for_lkj_covariance_and_one_sided_bounds():
     sd = dg.dist.halfnormal(1.0)
     unpacked = dg.dist.lkj_cholesky_cov(2.0, sd, dims=(r, c))
-    t = T.resolve_transform(unpacked.default_transform, unpacked, (r, c), "chol")
+    t = T.transform_for(unpacked, (r, c), None, "chol")
     assert isinstance(t, T.CholeskyCov) and t.free_dims((r, c)) == (t.free,) and t.free.size == 6
     packed_dist = dg.dist.lkj_cholesky_cov(2.0, sd, dims=(r, c), packed=True)
-    tp = T.resolve_transform(packed_dist.default_transform, packed_dist, (packed_dist.packed_dim,), "chol")
+    tp = T.transform_for(packed_dist, (packed_dist.packed_dim,), None, "chol")
+    assert T.transform_for(packed_dist, (packed_dist.packed_dim,), "cholesky_cov", "chol").packed_dim == packed_dist.packed_dim
     assert tp.packed_dim == packed_dist.packed_dim
     above = dg.dist.truncated(dg.dist.normal(0.0, 1.0), lower=0.5)
-    ti = T.resolve_transform(above.default_transform, above, (), "t")
+    ti = T.transform_for(above, (), None, "t")
     assert isinstance(ti, T.Interval)
     f = dg.function([], [ti.backward(dg.constant(np.array(-30.0), dims=()))])
     assert float(f()[0]) > 0.5  # the open upper side: lower + exp(y)

@@ -15,8 +15,14 @@ Dim named after the constrained one (`<dim>__free`). A simplex's density is
 taken with respect to its first n - 1 coordinates (the Dirichlet's), a zero-sum
 vector's with respect to the hyperplane's own measure (the isometry below has
 log-Jacobian 0), a correlation matrix's with respect to its strictly lower
-entries. `resolve_transform` picks one from a distribution's
-`default_transform` name (or a name / Transform the user gives).
+entries.
+
+A distribution's default transform follows from its support: `biject_to`
+keeps one bijection per kind of constraint (`dimgraph.prob.constraints`),
+registered beside the transform with `@bijection_for(ConstraintClass)`. A
+user's override is a Transform or the name of one (`transform="log"`); each
+Transform class builds itself from a name (`from_name`) with what it needs of
+the distribution and the variable's dims.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from dimgraph.labeled import linalg, math as lmath
 from dimgraph.labeled.basic import constant
 from dimgraph.labeled.dims import Dim, resolve_dims
 from dimgraph.labeled.shape import arange
+from dimgraph.prob import constraints
 
 _LOG2 = math.log(2.0)
 
@@ -46,6 +53,19 @@ def _gather(x, dim, positions, on):
     """`x` at integer `positions` of `dim` (a constant on the Dim `on`), in place of `dim`."""
     index = constant(np.asarray(positions, dtype=np.int64), dims=(on,))
     return x.isel({dim.name: index}).transpose(*_swap_dims(x.dims, dim, on))
+
+
+def _open(bound, side):
+    """A constraint's bound for `Interval`: `side` (-inf or inf) where it is None (an open side)."""
+    return side if bound is None else bound
+
+
+def _core_dims(cls, dist, what):
+    """The core dims a transform named by a user takes from the distribution (`dims`)."""
+    core = getattr(dist, "dims", None)
+    if core is None:
+        raise ValueError(f"{what}: the {cls.name!r} transform needs the distribution's dims; give transform=dg.transforms.{cls.__name__}(dims)")
+    return core
 
 
 def _sized(dim, what):
@@ -71,6 +91,11 @@ class Transform:
 
     def log_jac_det(self, y):
         raise NotImplementedError(type(self).__name__)
+
+    @classmethod
+    def from_name(cls, dist, dims, what):
+        """The transform a user names (`transform="log"`) for a variable on `dims` drawn from `dist`."""
+        return cls()
 
     def __repr__(self):
         return f"{type(self).__name__}()"
@@ -141,6 +166,16 @@ class Interval(Transform):
     def __repr__(self):
         return f"Interval(lower={self.lower!r}, upper={self.upper!r})"
 
+    @classmethod
+    def from_name(cls, dist, dims, what):
+        support = dist.support
+        if not isinstance(support, constraints.Interval) or (support.lower is None and support.upper is None):
+            raise ValueError(
+                f"{what}: the 'interval' transform needs a distribution with a lower or upper bound; "
+                f"the support of {dist!r} is {support!r}"
+            )
+        return cls(_open(support.lower, -np.inf), _open(support.upper, np.inf))
+
     def _parts(self):
         lo, up = self.lower, self.upper
         has_lo, has_up = lmath.isfinite(lo), lmath.isfinite(up)
@@ -184,6 +219,15 @@ class Simplex(Transform):
     def __repr__(self):
         return f"Simplex(dim={self.dim.name!r})"
 
+    @classmethod
+    def from_name(cls, dist, dims, what):
+        dim = getattr(dist, "dim", None)
+        if dim is None and len(dims) == 1:
+            dim = dims[0]
+        if dim is None:
+            raise ValueError(f"{what}: the {cls.name!r} transform needs one dim; give transform=dg.transforms.{cls.__name__}(dim)")
+        return cls(dim)
+
     def free_dims(self, dims):
         return _swap_dims(dims, self.dim, self.free)
 
@@ -219,6 +263,15 @@ class Ordered(Transform):
     def __repr__(self):
         return f"Ordered(dim={self.dim.name!r})"
 
+    @classmethod
+    def from_name(cls, dist, dims, what):
+        dim = getattr(dist, "dim", None)
+        if dim is None and len(dims) == 1:
+            dim = dims[0]
+        if dim is None:
+            raise ValueError(f"{what}: the {cls.name!r} transform needs one dim; give transform=dg.transforms.{cls.__name__}(dim)")
+        return cls(dim)
+
     def forward(self, x):
         x = lmath.as_operand(x, "forward")
         first = arange(self.dim) == 0
@@ -252,6 +305,10 @@ class ZeroSum(Transform):
 
     def __repr__(self):
         return f"ZeroSum(dims={[d.name for d in self.dims]})"
+
+    @classmethod
+    def from_name(cls, dist, dims, what):
+        return cls(_core_dims(cls, dist, what))
 
     def free_dims(self, dims):
         for d in self.dims:
@@ -308,6 +365,10 @@ class CholeskyCorr(Transform):
 
     def __repr__(self):
         return f"{type(self).__name__}(dims=({self.row.name!r}, {self.col.name!r}))"
+
+    @classmethod
+    def from_name(cls, dist, dims, what):
+        return cls(_core_dims(cls, dist, what))
 
     def free_dims(self, dims):
         kept = tuple(d for d in dims if d not in (self.row, self.col))
@@ -403,6 +464,10 @@ class CholeskyCov(Transform):
     def __repr__(self):
         return f"{type(self).__name__}(dims=({self.row.name!r}, {self.col.name!r}))"
 
+    @classmethod
+    def from_name(cls, dist, dims, what):
+        return cls(_core_dims(cls, dist, what), getattr(dist, "packed_dim", None))
+
     def _core(self):
         return (self.packed_dim,) if self.packed_dim is not None else (self.row, self.col)
 
@@ -435,39 +500,64 @@ class CholeskyCov(Transform):
 TRANSFORMS = {
     t.name: t for t in (Identity, Log, LogOdds, Interval, Simplex, Ordered, ZeroSum, CholeskyCorr, Corr, CholeskyCov)
 }
+"""{name: Transform class}: the names a user's `transform=` may give."""
+
+_BIJECTIONS = {}
 
 
-def resolve_transform(spec, dist, dims, what):
-    """The Transform for a variable on `dims` drawn from `dist`: `spec` a Transform, a name, or None.
+def bijection_for(kind):
+    """Decorator: `fn(constraint) -> Transform` is the bijection onto the real space for constraints of class `kind`."""
 
-    A name takes what it needs from the distribution: "interval" its `lower`/`upper`
-    parameters, "simplex" its `dim`, "zerosum" / "cholesky_corr" / "corr" its `dims`;
-    "ordered" the distribution's `dim` or the variable's only dim.
+    def decorate(fn):
+        _BIJECTIONS[kind] = fn
+        return fn
+
+    return decorate
+
+
+def biject_to(support):
+    """The Transform from the real space onto `support` (a `dimgraph.prob.constraints` value): a distribution's
+    default transform. The nearest registered class of the constraint's decides.
+
+    >>> import dimgraph as dg
+    >>> dg.transforms.biject_to(dg.dist.halfnormal(1.0).support)
+    Log()
     """
-    if spec is None or isinstance(spec, Transform):
+    if not isinstance(support, constraints.Constraint):
+        raise TypeError(f"biject_to: expected a support (a dimgraph.prob.constraints value), got {support!r}")
+    if support.discrete:
+        raise ValueError(f"biject_to: the support {support!r} is discrete; no bijection maps it onto the real space")
+    for kind in type(support).__mro__:
+        if kind in _BIJECTIONS:
+            return _BIJECTIONS[kind](support)
+    raise TypeError(f"biject_to: no bijection is registered for {type(support).__name__} ({support!r})")
+
+
+bijection_for(constraints.Real)(lambda c: Identity())
+bijection_for(constraints.Positive)(lambda c: Log())
+bijection_for(constraints.Nonnegative)(lambda c: Log())
+bijection_for(constraints.UnitInterval)(lambda c: LogOdds())
+bijection_for(constraints.Interval)(lambda c: Interval(_open(c.lower, -np.inf), _open(c.upper, np.inf)))
+bijection_for(constraints.Simplex)(lambda c: Simplex(c.dim))
+bijection_for(constraints.ZeroSum)(lambda c: ZeroSum(c.dims))
+bijection_for(constraints.CorrCholesky)(lambda c: CholeskyCorr(c.dims))
+bijection_for(constraints.CorrMatrix)(lambda c: Corr(c.dims))
+bijection_for(constraints.CovCholesky)(lambda c: CholeskyCov(c.dims, c.packed_dim))
+
+
+def transform_for(dist, dims, spec=None, what="transform"):
+    """The Transform a model samples a variable on `dims` drawn from `dist` with: `spec` a Transform, the name
+    of one (built from the distribution and `dims`), or None (the bijection onto the distribution's support).
+
+    >>> import dimgraph as dg
+    >>> k = dg.Dim("k", size=3)
+    >>> dg.transforms.transform_for(dg.dist.normal(0.0, 1.0), (k,), "ordered")
+    Ordered(dim='k')
+    """
+    if isinstance(spec, Transform):
         return spec
+    if spec is None:
+        return biject_to(dist.support)
     if not isinstance(spec, str) or spec not in TRANSFORMS:
         raise ValueError(f"{what}: unknown transform {spec!r}; the transforms are {sorted(TRANSFORMS)} or a Transform")
-    cls = TRANSFORMS[spec]
-    if cls in (Identity, Log, LogOdds):
-        return cls()
-    if cls is Interval:
-        params = getattr(dist, "params", {})
-        if "lower" not in params and "upper" not in params:
-            raise ValueError(f"{what}: the 'interval' transform needs a distribution with lower or upper parameters, got {dist!r}")
-        return Interval(params.get("lower", -np.inf), params.get("upper", np.inf))  # a missing bound is open
-    if cls in (Simplex, Ordered):
-        dim = getattr(dist, "dim", None)
-        if dim is None and len(dims) == 1:
-            dim = dims[0]
-        if dim is None:
-            raise ValueError(
-                f"{what}: the {spec!r} transform needs one dim; give transform=dg.transforms.{cls.__name__}(dim)"
-            )
-        return cls(dim)
-    core = getattr(dist, "dims", None)
-    if core is None:
-        raise ValueError(f"{what}: the {spec!r} transform needs the distribution's dims; give transform=dg.transforms.{cls.__name__}(dims)")
-    if cls is CholeskyCov:
-        return CholeskyCov(core, getattr(dist, "packed_dim", None))
-    return cls(core)
+    return TRANSFORMS[spec].from_name(dist, dims, what)

@@ -1,7 +1,7 @@
 """Distributions made from others: `Mixture` (components on a named dim), `Censored` and `Truncated`.
 
 Each wraps distributions of `dg.dist` and is one itself (`logp`, `draw`,
-`default_transform`), so it can be observed, sampled or wrapped again.
+`support`), so it can be observed, sampled or wrapped again.
 - `Mixture(w, comp_dists, dim=comp)`: `comp_dists` is one distribution whose
   parameters carry `comp` (a mixture of normals with `mu` on comp) or a list
   with one distribution per position of `comp`; the weights `w` are on `comp`
@@ -28,40 +28,16 @@ import numpy as np
 
 from dimgraph.errors import DimError
 from dimgraph.labeled import math as lmath
-from dimgraph.labeled.dims import resolve_dims, unify_dims
-from dimgraph.labeled.distributions import (
-    Categorical,
-    Distribution,
-    _check_option,
-    _invalid_draws,
-    _invalid_to_nan,
-)
+from dimgraph.labeled.dims import resolve_dims
 from dimgraph.labeled.random import draw_dims, labeled_params, primitive_draw
 from dimgraph.labeled.shape import arange
-from dimgraph.labeled.tails import log_diff_exp
+from dimgraph.prob import constraints
+from dimgraph.prob.base import Distribution, _check_option, _invalid_draws, _invalid_to_nan, draw_on, param_dims
+from dimgraph.prob.discrete import Categorical
+from dimgraph.prob.registry import register
+from dimgraph.prob.tails import log_diff_exp
 
 _LOG_HALF = math.log(0.5)
-
-
-def param_dims(dist):
-    """The dims of everything `dist` is built from (its parameters, its base's, its components')."""
-    dims = unify_dims("draw", list(dist.params.values())) if dist.params else ()
-    for inner in _inner(dist):
-        dims = dims + tuple(d for d in param_dims(inner) if d not in dims)
-    return dims
-
-
-def _inner(dist):
-    if hasattr(dist, "base"):
-        return [dist.base]
-    return list(getattr(dist, "components", ()))
-
-
-def draw_on(dist, state, dims):
-    """`(next state, draws of dist)` on `dims` (which hold its parameters' dims), in that order."""
-    own = param_dims(dist)
-    state, value = dist.draw(state, extra_dims=tuple(d for d in dims if d not in own))
-    return state, value.transpose(*[d for d in dims if d in value.dims])
 
 
 def _univariate(dist, what):
@@ -107,8 +83,13 @@ class _Bounded(Distribution):
         what = type(self).__name__.lower()
         self.base = _univariate(dist, what)
         self.params = _bounds(lower, upper, what)
-        self.discrete = dist.discrete
         self.lower, self.upper = self.params.get("lower"), self.params.get("upper")
+
+    @property
+    def support(self):
+        """The values between the bounds (whole numbers for a count base); an open side is open."""
+        kind = constraints.integer_interval if self.base.discrete else constraints.interval
+        return kind(self.lower, self.upper)
 
     def __repr__(self):
         inner = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
@@ -122,6 +103,7 @@ class _Bounded(Distribution):
         return bound - 1 if self.discrete else bound
 
 
+@register("censored")
 class Censored(_Bounded):
     """`dist` with values beyond `lower`/`upper` recorded at the bound (PyMC's `Censored`).
 
@@ -130,10 +112,6 @@ class Censored(_Bounded):
     >>> np.round(c.logp(dg.constant(np.array([-1.0, 0.0, 1.0, 2.0]), dims=(dg.Dim("i", size=4),))).eval(backend="python").values, 6)
     array([-1.841022, -0.918939, -1.841022,      -inf])
     """
-
-    def __init__(self, dist, lower=None, upper=None):
-        super().__init__(dist, lower, upper)
-        self.default_transform = None if dist.discrete else "interval"
 
     def logp(self, x, check="nan"):
         _check_option(check)
@@ -156,6 +134,7 @@ class Censored(_Bounded):
         return state, _invalid_draws(lmath.clip(value, self.lower, self.upper), _ordered(self.lower, self.upper)).transpose(*dims)
 
 
+@register("truncated")
 class Truncated(_Bounded):
     """`dist` restricted to [lower, upper] and renormalized (PyMC's `Truncated`).
 
@@ -164,10 +143,6 @@ class Truncated(_Bounded):
     >>> round(float(t.logp(1.0).eval(backend="python")), 6), round(float(dg.dist.halfnormal(1.0).logp(1.0).eval(backend="python")), 6)
     (-0.725791, -0.725791)
     """
-
-    def __init__(self, dist, lower=None, upper=None):
-        super().__init__(dist, lower, upper)
-        self.default_transform = None if dist.discrete else "interval"
 
     def log_mass(self):
         """log P(lower <= X <= upper) of the base, from the tail of the lower bound that keeps precision."""
@@ -216,6 +191,7 @@ class Truncated(_Bounded):
         return state, lmath.clip(value, lower, upper)  # rounding never leaves the interval
 
 
+@register("mixture")
 class Mixture(Distribution):
     """Components on the named dim `dim`, weighted by `w` on it (PyMC's `Mixture(w, comp_dists)`).
 
@@ -242,28 +218,24 @@ class Mixture(Distribution):
                 raise TypeError(f"mixture: comp_dists must be a distribution or a list of them, got {comp_dists!r}")
             if len(self.components) != self.dim.size:
                 raise DimError(f"mixture: {len(self.components)} components for dim {self.dim.name!r} of size {self.dim.size}")
-        self.discrete = all(c.discrete for c in self.components)
         self.params = {"w": w}
-        self.default_transform = self._transform()
 
-    def _transform(self):
-        """The components' transform (an interval spans the components' bounds); "identity" where they differ."""
-        kinds = {c.default_transform for c in self.components}
-        if len(kinds) > 1:
-            return None if self.discrete else "identity"
-        (kind,) = kinds
-        if kind == "interval":
-            lows = [c.params["lower"] for c in self.components if "lower" in c.params]
-            highs = [c.params["upper"] for c in self.components if "upper" in c.params]
-            for key, bounds, pick in (("lower", lows, lmath.minimum), ("upper", highs, lmath.maximum)):
-                if len(bounds) == len(self.components):
-                    self.params[key] = self._over_components(bounds, pick)
-        return kind
+    @property
+    def support(self):
+        """The union of the components' supports (an interval spans their bounds; differing ones: the real line)."""
+        return constraints.union(
+            [c.support for c in self.components],
+            lambda lows: self._over_components(lows, lmath.minimum, "min"),
+            lambda highs: self._over_components(highs, lmath.maximum, "max"),
+        )
 
-    def _over_components(self, values, pick):
+    def _over_components(self, values, pick, reduction):
         """The min or max of one value per component (a stacked component's: over `dim`)."""
         if self.stacked is not None:
-            return (values[0].min if pick is lmath.minimum else values[0].max)(self.dim) if self.dim in values[0].dims else values[0]
+            (v,) = values
+            return getattr(v, reduction)(self.dim) if self.dim in getattr(v, "dims", ()) else v
+        if not any(hasattr(v, "dims") for v in values):
+            return min(values) if reduction == "min" else max(values)
         out = values[0]
         for v in values[1:]:
             out = pick(out, v)
@@ -313,6 +285,3 @@ class Mixture(Distribution):
                 state, v = draw_on(comp, state, out)
                 value = v if value is None else lmath.where(which == k, v, value)
         return state, _invalid_draws(value, self.valid()).transpose(*out)
-
-
-FACTORIES = {"mixture": Mixture, "censored": Censored, "truncated": Truncated}

@@ -1,5 +1,7 @@
-"""Matrix and constrained-vector distributions for `dg.dist`: the LKJ family and the zero-sum normal.
+"""Distributions of vectors and matrices: Dirichlet, multivariate normal, the LKJ family, the zero-sum normal.
 
+- `dirichlet(a, dim=k)`: points on the simplex over `k`.
+- `multivariate_normal(mu, cov=|chol=, dims=(row, col))`: vectors on row.
 - `lkj_corr(eta, dims=(row, col))`: correlation matrices with density
   proportional to det(C)^(eta - 1) (Lewandowski, Kurowicka and Joe 2009),
   with PyMC's normalizer.
@@ -28,12 +30,128 @@ from dimgraph.errors import DimError
 from dimgraph.labeled import linalg, math as lmath
 from dimgraph.labeled.basic import constant
 from dimgraph.labeled.dims import Dim, as_dim_tuple, fmt_dims
-from dimgraph.labeled.distributions import Beta, Distribution, _check_option, _invalid_draws, _invalid_to_nan
-from dimgraph.labeled.distributions_factories import draw_on, param_dims
+from dimgraph.labeled.math import softmax
 from dimgraph.labeled.random import draw_dims, labeled_params, primitive_draw
 from dimgraph.labeled.shape import arange
+from dimgraph.prob import constraints
+from dimgraph.prob.base import (
+    Distribution,
+    _check_option,
+    _CoreDim,
+    _count,
+    _finite,
+    _invalid_draws,
+    _invalid_to_nan,
+    _loggamma,
+    draw_on,
+    param_dims,
+)
+from dimgraph.prob.continuous import Beta
+from dimgraph.prob.registry import register
 
 _LOG_PI, _HALF_LOG_2PI = math.log(math.pi), 0.5 * math.log(2 * math.pi)
+_LOG_2PI = math.log(2 * math.pi)
+
+
+@register("dirichlet")
+class Dirichlet(_CoreDim):
+    """Points on the simplex over `dim` with concentrations `a`."""
+
+    names = ("a",)
+    safe_value = 0.5
+
+    @property
+    def support(self):
+        return constraints.simplex(self.dim)
+
+    def valid(self, a):
+        return (a > 0).all(self.dim)
+
+    def logp(self, x, check="nan"):
+        _check_option(check)
+        x = lmath.as_operand(x, "logp")
+        a = self.params["a"]
+        inside = self.support.contains(x)
+        safe = lmath.where(inside, x, 1.0 / (self.dim.size or 2))
+        a_f = _finite(a)
+        norm = lmath.gammaln(a_f.sum(self.dim)) - lmath.gammaln(a_f).sum(self.dim)
+        density = norm + lmath.xlogy(a_f - 1, safe).sum(self.dim)
+        # concentrations at inf: the mass goes to the face where every other component is 0, and leaves any
+        # point off it (or on it where a finite a > 1 zeroes the density, or an infinite one's component is 0);
+        # on it the density grows without bound for one such component (or where a finite a < 1 has a pole),
+        # and depends on how two or more grow (NaN)
+        infinite, finite = lmath.isinf(a), lmath.isfinite(a)
+        off = ((finite & ((safe > 0) | (a > 1))) | (infinite & (safe == 0))).any(self.dim)
+        pole = (finite & (safe == 0) & (a < 1)).any(self.dim) | (_count(infinite, self.dim) == 1)
+        limit = lmath.where(off, -np.inf, lmath.where(pole, np.inf, np.nan))
+        density = lmath.where(inside, lmath.where(infinite.any(self.dim), limit, density), -np.inf)
+        return _invalid_to_nan(density, self.valid(a), check, "dirichlet")
+
+    def sample(self, state, dims, a):
+        state, lg = _loggamma(state, a, dims)
+        return state, softmax(lg, self.dim)
+
+
+
+@register("multivariate_normal")
+class MultivariateNormal(Distribution):
+    """Vectors on `dims[0]` with mean `mu` and covariance `cov` (or its lower Cholesky factor `chol`) on `dims`.
+
+    The matrix needs two dims of one size, (row, col); `mu`, `x` and the draws live on
+    row. The log density solves with the Cholesky factor (no inverse, no determinant).
+
+    >>> import dimgraph as dg, numpy as np
+    >>> i, j = dg.Dim("i", size=2), dg.Dim("j", size=2)
+    >>> cov = dg.constant(np.array([[2.0, 0.5], [0.5, 1.0]]), dims=(i, j))
+    >>> mvn = dg.dist.multivariate_normal(dg.constant(np.zeros(2), dims=(i,)), cov=cov, dims=(i, j))
+    >>> round(float(mvn.logp(dg.constant(np.array([1.0, -1.0]), dims=(i,))).eval(backend="python")), 6)  # scipy: -3.260542
+    -3.260542
+    """
+
+    names = ("mu", "chol")
+    support = constraints.real
+
+    def __init__(self, mu, cov=None, chol=None, dims=None):
+        if (cov is None) == (chol is None):
+            raise TypeError("multivariate_normal: give exactly one of cov= and chol=")
+        given = {"mu": mu, "cov": cov} if chol is None else {"mu": mu, "chol": chol}
+        mu, matrix = labeled_params(given, "multivariate_normal")
+        self.dims = linalg._core_dims("multivariate_normal", matrix, dims)
+        row, col = self.dims
+        if row not in mu.dims and mu.type.ndim:
+            raise TypeError(f"multivariate_normal: mu must be on the row dim {row.name!r}, got dims {mu.dims}")
+        chol = linalg.cholesky(matrix, dims=self.dims) if chol is None else matrix
+        self.params = {"mu": mu, "chol": chol}
+
+    def logp(self, x, check="nan"):
+        _check_option(check)
+        x = lmath.as_operand(x, "logp")
+        row, col = self.dims
+        mu, chol = self.params["mu"], self.params["chol"]
+        d = x - mu
+        far = lmath.isinf(d)  # a mean (or value) component at +-inf: the density vanishes
+        z = linalg.solve_triangular(chol, _finite(d, 0.0), dims=self.dims)  # on col: L z = x - mu
+        diag = linalg.diagonal(chol, dims=self.dims)
+        k = row.size
+        density = -0.5 * (z * z).sum(col) - lmath.log(diag).sum(row) - 0.5 * k * _LOG_2PI
+        density = lmath.where(far.any(row), -np.inf, density)
+        return _invalid_to_nan(density, self.valid(mu, chol), check, "multivariate_normal")
+
+    def valid(self, mu, chol):
+        """A Cholesky factor with a positive diagonal (inf: a variance without bound, so the density vanishes; a
+        covariance that is not positive definite gives NaNs)."""
+        diag = linalg.diagonal(chol, dims=self.dims)
+        return (diag > 0).all(self.dims[0])
+
+    def sample(self, state, dims, mu, chol):
+        row, col = self.dims
+        state, z = primitive_draw("normal", state, dims=tuple(d for d in dims if d != row))
+        return state, (chol * z).sum(col) + mu
+
+    def _out_dims(self, dims):
+        return tuple(d for d in dims if d != self.dims[1])
+
+
 
 
 def lkj_log_normalizer(eta, n):
@@ -165,6 +283,7 @@ class _LKJ(Distribution):
         return state, value.transpose(*dims, *self.dims)
 
 
+@register("lkj_corr")
 class LKJCorr(_LKJ):
     """Correlation matrices on `dims=(row, col)` with density proportional to det(C)^(eta - 1) (PyMC's `LKJCorr`).
 
@@ -178,8 +297,11 @@ class LKJCorr(_LKJ):
     -0.575364
     """
 
-    default_transform = "corr"
     layout, what = "triu", "lkj_corr"
+
+    @property
+    def support(self):
+        return constraints.corr_matrix(self.dims)
 
     def unpack(self, packed):
         """The symmetric matrix with unit diagonal whose upper triangle is `packed` (PyMC's order)."""
@@ -202,6 +324,7 @@ class LKJCorr(_LKJ):
         return state, self._corr_from_chol(chol)
 
 
+@register("lkj_cholesky_corr")
 class LKJCholeskyCorr(_LKJ):
     """Lower Cholesky factors L of LKJ(eta) correlation matrices L L^T on `dims=(row, col)` (numpyro's `LKJCholesky`).
 
@@ -216,8 +339,11 @@ class LKJCholeskyCorr(_LKJ):
     -0.693147
     """
 
-    default_transform = "cholesky_corr"
     layout, what = "tril", "lkj_cholesky_corr"
+
+    @property
+    def support(self):
+        return constraints.corr_cholesky(self.dims)
 
     def unpack(self, packed):
         """The factor whose strictly lower triangle is `packed`; the diagonal makes each row a unit vector."""
@@ -243,6 +369,7 @@ class LKJCholeskyCorr(_LKJ):
         return self._onion(state, dims, self.params["eta"])
 
 
+@register("lkj_cholesky_cov")
 class LKJCholeskyCov(_LKJ):
     """Lower Cholesky factors of covariance matrices diag(s) C diag(s) with C ~ LKJ(eta) and each s ~ `sd_dist`
     (PyMC's `LKJCholeskyCov`: the same density, the packed form is PyMC's value).
@@ -260,8 +387,11 @@ class LKJCholeskyCov(_LKJ):
     [1.0, 0.5]
     """
 
-    default_transform = "cholesky_cov"
     layout, what = "tril_diag", "lkj_cholesky_cov"
+
+    @property
+    def support(self):
+        return constraints.cov_cholesky(self.dims, self.packed_dim)
 
     def __init__(self, eta, sd_dist, dims=None, packed=False):
         if not isinstance(sd_dist, Distribution):
@@ -324,6 +454,7 @@ class LKJCholeskyCov(_LKJ):
         return state, value
 
 
+@register("zerosum_normal")
 class ZeroSumNormal(Distribution):
     """Normals with scale `sigma` constrained to sum to zero over `dims` (PyMC's `ZeroSumNormal`).
 
@@ -338,8 +469,11 @@ class ZeroSumNormal(Distribution):
     """
 
     names, defaults = ("sigma",), {"sigma": 1.0}
-    default_transform = "zerosum"
     positive = ("sigma",)
+
+    @property
+    def support(self):
+        return constraints.zero_sum(self.dims)
 
     def __init__(self, sigma=1.0, dims=None):
         super().__init__(sigma)
@@ -378,11 +512,3 @@ class ZeroSumNormal(Distribution):
         for d in self.dims:
             z = z - z.mean(d)
         return state, _invalid_draws((z * sigma).transpose(*dims), self.valid(**self.params))
-
-
-MULTIVARIATE = {
-    "lkj_corr": LKJCorr,
-    "lkj_cholesky_corr": LKJCholeskyCorr,
-    "lkj_cholesky_cov": LKJCholeskyCov,
-    "zerosum_normal": ZeroSumNormal,
-}
