@@ -99,7 +99,7 @@ def test_posterior_predictive_draws_the_custom_density(backend):
 def test_a_density_without_draws_is_named_when_draws_are_asked():
     m = build(with_draw=False)
     assert np.isfinite(m.logp_fn("python")(np.zeros(4))[0])  # its log density needs no draws
-    with pytest.raises(TypeError, match="observed 'y': custom: no draw function was given"):
+    with pytest.raises(TypeError, match="observed 'y': custom: no draw function was given"), pytest.warns(UserWarning):
         m.prior_predictive(10, backend="python")
     m2 = dg.Model()
     m2.flat("f")
@@ -109,16 +109,16 @@ def test_a_density_without_draws_is_named_when_draws_are_asked():
 
 def test_a_latent_custom_variable_with_a_support_and_a_transform():
     m = dg.Model()
-    s = m.rv("s", dg.dist.custom(logp=lambda x, lam: dg.log(lam) - lam * x, lam=2.0, support=dg.constraints.positive))
+    s = m.rv("s", dg.dist.custom(logp=lambda x, lam: dg.log(lam) - lam * x, lam=2.0, support=dg.dist.constraints.positive))
     assert m.unconstrained_names == ["s_log__"]
     m.observe("y", dg.dist.normal(0.0, s), data=Y, dims=(OBS,))
     fit = m.map(backend="python")
     assert float(fit["s"]) > 0
-    t = m.rv("t", dg.dist.custom(logp=lambda x: -x * x, support=dg.constraints.interval(-1.0, 1.0)))
+    t = m.rv("t", dg.dist.custom(logp=lambda x: -x * x, support=dg.dist.constraints.interval(-1.0, 1.0)))
     assert t.dims == () and m.unconstrained_names[-1] == "t_interval__"
     u = m.rv("u", dg.dist.custom(logp=lambda x: -x * x), transform="log")
     assert u.dims == () and m.unconstrained_names[-1] == "u_log__"
-    k = m.rv("k", dg.dist.custom(logp=lambda x: -x * 1.0, support=dg.constraints.nonnegative_integer))
+    k = m.rv("k", dg.dist.custom(logp=lambda x: -x * 1.0, support=dg.dist.constraints.nonnegative_integer))
     assert k.type.dtype == "int64" and "k" not in [v.name for v in m.sampled]
 
 

@@ -16,7 +16,7 @@ from dimgraph.labeled.random import primitive_draw
 from dimgraph.prob import constraints
 from dimgraph.prob.base import Distribution, _check_option, _invalid_to_nan
 from dimgraph.prob.continuous import Gamma, LogNormal
-from dimgraph.prob.discrete import Binomial, NegativeBinomial, Poisson, _prob
+from dimgraph.prob.discrete import Binomial, NegativeBinomial, Poisson, _negative_binomial_from_mean, _prob
 from dimgraph.prob.factories import Truncated
 from dimgraph.prob.registry import register
 from dimgraph.prob.tails import log_diff_exp
@@ -93,7 +93,7 @@ class ZeroInflatedPoisson(_ZeroInflated):
 
     >>> import dimgraph as dg, math
     >>> round(float(dg.dist.zero_inflated_poisson(0.7, 2.0).logp(0).eval(backend="python")), 6)  # log(0.3 + 0.7 e^-2)
-    -0.997034
+    -0.929541
     """
 
     names = ("psi", "mu")
@@ -114,6 +114,7 @@ class ZeroInflatedNegativeBinomial(_ZeroInflated):
 
     names = ("psi", "n", "p")
     base_cls = NegativeBinomial
+    alternatives = ((("mu", "alpha"), ("n", "p"), _negative_binomial_from_mean),)
 
 
 class _Hurdle(_Wrapping):
@@ -170,6 +171,7 @@ class HurdleNegativeBinomial(_Hurdle):
 
     names = ("psi", "n", "p")
     base_cls = NegativeBinomial
+    alternatives = ((("mu", "alpha"), ("n", "p"), _negative_binomial_from_mean),)
 
 
 @register("hurdle_gamma")

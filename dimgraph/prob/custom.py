@@ -57,7 +57,7 @@ class Custom(Distribution):
         self.names = tuple(params)
         super().__init__(**params)
         self._logp, self._draw, self._logcdf, self._logsf = logp, draw, logcdf, logsf
-        self._support, self.transform, self.dims = support, transform, dims
+        self._support, self.preferred_transform, self.dims = support, transform, dims
         if logcdf is not None:
             self.log_cdf = lambda x, **p: logcdf(x, **p)
         if logsf is not None:
@@ -66,11 +66,6 @@ class Custom(Distribution):
     @property
     def support(self):
         return self._support
-
-    @property
-    def default_transform(self):
-        """The user's `transform=`, else None: the model then takes biject_to(support)."""
-        return self.transform
 
     def valid(self, **p):
         return None
