@@ -17,6 +17,10 @@ class ShapeError(ValueError):
     """Run-time sizes that contradict the graph (e.g. an axis of unknown size that is 1 against a longer one)."""
 
 
+class NoDrawsError(TypeError):
+    """A draw was asked of a distribution without one (an improper prior, a custom density given no `draw`)."""
+
+
 class NonDifferentiable(TypeError):
     """A gradient asked for through an op (or an op's input) that has none; the message names both."""
 

@@ -61,6 +61,7 @@ class Model:
         self._data: dict[str, DataVariable] = {}
         self._deterministics: dict[str, Deterministic] = {}
         self._marginalized: list = []  # names of the discrete variables summed out of the log density
+        self._potentials: dict = {}
         self._cache: dict = {}
         self._bound = weakref.WeakSet()  # what `set_data` rebinds: the LogpFunctions handed out
 
@@ -93,6 +94,8 @@ class Model:
             unsized = [d.name for d in dims if d.size is None]
             if unsized:
                 raise ValueError(f"{what}: dims {unsized} have no size; a sampled variable needs static sizes (give the Dim a size or coords)")
+        if transform is None:  # a custom density's own choice, else the bijection onto its support
+            transform = getattr(dist, "preferred_transform", None)
         bound = None if dist.discrete else transform_for(dist, dims, transform, what)
         var = FreeVariable(name, dist, dims, extra, bound)
         self._check_dim_names(name, var.dims, what)
@@ -141,6 +144,32 @@ class Model:
         value = as_operand(value, f"deterministic {name!r}")
         self._check_dim_names(name, value.dims, f"deterministic {name!r}")
         self._deterministics[name] = Deterministic(name, value)
+        self._cache.clear()
+        return value
+
+    def potential(self, name, expr):
+        """Add `expr` (a labeled expression of the model's variables and data) to the log density, summed over
+        its dims; returns it. As PyMC's `Potential`: a prior or a soft constraint the catalog has no distribution
+        for, felt by `logp`, `map` and `sample`. Draws never see it: the prior predictive draws the
+        distributions alone (and warns), the posterior predictive draws from a posterior that has felt it.
+
+        >>> import dimgraph as dg
+        >>> m = dg.Model()
+        >>> x = m.normal("x", 0.0, 1.0)
+        >>> _ = m.potential("keep_positive", dg.log(dg.sigmoid(10 * x)))
+        >>> round(float(m.logp_fn()(np.array([0.0]))[0]), 6)  # N(0, 1).logpdf(0) + log(1/2)
+        -1.612086
+        """
+        from dimgraph.labeled.math import as_operand, astype
+
+        what = f"potential {name!r}"
+        self._check_name(name, what)
+        if not hasattr(expr, "type") and not is_dataarray(expr) and not isinstance(expr, (int, float, np.ndarray)):
+            raise TypeError(f"{what}: expected a labeled expression of the model's variables (or numbers), got {expr!r}")
+        value = as_operand(expr, what)
+        if np.dtype(value.type.dtype).kind not in "iuf":
+            raise TypeError(f"{what}: a log density term must be real numbers, got {value.type.dtype} values")
+        self._potentials[name] = value if np.dtype(value.type.dtype).kind == "f" else astype(value, "float64")
         self._cache.clear()
         return value
 
@@ -213,7 +242,7 @@ class Model:
         if not isinstance(name, str) or not name:
             raise TypeError(f"{what}: a name must be a non-empty string")
         kinds = {"random variable": self._free, "observed variable": self._observed, "data": self._data,
-                 "deterministic": self._deterministics}
+                 "deterministic": self._deterministics, "potential": self._potentials}
         for kind, entries in kinds.items():
             if name in entries:
                 raise ValueError(f"{what}: the name {name!r} is already taken by the {kind} {name!r}")
@@ -286,6 +315,11 @@ class Model:
         return list(self._deterministics)
 
     @property
+    def potentials(self) -> list:
+        """The names of the terms `potential` added to the log density, in definition order."""
+        return list(self._potentials)
+
+    @property
     def data_names(self) -> list:
         """The data and observed inputs, in the order the compiled functions take them."""
         return list(self._data) + list(self._observed)
@@ -352,9 +386,12 @@ class Model:
     # --- log densities
     def logp_terms(self):
         """{name: the variable's log density summed over its dims}, on the constrained values; marginalized
-        variables and the terms that read them give one marginal term, named by the variables (`"z"`, `"z1+z2"`)."""
+        variables and the terms that read them give one marginal term, named by the variables (`"z"`, `"z1+z2"`);
+        each potential is its own term."""
         plain, found = marginal.split_terms(self)
-        return {**plain, **{g.name: g.marginal().sum() for g in found}}
+        terms = {**plain, **{g.name: g.marginal().sum() for g in found}}
+        terms.update({name: value.sum() for name, value in self._potentials.items()})
+        return terms
 
     def constrained_values(self):
         """{constrained value input: its expression in the unconstrained inputs} for the sampled variables."""

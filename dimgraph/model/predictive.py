@@ -13,9 +13,12 @@ The observed data are inputs of the draws too: a dim only they carry (an
 
 from __future__ import annotations
 
+import warnings
+
 import xarray as xr
 
 from dimgraph.compile.function import function
+from dimgraph.errors import NoDrawsError
 from dimgraph.core.random import rng_state, seed_state
 from dimgraph.labeled.dims import Dim
 from dimgraph.labeled.vectorize import vectorize_graph
@@ -30,7 +33,11 @@ def _named(var, name, dims):
 
 def _draw(state, entry, extra, replace, dims):
     """(next state, draws of `entry` on `extra` + its dims) with the earlier variables' values replaced."""
-    nxt, x = entry.dist.draw(state, extra_dims=extra + entry.extra_dims)
+    try:
+        nxt, x = entry.dist.draw(state, extra_dims=extra + entry.extra_dims)
+    except NoDrawsError as err:
+        kind = "observed" if hasattr(entry, "var") else "rv"
+        raise NoDrawsError(f"{kind} {entry.name!r}: {err}") from None
     if replace:
         x, nxt = vectorize_graph([x, nxt], replace, aligned=extra)
     return nxt, x.transpose(*dims)
@@ -52,6 +59,10 @@ def _prior_function(entries, draws, backend):
 
 
 def prior(model, draws, seed, backend):
+    if model.potentials:
+        warnings.warn(
+            f"prior_predictive: the potentials {model.potentials} are ignored: the draws come from the distributions "
+            "alone, as PyMC's sample_prior_predictive draws them", UserWarning, stacklevel=3)
     entries = model.entries
     fn = model.compiled(("prior", draws, backend), lambda: _prior_function(entries, draws, backend))
     ds = results.with_chain(fn(seed_state(seed), *entries.arrays()))

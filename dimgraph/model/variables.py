@@ -16,15 +16,20 @@ from typing import NamedTuple
 import xarray as xr
 
 from dimgraph.core.random import rng_state
-from dimgraph.errors import InputError
+from dimgraph.errors import InputError, NoDrawsError
 from dimgraph.labeled.basic import is_dataarray, labeled
 from dimgraph.labeled.dims import Dim, fmt_dims
 from dimgraph.labeled.io import LabeledInput
+from dimgraph.prob.base import param_dims
 
 
 def natural_dims(dist):
     """The dims a draw of `dist` has without extra dims (the parameters' dims, core dims resolved)."""
-    _, probe = dist.draw(rng_state("probe"))
+    try:
+        _, probe = dist.draw(rng_state("probe"))
+    except NoDrawsError:  # a density without draws (flat, a custom one): its parameters' dims and its own
+        own = getattr(dist, "value_dims", None)
+        return tuple(own) if own is not None else param_dims(dist)
     return tuple(probe.dims)
 
 

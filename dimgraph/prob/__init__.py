@@ -8,6 +8,6 @@ registry. `constraints` states supports, `transforms` maps them to the real
 space (`biject_to`), `tails` computes log cdfs and quantiles.
 """
 
-from dimgraph.prob import continuous, discrete, factories, multivariate, timeseries  # noqa: F401  (each registers its classes)
+from dimgraph.prob import continuous, custom, discrete, factories, inflated, multivariate, timeseries  # noqa: F401  (each registers its classes)
 from dimgraph.prob.base import Distribution  # noqa: F401
 from dimgraph.prob.registry import DISTRIBUTIONS, register  # noqa: F401

@@ -78,8 +78,26 @@ class Distribution:
         """Whether the values are whole numbers (a pmf); a gradient sampler cannot move them."""
         return self.support.discrete
 
+    alternatives: tuple = ()  # PyMC's other parameterizations: (the names given, the names they replace, convert)
+
+    def _from_alternative(self, args, kwargs, what):
+        """`kwargs` with an alternative parameterization (beta's mu/sigma, normal's tau, ...) converted to the
+        distribution's own parameters; an error naming both where they are mixed."""
+        for given, replaced, convert in self.alternatives:
+            used = [k for k in given if k in kwargs]
+            if not used:
+                continue
+            if any(k not in kwargs for k in given):
+                raise TypeError(f"{what}: give {' and '.join(replaced)}, or {' and '.join(given)}")
+            if any(k in kwargs or k in self.names[: len(args)] for k in replaced):
+                raise TypeError(f"{what}: give {' and '.join(replaced)} or {' and '.join(given)}, not both")
+            values = dict(zip(given, labeled_params({k: kwargs.pop(k) for k in given}, what)))
+            return {**kwargs, **convert(**values)}
+        return kwargs
+
     def __init__(self, *args, **kwargs):
         what = type(self).__name__.lower()
+        kwargs = self._from_alternative(args, kwargs, self.registered_name or what)
         values = dict(zip(self.names, args))
         for k, v in kwargs.items():
             if k not in self.names:

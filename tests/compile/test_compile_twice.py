@@ -45,6 +45,20 @@ SCALAR = {
     "negative_binomial": ([2.5, 0.3], 4.0, False),
     "discrete_uniform": ([-1.0, 4.0], 2.0, False),
 }
+SCALAR.update({  # issue 39's univariate catalog
+    "asymmetric_laplace": ([2.0, 0.5, 1.5], 1.2, True), "chi_squared": ([3.0], 2.0, True),
+    "ex_gaussian": ([0.5, 1.2, 2.0], 1.0, True), "gumbel": ([0.5, 2.0], 1.0, True), "kumaraswamy": ([2.0, 3.0], 0.4, True),
+    "logitnormal": ([0.3, 0.8], 0.4, True), "moyal": ([0.5, 1.5], 1.0, True), "pareto": ([3.0, 2.0], 4.0, True),
+    "rice": ([1.0, 2.0], 1.5, True), "skewnormal": ([0.5, 1.5, 3.0], 0.2, True),
+    "skew_student_t": ([2.0, 3.0, 0.5, 1.5], -1.0, True), "triangular": ([0.0, 1.0, 3.0], 2.0, True),
+    "truncated_normal": ([0.3, 1.5, -1.0, 2.0], 0.5, True), "vonmises": ([0.5, 2.0], -0.3, True),
+    "wald": ([1.0, 2.0, 0.2], 0.9, True), "beta_binomial": ([2.0, 3.0, 10.0], 4.0, False),
+"discrete_weibull": ([0.5, 1.5], 2.0, False), "geometric": ([0.25], 3.0, False),
+    "hypergeometric": ([20.0, 7.0, 12.0], 4.0, False), "zero_inflated_poisson": ([0.7, 2.0], 0.0, False),
+    "zero_inflated_binomial": ([0.7, 10.0, 0.3], 3.0, False), "zero_inflated_negative_binomial": ([0.7, 2.5, 0.4], 0.0, False),
+    "hurdle_poisson": ([0.7, 2.0], 3.0, False), "hurdle_negative_binomial": ([0.7, 2.5, 0.4], 0.0, False),
+    "hurdle_gamma": ([0.7, 2.0, 3.0], 0.5, True), "hurdle_lognormal": ([0.7, 0.0, 1.0], 1.5, True),
+})
 
 
 def _scalar_case(name):
@@ -100,6 +114,21 @@ def _vector_case(name):
         cost = chain.logp(dg.constant(np.array([0, 2, 2, 1, 0]), dims=(T,)))
         rows = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.25, 0.25, 0.5]])
         return [init, trans], cost, [init, trans], [np.array([0.2, 0.5, 0.3]), rows]
+    if name in ("ordered_logistic", "ordered_probit"):
+        eta, cut = _labeled(("eta", ()), ("cut", (K,)))
+        cost = getattr(dg.dist, name)(eta, cut, dim=K).logp(2)
+        return [eta, cut], cost, [eta, cut], [0.4, np.array([-1.0, 0.2, 1.5])]
+    if name == "interpolated":
+        xp, pp, x = _labeled(("xp", (K,)), ("pp", (K,)), ("x", ()))
+        return [xp, pp, x], dg.dist.interpolated(xp, pp, dim=K).logp(x), [pp, x], [np.array([0.0, 1.0, 2.0]), np.array([0.5, 1.0, 0.2]), 0.7]
+    if name in ("flat", "halfflat", "dirac_delta"):  # log densities constant where finite: x added to reach the gradient
+        (x,) = _labeled(("x", ()))
+        dist = dg.dist.dirac_delta(0.4) if name == "dirac_delta" else getattr(dg.dist, name)()
+        return [x], dist.logp(x) + x, [x], [0.4]
+    if name == "custom":
+        mu, x = _labeled(("mu", ()), ("x", ()))
+        cost = dg.dist.custom(logp=lambda v, mu: -((v - mu) ** 2) * dg.exp(dg.constant(0.1, dims=())), mu=mu).logp(x)
+        return [mu, x], cost, [mu, x], [0.3, -0.2]
     if name == "censored":
         lo, mu, x = _labeled(("lo", ()), ("mu", ()), ("x", ()))
         cost = dg.dist.censored(dg.dist.logistic(mu, 1.0), lower=lo).logp(x)

@@ -712,6 +712,16 @@ EXPECTED_TRANSFORMS = {
     "lkj_cholesky_corr": T.CholeskyCorr, "lkj_cholesky_cov": T.CholeskyCov, "zerosum_normal": T.ZeroSum,
     "discrete_uniform": None, "markov_chain": None,
 }
+EXPECTED_TRANSFORMS.update({  # issue 39's univariate catalog
+    "flat": T.Identity, "halfflat": T.Log, "asymmetric_laplace": T.Identity, "chi_squared": T.Log, "ex_gaussian": T.Identity,
+    "gumbel": T.Identity, "kumaraswamy": T.LogOdds, "logitnormal": T.LogOdds, "moyal": T.Identity, "pareto": T.Interval,
+    "rice": T.Log, "skewnormal": T.Identity, "skew_student_t": T.Identity, "triangular": T.Interval, "vonmises": T.Interval,
+    "wald": T.Interval, "interpolated": T.Interval, "truncated_normal": T.Interval, "custom": T.Identity,
+    "beta_binomial": None, "dirac_delta": None, "discrete_weibull": None, "geometric": None, "hypergeometric": None,
+    "ordered_logistic": None, "ordered_probit": None, "zero_inflated_poisson": None, "zero_inflated_binomial": None,
+    "zero_inflated_negative_binomial": None, "hurdle_poisson": None, "hurdle_negative_binomial": None,
+    "hurdle_gamma": T.Log, "hurdle_lognormal": T.Log,
+})
 _I, _J, _K = dg.Dim("si", size=3), dg.Dim("sj", size=3), dg.Dim("sk", size=3)
 _EXAMPLES = {  # an instance of each distribution whose constructor needs more than its defaults
     "student_t": lambda: dg.dist.student_t(3.0), "gamma": lambda: dg.dist.gamma(2.0), "invgamma": lambda: dg.dist.invgamma(2.0),
@@ -728,6 +738,24 @@ _EXAMPLES = {  # an instance of each distribution whose constructor needs more t
     "markov_chain": lambda: dg.dist.markov_chain(dg.constant(np.ones(3), dims=(_K,)), dg.constant(np.ones((3, 3)), dims=(_K, _J)),
                                                  dim=_K, next_dim=_J, time=_I),
 }
+_EXAMPLES.update({
+    "asymmetric_laplace": lambda: dg.dist.asymmetric_laplace(2.0), "chi_squared": lambda: dg.dist.chi_squared(3.0),
+    "ex_gaussian": lambda: dg.dist.ex_gaussian(0.0, 1.0, 1.0), "kumaraswamy": lambda: dg.dist.kumaraswamy(2.0, 3.0),
+    "pareto": lambda: dg.dist.pareto(3.0, 1.0), "rice": lambda: dg.dist.rice(1.0), "skew_student_t": lambda: dg.dist.skew_student_t(2.0, 3.0),
+    "wald": lambda: dg.dist.wald(1.0, 2.0), "truncated_normal": lambda: dg.dist.truncated_normal(lower=0.0),
+    "interpolated": lambda: dg.dist.interpolated(dg.constant(np.arange(3.0), dims=(_K,)), dg.constant(np.ones(3), dims=(_K,)), dim=_K),
+    "custom": lambda: dg.dist.custom(logp=lambda x: -x * x),
+    "beta_binomial": lambda: dg.dist.beta_binomial(2.0, 3.0, 10), "dirac_delta": lambda: dg.dist.dirac_delta(3),
+    "discrete_weibull": lambda: dg.dist.discrete_weibull(0.5, 1.5), "geometric": lambda: dg.dist.geometric(0.3),
+    "hypergeometric": lambda: dg.dist.hypergeometric(20, 7, 12),
+    "ordered_logistic": lambda: dg.dist.ordered_logistic(0.0, dg.constant(np.array([-1.0, 0.0, 1.0]), dims=(_K,)), dim=_K),
+    "ordered_probit": lambda: dg.dist.ordered_probit(0.0, dg.constant(np.array([-1.0, 0.0, 1.0]), dims=(_K,)), dim=_K),
+    "zero_inflated_poisson": lambda: dg.dist.zero_inflated_poisson(0.7, 2.0),
+    "zero_inflated_binomial": lambda: dg.dist.zero_inflated_binomial(0.7, 10, 0.3),
+    "zero_inflated_negative_binomial": lambda: dg.dist.zero_inflated_negative_binomial(0.7, 2.5, 0.4),
+    "hurdle_poisson": lambda: dg.dist.hurdle_poisson(0.7, 2.0), "hurdle_negative_binomial": lambda: dg.dist.hurdle_negative_binomial(0.7, 2.5, 0.4),
+    "hurdle_gamma": lambda: dg.dist.hurdle_gamma(0.7, 2.0, 3.0), "hurdle_lognormal": lambda: dg.dist.hurdle_lognormal(0.7, 0.0, 1.0),
+})
 
 
 # the multivariate families and the time series (tests/prob/test_multivariate_families.py, test_timeseries.py)
