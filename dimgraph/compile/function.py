@@ -341,11 +341,6 @@ def function(
     >>> dg.function([y], y + 1, return_numpy=True)(np.zeros(3))
     array([1., 1., 1.])
     """
-    if map_extra_dims:
-        if updates:
-            raise ValueError("function: map_extra_dims cannot be combined with updates (a shared variable has no batch dims)")
-        options = dict(options, backend=backend, rewrites=rewrites)
-        return MappedFunction(function(inputs, outputs, **options), options, function)
     inputs, _ = _as_list(inputs)
     outputs, single = _as_list(outputs)
     # output="dataset" is not a backend option: the outputs come back as one Dataset, by name
@@ -353,16 +348,17 @@ def function(
     backend_options = {k: v for k, v in options.items() if not (dataset is not None and k == "output")}
     backend_contract = get_backend(backend)
     backend_contract.check_options(backend_options)  # an unknown option fails before any work, on every backend
+    if map_extra_dims:  # compiled per set of extra dims when called; without any, the function itself, then
+        if updates:
+            raise ValueError("function: map_extra_dims cannot be combined with updates (a shared variable has no batch dims)")
+        _check_inputs(inputs)
+        options = dict(options, backend=backend, rewrites=rewrites)
+        return MappedFunction(inputs, outputs, single, options, function)
     if backend_options.get("shard"):  # Dims and variables become input positions: backends never read Dims
         backend_options["shard"] = resolve_shard(backend_options["shard"], inputs)
     updates = dict(updates or {})
     updates.update(default_updates(outputs, updates))
-    for v in inputs:
-        if not isinstance(v, Variable) or v.owner is not None or isinstance(v, Constant):
-            raise TypeError(f"function inputs must be graph inputs (no owner, not constants); got {v!r}")
-    if len(set(inputs)) != len(inputs):
-        raise ValueError(f"an input is listed twice in {inputs}")
-    _check_input_names_and_dtypes(inputs)
+    _check_inputs(inputs)
     for target in updates:
         if not isinstance(target, SharedMixin):
             raise TypeError(f"updates: only shared variables can be updated, got {target!r}")
@@ -446,6 +442,16 @@ def _traced(rewrites) -> bool:
     from dimgraph import config
 
     return bool(config.rewrite_trace or (isinstance(rewrites, dict) and rewrites.get("trace")))
+
+
+def _check_inputs(inputs):
+    """Inputs are graph inputs (no owner, not constants), each listed once, with distinct names and numeric data."""
+    for v in inputs:
+        if not isinstance(v, Variable) or v.owner is not None or isinstance(v, Constant):
+            raise TypeError(f"function inputs must be graph inputs (no owner, not constants); got {v!r}")
+    if len(set(inputs)) != len(inputs):
+        raise ValueError(f"an input is listed twice in {inputs}")
+    _check_input_names_and_dtypes(inputs)
 
 
 def _check_input_names_and_dtypes(inputs):
