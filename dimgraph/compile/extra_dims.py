@@ -18,6 +18,21 @@ from dimgraph.compile.signature import Signature
 from dimgraph.core.io import TensorInput
 from dimgraph.errors import InputError
 from dimgraph.labeled.io import LabeledInput
+from dimgraph.labeled.basic import is_dataarray
+from dimgraph.compile.random import default_updates
+from dimgraph.core.shape import ShapeI
+from dimgraph.core.shape_ops import broadcast_to
+from dimgraph.core.shape import static_or_symbolic
+from dimgraph.core.loop import loop_draws_over_batch
+from dimgraph.core.random import draw_over_batch
+from dimgraph.core.vectorize import pad, vectorize_graph
+from dimgraph.labeled.basic import from_positional
+from dimgraph.labeled.dims import Dim
+from dimgraph.labeled.ops import ToPositional
+from dimgraph.labeled.type import LabeledType
+from dimgraph.labeled.vectorize import _to_batched_positional
+from dimgraph.labeled.twins import positional_twin
+from dimgraph.lower import lower
 
 
 class MappedFunction:
@@ -72,8 +87,6 @@ class MappedFunction:
         >>> f(xr.DataArray([1.0, 2.0], dims="draw")).dims
         ('draw', 'obs')
         """
-        from dimgraph.labeled.basic import is_dataarray
-
         binding = self._binding
         values = binding.bind(args, kwargs)
         if any(is_lazy(v) for v in values):
@@ -107,21 +120,6 @@ class MappedFunction:
         leading through every op, so gathers and reductions of one draw stay
         contiguous runs (`dimgraph.core.vectorize`).
         """
-        from dimgraph.compile.random import default_updates
-        from dimgraph.core.shape import ShapeI
-        from dimgraph.core.shape_ops import broadcast_to
-        from dimgraph.core.shape import static_or_symbolic
-        from dimgraph.core.loop import loop_draws_over_batch
-        from dimgraph.core.random import draw_over_batch
-        from dimgraph.core.vectorize import pad, vectorize_graph
-        from dimgraph.labeled.basic import from_positional
-        from dimgraph.labeled.dims import Dim
-        from dimgraph.labeled.ops import ToPositional
-        from dimgraph.labeled.type import LabeledType
-        from dimgraph.labeled.vectorize import _to_batched_positional
-        from dimgraph.labeled.twins import positional_twin
-        from dimgraph.lower import lower
-
         batch = {}
         new_inputs = list(self.inputs)
         for k, extra in key:

@@ -32,6 +32,14 @@ from dimgraph.core.random import is_rng_state
 from dimgraph.core.type import TensorType
 from dimgraph.errors import InputError
 from dimgraph.progress import Progress
+from dimgraph import config
+from dimgraph.lower import lower_io
+from dimgraph.core.graph import ancestors
+from dimgraph.labeled.ops import LabeledOp
+from dimgraph.core.basic import constant
+from dimgraph.lower import lower_update
+from dimgraph.core.math import cast
+from dimgraph.printing import dprint
 
 _log = logging.getLogger("dimgraph")
 
@@ -244,8 +252,6 @@ class Function:
 
     def dprint(self, file=None, width=120):
         """Print the rewritten graph with types and static shapes (lines cut at `width`)."""
-        from dimgraph.printing import dprint
-
         return dprint(self, file=file, width=width)
 
     def __repr__(self):
@@ -439,8 +445,6 @@ def _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_nump
 
 def _traced(rewrites) -> bool:
     """Whether this compile records rewrite events (it must run the rewrites, so no warm start)."""
-    from dimgraph import config
-
     return bool(config.rewrite_trace or (isinstance(rewrites, dict) and rewrites.get("trace")))
 
 
@@ -494,16 +498,11 @@ def _lower_io(inputs, outputs, updates):
     if all(isinstance(v.type, TensorType) for v in inputs + outputs) and not any(map(_from_labeled, outputs)):
         in_specs = [TensorInput(v.name or f"input {k}", v.type) for k, v in enumerate(inputs)]
         return inputs, outputs, in_specs, [TensorOutput() for _ in outputs], []
-    from dimgraph.lower import lower_io
-
     return lower_io(inputs, outputs, updates)
 
 
 def _from_labeled(value):
     """True for a positional value computed by labeled ops (an RNG state after labeled draws)."""
-    from dimgraph.core.graph import ancestors
-    from dimgraph.labeled.ops import LabeledOp
-
     return value.owner is not None and any(v.owner is not None and isinstance(v.owner.op, LabeledOp) for v in ancestors([value]))
 
 
@@ -511,16 +510,10 @@ def _lower_updates(updates):
     out = []
     for target, value in updates.items():
         if not isinstance(value, Variable):
-            from dimgraph.core.basic import constant
-
             value = constant(value)
         if _has_labeled([value]) or _from_labeled(value):  # a positional value may be computed from labeled ones
-            from dimgraph.lower import lower_update
-
             value = lower_update(target, value)
         if value.type.dtype != target.type.dtype:
-            from dimgraph.core.math import cast
-
             value = cast(value, target.type.dtype)
         if value.type.ndim != target.type.ndim or any(
             a is not None and b is not None and a != b for a, b in zip(value.type.shape, target.type.shape)
