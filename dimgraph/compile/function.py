@@ -34,7 +34,6 @@ from dimgraph.errors import InputError
 from dimgraph.progress import Progress
 from dimgraph import config
 from dimgraph.lower import lower_io
-from dimgraph.core.graph import ancestors
 from dimgraph.labeled.ops import LabeledOp
 from dimgraph.core.basic import constant
 from dimgraph.lower import lower_update

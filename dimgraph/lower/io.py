@@ -23,10 +23,8 @@ from dimgraph.labeled.ops import is_labeled
 from dimgraph.labeled.twins import positional_twin
 from dimgraph.lower.combine import ProductLabels
 from dimgraph.lower.coords import InputCoords, PickedCoord, output_coords
-from dimgraph.labeled.indexing import Isel, entry_inputs
+from dimgraph.labeled.indexing import Isel, IselUpdate, entry_inputs, n_inputs
 from dimgraph.labeled.ops import LabeledDiff, Relabel
-from dimgraph.labeled.indexing import Isel, IselUpdate
-from dimgraph.labeled.indexing import Isel, IselUpdate, n_inputs
 
 
 class LabeledOutput:

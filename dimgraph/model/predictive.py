@@ -13,8 +13,6 @@ The observed data are inputs of the draws too: a dim only they carry (an
 
 from __future__ import annotations
 
-import xarray as xr
-
 from dimgraph.compile.function import function
 from dimgraph.core.random import rng_state, seed_state
 from dimgraph.labeled.dims import Dim
@@ -61,6 +59,8 @@ def prior(model, draws, seed, backend):
 
 
 def data_groups(entries):
+    import xarray as xr  # not at import time: `import dimgraph` loads no xarray
+
     groups = {}
     if entries.observed:
         groups["observed_data"] = xr.Dataset({v.name: v.as_dataarray() for v in entries.observed})
