@@ -6,6 +6,9 @@ import sys
 import textwrap
 
 from dimgraph.core.graph import Constant
+from dimgraph.core.elemwise import DimShuffle, Elemwise
+from dimgraph.core.fused import CAReduceElemwise
+from dimgraph.core.reduce import CAReduce
 
 
 def dprint(obj, file=None, depth=None, width=120):
@@ -81,10 +84,6 @@ def axis_names(var, memo):
     Elemwise takes each axis's name from an input that does not stretch there,
     DimShuffle moves names, reductions drop theirs; anything else is unnamed (None).
     """
-    from dimgraph.core.elemwise import DimShuffle, Elemwise
-    from dimgraph.core.fused import CAReduceElemwise
-    from dimgraph.core.reduce import CAReduce
-
     todo, out = [var], None
     while todo:
         v = todo[-1]

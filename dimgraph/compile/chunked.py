@@ -28,6 +28,11 @@ import warnings
 import numpy as np
 
 from dimgraph.errors import InputError
+from dimgraph.core.shared import DEFAULT_CONTEXT
+from dimgraph.core.random import RNGStateType
+from dimgraph.core.shared import SharedContext
+from dimgraph.labeled.basic import is_dataarray
+from dimgraph.core.random import seed_state
 
 
 class ChunkWarning(UserWarning):
@@ -45,8 +50,6 @@ def is_lazy(value) -> bool:
 def lazy_call(fn, values, ctx):
     """`fn(*values)` as lazy DataArrays (or dask arrays for positional outputs): see the module docstring."""
     import dask.array as da
-
-    from dimgraph.core.shared import DEFAULT_CONTEXT
 
     ctx = ctx or DEFAULT_CONTEXT
     base = getattr(fn, "_base", fn)
@@ -89,8 +92,6 @@ def lazy_call(fn, values, ctx):
 
 
 def _is_rng(var) -> bool:
-    from dimgraph.core.random import RNGStateType
-
     return isinstance(var.type, RNGStateType)
 
 
@@ -123,8 +124,6 @@ class _Plan:
 
     def __init__(self, base, values):
         import dask.array as da
-
-        from dimgraph.labeled.basic import is_dataarray
 
         self.values = list(values)
         self.lazy, self.arrays, self.letters, self.dims, self.core_coords = [], {}, {}, {}, {}
@@ -238,8 +237,6 @@ class _Block:
 
     def _drawn(self, values, positions):
         """Element by element over the extra dims, each element's draws from its own stream (chunking-invariant)."""
-        from dimgraph.core.random import seed_state
-
         shape = tuple(len(p) for p in positions)
         outs = [np.empty(shape + core, dtype=dtype) for core, dtype in self.empty]
         for local in np.ndindex(*shape):
@@ -263,8 +260,6 @@ class _Block:
 
 def _context(values):
     """A context holding just `values` (RNG states), so a call reads and advances nothing else."""
-    from dimgraph.core.shared import SharedContext
-
     ctx = SharedContext()
     ctx.seed_sequence = None
     ctx._values = values

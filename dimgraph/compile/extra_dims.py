@@ -14,21 +14,58 @@ of the extra dims (a posterior predictive), as separate calls would.
 from __future__ import annotations
 
 from dimgraph.compile.chunked import is_lazy, lazy_call
+from dimgraph.compile.signature import Signature
+from dimgraph.core.io import TensorInput
 from dimgraph.errors import InputError
+from dimgraph.labeled.io import LabeledInput
+from dimgraph.labeled.basic import is_dataarray
+from dimgraph.compile.random import default_updates
+from dimgraph.core.shape import ShapeI
+from dimgraph.core.shape_ops import broadcast_to
+from dimgraph.core.shape import static_or_symbolic
+from dimgraph.core.loop import loop_draws_over_batch
+from dimgraph.core.random import draw_over_batch
+from dimgraph.core.vectorize import pad, vectorize_graph
+from dimgraph.labeled.basic import from_positional
+from dimgraph.labeled.dims import Dim
+from dimgraph.labeled.ops import ToPositional
+from dimgraph.labeled.type import LabeledType
+from dimgraph.labeled.vectorize import _to_batched_positional
+from dimgraph.labeled.twins import positional_twin
+from dimgraph.lower import lower
 
 
 class MappedFunction:
-    """A compiled labeled `Function` that maps itself over extra dims of its DataArray inputs."""
+    """A compiled labeled `Function` that maps itself over extra dims of its DataArray inputs.
 
-    def __init__(self, base, options, compile):
-        self._base = base
-        self._options = options  # dg.function's keyword arguments, for the vectorized compiles
+    Each set of extra dims compiles its vectorized graph once; the function itself (no extra
+    dims) compiles only when a call without any, or an attribute of the compiled function
+    (`source`, `timings`, ...), asks for it, so a function only ever mapped over (chain, draw)
+    compiles once.
+    """
+
+    _OWN = ("inputs", "outputs", "_single", "_options", "_compile", "_compiled_base", "_binding", "_mapped", "_core")
+
+    def __init__(self, inputs, outputs, single, options, compile):
+        self.inputs, self.outputs, self._single = list(inputs), list(outputs), single
+        self._options = options  # dg.function's keyword arguments, for the compiles
         self._compile = compile  # dg.function, which compiles them
+        self._compiled_base = None
+        labels = [v.name or f"input {k}" for k, v in enumerate(self.inputs)]
+        specs = [LabeledInput(n, v.type) if hasattr(v.type, "dims") else TensorInput(n, v.type) for n, v in zip(labels, self.inputs)]
+        self._binding = Signature.of(self.inputs, specs, (), (), single=single)  # binds a call's values to the inputs
         self._mapped = {}  # ((input position, extra dim names), ...) -> (Function, batch dim names)
-        self._core = {d.name for v in base.inputs + base.outputs if hasattr(v.type, "dims") for d in v.type.dims}
+        self._core = {d.name for v in self.inputs + self.outputs if hasattr(v.type, "dims") for d in v.type.dims}
+
+    @property
+    def _base(self):
+        """The function itself, without extra dims (compiled at the first need)."""
+        if self._compiled_base is None:
+            self._compiled_base = self._compile(self.inputs, self.outputs[0] if self._single else self.outputs, **self._options)
+        return self._compiled_base
 
     def __getattr__(self, name):
-        if name.startswith("__") or name in ("_base", "_options", "_compile", "_mapped", "_core"):
+        if name.startswith("__") or name in self._OWN:
             raise AttributeError(name)
         return getattr(self._base, name)
 
@@ -50,14 +87,12 @@ class MappedFunction:
         >>> f(xr.DataArray([1.0, 2.0], dims="draw")).dims
         ('draw', 'obs')
         """
-        from dimgraph.labeled.basic import is_dataarray
-
-        base = self._base
-        values = base.signature.bind(args, kwargs)
+        binding = self._binding
+        values = binding.bind(args, kwargs)
         if any(is_lazy(v) for v in values):
             return lazy_call(self, values, ctx)
         key = []
-        for k, (var, value) in enumerate(zip(base.inputs, values)):
+        for k, (var, value) in enumerate(zip(self.inputs, values)):
             if not is_dataarray(value) or not hasattr(var.type, "dims"):
                 continue
             own = {d.name for d in var.type.dims}
@@ -66,12 +101,12 @@ class MappedFunction:
                 clashing = [n for n in extra if n in self._core]
                 if clashing:
                     raise InputError(
-                        f"input {base.signature.label(k)!r}: the extra dims {clashing} have the names of dims the "
+                        f"input {binding.label(k)!r}: the extra dims {clashing} have the names of dims the "
                         "function computes with; rename them before the call"
                     )
                 key.append((k, extra))
         if not key:
-            return base(*values, ctx=ctx, trust_input=trust_input)
+            return self._base(*values, ctx=ctx, trust_input=trust_input)
         key = tuple(key)
         found = self._mapped.get(key)
         if found is None:
@@ -85,40 +120,24 @@ class MappedFunction:
         leading through every op, so gathers and reductions of one draw stay
         contiguous runs (`dimgraph.core.vectorize`).
         """
-        from dimgraph.compile.random import default_updates
-        from dimgraph.core.shape import ShapeI
-        from dimgraph.core.shape_ops import broadcast_to
-        from dimgraph.core.shape import static_or_symbolic
-        from dimgraph.core.loop import loop_draws_over_batch
-        from dimgraph.core.random import draw_over_batch
-        from dimgraph.core.vectorize import pad, vectorize_graph
-        from dimgraph.labeled.basic import from_positional
-        from dimgraph.labeled.dims import Dim
-        from dimgraph.labeled.ops import ToPositional
-        from dimgraph.labeled.type import LabeledType
-        from dimgraph.labeled.vectorize import _to_batched_positional
-        from dimgraph.labeled.twins import positional_twin
-        from dimgraph.lower import lower
-
-        base = self._base
         batch = {}
-        new_inputs = list(base.inputs)
+        new_inputs = list(self.inputs)
         for k, extra in key:
-            var = base.inputs[k]
+            var = self.inputs[k]
             dims = tuple(batch.setdefault(name, Dim(name)) for name in extra)  # no size: one compile serves every size
             new_inputs[k] = LabeledType(var.type.dtype, dims + tuple(var.type.dims)).make_variable(name=var.name)
         order = tuple(batch.values())
         sizes, replace = {}, {}
         for k, extra in key:
-            var, new = base.inputs[k], new_inputs[k]
+            var, new = self.inputs[k], new_inputs[k]
             present = tuple(d for d in order if d in new.type.dims)
             for ax, d in enumerate(present):
                 sizes.setdefault(d, ShapeI(ax)(ToPositional(present + tuple(var.type.dims))(new)))
             replace[positional_twin(var)] = _to_batched_positional(new, var.type.dims, order)
         # the streams' next states go through the same vectorizing: theirs read the draws' parameters and sizes
         explicit = dict(self._options.get("updates") or {})
-        streams = default_updates(base.outputs, explicit)
-        lowered = lower(list(base.outputs) + list(streams.values()), inputs=base.inputs)
+        streams = default_updates(self.outputs, explicit)
+        lowered = lower(list(self.outputs) + list(streams.values()), inputs=self.inputs)
         outputs = []
         batch_sizes = [sizes[d] for d in order]
         def fresh_draws(node, ins):  # each element draws anew, in loops too
@@ -126,8 +145,8 @@ class MappedFunction:
             return found if found is not None else loop_draws_over_batch(node, ins, batch_sizes)
 
         vectorized = vectorize_graph(lowered, replace, node_rule=fresh_draws)
-        options = dict(self._options, updates={**explicit, **dict(zip(streams, vectorized[len(base.outputs) :]))})
-        for out, low in zip(base.outputs, vectorized):
+        options = dict(self._options, updates={**explicit, **dict(zip(streams, vectorized[len(self.outputs) :]))})
+        for out, low in zip(self.outputs, vectorized):
             if low.type.ndim == out.type.ndim:  # an output of no extra dim gets them all, as apply_ufunc's
                 low = pad(low, len(order))
             # every extra dim leads; one the output did not depend on is broadcast along
@@ -136,8 +155,8 @@ class MappedFunction:
             mapped = from_positional(low, order + tuple(out.type.dims))
             mapped.name = out.name  # the output DataArray's (and Dataset variable's) name
             outputs.append(mapped)
-        return self._compile(new_inputs, outputs[0] if base.signature.single else outputs, **options)
+        return self._compile(new_inputs, outputs[0] if self._single else outputs, **options)
 
     def __reduce__(self):
-        """Pickles as the base function and its options; vectorized versions compile again when called."""
-        return (MappedFunction, (self._base, self._options, self._compile))
+        """Pickles as its graph and options; the functions compile again when called."""
+        return (MappedFunction, (self.inputs, self.outputs, self._single, self._options, self._compile))

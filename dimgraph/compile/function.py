@@ -32,6 +32,13 @@ from dimgraph.core.random import is_rng_state
 from dimgraph.core.type import TensorType
 from dimgraph.errors import InputError
 from dimgraph.progress import Progress
+from dimgraph import config
+from dimgraph.lower import lower_io
+from dimgraph.labeled.ops import LabeledOp
+from dimgraph.core.basic import constant
+from dimgraph.lower import lower_update
+from dimgraph.core.math import cast
+from dimgraph.printing import dprint
 
 _log = logging.getLogger("dimgraph")
 
@@ -244,8 +251,6 @@ class Function:
 
     def dprint(self, file=None, width=120):
         """Print the rewritten graph with types and static shapes (lines cut at `width`)."""
-        from dimgraph.printing import dprint
-
         return dprint(self, file=file, width=width)
 
     def __repr__(self):
@@ -343,11 +348,6 @@ def function(
     >>> dg.function([y], y + 1, return_numpy=True)(np.zeros(3))
     array([1., 1., 1.])
     """
-    if map_extra_dims:
-        if updates:
-            raise ValueError("function: map_extra_dims cannot be combined with updates (a shared variable has no batch dims)")
-        options = dict(options, backend=backend, rewrites=rewrites)
-        return MappedFunction(function(inputs, outputs, **options), options, function)
     inputs, _ = _as_list(inputs)
     outputs, single = _as_list(outputs)
     # output="dataset" is not a backend option: the outputs come back as one Dataset, by name
@@ -355,16 +355,17 @@ def function(
     backend_options = {k: v for k, v in options.items() if not (dataset is not None and k == "output")}
     backend_contract = get_backend(backend)
     backend_contract.check_options(backend_options)  # an unknown option fails before any work, on every backend
+    if map_extra_dims:  # compiled per set of extra dims when called; without any, the function itself, then
+        if updates:
+            raise ValueError("function: map_extra_dims cannot be combined with updates (a shared variable has no batch dims)")
+        _check_inputs(inputs)
+        options = dict(options, backend=backend, rewrites=rewrites)
+        return MappedFunction(inputs, outputs, single, options, function)
     if backend_options.get("shard"):  # Dims and variables become input positions: backends never read Dims
         backend_options["shard"] = resolve_shard(backend_options["shard"], inputs)
     updates = dict(updates or {})
     updates.update(default_updates(outputs, updates))
-    for v in inputs:
-        if not isinstance(v, Variable) or v.owner is not None or isinstance(v, Constant):
-            raise TypeError(f"function inputs must be graph inputs (no owner, not constants); got {v!r}")
-    if len(set(inputs)) != len(inputs):
-        raise ValueError(f"an input is listed twice in {inputs}")
-    _check_input_names_and_dtypes(inputs)
+    _check_inputs(inputs)
     for target in updates:
         if not isinstance(target, SharedMixin):
             raise TypeError(f"updates: only shared variables can be updated, got {target!r}")
@@ -445,9 +446,17 @@ def _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_nump
 
 def _traced(rewrites) -> bool:
     """Whether this compile records rewrite events (it must run the rewrites, so no warm start)."""
-    from dimgraph import config
-
     return bool(config.rewrite_trace or (isinstance(rewrites, dict) and rewrites.get("trace")))
+
+
+def _check_inputs(inputs):
+    """Inputs are graph inputs (no owner, not constants), each listed once, with distinct names and numeric data."""
+    for v in inputs:
+        if not isinstance(v, Variable) or v.owner is not None or isinstance(v, Constant):
+            raise TypeError(f"function inputs must be graph inputs (no owner, not constants); got {v!r}")
+    if len(set(inputs)) != len(inputs):
+        raise ValueError(f"an input is listed twice in {inputs}")
+    _check_input_names_and_dtypes(inputs)
 
 
 def _check_input_names_and_dtypes(inputs):
@@ -490,16 +499,11 @@ def _lower_io(inputs, outputs, updates):
     if all(isinstance(v.type, TensorType) for v in inputs + outputs) and not any(map(_from_labeled, outputs)):
         in_specs = [TensorInput(v.name or f"input {k}", v.type) for k, v in enumerate(inputs)]
         return inputs, outputs, in_specs, [TensorOutput() for _ in outputs], []
-    from dimgraph.lower import lower_io
-
     return lower_io(inputs, outputs, updates)
 
 
 def _from_labeled(value):
     """True for a positional value computed by labeled ops (an RNG state after labeled draws)."""
-    from dimgraph.core.graph import ancestors
-    from dimgraph.labeled.ops import LabeledOp
-
     return value.owner is not None and any(v.owner is not None and isinstance(v.owner.op, LabeledOp) for v in ancestors([value]))
 
 
@@ -507,16 +511,10 @@ def _lower_updates(updates):
     out = []
     for target, value in updates.items():
         if not isinstance(value, Variable):
-            from dimgraph.core.basic import constant
-
             value = constant(value)
         if _has_labeled([value]) or _from_labeled(value):  # a positional value may be computed from labeled ones
-            from dimgraph.lower import lower_update
-
             value = lower_update(target, value)
         if value.type.dtype != target.type.dtype:
-            from dimgraph.core.math import cast
-
             value = cast(value, target.type.dtype)
         if value.type.ndim != target.type.ndim or any(
             a is not None and b is not None and a != b for a, b in zip(value.type.shape, target.type.shape)

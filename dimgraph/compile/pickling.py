@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from dimgraph.core.shared import DEFAULT_CONTEXT
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,6 @@ def portable(recipe: Recipe) -> Recipe:
 
 def shared_values(shared) -> dict:
     """{shared variable: value} for those of `shared` the default context holds a value for."""
-    from dimgraph.core.shared import DEFAULT_CONTEXT
-
     return {s: DEFAULT_CONTEXT._values[s] for s in shared if s in DEFAULT_CONTEXT._values}
 
 

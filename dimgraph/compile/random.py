@@ -18,6 +18,7 @@ import numpy as np
 from dimgraph.core.shared import SharedTensor
 from dimgraph.core.random import RNGStateType, seed_sequence, seed_state
 from dimgraph.prob.registry import DISTRIBUTIONS
+from dimgraph.core.graph import graph_inputs
 
 
 class SharedRNGState(SharedTensor):
@@ -111,8 +112,6 @@ def rng(seed=None):
 
 def default_updates(outputs, explicit):
     """{shared RNG state: its next state} for the stream states `outputs` draw from, except `explicit` ones."""
-    from dimgraph.core.graph import graph_inputs
-
     return {
         v: v.default_update
         for v in graph_inputs(outputs)

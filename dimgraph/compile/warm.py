@@ -40,6 +40,7 @@ from dimgraph.core.digest import Encoder, Unstable
 from dimgraph.core.graph import ancestors
 from dimgraph.core.graph import graph_digest as structural_digest
 from dimgraph.labeled.twins import twin_of
+from dimgraph import config
 
 _log = logging.getLogger("dimgraph")
 FORMAT = "dimgraph-warm-4"  # bump when the record's layout or the encoding changes (2: HMAC header, 3: core.digest, 4: Signature)
@@ -64,8 +65,6 @@ def graph_digest(inputs, outputs, backend, settings) -> str | None:
     tag = backend.warm_tag()
     if tag is None or not _registries_are_ours(backend):
         return None
-    from dimgraph import config
-
     switches = {k: v for k, v in vars(config).items() if not k.startswith("_") and type(v) in (bool, int, float, str)}
     encode = Encoder(strict=True)
     try:

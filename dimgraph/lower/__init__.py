@@ -31,6 +31,10 @@ from dimgraph.lower import combine as _combine  # noqa: F401  (registers stack/u
 from dimgraph.lower import indexing as _indexing  # noqa: F401  (registers the indexing rules)
 from dimgraph.lower import random as _random  # noqa: F401  (registers the random-draw rule)
 from dimgraph.lower.rules import lowering
+from dimgraph.core.io import TensorInput, TensorOutput
+from dimgraph.labeled.io import LabeledInput
+from dimgraph.lower.io import LabeledOutput, indexer_checks, label_checks, shared_size_checks, size_checks
+from dimgraph.labeled.shape import broadcast_to_dims
 
 
 def lower(outputs, inputs=(), given=()):
@@ -167,10 +171,6 @@ def _check_lowered(node, out, low):
 def lower_io(inputs, outputs, updates=()):
     """Positional inputs/outputs for `dg.function`, with input converters, output wrappers and checks
     (of what the outputs and the `updates`' new values read)."""
-    from dimgraph.core.io import TensorInput, TensorOutput
-    from dimgraph.labeled.io import LabeledInput
-    from dimgraph.lower.io import LabeledOutput, indexer_checks, label_checks, shared_size_checks, size_checks
-
     lowered = lower(list(inputs) + list(outputs), inputs=inputs)
     pos_inputs, pos_outputs = lowered[: len(inputs)], lowered[len(inputs) :]
     labels = [v.name or f"input {k}" for k, v in enumerate(inputs)]
@@ -186,8 +186,6 @@ def lower_io(inputs, outputs, updates=()):
 
 def lower_update(target, value):
     """The positional new value of shared `target` from labeled `value` (broadcast and ordered to its dims)."""
-    from dimgraph.labeled.shape import broadcast_to_dims
-
     if is_labeled(target):
         value = broadcast_to_dims(value, target.type.dims)
     elif is_labeled(value) and value.type.ndim != target.type.ndim:

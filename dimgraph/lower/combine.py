@@ -24,6 +24,9 @@ from dimgraph.labeled.combine import Concat, Dot
 from dimgraph.labeled.dims import product_index
 from dimgraph.labeled.stacking import Stack, Unstack
 from dimgraph.lower.rules import align, lowering
+from dimgraph.labeled.dims import derivation_of
+from dimgraph.labeled.ops import is_labeled
+from dimgraph.labeled.basic import is_dataarray
 
 
 def _sizes(x, dims, ctx):
@@ -135,9 +138,6 @@ class ProductLabels:
     __slots__ = ("dim", "parts")
 
     def __init__(self, dim, inputs):
-        from dimgraph.labeled.dims import derivation_of
-        from dimgraph.labeled.ops import is_labeled
-
         self.dim = dim
         self.parts = []
         for c in dim.dims:
@@ -159,8 +159,6 @@ class ProductLabels:
     def index(self, length, raw_inputs):
         """The MultiIndex for an output axis of `length` positions, or None when the labels do not follow."""
         import pandas as pd
-
-        from dimgraph.labeled.basic import is_dataarray
 
         levels = []
         for name, labels, carriers, maps in self.parts:

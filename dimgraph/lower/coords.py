@@ -17,6 +17,9 @@ import numpy as np
 
 from dimgraph.core.graph import Constant, toposort
 from dimgraph.labeled.ops import FromPositional, is_labeled
+from dimgraph.labeled.indexing import entry_inputs
+from dimgraph.labeled.indexing import Isel, IselUpdate
+from dimgraph.labeled.ops import BroadcastTo, Squeeze
 
 
 class StaticCoord:
@@ -147,8 +150,6 @@ def _merge(parts, out_dims):
 
 
 def _isel_coords(node, found, inputs, positions):
-    from dimgraph.labeled.indexing import entry_inputs
-
     x, *indexers = node.inputs
     touched = {d.name for d, e in zip(x.type.dims, node.op.entries) if e[0] != "slice" or e[1:4] != (None, None, None)}
     out = _narrow(found.get(id(x), {}), {d.name for d in x.type.dims}, touched)
@@ -202,9 +203,6 @@ def _squeeze_coords(node, found, inputs):
 
 def output_coords(var, inputs) -> dict:
     """{name: StaticCoord | PickedCoord} for labeled output `var` of a function with `inputs`."""
-    from dimgraph.labeled.indexing import Isel, IselUpdate
-    from dimgraph.labeled.ops import BroadcastTo, Squeeze
-
     positions = {id(v): k for k, v in enumerate(inputs)}
     found = {
         id(v): {("input", k): InputCoords(k, (d.name for d in v.type.dims), {d.name: d.coords for d in v.type.dims if d.coords is not None})}

@@ -23,6 +23,8 @@ from dimgraph.labeled.ops import is_labeled
 from dimgraph.labeled.twins import positional_twin
 from dimgraph.lower.combine import ProductLabels
 from dimgraph.lower.coords import InputCoords, PickedCoord, output_coords
+from dimgraph.labeled.indexing import Isel, IselUpdate, entry_inputs, n_inputs
+from dimgraph.labeled.ops import LabeledDiff, Relabel
 
 
 class LabeledOutput:
@@ -152,9 +154,6 @@ def _label_maps(graph) -> dict:
 
 def _label_steps(graph):
     """(new dim, old dim, label map) for each dim that a rename, slice, selection or diff in `graph` made."""
-    from dimgraph.labeled.indexing import Isel, entry_inputs
-    from dimgraph.labeled.ops import LabeledDiff, Relabel
-
     for v in graph:
         node = v.owner
         if node is None:
@@ -276,8 +275,6 @@ def label_checks(inputs, outputs, labels):
     xarray would look those labels up; the graph took them as positions 0..n-1
     when it was built, so such data would be silently misread: refuse it.
     """
-    from dimgraph.labeled.indexing import Isel, IselUpdate
-
     selected = {}
     for v in read_by(outputs):
         node = v.owner
@@ -302,8 +299,6 @@ def indexer_checks(inputs, outputs, labels):
     over the indexer before each call cost a quarter of a hierarchical model's call.
     A failed call changes no state, so the error is the same as if raised first.
     """
-    from dimgraph.labeled.indexing import Isel, IselUpdate, n_inputs
-
     position = {id(v): k for k, v in enumerate(inputs)}
     carriers = {}
     for k, v in enumerate(inputs):

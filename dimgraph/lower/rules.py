@@ -34,6 +34,7 @@ from dimgraph.labeled.ops import (
     ToPositional,
     Transpose,
 )
+from dimgraph.core.extra import arange
 
 
 @singledispatch
@@ -185,6 +186,4 @@ def _(op, node, inputs, ctx):
 
 @lowering.register(Arange)
 def _(op, node, inputs, ctx):
-    from dimgraph.core.extra import arange
-
     return arange(ctx.size(op.dim, str(op)))

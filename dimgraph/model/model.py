@@ -35,6 +35,11 @@ from dimgraph.prob.transforms import transform_for
 from dimgraph.labeled.vectorize import vectorize_graph
 from dimgraph.model import marginal
 from dimgraph.model.variables import DataVariable, Deterministic, Entries, FreeVariable, ObservedVariable, variable_dims
+from dimgraph.labeled.shape import transpose
+from dimgraph.core.graph import graph_inputs
+from dimgraph.labeled.math import as_operand
+from dimgraph.model import predictive
+from dimgraph.model import samplers
 
 
 class Model:
@@ -138,8 +143,6 @@ class Model:
 
     def deterministic(self, name, value):
         """Keep `value` (an expression of the model's variables) in the results under `name`; returns it."""
-        from dimgraph.labeled.math import as_operand
-
         self._check_name(name, f"deterministic {name!r}")
         value = as_operand(value, f"deterministic {name!r}")
         self._check_dim_names(name, value.dims, f"deterministic {name!r}")
@@ -522,8 +525,6 @@ class Model:
         an `xarray.DataTree`) with groups `prior`, `prior_predictive` and `observed_data`,
         each variable on (chain, draw, its dims).
         """
-        from dimgraph.model import predictive
-
         return predictive.prior(self, draws, seed, backend)
 
     def posterior_predictive(self, idata, seed=None, backend=None, extend_inferencedata=False):
@@ -532,14 +533,10 @@ class Model:
         Returns a container with `posterior_predictive` and `observed_data`; with
         `extend_inferencedata=True` those groups are added to `idata` instead (returned).
         """
-        from dimgraph.model import predictive
-
         return predictive.posterior(self, idata, seed, backend, extend_inferencedata)
 
     def log_likelihood(self, posterior, backend=None):
         """The pointwise log density of each observed variable at every draw of `posterior` (an `xarray.Dataset`)."""
-        from dimgraph.model import predictive
-
         return predictive.log_likelihood(self, posterior, backend)
 
     def sample(self, draws=1000, tune=1000, chains=4, seed=None, sampler="nutpie", backend=None, **kwargs):
@@ -555,8 +552,6 @@ class Model:
         The starting points are checked first: a log density that is not finite there is a
         ValueError naming the variable.
         """
-        from dimgraph.model import samplers
-
         return samplers.sample(self, sampler, draws=draws, tune=tune, chains=chains, seed=seed, backend=backend, **kwargs)
 
 
@@ -645,8 +640,6 @@ def _why(value, observed=None):
 
 
 def _named(var, name):
-    from dimgraph.labeled.shape import transpose
-
     out = transpose(var, *var.dims)
     out.name = name
     return out
@@ -654,8 +647,6 @@ def _named(var, name):
 
 def _check_constant_params(dist, what):
     """Parameters given as numbers must be valid (sigma > 0, ...): an error naming the variable now, not NaNs later."""
-    from dimgraph.core.graph import graph_inputs
-
     params = getattr(dist, "params", {})
     valid = dist.valid(**params) if params else None
     if valid is None or any(not hasattr(v, "data") for v in graph_inputs([valid])):

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import warnings
 
-import xarray as xr
-
 from dimgraph.compile.function import function
 from dimgraph.errors import NoDrawsError
 from dimgraph.core.random import rng_state, seed_state
@@ -72,6 +70,8 @@ def prior(model, draws, seed, backend):
 
 
 def data_groups(entries):
+    import xarray as xr  # not at import time: `import dimgraph` loads no xarray
+
     groups = {}
     if entries.observed:
         groups["observed_data"] = xr.Dataset({v.name: v.as_dataarray() for v in entries.observed})

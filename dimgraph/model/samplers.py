@@ -25,6 +25,7 @@ import numpy as np
 
 from dimgraph.model import results
 from dimgraph.model.predictive import data_groups
+from dimgraph.compile.function import function
 
 SAMPLERS = ("nutpie", "blackjax")
 
@@ -196,8 +197,6 @@ def _blackjax(model, fn, draws, tune, chains, seed, target_accept=0.8):
         import jax
     except ImportError:
         raise ImportError("sample: sampler 'blackjax' needs blackjax and jax: pip install 'dimgraph[blackjax]'") from None
-    from dimgraph.compile.function import function
-
     entries = model.entries
     layout, data = model.layout, entries.arrays()
     graph = model.compiled(

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import xarray as xr
-
 from dimgraph.core.random import rng_state
 from dimgraph.errors import InputError, NoDrawsError
 from dimgraph.labeled.basic import is_dataarray, labeled
@@ -101,6 +99,8 @@ class DataVariable:
 
     def as_dataarray(self):
         """The value as a DataArray with the variable's dims and the coords of those that have them."""
+        import xarray as xr  # not at import time: `import dimgraph` loads no xarray
+
         if is_dataarray(self.value):
             return self.value.transpose(*(d.name for d in self.dims))
         coords = {d.name: d.coords for d in self.dims if d.coords is not None}

@@ -93,3 +93,23 @@ def test_a_pickled_model_still_pushes_its_data():
     assert fn(theta)[0] != pytest.approx(before)
     copy = pickle.loads(pickle.dumps(m))
     assert copy.logp_fn(backend="python")(theta)[0] == pytest.approx(fn(theta)[0], rel=1e-12)
+
+
+def test_functions_mapped_over_chain_and_draw_compile_once(monkeypatch):
+    """The model's posterior functions are only ever called with (chain, draw): the function without extra dims
+    (the base) is never compiled, so each compiles once."""
+    import dimgraph.compile.function as compile_function
+
+    m = regression()
+    theta = np.random.default_rng(0).normal(size=(2, 3, 2))
+    compiles = []
+    real = compile_function.function
+    monkeypatch.setattr(m.constrain_fn(backend="python"), "_compile", lambda *a, **k: compiles.append(1) or real(*a, **k))
+    post = m.constrain(theta, backend="python", batch_dims=("chain", "draw"))
+    assert post["a"].dims == ("chain", "draw") and post["twice_a"].dims == ("chain", "draw")
+    np.testing.assert_allclose(post["twice_a"].values, 2 * theta[..., 0])
+    m.constrain(theta[:, :2], backend="python", batch_dims=("chain", "draw"))  # other sizes, same names: no compile
+    fn = m.constrain_fn(backend="python")
+    assert compiles == [1] and fn._compiled_base is None and len(fn.compiled_extra_dims) == 1
+    ll = m.log_likelihood(post, backend="python")
+    assert ll["y"].dims == ("chain", "draw", "obs") and m.compiled(("log_likelihood", "python"), None)._compiled_base is None
