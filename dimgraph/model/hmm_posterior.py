@@ -12,7 +12,14 @@ leading `...` are (chain, draw, batch dims), all handled at once:
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
+
+
+def logsumexp(a, axis):
+    """log(sum(exp(a), axis)) without overflow; -inf where every term is -inf (scipy is not a dependency)."""
+    top = np.max(a, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.sum(np.exp(a - top), axis=axis)) + np.squeeze(top, axis=axis)
 
 
 def _trans_at(log_trans, t, varying):

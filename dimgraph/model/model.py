@@ -37,9 +37,9 @@ from dimgraph.model import marginal
 from dimgraph.model.variables import DataVariable, Deterministic, Entries, FreeVariable, ObservedVariable, variable_dims
 from dimgraph.labeled.shape import transpose
 from dimgraph.core.graph import graph_inputs
-from dimgraph.labeled.math import as_operand
+from dimgraph.labeled.math import as_operand, astype
 from dimgraph.model import predictive
-from dimgraph.model import samplers
+from dimgraph.model import results, samplers
 
 
 class Model:
@@ -163,8 +163,6 @@ class Model:
         >>> round(float(m.logp_fn()(np.array([0.0]))[0]), 6)  # N(0, 1).logpdf(0) + log(1/2)
         -1.612086
         """
-        from dimgraph.labeled.math import as_operand, astype
-
         what = f"potential {name!r}"
         self._check_name(name, what)
         if not hasattr(expr, "type") and not is_dataarray(expr) and not isinstance(expr, (int, float, np.ndarray)):
@@ -560,8 +558,6 @@ class Model:
         """P(`name` = each support value | the data, the draw) at every draw of `idata`'s posterior: a DataArray
         on (chain, draw, *its dims, its support dim) with the support's coords (a Markov chain: the smoothed
         marginals P(s_t | all the data), forward-backward)."""
-        from dimgraph.model import results
-
         group = marginal.group_of(self, name, "latent_probabilities")
         posterior = results.group(idata, "posterior")
         if isinstance(group, marginal.ChainGroup):  # forward-backward: the smoothed marginals
@@ -573,8 +569,6 @@ class Model:
     def viterbi(self, name, idata, backend=None):
         """The most probable path of the marginalized Markov chain `name` at every draw of `idata`'s posterior:
         a DataArray on (chain, draw, *its dims) of state positions."""
-        from dimgraph.model import results
-
         group = marginal.group_of(self, name, "viterbi")
         if not isinstance(group, marginal.ChainGroup):
             raise TypeError(f"viterbi: {name!r} is a {type(group.latents[0].entry.dist).__name__.lower()}, not a "
@@ -595,8 +589,6 @@ class Model:
         0.99
         """
         import xarray as xr
-
-        from dimgraph.model import results
 
         posterior = results.group(idata, "posterior")
         rng = np.random.default_rng(seed)

@@ -10,6 +10,7 @@ step number; it stops when the condition state is false or `n_steps` is reached.
 from __future__ import annotations
 
 from dimgraph.backends.mlir.emitter import Value, tensor_type
+from dimgraph.backends.mlir.program import emit_graph
 from dimgraph.backends.mlir.registry import MlirUnsupported, mlir_impl
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import Loop
@@ -17,8 +18,6 @@ from dimgraph.core.loop import Loop
 
 @mlir_impl.register(Loop)
 def _loop(op, node, e, ins):
-    from dimgraph.backends.mlir.program import emit_graph
-
     if op.until is not None and op.traced:
         raise MlirUnsupported(f"mlir backend: the while loop {op} traces states; only untraced while loops are supported")
     n_states = op.n_states
@@ -110,8 +109,6 @@ def _while(e, b, head, i, args, inits, types, yielded, n, until):
 
 @mlir_impl.register(IfElse)
 def _ifelse(op, node, e, ins):
-    from dimgraph.backends.mlir.program import emit_graph
-
     cond, args = ins[0], ins[1:]
     flag = e.op(f"tensor.extract {cond.name}[] : {cond.type}", "s")
     types = [tensor_type(o.type.shape, o.type.dtype) for o in node.outputs]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph.backends.mlir.registry import MlirUnsupported
+from dimgraph.errors import ShapeError
 
 ELEMENT = {
     "float64": "f64",
@@ -222,8 +223,6 @@ class Emitter:
 
     def same_size(self, a, b, message, exc=None):
         """Fail (ShapeError) when two dims differ at run time; static dims are checked now."""
-        from dimgraph.errors import ShapeError
-
         self.fail_if(self.icmp("ne", a, b), exc or ShapeError, message)
 
     def text(self):
