@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test bench bench-peers-env bench-sampler clean
+.PHONY: run lint test bench bench-peers-env bench-sampler clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,11 @@ $(STAMP): pyproject.toml | $(PY)
 run: $(STAMP)
 	$(PY) examples/quickstart.py
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+
+test: $(STAMP) lint
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -n 2 --dist loadfile --durations=25 tests
 
 bench: $(STAMP)
