@@ -65,11 +65,16 @@ def radon(rng):
     y_hat = a.isel(county=idx) + b.isel(county=idx) * floor
     logp = (
         dg.dist.normal(y_hat, sy).logp(y).sum()
-        + dg.dist.normal(0.0, 1.0).logp(za).sum() + dg.dist.normal(0.0, 1.0).logp(zb).sum()
-        + dg.dist.normal(0.0, 10.0).logp(mu_a) + dg.dist.normal(0.0, 10.0).logp(mu_b)
-        + dg.dist.halfnormal(1.0).logp(sa) + log_sa
-        + dg.dist.halfnormal(1.0).logp(sb) + log_sb
-        + dg.dist.halfnormal(1.0).logp(sy) + log_sy
+        + dg.dist.normal(0.0, 1.0).logp(za).sum()
+        + dg.dist.normal(0.0, 1.0).logp(zb).sum()
+        + dg.dist.normal(0.0, 10.0).logp(mu_a)
+        + dg.dist.normal(0.0, 10.0).logp(mu_b)
+        + dg.dist.halfnormal(1.0).logp(sa)
+        + log_sa
+        + dg.dist.halfnormal(1.0).logp(sb)
+        + log_sb
+        + dg.dist.halfnormal(1.0).logp(sy)
+        + log_sy
     )
     params = [mu_a, mu_b, log_sa, log_sb, log_sy, za, zb]
     data = {
@@ -87,7 +92,9 @@ def eight_schools(rng):
     y, sigma = dg.labeled("y", dims=(school,)), dg.labeled("sigma", dims=(school,))
     tau = dg.exp(log_tau)
     logp = (
-        dg.dist.normal(0.0, 5.0).logp(mu) + dg.dist.halfnormal(5.0).logp(tau) + log_tau
+        dg.dist.normal(0.0, 5.0).logp(mu)
+        + dg.dist.halfnormal(5.0).logp(tau)
+        + log_tau
         + dg.dist.normal(0.0, 1.0).logp(theta_t).sum()
         + dg.dist.normal(mu + tau * theta_t, sigma).logp(y).sum()
     )
@@ -104,7 +111,12 @@ def ar1(rng, T=1000):
     def step(acc, prev, cur):
         return acc + dg.dist.normal(rho * prev, s).logp(cur), cur
 
-    (total, _), _ = dg.scan(step, init=(dg.constant(0.0), y.isel(t=0)), sequences=[y.isel(t=slice(1, None)).rename({"t": "step"})], dim=step_dim)
+    (total, _), _ = dg.scan(
+        step,
+        init=(dg.constant(0.0), y.isel(t=0)),
+        sequences=[y.isel(t=slice(1, None)).rename({"t": "step"})],
+        dim=step_dim,
+    )
     logp = total + dg.dist.normal(0.0, 1.0).logp(rho) + dg.dist.normal(0.0, 1.0).logp(log_s)
     return logp, [rho, log_s], [y], {"y": np.cumsum(rng.normal(size=T)) * 0.1}
 
@@ -131,10 +143,12 @@ def main():
 
     plain = numba.njit(lambda v: v + 1.0)
     plain(arr)
-    print(f"x + 1: plain numba.njit {median_us(lambda: plain(arr), 20000):.2f} us, "
-          f"trusted {median_us(lambda: f(arr, trust_input=True), 20000):.2f} us, "
-          f"checked {median_us(lambda: f(arr), 20000):.2f} us, "
-          f"DataArray out {median_us(lambda: fl(arr), 20000):.2f} us")
+    print(
+        f"x + 1: plain numba.njit {median_us(lambda: plain(arr), 20000):.2f} us, "
+        f"trusted {median_us(lambda: f(arr, trust_input=True), 20000):.2f} us, "
+        f"checked {median_us(lambda: f(arr), 20000):.2f} us, "
+        f"DataArray out {median_us(lambda: fl(arr), 20000):.2f} us"
+    )
     for name, make in MODELS.items():
         if args.only and name != args.only:
             continue
@@ -144,14 +158,18 @@ def main():
         theta = rng.normal(size=fn.size) * 0.1
         fn(theta, **data)
         compile_s = time.perf_counter() - t0
-        settle_s = settle(lambda: fn(theta, **data), getattr(fn, "flat_function", fn.function))  # c, jax, python: the flat graph
+        settle_s = settle(
+            lambda: fn(theta, **data), getattr(fn, "flat_function", fn.function)
+        )  # c, jax, python: the flat graph
         n = 200 if name == "ar1" else 2000
         flat = median_us(lambda: fn(theta, **data), n)
         pos = fn.function
         arrays = [np.asarray(a) for a in fn.layout.arrays(theta)] + [np.asarray(data[v.name]) for v in inputs]
         trusted = median_us(lambda: pos(*arrays, trust_input=True), n)
-        print(f"{name}: {fn.size} params, compile + first call {compile_s:.2f} s, settled after {settle_s:.2f} s; "
-              f"per call: flat_value_and_grad {flat:.1f} us, trusted positional {trusted:.1f} us")
+        print(
+            f"{name}: {fn.size} params, compile + first call {compile_s:.2f} s, settled after {settle_s:.2f} s; "
+            f"per call: flat_value_and_grad {flat:.1f} us, trusted positional {trusted:.1f} us"
+        )
 
 
 if __name__ == "__main__":

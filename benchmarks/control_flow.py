@@ -193,7 +193,9 @@ def main():
     hand = ar1["hand numba"]["per_call_ms"]
     for name, r in ar1.items():
         extra = "".join(f", {k} {r[k]:.2f} s" for k in ("cold_s", "warm_s") if k in r)
-        print(f"  {name:20s} {r['per_call_ms']:9.3f} ms/call ({r['per_call_ms'] / hand:5.2f}x hand numba), first call {r['first_call_s']:.2f} s{extra}")
+        print(
+            f"  {name:20s} {r['per_call_ms']:9.3f} ms/call ({r['per_call_ms'] / hand:5.2f}x hand numba), first call {r['first_call_s']:.2f} s{extra}"
+        )
     print("merging k identical scans (FunctionGraph + merge phase)")
     for k, r in merge_rows(ks).items():
         print(f"  k = {k:5d}: {r['seconds'] * 1e3:8.2f} ms, {r['us_per_scan']:7.1f} us per scan")

@@ -59,8 +59,14 @@ def w1(quick):
     r = (y - (mu[g] + beta * x)) / dg.exp(log_sigma)
     n = dg.core.cast(dg.core.shape_of(x)[0], "float64")
     logp, grads = dg.value_and_grad((-0.5 * r * r).sum() - n * (log_sigma + HALF_LOG_2PI), [mu, beta, log_sigma])
-    data = (rng.normal(size=n_group), np.asarray(0.3), np.asarray(-0.2), rng.normal(size=n_obs), rng.normal(size=n_obs),
-            rng.integers(0, n_group, n_obs))
+    data = (
+        rng.normal(size=n_group),
+        np.asarray(0.3),
+        np.asarray(-0.2),
+        rng.normal(size=n_obs),
+        rng.normal(size=n_obs),
+        rng.integers(0, n_group, n_obs),
+    )
     return [mu, beta, log_sigma, x, y, g], [logp, *grads], data
 
 
@@ -71,7 +77,11 @@ def radon(quick):
     mu_a, mu_b = dg.scalar("mu_a"), dg.scalar("mu_b")
     log_sa, log_sb, log_sy = dg.scalar("log_sigma_a"), dg.scalar("log_sigma_b"), dg.scalar("log_sigma_y")
     za, zb = dg.tensor("z_a", shape=(n_county,)), dg.tensor("z_b", shape=(n_county,))
-    floor, county, y = dg.tensor("floor", shape=(None,)), dg.tensor("county", shape=(None,), dtype="int64"), dg.tensor("y", shape=(None,))
+    floor, county, y = (
+        dg.tensor("floor", shape=(None,)),
+        dg.tensor("county", shape=(None,), dtype="int64"),
+        dg.tensor("y", shape=(None,)),
+    )
     a = mu_a + dg.exp(log_sa) * za
     b = mu_b + dg.exp(log_sb) * zb
     theta = a[county] + b[county] * floor
@@ -81,8 +91,12 @@ def radon(quick):
     wrt = [mu_a, mu_b, log_sa, log_sb, log_sy, za, zb]
     value, grads = dg.value_and_grad(logp, wrt)
     data = tuple(np.asarray(v) for v in (1.5, -0.6, -0.5, -1.0, -0.3)) + (
-        rng.normal(size=n_county), rng.normal(size=n_county), rng.integers(0, 2, n_obs).astype(float),
-        rng.integers(0, n_county, n_obs), rng.normal(1.3, 0.8, n_obs))
+        rng.normal(size=n_county),
+        rng.normal(size=n_county),
+        rng.integers(0, 2, n_obs).astype(float),
+        rng.integers(0, n_county, n_obs),
+        rng.normal(1.3, 0.8, n_obs),
+    )
     return wrt + [floor, county, y], [value, *grads], data
 
 
@@ -128,7 +142,14 @@ def switch_even(quick):
     return [x, y], [out], (rng.normal(size=n), rng.normal(size=n))
 
 
-GRAPHS = {"w1": w1, "radon": radon, "softmax": softmax_regression, "w2": w2, "switch": switch, "switch_even": switch_even}
+GRAPHS = {
+    "w1": w1,
+    "radon": radon,
+    "softmax": softmax_regression,
+    "w2": w2,
+    "switch": switch,
+    "switch_even": switch_even,
+}
 
 
 def random_graphs(count):
@@ -195,13 +216,17 @@ def graph_text(fgraph):
 
 
 def print_rows(rows):
-    print("| graph | mode | modeled cost | kernels | elements | transcendental | masked | numba ms/call (best of 9) | rewrite ms | e-graph |")
+    print(
+        "| graph | mode | modeled cost | kernels | elements | transcendental | masked | numba ms/call (best of 9) | rewrite ms | e-graph |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for name, label, cost, per_call, seconds, status in rows:
         call = "" if per_call is None else f"{per_call * 1e3:.3g}"
-        print(f"| {name} | {label} | {cost.total:.4g} | {cost.kernels} | {cost.elements:.3g} | {cost.transcendental:.3g} "
-              f"| {cost.masked:.3g} "
-              f"| {call} | {seconds * 1e3:.1f} | {status} |")
+        print(
+            f"| {name} | {label} | {cost.total:.4g} | {cost.kernels} | {cost.elements:.3g} | {cost.transcendental:.3g} "
+            f"| {cost.masked:.3g} "
+            f"| {call} | {seconds * 1e3:.1f} | {status} |"
+        )
     sys.stdout.flush()
 
 
@@ -236,17 +261,23 @@ def main():
                 printed[label] = graph_text(fgraph)
             changed += per["e-graph"] != per["phase order"]
             cheaper += per["e-graph"] < per["phase order"]
-            if printed["e-graph"] != printed["phase order"]:  # the same graph is the same numba program: time the others
+            if (
+                printed["e-graph"] != printed["phase order"]
+            ):  # the same graph is the same numba program: time the others
                 different += 1
                 for label, mode in MODES.items():
                     f = dg.function(inputs, outputs, rewrites=mode, backend="numba")
                     with np.errstate(all="ignore"):
                         totals[label][2] += best_call(lambda f=f: f(*values))
-        print(f"\nrandom graphs from the rewrite-correctness suite: {count} graphs, e-graph cost differs on {changed}, "
-              f"lower on {cheaper}; rewritten graphs differ on {different}; fallbacks {fallbacks}")
+        print(
+            f"\nrandom graphs from the rewrite-correctness suite: {count} graphs, e-graph cost differs on {changed}, "
+            f"lower on {cheaper}; rewritten graphs differ on {different}; fallbacks {fallbacks}"
+        )
         for label, (cost, seconds, calls) in totals.items():
-            print(f"- {label}: total modeled cost {cost:.4g}, total rewrite time {seconds * 1e3:.0f} ms, "
-                  f"numba time per call summed over the {different} differing graphs {calls * 1e6:.1f} us")
+            print(
+                f"- {label}: total modeled cost {cost:.4g}, total rewrite time {seconds * 1e3:.0f} ms, "
+                f"numba time per call summed over the {different} differing graphs {calls * 1e6:.1f} us"
+            )
 
 
 if __name__ == "__main__":

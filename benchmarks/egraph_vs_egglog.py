@@ -23,11 +23,18 @@ def expression(n, seed, lib):
     for _ in range(n):
         v, w = rng.choice(pool), rng.choice(pool)
         k = rng.randrange(8)
-        pool.append([
-            lambda: lib["add"](v, w), lambda: lib["mul"](v, w), lambda: lib["log"](lib["add"](lib["const"](1), v)),
-            lambda: lib["log"](lib["exp"](v)), lambda: lib["mul"](v, lib["const"](1)), lambda: lib["sin"](v),
-            lambda: lib["neg"](lib["neg"](v)), lambda: lib["mul"](v, v),
-        ][k]())
+        pool.append(
+            [
+                lambda: lib["add"](v, w),
+                lambda: lib["mul"](v, w),
+                lambda: lib["log"](lib["add"](lib["const"](1), v)),
+                lambda: lib["log"](lib["exp"](v)),
+                lambda: lib["mul"](v, lib["const"](1)),
+                lambda: lib["sin"](v),
+                lambda: lib["neg"](lib["neg"](v)),
+                lambda: lib["mul"](v, v),
+            ][k]()
+        )
     total = pool[-1]
     for p in pool[-20:]:
         total = lib["add"](total, p)
@@ -42,8 +49,13 @@ def run_dimgraph(n):
 
     names = {}
     lib = {
-        "var": lambda name: names.setdefault(name, dg.vector(name)), "const": lambda c: float(c),
-        "add": lambda a, b: a + b, "mul": lambda a, b: a * b, "log": dg.log, "exp": dg.exp, "sin": dg.sin,
+        "var": lambda name: names.setdefault(name, dg.vector(name)),
+        "const": lambda c: float(c),
+        "add": lambda a, b: a + b,
+        "mul": lambda a, b: a * b,
+        "log": dg.log,
+        "exp": dg.exp,
+        "sin": dg.sin,
         "neg": lambda a: -a,
     }
     inputs, out = expression(n, 0, lib)
@@ -53,8 +65,10 @@ def run_dimgraph(n):
     rewrite_graph(fgraph, {"egraph": True, "include": rules})
     total = time.perf_counter() - t0
     report = fgraph.rewrite_trace.egraph
-    print(f"dimgraph n={n}: e-graph phase {report.seconds * 1e3:.1f} ms ({report.enodes} e-nodes, {report.status}), "
-          f"rewrite_graph {total * 1e3:.1f} ms")
+    print(
+        f"dimgraph n={n}: e-graph phase {report.seconds * 1e3:.1f} ms ({report.enodes} e-nodes, {report.status}), "
+        f"rewrite_graph {total * 1e3:.1f} ms"
+    )
 
 
 def run_egglog(n):
@@ -88,8 +102,16 @@ def run_egglog(n):
     @function
     def neg(x: Num) -> Num: ...
 
-    lib = {"var": Num.var, "const": Num, "add": lambda a, b: a + b, "mul": lambda a, b: a * b,
-           "log": log, "exp": exp, "sin": sin, "neg": neg}
+    lib = {
+        "var": Num.var,
+        "const": Num,
+        "add": lambda a, b: a + b,
+        "mul": lambda a, b: a * b,
+        "log": log,
+        "exp": exp,
+        "sin": sin,
+        "neg": neg,
+    }
     t0 = time.perf_counter()
     expr = expression(n, 0, lib)[1]  # dimgraph's graph is built before its clock starts: so is this
     t1 = time.perf_counter()
@@ -97,14 +119,20 @@ def run_egglog(n):
     root = egraph.let("root", expr)
     a, b = vars_("a b", Num)
     egraph.register(
-        rewrite(a + b).to(b + a), rewrite(a * b).to(b * a), rewrite(a * Num(1)).to(a),
-        rewrite(log(Num(1) + a)).to(log1p(a)), rewrite(log(exp(a))).to(a), rewrite(neg(neg(a))).to(a),
+        rewrite(a + b).to(b + a),
+        rewrite(a * b).to(b * a),
+        rewrite(a * Num(1)).to(a),
+        rewrite(log(Num(1) + a)).to(log1p(a)),
+        rewrite(log(exp(a))).to(a),
+        rewrite(neg(neg(a))).to(a),
         rewrite(a * a).to(square(a)),
     )
     egraph.run(30)
     egraph.extract(root)
     done = time.perf_counter()
-    print(f"egglog n={n}: add + saturate + extract {(done - t1) * 1e3:.1f} ms (building the expression {(t1 - t0) * 1e3:.1f} ms)")
+    print(
+        f"egglog n={n}: add + saturate + extract {(done - t1) * 1e3:.1f} ms (building the expression {(t1 - t0) * 1e3:.1f} ms)"
+    )
 
 
 if __name__ == "__main__":

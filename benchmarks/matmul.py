@@ -74,7 +74,9 @@ def main():
                 assert np.array_equal(host(*values), kernel(*values))
                 rounds = 201 if work < 1e7 else 9 if work < 2e9 else 3
                 t_host, t_kernel = in_turns([host, kernel], values, rounds)
-                print(f"| {dtype} | {case} | {n} | {t_host * 1e6:.1f} | {t_kernel * 1e6:.1f} | {t_kernel / t_host:.2f} |")
+                print(
+                    f"| {dtype} | {case} | {n} | {t_host * 1e6:.1f} | {t_kernel * 1e6:.1f} | {t_kernel / t_host:.2f} |"
+                )
                 sys.stdout.flush()
 
 

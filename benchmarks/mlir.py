@@ -114,7 +114,14 @@ def dynamic_rows(size, repeats):
         rng = np.random.default_rng(0)
 
         def data(n):
-            return [rng.normal(size=100), np.array(0.3), np.array(-0.2), rng.normal(size=n), rng.normal(size=n), rng.integers(0, 100, n)]
+            return [
+                rng.normal(size=100),
+                np.array(0.3),
+                np.array(-0.2),
+                rng.normal(size=n),
+                rng.normal(size=n),
+                rng.integers(0, 100, n),
+            ]
 
         f(*data(n0))
         new = data(n0 + 17)

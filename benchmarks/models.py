@@ -56,8 +56,10 @@ def run_dimgraph(data):
         return
     t0 = time.perf_counter()
     idata = m.sample(draws=1000, tune=1000, chains=4, seed=1)
-    print(f"dimgraph: sample 4 x (1000 + 1000) {time.perf_counter() - t0:.1f} s, "
-          f"{int(idata.sample_stats['diverging'].sum())} divergences")
+    print(
+        f"dimgraph: sample 4 x (1000 + 1000) {time.perf_counter() - t0:.1f} s, "
+        f"{int(idata.sample_stats['diverging'].sum())} divergences"
+    )
     for label in ("first", "second"):
         t0 = time.perf_counter()
         m.posterior_predictive(idata, seed=2)
@@ -80,8 +82,10 @@ def run_pymc(data):
         sigma_y = pm.Exponential("sigma_y", 1)
         pm.Normal("log_radon", a[ci] + b[ci] * fl, sigma_y, observed=y)
     idata = nutpie.sample(nutpie.compile_pymc_model(model), draws=1000, tune=1000, chains=4, seed=1, progress_bar=False)
-    print(f"pymc: compile + sample 4 x (1000 + 1000) {time.perf_counter() - t0:.1f} s, "
-          f"{int(idata.sample_stats['diverging'].sum())} divergences")
+    print(
+        f"pymc: compile + sample 4 x (1000 + 1000) {time.perf_counter() - t0:.1f} s, "
+        f"{int(idata.sample_stats['diverging'].sum())} divergences"
+    )
     with model:
         for label in ("first", "second"):
             t0 = time.perf_counter()

@@ -109,7 +109,14 @@ def draws(quick):
 def hierarchical(quick):
     n_obs, n_group = (10_000, 10) if quick else (1_000_000, 100)
     rng = np.random.default_rng(0)
-    args = (rng.normal(size=n_group), 0.3, -0.2, rng.normal(size=n_obs), rng.normal(size=n_obs), rng.integers(0, n_group, n_obs))
+    args = (
+        rng.normal(size=n_group),
+        0.3,
+        -0.2,
+        rng.normal(size=n_obs),
+        rng.normal(size=n_obs),
+        rng.integers(0, n_group, n_obs),
+    )
     group, obs = dg.Dim("group", size=n_group), dg.Dim("obs")
 
     def model(library):

@@ -74,8 +74,10 @@ def compare(path):
             theirs, ours = float(model.compile_logp(jacobian=jacobian)(point)), float(d[f"{name}_{key}"])
             if jacobian and "w_simplex__" in point:
                 theirs -= np.log(2.0)  # the Jacobian of y -> y / 2
-            print(f"{name:4s} jacobian={jacobian!s:5s} PyMC {theirs:.10f} dimgraph {ours:.10f} "
-                  f"relative difference {abs(theirs - ours) / abs(ours):.1e}")
+            print(
+                f"{name:4s} jacobian={jacobian!s:5s} PyMC {theirs:.10f} dimgraph {ours:.10f} "
+                f"relative difference {abs(theirs - ours) / abs(ours):.1e}"
+            )
 
 
 if __name__ == "__main__":

@@ -82,7 +82,9 @@ def memory_per_function(backend, n):
     """KiB of resident memory kept per compiled-and-dropped function, in a fresh process."""
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, DIMGRAPH_CACHE_DIR=cache, PYTHONPATH=ROOT)
-        out = subprocess.run([sys.executable, "-c", _MEMORY, backend, str(n)], env=env, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _MEMORY, backend, str(n)], env=env, capture_output=True, text=True, check=True
+        )
     return float(out.stdout.split()[-1])
 
 

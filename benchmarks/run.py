@@ -102,8 +102,8 @@ TITLES = {
     "softmax": "softmax regression logp + gradient (obs {N_OBS}, feature 20, category 5; `dg.dot`, `logsumexp`)",
     "tanh": "{BLOCKS} tanh blocks over (row 64, col 32) + `dg.grad` of every weight",
     "scalar": "`x + 1` on a 0-d labeled input (the call path of a small model)",
-    "sel": "`data.sel(country=50 labels, unsorted).sum(\"time\")`, data (country 200, time {N_TIME})",
-    "bcast": "`(exp(a + b) * log1p(b * b)).sum(\"y\")` over (x {N_XY}, y {N_XY}), no x*y temporary",
+    "sel": '`data.sel(country=50 labels, unsorted).sum("time")`, data (country 200, time {N_TIME})',
+    "bcast": '`(exp(a + b) * log1p(b * b)).sum("y")` over (x {N_XY}, y {N_XY}), no x*y temporary',
 }
 
 
@@ -177,7 +177,6 @@ def hand_numba(name, args):
 
         return lambda: plus_one(args[0])
     if name == "sel":
-
         # fastmath lets the row sum keep vector partial sums: what a hand-tuned loop writes
         @numba.njit(cache=True, fastmath=True)
         def sel_sum(data, rows):
@@ -308,7 +307,9 @@ def per_call(name, size, backends, quick):
         f, args = build(name, backend, size)
         rows.append((f"dimgraph {backend}", median_time(lambda: f(*args), repeats, number)))
         if backend == "numba":
-            rows.append(("dimgraph numba, trust_input", median_time(lambda: f(*args, trust_input=True), repeats, number)))
+            rows.append(
+                ("dimgraph numba, trust_input", median_time(lambda: f(*args, trust_input=True), repeats, number))
+            )
             if name in ("hier", "bcast"):  # the speed-up of splitting kernels over threads
                 import dimgraph as dg
 
@@ -323,8 +324,12 @@ def per_call(name, size, backends, quick):
 
                 xa = [xr.DataArray(a) for a in args]
                 rows.append(("dimgraph numba, DataArray in", median_time(lambda: f(*xa), repeats, number)))
-    refs = [("hand numba", hand_numba(name, args)), ("numpy", eager_numpy(name, args)),
-            ("xarray", eager_xarray(name, args)), ("hand jax", hand_jax(name, args))]
+    refs = [
+        ("hand numba", hand_numba(name, args)),
+        ("numpy", eager_numpy(name, args)),
+        ("xarray", eager_xarray(name, args)),
+        ("hand jax", hand_jax(name, args)),
+    ]
     if name == "hier":
         refs.append(("hand jax, NumPy in", hand_jax(name, args, numpy_in=True)))
     for label, fn in refs:
@@ -388,7 +393,9 @@ def fresh(name, backend, size, env):
 
 def compile_times(name, size, backends, repeats=1):
     print(f"\n### {TITLES[name].format(**size)}, compile (fresh processes, import excluded)\n")
-    print("| backend | cold wall s | cold CPU s | cold CPU s, helpers cached | warm wall s | warm CPU s | numba kernels |")
+    print(
+        "| backend | cold wall s | cold CPU s | cold CPU s, helpers cached | warm wall s | warm CPU s | numba kernels |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for backend in backends:
         if backend == "python":
@@ -406,12 +413,17 @@ def compile_times(name, size, backends, repeats=1):
                     _copy_helper_caches(tmp, helpers_only)
                     later = fresh(name, backend, size, dict(os.environ, DIMGRAPH_CACHE_DIR=helpers_only))
                 runs.append((cold, warm, later))
-        med = {(k, which): statistics.median(r[w][k] for r in runs)
-               for k in ("wall", "cpu") for w, which in enumerate(("cold", "warm", "later"))}
+        med = {
+            (k, which): statistics.median(r[w][k] for r in runs)
+            for k in ("wall", "cpu")
+            for w, which in enumerate(("cold", "warm", "later"))
+        }
         kernels = runs[0][0]["kernels"] if backend == "numba" else ""
         later = f"{med['cpu', 'later']:.2f}" if backend == "numba" else ""
-        print(f"| {backend} | {med['wall', 'cold']:.2f} | {med['cpu', 'cold']:.2f} | {later} | {med['wall', 'warm']:.2f} | "
-              f"{med['cpu', 'warm']:.2f} | {kernels} |")
+        print(
+            f"| {backend} | {med['wall', 'cold']:.2f} | {med['cpu', 'cold']:.2f} | {later} | {med['wall', 'warm']:.2f} | "
+            f"{med['cpu', 'warm']:.2f} | {kernels} |"
+        )
         sys.stdout.flush()
 
 
@@ -437,8 +449,10 @@ def import_time(repeats=5):
         times.append(float(out.stdout.strip()))
     check = "import sys, dimgraph; print(sorted(m for m in ('numba', 'jax', 'scipy', 'llvmlite') if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=ROOT, check=True)
-    print(f"\n### import dimgraph (fresh processes)\n\nmedian {statistics.median(times):.2f} s over {repeats}; "
-          f"heavy modules imported: {loaded.stdout.strip()}")
+    print(
+        f"\n### import dimgraph (fresh processes)\n\nmedian {statistics.median(times):.2f} s over {repeats}; "
+        f"heavy modules imported: {loaded.stdout.strip()}"
+    )
 
 
 COMPILED = ("hier", "softmax", "tanh")
@@ -452,14 +466,18 @@ def main():
     parser.add_argument("--backends", nargs="*", default=["numba", "c", "jax"])
     parser.add_argument("--no-compile", action="store_true", help="skip the fresh-process compile timings")
     parser.add_argument("--compile-only", action="store_true", help="only the fresh-process compile timings")
-    parser.add_argument("--compile-repeats", type=int, default=1, help="cold/warm process pairs per compile row (medians)")
+    parser.add_argument(
+        "--compile-repeats", type=int, default=1, help="cold/warm process pairs per compile row (medians)"
+    )
     args = parser.parse_args()
     import dimgraph as dg
 
     backends = [b for b in args.backends if b in dg.backends.available_backends()]
     size = sizes(args.quick)
-    print(f"dimgraph {dg.__version__}, numpy {np.__version__}, {os.cpu_count()} cores, load average "
-          f"{os.getloadavg()[0]:.1f}; backends {backends}")
+    print(
+        f"dimgraph {dg.__version__}, numpy {np.__version__}, {os.cpu_count()} cores, load average "
+        f"{os.getloadavg()[0]:.1f}; backends {backends}"
+    )
     for name in args.only:
         if name == "import":
             import_time()

@@ -148,7 +148,9 @@ def per_call(impls, theta, rounds, budget=0.02):
                 samples[label].append((time.perf_counter() - t0) / n)
             finally:
                 gc.enable()
-    return {label: statistics.median(s) for label, s in samples.items()}, {label: min(s) for label, s in samples.items()}
+    return {label: statistics.median(s) for label, s in samples.items()}, {
+        label: min(s) for label, s in samples.items()
+    }
 
 
 def fmt_us(seconds):
@@ -157,7 +159,9 @@ def fmt_us(seconds):
 
 def print_per_call(results, labels, what="medians of interleaved rounds"):
     print(f"\n### Per logp + gradient call, us ({what}, one process)\n")
-    print("| model | " + " | ".join(labels) + " | numba / PyMC | numba / hand numba | jax / hand jax | c / hand NumPy |")
+    print(
+        "| model | " + " | ".join(labels) + " | numba / PyMC | numba / hand numba | jax / hand jax | c / hand NumPy |"
+    )
     print("|---|" + "---:|" * (len(labels) + 4))
     for name, times in results.items():
         cells = [fmt_us(times[k]) if k in times else "" for k in labels]
@@ -165,7 +169,12 @@ def print_per_call(results, labels, what="medians of interleaved rounds"):
         def ratio(a, b):
             return f"{times[a] / times[b]:.2f}x" if a in times and b in times else ""
 
-        ratios = [ratio("dg numba", "pymc numba"), ratio("dg numba", "hand numba"), ratio("dg jax", "hand jax"), ratio("dg c", "hand numpy")]
+        ratios = [
+            ratio("dg numba", "pymc numba"),
+            ratio("dg numba", "hand numba"),
+            ratio("dg jax", "hand jax"),
+            ratio("dg c", "hand numpy"),
+        ]
         print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
     sys.stdout.flush()
 
@@ -224,12 +233,17 @@ def compile_times(names, whats, repeats):
                                NUMBA_CACHE_DIR=f"{tmp}/numba")  # fmt: skip
                     pairs.append((fresh(which, name, env)["cpu"], fresh(which, name, env)["cpu"]))
             out[name, which] = tuple(statistics.median(p[k] for p in pairs) for k in (0, 1))
-            print(f"  compile {name} {which}: cold {out[name, which][0]:.2f} / warm {out[name, which][1]:.2f} CPU s", flush=True)
+            print(
+                f"  compile {name} {which}: cold {out[name, which][0]:.2f} / warm {out[name, which][1]:.2f} CPU s",
+                flush=True,
+            )
     return out
 
 
 def print_compile(times, names, whats):
-    print("\n### Compile + first call, CPU s (children's included), cold / warm (fresh processes; imports and data excluded)\n")
+    print(
+        "\n### Compile + first call, CPU s (children's included), cold / warm (fresh processes; imports and data excluded)\n"
+    )
     print("| model | " + " | ".join(whats) + " |")
     print("|---|" + "---:|" * len(whats))
     for name in names:
@@ -325,7 +339,10 @@ def main():
         model = MODELS[name]()
         impls = implementations(model, backends, with_pymc)
         check_agreement(model, impls)
-        print(f"{name}: {model.theta.size} parameters; every implementation agrees with hand NumPy to {RTOL:g}", flush=True)
+        print(
+            f"{name}: {model.theta.size} parameters; every implementation agrees with hand NumPy to {RTOL:g}",
+            flush=True,
+        )
         results[name], fastest[name] = per_call(impls, model.theta, args.rounds)
     print_per_call(results, labels)
     print_per_call(fastest, labels, "fastest round: on a shared machine interference only adds time")

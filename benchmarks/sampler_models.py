@@ -64,7 +64,9 @@ def radon(n_obs=919, n_county=85, seed=0):
     county = dg.Dim("county", coords=[f"county{k}" for k in range(n_county)])
     obs = dg.Dim("obs")
     mu_a, mu_b = dg.labeled("mu_a", dims=()), dg.labeled("mu_b", dims=())
-    log_sigma_a, log_sigma_b, log_sigma_y = (dg.labeled(n, dims=()) for n in ("log_sigma_a", "log_sigma_b", "log_sigma_y"))
+    log_sigma_a, log_sigma_b, log_sigma_y = (
+        dg.labeled(n, dims=()) for n in ("log_sigma_a", "log_sigma_b", "log_sigma_y")
+    )
     a, b = dg.labeled("a", dims=(county,)), dg.labeled("b", dims=(county,))
     idx = dg.labeled("county_idx", dims=(obs,), dtype="int64")
     floor_v, y_v = dg.labeled("floor", dims=(obs,)), dg.labeled("y", dims=(obs,))
@@ -82,7 +84,9 @@ def radon(n_obs=919, n_county=85, seed=0):
         + dg.dist.normal(y_hat, sigma_y).logp(y_v).sum()
     )  # fmt: skip
     params = [mu_a, mu_b, log_sigma_a, log_sigma_b, log_sigma_y, a, b]
-    theta = np.concatenate([[1.0, -0.5, -0.7, -1.2, -0.3], rng.normal(1.5, 0.4, n_county), rng.normal(-0.7, 0.2, n_county)])
+    theta = np.concatenate(
+        [[1.0, -0.5, -0.7, -1.2, -0.3], rng.normal(1.5, 0.4, n_county), rng.normal(-0.7, 0.2, n_county)]
+    )
     K = n_county
 
     def numpy_fn(theta):
@@ -258,8 +262,13 @@ def eight_schools():
         m, lt, tt = theta[0], theta[1], theta[2:]
         t = jnp.exp(lt)
         r = (y - m - t * tt) / sigma
-        return const - 0.5 * (m / 5) ** 2 - jnp.log1p((t / 5) ** 2) + lt - 0.5 * tt @ tt + jnp.sum(
-            -0.5 * r * r - jnp.log(sigma) - 0.5 * LOG_2PI
+        return (
+            const
+            - 0.5 * (m / 5) ** 2
+            - jnp.log1p((t / 5) ** 2)
+            + lt
+            - 0.5 * tt @ tt
+            + jnp.sum(-0.5 * r * r - jnp.log(sigma) - 0.5 * LOG_2PI)
         )
 
     def pymc_model():
@@ -345,7 +354,9 @@ def lkj(n_obs=600, n_group=30, n_effect=3, eta=2.0, seed=1):
     )  # fmt: skip
     theta = np.concatenate([[-0.5, 0.1, -0.8, -0.2, 0.05, -1.1], rng.normal(0, 1, G * E), [1.0, 0.4, -0.2], [-0.6]])
     n_z = G * E
-    c_norm = norm - n_z * 0.5 * LOG_2PI - E * (math.log(5.0) + 0.5 * LOG_2PI) + HALF_LOG_2_OVER_PI - n_obs * 0.5 * LOG_2PI
+    c_norm = (
+        norm - n_z * 0.5 * LOG_2PI - E * (math.log(5.0) + 0.5 * LOG_2PI) + HALF_LOG_2_OVER_PI - n_obs * 0.5 * LOG_2PI
+    )
 
     def unpack(theta):
         vals = theta[:n_packed].copy()
@@ -470,7 +481,9 @@ def lkj(n_obs=600, n_group=30, n_effect=3, eta=2.0, seed=1):
 
         coords = {"effect": ["intercept", "x1", "x2"], "group": [f"g{j}" for j in range(G)]}
         with pm.Model(coords=coords) as m:
-            chol, _, _ = pm.LKJCholeskyCov("chol", n=E, eta=eta, sd_dist=pm.Exponential.dist(1.0, size=E), compute_corr=True)
+            chol, _, _ = pm.LKJCholeskyCov(
+                "chol", n=E, eta=eta, sd_dist=pm.Exponential.dist(1.0, size=E), compute_corr=True
+            )
             zv = pm.Normal("z", 0.0, 1.0, dims=("group", "effect"))
             muv = pm.Normal("mu", 0.0, 5.0, dims="effect")
             sv = pm.HalfNormal("sigma", 1.0)

@@ -57,13 +57,16 @@ def predictive(chains, draws, n_obs, repeats, backends):
     loglik = (-0.5 * ((y - eta) / sigma) ** 2 - dg.log(sigma)).sum("obs")
 
     post = {
-        "country_effect": xr.DataArray(rng.normal(size=(chains, draws, 3)), dims=("chain", "draw", "country"), coords={"country": country.coords}),
+        "country_effect": xr.DataArray(
+            rng.normal(size=(chains, draws, 3)), dims=("chain", "draw", "country"), coords={"country": country.coords}
+        ),
         "age_effect": xr.DataArray(rng.normal(size=(chains, draws, 4)), dims=("chain", "draw", "age")),
         "sigma": xr.DataArray(rng.uniform(0.5, 2, size=(chains, draws)), dims=("chain", "draw")),
     }
     y_da = xr.DataArray(y_np, dims="obs")
     rows = {}
     for backend in backends:
+
         def make(backend=backend):
             f = dg.function([ce, ae, sigma, y], [eta, loglik], backend=backend, map_extra_dims=True)
             return lambda: f(post["country_effect"], post["age_effect"], post["sigma"], y_da)
@@ -116,6 +119,7 @@ def batched_linalg(batch, m, repeats, backends):
     b = rng.normal(size=(batch, m))
     rows = {}
     for backend in backends:
+
         def make(backend=backend):
             a_ = dg.tensor("a", shape=(None, m, m))
             b_ = dg.tensor("b", shape=(None, m))
@@ -169,6 +173,7 @@ def jacobian(n, repeats, backends):
         for label, build in (("dg.jacobian", dg.jacobian), ("loop of reverse passes", _loop_jacobian)):
             if build is _loop_jacobian and backend == "numba":
                 continue  # the loop's 100 printed passes take minutes to compile with numba
+
             def make(backend=backend, build=build):
                 x = dg.tensor("x", shape=(n,))
                 y = dg.tanh(dg.core.constant(W) @ x) * dg.exp(x).sum()
@@ -181,7 +186,7 @@ def jacobian(n, repeats, backends):
         Wj = jnp.asarray(W)
         jf = jax.jit(jax.jacrev(lambda x: jnp.tanh(Wj @ x) * jnp.exp(x).sum()))
         xj = jnp.asarray(xv)
-        first, call = first_call(lambda: (lambda: np.asarray(jf(xj))))
+        first, call = first_call(lambda: lambda: np.asarray(jf(xj)))
         rows["jax.jit(jax.jacrev(f))"] = (median_time(call, repeats), first)
     return rows
 
@@ -203,7 +208,10 @@ def main():
     repeats = 3 if args.quick else 15
     if 1 in args.only:
         draws = 100 if args.quick else 1000
-        show(f"1. posterior predictive, chain = 4, draw = {draws}, 200 obs", predictive(4, draws, 200, repeats, args.backends))
+        show(
+            f"1. posterior predictive, chain = 4, draw = {draws}, 200 obs",
+            predictive(4, draws, 200, repeats, args.backends),
+        )
     if 2 in args.only:
         show("2. cholesky + solve, batch = 1000, 10 x 10", batched_linalg(1000, 10, repeats, args.backends))
     if 3 in args.only:

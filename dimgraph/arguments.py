@@ -97,7 +97,11 @@ def _graph(x) -> bool:
     """What printing and drawing take: a variable, a list of them, a compiled function or a FunctionGraph."""
     from dimgraph.compile.function import Function
 
-    return isinstance(x, (Variable, Function)) or _sequence_of(lambda v: isinstance(v, Variable))(x) or hasattr(x, "toposort")
+    return (
+        isinstance(x, (Variable, Function))
+        or _sequence_of(lambda v: isinstance(v, Variable))(x)
+        or hasattr(x, "toposort")
+    )
 
 
 def _one_or_many(check):
@@ -171,7 +175,10 @@ KINDS = {
     "file": (_optional(lambda f: callable(getattr(f, "write", None))), "None or a file-like object with write()"),
     "rewrites": (_rewrites, '"default", "none" or a dict with include/exclude'),
     "scalar": (lambda x: _operand(x) and np.ndim(x) == 0, "a number"),
-    "dims to exclude": (lambda x: _sequence_of(_dim)(x) or isinstance(x, (set, frozenset)), "a sequence of Dims or dim names"),
+    "dims to exclude": (
+        lambda x: _sequence_of(_dim)(x) or isinstance(x, (set, frozenset)),
+        "a sequence of Dims or dim names",
+    ),
     "dim or number": (lambda x: isinstance(x, Dim) or _operand(x), "a Dim, or numbers as NumPy's arange takes"),
     "factor and lower": (
         lambda x: _operand(x) or (isinstance(x, tuple) and len(x) == 2 and _operand(x[0]) and _bool(x[1])),
@@ -200,7 +207,9 @@ BY_NAME = {
     "decimals": "int",
     "depth": "optional int",
     **dict.fromkeys(("width", "max_label"), "int"),
-    **dict.fromkeys(("keepdims", "trace", "inline", "return_numpy", "map_extra_dims", "trans", "unit_diagonal"), "bool"),
+    **dict.fromkeys(
+        ("keepdims", "trace", "inline", "return_numpy", "map_extra_dims", "trans", "unit_diagonal"), "bool"
+    ),
     "b_ndim": "optional int",
     "n_steps": "optional count",
     "max_steps": "count",
@@ -280,4 +289,3 @@ def guard(namespace: dict, names=None, prefix: str = "") -> dict:
             continue
         namespace[public] = guarded(prefix + public, value)
     return namespace
-

@@ -120,10 +120,18 @@ class _Builder:
             return self.sources[id(var)]
         if isinstance(var, Constant):
             data = getattr(var, "data", None)
-            label = self._short(repr(var).split(":")[0]) if data is None or getattr(data, "size", 1) <= 4 else "constant"
+            label = (
+                self._short(repr(var).split(":")[0]) if data is None or getattr(data, "size", 1) <= 4 else "constant"
+            )
             ident = self._node(("var", id(var)), label, shape="plaintext")
         else:
-            ident = self._node(("var", id(var)), f"{var.name or 'input'}\n{_type(var, self.names)}", shape="box", style="rounded,filled", fillcolor="#e8f0fe")
+            ident = self._node(
+                ("var", id(var)),
+                f"{var.name or 'input'}\n{_type(var, self.names)}",
+                shape="box",
+                style="rounded,filled",
+                fillcolor="#e8f0fe",
+            )
         self.sources[id(var)] = ident
         return ident
 
@@ -169,7 +177,9 @@ class _Builder:
                     self.lines.append(f"  {steps[r - composite.nin]} -> {ident};")
         if type(node.op).__name__ == "Elemwise":
             for o, ref in zip(node.outputs, composite.outs):
-                self.sources[id(o)] = steps[ref - composite.nin] if ref >= composite.nin else self._source(node.inputs[ref])
+                self.sources[id(o)] = (
+                    steps[ref - composite.nin] if ref >= composite.nin else self._source(node.inputs[ref])
+                )
         else:
             ident = self._node(("apply", id(node)), self._short(f"{type(node.op).__name__}{_params(node.op)}"))
             for ref in composite.outs:

@@ -40,7 +40,9 @@ y_d = xr.DataArray(rng.normal(size=6), dims="obs")
 pred_v, logp_v, americas_v, beta_v = f(mu_d, beta_d, 1.5, idx_d, y_d)
 
 # The same in xarray, eagerly:
-want = mu_d.isel(group=idx_d) + beta_d.sel(country=xr.DataArray(["USA", "Chile", "Chile", "Peru", "Italy", "USA"], dims="obs"))
+want = mu_d.isel(group=idx_d) + beta_d.sel(
+    country=xr.DataArray(["USA", "Chile", "Chile", "Peru", "Italy", "USA"], dims="obs")
+)
 np.testing.assert_allclose(pred_v.values, want.values)
 np.testing.assert_allclose(logp_v.values, (-0.5 * ((y_d - want) / 1.5) ** 2 - np.log(1.5)).sum().values)
 print(pred_v)

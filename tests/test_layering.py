@@ -34,13 +34,34 @@ ALLOWED_BY_BACKENDS = {"base", "core", "backends"}
 EXCEPTIONS = set()
 # The function-level imports left inside dimgraph.labeled, each with the load-time circle it would close.
 LAZY_IN_LABELED = {
-    ("dimgraph.labeled.type", "dimgraph.labeled.variable"): "a type makes its variables, whose operators import every labeled op module, which import types",
-    ("dimgraph.labeled.basic", "dimgraph.labeled.variable"): "labeled constants are LabeledConstant, whose operators import the op modules, which import basic",
-    ("dimgraph.labeled.basic", "dimgraph.labeled.stacking"): "stacking builds on basic; basic reads a DataArray's MultiIndex into a ProductDim only",
-    ("dimgraph.labeled.indexing", "dimgraph.labeled.stacking"): "stacking selects with isel/sel; indexing reads product-dim levels only for a level selection",
-    ("dimgraph.labeled.labels", "dimgraph.labeled.stacking"): "stacking finds positions with labels; labels reads tuple labels of a product dim only",
-    ("dimgraph.labeled.math", "dimgraph.labeled.stacking"): "stacking builds on math's operands; argmax over several dims stacks them only then",
-    ("dimgraph.labeled.math", "dimgraph.labeled.shape"): "shape builds on math's operands; argmax of a 0-d variable only needs full_like",
+    (
+        "dimgraph.labeled.type",
+        "dimgraph.labeled.variable",
+    ): "a type makes its variables, whose operators import every labeled op module, which import types",
+    (
+        "dimgraph.labeled.basic",
+        "dimgraph.labeled.variable",
+    ): "labeled constants are LabeledConstant, whose operators import the op modules, which import basic",
+    (
+        "dimgraph.labeled.basic",
+        "dimgraph.labeled.stacking",
+    ): "stacking builds on basic; basic reads a DataArray's MultiIndex into a ProductDim only",
+    (
+        "dimgraph.labeled.indexing",
+        "dimgraph.labeled.stacking",
+    ): "stacking selects with isel/sel; indexing reads product-dim levels only for a level selection",
+    (
+        "dimgraph.labeled.labels",
+        "dimgraph.labeled.stacking",
+    ): "stacking finds positions with labels; labels reads tuple labels of a product dim only",
+    (
+        "dimgraph.labeled.math",
+        "dimgraph.labeled.stacking",
+    ): "stacking builds on math's operands; argmax over several dims stacks them only then",
+    (
+        "dimgraph.labeled.math",
+        "dimgraph.labeled.shape",
+    ): "shape builds on math's operands; argmax of a 0-d variable only needs full_like",
 }
 
 
@@ -48,12 +69,28 @@ LAZY_IN_LABELED = {
 # Every other function-level import in the package must close one (`test_every_lazy_import_closes_a_circle`).
 LAZY_WITHOUT_CIRCLE = {
     "dimgraph.compile": {
-        ("dimgraph.compile.flat", t) for t in ("dimgraph.core.graph", "dimgraph.labeled.io", "dimgraph.lower.io",
-                                                "dimgraph.compile.function", "dimgraph.lower.gradient")
-    } | {
-        ("dimgraph.compile.flat_graph", t) for t in ("dimgraph.compile.function", "dimgraph.core.basic", "dimgraph.core.join",
-                                                      "dimgraph.core.math", "dimgraph.core.shape_ops", "dimgraph.lower.gradient",
-                                                      "dimgraph.core.graph", "dimgraph.labeled.basic", "dimgraph.labeled.twins")
+        ("dimgraph.compile.flat", t)
+        for t in (
+            "dimgraph.core.graph",
+            "dimgraph.labeled.io",
+            "dimgraph.lower.io",
+            "dimgraph.compile.function",
+            "dimgraph.lower.gradient",
+        )
+    }
+    | {
+        ("dimgraph.compile.flat_graph", t)
+        for t in (
+            "dimgraph.compile.function",
+            "dimgraph.core.basic",
+            "dimgraph.core.join",
+            "dimgraph.core.math",
+            "dimgraph.core.shape_ops",
+            "dimgraph.lower.gradient",
+            "dimgraph.core.graph",
+            "dimgraph.labeled.basic",
+            "dimgraph.labeled.twins",
+        )
     },  # the flat-function modules are being rewritten into one declared interface (issue 40): hoisted there
     "dimgraph.backends": {
         ("dimgraph.backends.jax", "dimgraph.backends.jax.compiler"),  # jax itself loads only when the backend is used
@@ -72,7 +109,9 @@ LAZY_WITHOUT_CIRCLE = {
         ("dimgraph.core.rewriting.control", "dimgraph.core.shape_ops"),
         ("dimgraph.core.rewriting.control", "dimgraph.core.basic"),
     },
-    "dimgraph.arguments": {("dimgraph.arguments", "dimgraph.compile.function")},  # the face's argument kinds name Function
+    "dimgraph.arguments": {
+        ("dimgraph.arguments", "dimgraph.compile.function")
+    },  # the face's argument kinds name Function
     "dimgraph.testing": {("dimgraph.testing", "dimgraph")},  # a test helper reads the public face
 }
 
@@ -201,7 +240,9 @@ def lowering_uses(files):
                 if isinstance(n, ast.Call) and _names_pass(n.func):
                     builder.setdefault(n.lineno, fn.name)  # the outermost function: ast.walk meets it first
         for n in ast.walk(tree):
-            named = _names_pass(n) or (isinstance(n, ast.alias) and n.name.split(".")[-1].lstrip("_") == LOWERING_PASS.lstrip("_"))
+            named = _names_pass(n) or (
+                isinstance(n, ast.alias) and n.name.split(".")[-1].lstrip("_") == LOWERING_PASS.lstrip("_")
+            )
             if module != LOWERING_ENTRY[0] and named:
                 found.append(f"{module}:{getattr(n, 'lineno', '?')}")
             elif isinstance(n, ast.Call) and _names_pass(n.func) and (module, builder.get(n.lineno)) != LOWERING_ENTRY:
@@ -236,7 +277,9 @@ def test_no_import_circle_spans_packages_even_through_functions():
 def test_the_compile_package_has_no_import_circle():
     """The compiled-function boundary reads one way (function -> signature, extra_dims, pickling, chunked,
     warm; flat -> function), lazy imports included."""
-    found = [c for c in import_circles(MODULES, edges=all_imports) if {package_of(m) for m in c} == {"dimgraph.compile"}]
+    found = [
+        c for c in import_circles(MODULES, edges=all_imports) if {package_of(m) for m in c} == {"dimgraph.compile"}
+    ]
     assert not found, "import circles inside dimgraph.compile:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
@@ -250,8 +293,9 @@ def test_labeled_imports_at_module_level():
         for line, t in function_level_imports(p, m)
     }
     new = {k: where for k, where in found.items() if k not in LAZY_IN_LABELED}
-    assert not new, "function-level imports in dimgraph.labeled/prob (move them to the top, or name the circle):\n" + "\n".join(
-        f"{where}: {m} imports {t}" for (m, t), where in new.items()
+    assert not new, (
+        "function-level imports in dimgraph.labeled/prob (move them to the top, or name the circle):\n"
+        + "\n".join(f"{where}: {m} imports {t}" for (m, t), where in new.items())
     )
     assert set(LAZY_IN_LABELED) <= set(found), f"survivors no longer lazy: {set(LAZY_IN_LABELED) - set(found)}"
 
@@ -309,20 +353,26 @@ def test_an_injected_violation_is_caught(tmp_path, module, source):
     "first, first_source, second, second_source, found",
     [
         (
-            "dimgraph.core.injected", "from dimgraph.labeled.injected import f\n",
-            "dimgraph.labeled.injected", "from dimgraph.core.injected import g\n",
+            "dimgraph.core.injected",
+            "from dimgraph.labeled.injected import f\n",
+            "dimgraph.labeled.injected",
+            "from dimgraph.core.injected import g\n",
             True,
         ),
         # inside a function the import does not run at load time: no cycle (the upward import is another test's)
         (
-            "dimgraph.core.injected", "def g():\n    from dimgraph.labeled.injected import f\n",
-            "dimgraph.labeled.injected", "from dimgraph.core.injected import g\n",
+            "dimgraph.core.injected",
+            "def g():\n    from dimgraph.labeled.injected import f\n",
+            "dimgraph.labeled.injected",
+            "from dimgraph.core.injected import g\n",
             False,
         ),
         # one layer, two packages: only this check sees it
         (
-            "dimgraph.compile.injected", "from dimgraph.printing_injected import p\n",
-            "dimgraph.printing_injected", "from dimgraph.compile.injected import f\n",
+            "dimgraph.compile.injected",
+            "from dimgraph.printing_injected import p\n",
+            "dimgraph.printing_injected",
+            "from dimgraph.compile.injected import f\n",
             True,
         ),
     ],
@@ -338,7 +388,9 @@ def test_an_injected_cycle_is_caught(tmp_path, first, first_source, second, seco
 
 def test_an_injected_lazy_import_in_labeled_is_caught(tmp_path):
     fake = tmp_path / "injected.py"
-    fake.write_text("import numpy\n\n\ndef f():\n    from dimgraph.labeled.shape import transpose\n    return transpose\n")
+    fake.write_text(
+        "import numpy\n\n\ndef f():\n    from dimgraph.labeled.shape import transpose\n    return transpose\n"
+    )
     assert function_level_imports(fake, "dimgraph.labeled.injected") == [(5, "dimgraph.labeled.shape")]
 
 
@@ -376,7 +428,9 @@ def test_every_lazy_import_closes_a_circle():
             found.add((module, target))
             if _load_path(graph, target, module) is None and (module, target) not in named:
                 unexplained.append(f"{path}:{line}: {module} imports {target} in a function, and closes no circle")
-    assert not unexplained, "move these imports to the top of their module (or name why in LAZY_WITHOUT_CIRCLE):\n" + "\n".join(unexplained)
+    assert not unexplained, (
+        "move these imports to the top of their module (or name why in LAZY_WITHOUT_CIRCLE):\n" + "\n".join(unexplained)
+    )
     assert named <= found, f"named in LAZY_WITHOUT_CIRCLE but no longer lazy: {sorted(named - found)}"
     for package, entries in LAZY_WITHOUT_CIRCLE.items():
         assert all(_package_key(m) == package for m, _ in entries), package
@@ -388,5 +442,7 @@ def test_the_lazy_import_check_catches_one_that_closes_no_circle(tmp_path):
     graph = {"dimgraph.model.injected": module_level_imports(fake, "dimgraph.model.injected"), "dimgraph.errors": set()}
     ((_, target),) = function_level_imports(fake, "dimgraph.model.injected")
     assert _load_path(graph, target, "dimgraph.model.injected") is None
-    graph["dimgraph.errors"] = {"dimgraph.model.injected"}  # were errors to import the module, the lazy import would be needed
+    graph["dimgraph.errors"] = {
+        "dimgraph.model.injected"
+    }  # were errors to import the module, the lazy import would be needed
     assert _load_path(graph, target, "dimgraph.model.injected") == ["dimgraph.errors", "dimgraph.model.injected"]

@@ -57,7 +57,9 @@ def test_dprint_wraps_long_lines(model):
 def test_function_repr_and_html(model):
     *_, f = model
     text = repr(f)
-    assert text.startswith("<dimgraph.Function (mu: float64(county: 3), y: float64(obs: ?, county: 3)) -> (logp: float64(), ")
+    assert text.startswith(
+        "<dimgraph.Function (mu: float64(county: 3), y: float64(obs: ?, county: 3)) -> (logp: float64(), "
+    )
     assert re.search(r"\| numba, \d+ nodes \(\d+ fused kernels\), compiled in \d+\.\d\d s>$", text)
     assert f.compile_time > 0
     page = f._repr_html_()

@@ -103,7 +103,11 @@ def _public_callables():
 def _valid_call(name, obj):
     if name in VALID:
         return VALID[name]()
-    required = [p for p in inspect.signature(obj).parameters.values() if p.default is p.empty and p.kind == p.POSITIONAL_OR_KEYWORD]
+    required = [
+        p
+        for p in inspect.signature(obj).parameters.values()
+        if p.default is p.empty and p.kind == p.POSITIONAL_OR_KEYWORD
+    ]
     if not all(arguments.kind_of(name, p.name) == "operand" for p in required):
         raise AssertionError(f"dg.{name} is public: give it a valid call in VALID (tests/test_public_arguments.py)")
     return tuple(_x() for _ in required), {}
@@ -124,12 +128,19 @@ def _rhs():
 
 # dg.linalg.<name> -> a valid call (every name in dg.linalg.__all__ needs one)
 LINALG = {
-    **{n: lambda: ((_matrix(),), {"dims": (I, J)}) for n in ("cholesky", "det", "diagonal", "eigh", "inv", "slogdet", "trace")},
+    **{
+        n: lambda: ((_matrix(),), {"dims": (I, J)})
+        for n in ("cholesky", "det", "diagonal", "eigh", "inv", "slogdet", "trace")
+    },
     "solve": lambda: ((_matrix(), _rhs()), {"dims": (I, J)}),
     "solve_triangular": lambda: ((_matrix(), _rhs()), {"dims": (I, J)}),
     "cho_solve": lambda: (((_matrix(), True), _rhs()), {"dims": (I, J)}),
 }
-LINALG_CASES = [(name, p.name) for name in dg.linalg.__all__ for p in inspect.signature(getattr(dg.linalg, name)).parameters.values()]
+LINALG_CASES = [
+    (name, p.name)
+    for name in dg.linalg.__all__
+    for p in inspect.signature(getattr(dg.linalg, name)).parameters.values()
+]
 
 
 @pytest.mark.parametrize("name, param", LINALG_CASES, ids=[f"linalg.{n}-{p}" for n, p in LINALG_CASES])
@@ -151,7 +162,17 @@ def test_a_junk_argument_to_linalg_is_named(name, param):
 
 def test_every_public_callable_is_covered():
     names = {name for name, _ in _public_callables()}
-    assert {"exp", "function", "scan", "while_loop", "Dim", "FlatParams", "dprint", "to_dot", "vectorize_graph"} <= names
+    assert {
+        "exp",
+        "function",
+        "scan",
+        "while_loop",
+        "Dim",
+        "FlatParams",
+        "dprint",
+        "to_dot",
+        "vectorize_graph",
+    } <= names
     for name, obj in _public_callables():
         args, kwargs = _valid_call(name, obj)
         obj(*args, **kwargs)  # the valid call works, so a failure below is the junk argument's
@@ -159,7 +180,11 @@ def test_every_public_callable_is_covered():
 
 def test_every_public_parameter_has_a_kind():
     """A new parameter name gets a kind in `dimgraph/arguments.py` (BY_NAME, or BY_FUNCTION for this function)."""
-    missing = [f"dg.{name}({param})" for name, param in CASES if not inspect.isclass(getattr(dg, name)) and arguments.kind_of(name, param) is None]
+    missing = [
+        f"dg.{name}({param})"
+        for name, param in CASES
+        if not inspect.isclass(getattr(dg, name)) and arguments.kind_of(name, param) is None
+    ]
     assert missing == []
 
 
@@ -189,15 +214,31 @@ def test_a_junk_argument_is_named_in_the_error(name, param):
 @pytest.mark.parametrize(
     "call, error, message",
     [
-        (lambda: dg.scan(lambda v: v, init=dg.scalar("x"), n_steps="3"), TypeError, r"dg\.scan: n_steps must be .*got '3'"),
-        (lambda: dg.while_loop(lambda v: v < 1.0, lambda v: v, init=dg.scalar("x"), max_steps=None), TypeError, r"max_steps must be .*got None"),
+        (
+            lambda: dg.scan(lambda v: v, init=dg.scalar("x"), n_steps="3"),
+            TypeError,
+            r"dg\.scan: n_steps must be .*got '3'",
+        ),
+        (
+            lambda: dg.while_loop(lambda v: v < 1.0, lambda v: v, init=dg.scalar("x"), max_steps=None),
+            TypeError,
+            r"max_steps must be .*got None",
+        ),
         (lambda: dg.SharedContext(seed=1).spawn(-1), ValueError, r"spawn: n must be >= 0 .*got -1"),
         (lambda: dg.SharedContext(seed=1).spawn(2.5), TypeError, r"spawn: n must be an int"),
         (lambda: dg.rng(0).normal(0.0, "a"), TypeError, r"normal: sigma must be numbers.*got 'a'"),
         (lambda: dg.dist.gamma("x", 1.0), TypeError, r"gamma: alpha must be numbers"),
         (lambda: dg.Dim("n", size=2**63), dg.DimError, r"Dim 'n': size must be a non-negative int below 2\*\*63"),
-        (lambda: dg.Dim("n", size=2**70), dg.DimError, r"size must be a non-negative int below 2\*\*63 .* got 1180591620717411303424"),
-        (lambda: dg.ProductDim("c", (dg.Dim("a", size=2**40), dg.Dim("b", size=2**40))), dg.DimError, r"ProductDim 'c': its size \d+"),
+        (
+            lambda: dg.Dim("n", size=2**70),
+            dg.DimError,
+            r"size must be a non-negative int below 2\*\*63 .* got 1180591620717411303424",
+        ),
+        (
+            lambda: dg.ProductDim("c", (dg.Dim("a", size=2**40), dg.Dim("b", size=2**40))),
+            dg.DimError,
+            r"ProductDim 'c': its size \d+",
+        ),
         (lambda: dg.dprint(None), TypeError, r"dg\.dprint: obj must be"),
         (lambda: dg.to_dot(np.zeros(3)), TypeError, r"dg\.to_dot: obj must be"),
         (lambda: dg.FlatParams("mu"), TypeError, r"FlatParams: params must be a list of graph variables"),
@@ -224,7 +265,9 @@ def test_a_valid_argument_of_each_kind_still_passes():
     assert dg.tensor("t", shape=(None, 3), dtype=np.float32).type.dtype == "float32"
 
 
-DISTRIBUTIONS = [n for n in dir(dg.dist) if n.islower() and not n.startswith("_") and inspect.isclass(getattr(dg.dist, n))]
+DISTRIBUTIONS = [
+    n for n in dir(dg.dist) if n.islower() and not n.startswith("_") and inspect.isclass(getattr(dg.dist, n))
+]
 
 
 _R, _C, _K = dg.Dim("r", size=2), dg.Dim("c", size=2), dg.Dim("k", size=2)
@@ -232,7 +275,10 @@ _R, _C, _K = dg.Dim("r", size=2), dg.Dim("c", size=2), dg.Dim("k", size=2)
 CUSTOM = {
     "lkj_corr": (lambda **p: dg.dist.lkj_corr(dims=(_R, _C), **p), {"eta": 2.0}),
     "lkj_cholesky_corr": (lambda **p: dg.dist.lkj_cholesky_corr(dims=(_R, _C), **p), {"eta": 2.0}),
-    "lkj_cholesky_cov": (lambda **p: dg.dist.lkj_cholesky_cov(sd_dist=dg.dist.halfnormal(1.0), dims=(_R, _C), **p), {"eta": 2.0}),
+    "lkj_cholesky_cov": (
+        lambda **p: dg.dist.lkj_cholesky_cov(sd_dist=dg.dist.halfnormal(1.0), dims=(_R, _C), **p),
+        {"eta": 2.0},
+    ),
     "mixture": (
         lambda **p: dg.dist.mixture(comp_dists=[dg.dist.normal(0.0, 1.0), dg.dist.normal(1.0, 1.0)], dim=_K, **p),
         {"w": dg.constant(np.array([0.3, 0.7]), dims=(_K,))},
@@ -250,35 +296,52 @@ CUSTOM = {
     ),
     "interpolated": (
         lambda **p: dg.dist.interpolated(dim=_K, **p),
-        {"x_points": dg.constant(np.array([0.0, 1.0]), dims=(_K,)), "pdf_points": dg.constant(np.array([1.0, 1.0]), dims=(_K,))},
+        {
+            "x_points": dg.constant(np.array([0.0, 1.0]), dims=(_K,)),
+            "pdf_points": dg.constant(np.array([1.0, 1.0]), dims=(_K,)),
+        },
     ),
 }
 _T, _EYE, _W = dg.Dim("t", size=3), dg.constant(np.eye(2), dims=(_R, _C)), np.array([[0, 1], [1, 0]])
 _P = dg.constant(np.array([0.3, 0.7]), dims=(_K,))
-CUSTOM.update({  # the multivariate families and the time series: matrices on dims, a graph, a time Dim
-    "mv_student_t": (lambda **p: dg.dist.mv_student_t(dims=(_R, _C), **p), {"nu": 3.0, "mu": 0.0, "scale": _EYE}),
-    "multinomial": (lambda **p: dg.dist.multinomial(dim=_K, **p), {"n": 3, "p": _P}),
-    "dirichlet_multinomial": (lambda **p: dg.dist.dirichlet_multinomial(dim=_K, **p), {"n": 3, "a": _P}),
-    "stick_breaking_weights": (lambda **p: dg.dist.stick_breaking_weights(dim=_K, **p), {"alpha": 1.0}),
-    "car": (lambda **p: dg.dist.car(W=_W, dim=_K, **p), {"mu": 0.0, "alpha": 0.5, "tau": 1.0}),
-    "icar": (lambda **p: dg.dist.icar(_W, dim=_K, **p), {"sigma": 1.0, "zero_sum_stdev": 0.001}),
-    "kronecker_normal": (lambda **p: dg.dist.kronecker_normal(covs=[_EYE], dims=[(_R, _C)], **p), {"mu": 0.0, "sigma": 0.5}),
-    "matrix_normal": (
-        lambda **p: dg.dist.matrix_normal(rowcov=_EYE, colcov=_EYE.rename({"r": "k", "c": "k2"}), rowdims=(_R, _C), coldims=("k", "k2"), **p),
-        {"mu": 0.0},
-    ),
-    "wishart": (lambda **p: dg.dist.wishart(dims=(_R, _C), **p), {"nu": 3.0, "V": _EYE}),
-    "inverse_wishart": (lambda **p: dg.dist.inverse_wishart(dims=(_R, _C), **p), {"nu": 3.0, "V": _EYE}),
-    "random_walk": (lambda **p: dg.dist.random_walk(dg.dist.normal(), dg.dist.normal(), time=_T, **p), {}),
-    "gaussian_random_walk": (lambda **p: dg.dist.gaussian_random_walk(time=_T, **p), {"mu": 0.0, "sigma": 1.0}),
-    "mv_gaussian_random_walk": (lambda **p: dg.dist.mv_gaussian_random_walk(dims=(_R, _C), time=_T, **p), {"mu": 0.0, "cov": _EYE}),
-    "mv_student_t_random_walk": (
-        lambda **p: dg.dist.mv_student_t_random_walk(dims=(_R, _C), time=_T, **p), {"nu": 3.0, "mu": 0.0, "scale": _EYE}
-    ),
-    "ar": (lambda **p: dg.dist.ar(time=_T, **p), {"rho": 0.5, "sigma": 1.0, "constant": 0.0}),
-    "garch11": (lambda **p: dg.dist.garch11(time=_T, **p), {"omega": 0.1, "alpha_1": 0.1, "beta_1": 0.5, "initial_vol": 1.0}),
-    "euler_maruyama": (lambda **p: dg.dist.euler_maruyama(sde_fn=lambda x: (-x, 1.0), time=_T, **p), {"dt": 0.1}),
-})
+CUSTOM.update(
+    {  # the multivariate families and the time series: matrices on dims, a graph, a time Dim
+        "mv_student_t": (lambda **p: dg.dist.mv_student_t(dims=(_R, _C), **p), {"nu": 3.0, "mu": 0.0, "scale": _EYE}),
+        "multinomial": (lambda **p: dg.dist.multinomial(dim=_K, **p), {"n": 3, "p": _P}),
+        "dirichlet_multinomial": (lambda **p: dg.dist.dirichlet_multinomial(dim=_K, **p), {"n": 3, "a": _P}),
+        "stick_breaking_weights": (lambda **p: dg.dist.stick_breaking_weights(dim=_K, **p), {"alpha": 1.0}),
+        "car": (lambda **p: dg.dist.car(W=_W, dim=_K, **p), {"mu": 0.0, "alpha": 0.5, "tau": 1.0}),
+        "icar": (lambda **p: dg.dist.icar(_W, dim=_K, **p), {"sigma": 1.0, "zero_sum_stdev": 0.001}),
+        "kronecker_normal": (
+            lambda **p: dg.dist.kronecker_normal(covs=[_EYE], dims=[(_R, _C)], **p),
+            {"mu": 0.0, "sigma": 0.5},
+        ),
+        "matrix_normal": (
+            lambda **p: dg.dist.matrix_normal(
+                rowcov=_EYE, colcov=_EYE.rename({"r": "k", "c": "k2"}), rowdims=(_R, _C), coldims=("k", "k2"), **p
+            ),
+            {"mu": 0.0},
+        ),
+        "wishart": (lambda **p: dg.dist.wishart(dims=(_R, _C), **p), {"nu": 3.0, "V": _EYE}),
+        "inverse_wishart": (lambda **p: dg.dist.inverse_wishart(dims=(_R, _C), **p), {"nu": 3.0, "V": _EYE}),
+        "random_walk": (lambda **p: dg.dist.random_walk(dg.dist.normal(), dg.dist.normal(), time=_T, **p), {}),
+        "gaussian_random_walk": (lambda **p: dg.dist.gaussian_random_walk(time=_T, **p), {"mu": 0.0, "sigma": 1.0}),
+        "mv_gaussian_random_walk": (
+            lambda **p: dg.dist.mv_gaussian_random_walk(dims=(_R, _C), time=_T, **p),
+            {"mu": 0.0, "cov": _EYE},
+        ),
+        "mv_student_t_random_walk": (
+            lambda **p: dg.dist.mv_student_t_random_walk(dims=(_R, _C), time=_T, **p),
+            {"nu": 3.0, "mu": 0.0, "scale": _EYE},
+        ),
+        "ar": (lambda **p: dg.dist.ar(time=_T, **p), {"rho": 0.5, "sigma": 1.0, "constant": 0.0}),
+        "garch11": (
+            lambda **p: dg.dist.garch11(time=_T, **p),
+            {"omega": 0.1, "alpha_1": 0.1, "beta_1": 0.5, "initial_vol": 1.0},
+        ),
+        "euler_maruyama": (lambda **p: dg.dist.euler_maruyama(sde_fn=lambda x: (-x, 1.0), time=_T, **p), {"dt": 0.1}),
+    }
+)
 
 
 @pytest.mark.parametrize("name", sorted(CUSTOM))
@@ -301,7 +364,11 @@ def test_a_junk_distribution_parameter_is_named(name):
     for param in cls.names:
         given = {q: cls.defaults.get(q, 0.5) for q in cls.names}
         if name == "multivariate_normal":
-            given = {"mu": np.zeros(2), "chol": dg.constant(np.eye(2), dims=(G, G.rename("g2"))), "dims": (G, G.rename("g2"))}
+            given = {
+                "mu": np.zeros(2),
+                "chol": dg.constant(np.eye(2), dims=(G, G.rename("g2"))),
+                "dims": (G, G.rename("g2")),
+            }
         given[param] = JUNK
         with pytest.raises(TypeError, match=rf": {param} must be numbers"):
             cls(**given)

@@ -98,7 +98,11 @@ def nopython_holes(registry, classes, package="dimgraph.backends.numba"):
         entry = registry.dispatch(cls)
         if entry is not default and "objmode_kernel(" in inspect.getsource(entry):
             holes.add(cls.__name__)
-    modules = _modules(package) if hasattr(importlib.import_module(package), "__path__") else [importlib.import_module(package)]
+    modules = (
+        _modules(package)
+        if hasattr(importlib.import_module(package), "__path__")
+        else [importlib.import_module(package)]
+    )
     for mod in modules:
         for fname, fn in vars(mod).items():
             if inspect.isfunction(fn) and fn.__module__ == mod.__name__ and fname != "objmode_kernel":
@@ -255,7 +259,7 @@ def test_a_backend_returning_a_bare_callable_is_an_error(monkeypatch):
     from dimgraph.backends import _LOADERS, Backend
 
     module = types.ModuleType("bare_backend")
-    module.compile = lambda fgraph, **options: (lambda arrays: arrays)
+    module.compile = lambda fgraph, **options: lambda arrays: arrays
     module.BACKEND = Backend("bare", "bare_backend")
     module.from_plan = module.warm_tag = None  # the rest of the contract (`BackendModule`): no warm start
     module.REGISTRIES = ()

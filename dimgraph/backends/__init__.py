@@ -43,10 +43,16 @@ class Compiled:
 
     run: Callable  # run(list of arrays) -> list of arrays
     source: str | None = None  # the generated source, shown by `Function.source` (None: nothing is printed)
-    fast: Callable | None = None  # fast(*arrays) -> bare array, or tuple for several outputs: the entry `Function` calls directly
+    fast: Callable | None = (
+        None  # fast(*arrays) -> bare array, or tuple for several outputs: the entry `Function` calls directly
+    )
     timings: dict = field(default_factory=dict)  # {kernel: seconds}, filled by the first call (numba)
-    exports: dict = field(default_factory=dict)  # {attribute: make(function)}: extras set on the `Function` (jax: jax_fn)
-    plan: object = None  # what `Backend.build(plan, **options)` rebuilds this from in a warm process (None: no warm start)
+    exports: dict = field(
+        default_factory=dict
+    )  # {attribute: make(function)}: extras set on the `Function` (jax: jax_fn)
+    plan: object = (
+        None  # what `Backend.build(plan, **options)` rebuilds this from in a warm process (None: no warm start)
+    )
     # promote(callback): `callback(fast, run, fallback, seconds)` once a faster entry is ready (numba: the
     # jitted graph); `fallback(arrays, err)` answers a TypeError of that `fast` (see `numba/graphjit.py`).
     promote: Callable | None = None
@@ -87,7 +93,9 @@ class Backend:
         module = importlib.import_module(self.module)
         missing = [name for name in (*BackendModule.__annotations__, "compile") if not hasattr(module, name)]
         if missing:
-            raise TypeError(f"{self.name} backend: module {self.module} does not define {missing} (see dimgraph.backends.BackendModule)")
+            raise TypeError(
+                f"{self.name} backend: module {self.module} does not define {missing} (see dimgraph.backends.BackendModule)"
+            )
         return module
 
     def compile(self, fgraph, **options) -> Compiled:
@@ -98,7 +106,9 @@ class Backend:
         memory.check_graph(fgraph)
         compiled = self.implementation().compile(fgraph, **options)
         if not isinstance(compiled, Compiled):
-            raise TypeError(f"{self.name} backend: compile returned {type(compiled).__name__}, not a dimgraph.backends.Compiled")
+            raise TypeError(
+                f"{self.name} backend: compile returned {type(compiled).__name__}, not a dimgraph.backends.Compiled"
+            )
         return compiled
 
     def build(self, plan, **options) -> Compiled:
@@ -130,7 +140,9 @@ class BackendModule(Protocol):
 
     BACKEND: Backend  # its declaration, with `module` naming this module
     REGISTRIES: tuple  # its op registries (`singledispatch(...).registry` mappings)
-    from_plan: Callable | None  # from_plan(plan, **options) -> Compiled, rebuilding a `Compiled.plan` in a warm process; None: no warm start
+    from_plan: (
+        Callable | None
+    )  # from_plan(plan, **options) -> Compiled, rebuilding a `Compiled.plan` in a warm process; None: no warm start
     warm_tag: Callable | None  # warm_tag() -> str, the toolchain's versions in a warm-start digest; None: no warm start
 
     def compile(self, fgraph, **options) -> Compiled:

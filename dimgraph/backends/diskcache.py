@@ -91,7 +91,11 @@ def _choose(root: Path, parts):
     else:
         why += f"; the fallback {fallback.joinpath(*parts)} too: {fallback_why}"
         chosen = key_root = Path(tempfile.mkdtemp(prefix="dimgraph-"))  # mode 0700, this process's own
-    warnings.warn(f"dimgraph: not using the cache directory {root.joinpath(*parts)} ({why}); using {chosen}", CacheWarning, stacklevel=4)
+    warnings.warn(
+        f"dimgraph: not using the cache directory {root.joinpath(*parts)} ({why}); using {chosen}",
+        CacheWarning,
+        stacklevel=4,
+    )
     return chosen, key_root
 
 
@@ -252,7 +256,11 @@ def _read_or_make_secret(path: Path) -> bytes:
             why = _not_secret(st, data)
             if why is None:
                 return data
-        warnings.warn(f"dimgraph: replacing the cache key {path} ({why}); cached records made under it are rebuilt", CacheWarning, stacklevel=4)
+        warnings.warn(
+            f"dimgraph: replacing the cache key {path} ({why}); cached records made under it are rebuilt",
+            CacheWarning,
+            stacklevel=4,
+        )
         try:
             os.unlink(path)
         except OSError:
@@ -295,7 +303,9 @@ def _make_secret(path: Path) -> bytes | None:
 
 def discard(path: Path, why: str):
     """Warn that the cached `path` is damaged and remove it, so the caller rebuilds it."""
-    warnings.warn(f"dimgraph: discarding the damaged cache file {path} ({why}); recompiling", CacheWarning, stacklevel=3)
+    warnings.warn(
+        f"dimgraph: discarding the damaged cache file {path} ({why}); recompiling", CacheWarning, stacklevel=3
+    )
     try:
         os.unlink(path)
     except FileNotFoundError:

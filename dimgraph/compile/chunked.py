@@ -76,16 +76,26 @@ def lazy_call(fn, values, ctx):
         for n in plan.extra:
             args += [da.arange(plan.sizes[n], chunks=(plan.chunks[n],)), (plan.letter_of[n],)]
     packed = da.blockwise(
-        kernel, out_letters, *args, concatenate=True, align_arrays=False,
-        meta=np.empty((0,) * n_extra, dtype=object), name="dimgraph-" + (base.outputs[0].name or "call"),
+        kernel,
+        out_letters,
+        *args,
+        concatenate=True,
+        align_arrays=False,
+        meta=np.empty((0,) * n_extra, dtype=object),
+        name="dimgraph-" + (base.outputs[0].name or "call"),
     )
     results = []
     for j, m in enumerate(meta):
         core = np.shape(m)[n_extra:]
         chunks = tuple(plan.chunks[n] for n in plan.extra) + tuple((n,) for n in core)
         lazy = da.map_blocks(
-            operator.getitem, packed, j, chunks=chunks, dtype=m.dtype,
-            new_axis=list(range(n_extra, n_extra + len(core))) or None, meta=np.empty((0,) * len(chunks), m.dtype),
+            operator.getitem,
+            packed,
+            j,
+            chunks=chunks,
+            dtype=m.dtype,
+            new_axis=list(range(n_extra, n_extra + len(core))) or None,
+            meta=np.empty((0,) * len(chunks), m.dtype),
         )
         results.append(_like(m, lazy, plan))
     return results[0] if base.signature.single else results
@@ -190,7 +200,9 @@ class _Plan:
             array = self.arrays[k]
             shape = tuple(0 if n in self.letter_of else s for n, s in zip(self.dims[k], array.shape))
             zeros = np.zeros(shape, dtype=array.dtype)
-            values[k] = xr.DataArray(zeros, dims=self.dims[k], coords=self.core_coords[k]) if k in self.core_coords else zeros
+            values[k] = (
+                xr.DataArray(zeros, dims=self.dims[k], coords=self.core_coords[k]) if k in self.core_coords else zeros
+            )
         return values
 
 
@@ -225,7 +237,11 @@ class _Block:
 
         values = list(self.values)
         for k, block in zip(self.lazy, blocks):
-            values[k] = xr.DataArray(block, dims=self.dims[k], coords=self.core_coords.get(k)) if k in self.core_coords else block
+            values[k] = (
+                xr.DataArray(block, dims=self.dims[k], coords=self.core_coords.get(k))
+                if k in self.core_coords
+                else block
+            )
         if not self.start:
             return tuple(self._ordered(_as_list(self.fn(*values), self.base)))
         return self._drawn(values, blocks[len(self.lazy) :])
@@ -233,7 +249,10 @@ class _Block:
     def _ordered(self, outs):
         import xarray as xr
 
-        return [np.asarray(o.transpose(*dims).data) if isinstance(o, xr.DataArray) else np.asarray(o) for o, dims in zip(outs, self.order)]
+        return [
+            np.asarray(o.transpose(*dims).data) if isinstance(o, xr.DataArray) else np.asarray(o)
+            for o, dims in zip(outs, self.order)
+        ]
 
     def _drawn(self, values, positions):
         """Element by element over the extra dims, each element's draws from its own stream (chunking-invariant)."""
@@ -242,7 +261,9 @@ class _Block:
         for local in np.ndindex(*shape):
             position = [int(p[i]) for p, i in zip(positions, local)]
             element = [self._element(v, k, local) for k, v in enumerate(values)]
-            ctx = _context({s: seed_state(np.random.SeedSequence([*map(int, w), *position])) for s, w in self.start.items()})
+            ctx = _context(
+                {s: seed_state(np.random.SeedSequence([*map(int, w), *position])) for s, w in self.start.items()}
+            )
             results = _as_list(self.base(*element, ctx=ctx), self.base)
             for out, r, dims in zip(outs, results, self.order):
                 core = dims[len(self.extra) :]

@@ -52,7 +52,10 @@ class MappedFunction:
         self._compile = compile  # dg.function, which compiles them
         self._compiled_base = None
         labels = [v.name or f"input {k}" for k, v in enumerate(self.inputs)]
-        specs = [LabeledInput(n, v.type) if hasattr(v.type, "dims") else TensorInput(n, v.type) for n, v in zip(labels, self.inputs)]
+        specs = [
+            LabeledInput(n, v.type) if hasattr(v.type, "dims") else TensorInput(n, v.type)
+            for n, v in zip(labels, self.inputs)
+        ]
         self._binding = Signature.of(self.inputs, specs, (), (), single=single)  # binds a call's values to the inputs
         self._mapped = {}  # ((input position, extra dim names), ...) -> (Function, batch dim names)
         self._core = {d.name for v in self.inputs + self.outputs if hasattr(v.type, "dims") for d in v.type.dims}
@@ -61,7 +64,9 @@ class MappedFunction:
     def _base(self):
         """The function itself, without extra dims (compiled at the first need)."""
         if self._compiled_base is None:
-            self._compiled_base = self._compile(self.inputs, self.outputs[0] if self._single else self.outputs, **self._options)
+            self._compiled_base = self._compile(
+                self.inputs, self.outputs[0] if self._single else self.outputs, **self._options
+            )
         return self._compiled_base
 
     def __getattr__(self, name):
@@ -140,6 +145,7 @@ class MappedFunction:
         lowered = lower(list(self.outputs) + list(streams.values()), inputs=self.inputs)
         outputs = []
         batch_sizes = [sizes[d] for d in order]
+
         def fresh_draws(node, ins):  # each element draws anew, in loops too
             found = draw_over_batch(node, ins, batch_sizes)
             return found if found is not None else loop_draws_over_batch(node, ins, batch_sizes)
@@ -151,7 +157,9 @@ class MappedFunction:
                 low = pad(low, len(order))
             # every extra dim leads; one the output did not depend on is broadcast along
             nb, shape = len(order), static_or_symbolic(low)
-            low = broadcast_to(low, tuple(sizes[d] if low.type.shape[a] == 1 else shape[a] for a, d in enumerate(order)) + shape[nb:])
+            low = broadcast_to(
+                low, tuple(sizes[d] if low.type.shape[a] == 1 else shape[a] for a, d in enumerate(order)) + shape[nb:]
+            )
             mapped = from_positional(low, order + tuple(out.type.dims))
             mapped.name = out.name  # the output DataArray's (and Dataset variable's) name
             outputs.append(mapped)

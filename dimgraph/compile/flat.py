@@ -49,7 +49,9 @@ class FlatParams:
         from dimgraph.core.graph import Variable
 
         if not isinstance(params, (list, tuple)) or not all(isinstance(p, Variable) for p in params):
-            raise TypeError(f"FlatParams: params must be a list of graph variables (labeled or positional), got {params!r}")
+            raise TypeError(
+                f"FlatParams: params must be a list of graph variables (labeled or positional), got {params!r}"
+            )
         self.params = list(params)
         self.names, self.shapes, self.slices, self.dtypes = [], [], [], []
         start = 0
@@ -57,9 +59,7 @@ class FlatParams:
             name = p.name or f"param {k}"
             shape = tuple(getattr(p.type, "shape", ()))
             if any(n is None for n in shape):
-                raise ValueError(
-                    f"flat parameters need static sizes: {name!r} has type {p.type}; give its dims a size"
-                )
+                raise ValueError(f"flat parameters need static sizes: {name!r} has type {p.type}; give its dims a size")
             if name in self.names:
                 raise ValueError(f"flat parameters: two parameters are named {name!r}")
             dtype = np.dtype(p.type.dtype)
@@ -177,7 +177,9 @@ class FlatFunction:
         self.function = function
         n = len(layout.params)
         stand_ins = [np.empty(shape, dtype) for shape, dtype in zip(layout.shapes, layout.dtypes)]
-        self.data = FlatData([v.name for v in function.inputs[n:]], function.signature.inputs[n:], function.signature, stand_ins)
+        self.data = FlatData(
+            [v.name for v in function.inputs[n:]], function.signature.inputs[n:], function.signature, stand_ins
+        )
         self._theta_shape = (layout.size,)
         self._entry = None  # the compiled entry `(*data, theta) -> (value, gradient)`, once ready
         # (entry with the last call's data bound: `theta -> (value, gradient)`, ((name, array, shape), ...))

@@ -133,7 +133,9 @@ class ParameterCall:
         params = [data.pop(name) for name in flat.layout.names]
         theta = np.concatenate(params, axis=None) if params else np.empty(0)
         value, grad = flat(theta, trust_input=trust_input, **data)
-        return [np.array(value)] + [grad[where].reshape(shape) for where, shape in zip(flat.layout.slices, flat.layout.shapes)]
+        return [np.array(value)] + [
+            grad[where].reshape(shape) for where, shape in zip(flat.layout.slices, flat.layout.shapes)
+        ]
 
 
 def flat_graph_function(layout, cost, inputs, backend, options) -> FlatGraphFunction:

@@ -357,7 +357,9 @@ def function(
     backend_contract.check_options(backend_options)  # an unknown option fails before any work, on every backend
     if map_extra_dims:  # compiled per set of extra dims when called; without any, the function itself, then
         if updates:
-            raise ValueError("function: map_extra_dims cannot be combined with updates (a shared variable has no batch dims)")
+            raise ValueError(
+                "function: map_extra_dims cannot be combined with updates (a shared variable has no batch dims)"
+            )
         _check_inputs(inputs)
         options = dict(options, backend=backend, rewrites=rewrites)
         return MappedFunction(inputs, outputs, single, options, function)
@@ -398,7 +400,10 @@ def function(
         compiled = backend_contract.compile(fgraph, **backend_options)
         timings["codegen"] = time.perf_counter() - t_codegen
         progress.close()
-        _log.debug("dimgraph: lower %.3f s, rewrite %.3f s, codegen %.3f s", *(timings[k] for k in ("lower", "rewrite", "codegen")))
+        _log.debug(
+            "dimgraph: lower %.3f s, rewrite %.3f s, codegen %.3f s",
+            *(timings[k] for k in ("lower", "rewrite", "codegen")),
+        )
         if key is not None and not signature.shared and compiled.plan is not None:
             warm.save(key, warm.Record(compiled.plan, lowered))
     return Function(
@@ -421,18 +426,24 @@ def _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_nump
     t_lower = time.perf_counter()
     # RNG states after labeled draws are lowered with the outputs: their draws' sizes may come from the inputs
     states = [t for t, v in updates.items() if isinstance(v, Variable) and is_rng_state(t) and _from_labeled(v)]
-    pos_inputs, pos_outputs, in_specs, out_specs, checks = _lower_io(inputs, outputs + [updates[t] for t in states], updates.values())
+    pos_inputs, pos_outputs, in_specs, out_specs, checks = _lower_io(
+        inputs, outputs + [updates[t] for t in states], updates.values()
+    )
     lowered_states = dict(zip(states, pos_outputs[len(outputs) :]))
     pos_outputs, out_specs = pos_outputs[: len(outputs)], out_specs[: len(outputs)]
     if return_numpy:
         out_specs = [TensorOutput() for _ in out_specs]
     pos_updates = _lower_updates({t: lowered_states.get(t, v) for t, v in updates.items()})
     given = set(inputs)
-    shared = [
-        v for v in graph_inputs(pos_outputs + pos_updates) if isinstance(v, SharedMixin) and v not in given
-    ]
+    shared = [v for v in graph_inputs(pos_outputs + pos_updates) if isinstance(v, SharedMixin) and v not in given]
     for v in graph_inputs(pos_outputs + pos_updates):
-        if v.owner is None and not isinstance(v, Constant) and v not in given and v not in set(shared) and v not in set(pos_inputs):
+        if (
+            v.owner is None
+            and not isinstance(v, Constant)
+            and v not in given
+            and v not in set(shared)
+            and v not in set(pos_inputs)
+        ):
             raise InputError(
                 f"the outputs depend on input {v.name or v!r}, which is not among the function inputs "
                 f"{[i.name for i in inputs]}"
@@ -504,7 +515,9 @@ def _lower_io(inputs, outputs, updates):
 
 def _from_labeled(value):
     """True for a positional value computed by labeled ops (an RNG state after labeled draws)."""
-    return value.owner is not None and any(v.owner is not None and isinstance(v.owner.op, LabeledOp) for v in ancestors([value]))
+    return value.owner is not None and any(
+        v.owner is not None and isinstance(v.owner.op, LabeledOp) for v in ancestors([value])
+    )
 
 
 def _lower_updates(updates):

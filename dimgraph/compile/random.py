@@ -89,7 +89,9 @@ class RandomStream:
         """`rng.<name>(*params, extra_dims=(), **params)`: draws of `dg.dist.<name>`, looked up in the registry."""
         cls = DISTRIBUTIONS.get(name)
         if cls is None:
-            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}; the distributions are {sorted(DISTRIBUTIONS)}")
+            raise AttributeError(
+                f"{type(self).__name__} has no attribute {name!r}; the distributions are {sorted(DISTRIBUTIONS)}"
+            )
 
         def draws(*args, extra_dims=(), **kwargs):
             return self.draw(cls(*args, **kwargs), extra_dims)

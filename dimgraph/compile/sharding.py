@@ -33,7 +33,9 @@ def _shard_input(specs, inputs, var, value):
     ndim = var.type.ndim if hasattr(var.type, "ndim") else len(var.dims)
     entries = (value,) if isinstance(value, str) else tuple(value)
     if len(entries) > ndim:
-        raise ValueError(f"shard=: the spec {value!r} for {var!r} has {len(entries)} entries but the input has {ndim} axes")
+        raise ValueError(
+            f"shard=: the spec {value!r} for {var!r} has {len(entries)} entries but the input has {ndim} axes"
+        )
     specs[k] = tuple(entries) + (None,) * (ndim - len(entries))
 
 

@@ -216,7 +216,9 @@ def dataset_names(outputs) -> list:
     names = []
     for k, o in enumerate(outputs):
         if not o.name:
-            raise TypeError(f'output="dataset": output {k} ({o!r}) has no name; name it with .rename("name") or, positional, .name = "name"')
+            raise TypeError(
+                f'output="dataset": output {k} ({o!r}) has no name; name it with .rename("name") or, positional, .name = "name"'
+            )
         if not is_labeled(o) and o.type.ndim:
             raise TypeError(
                 f'output="dataset": output {o.name!r} is positional with {o.type.ndim} axes, so it has no dims; '

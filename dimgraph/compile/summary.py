@@ -48,7 +48,13 @@ def function_html(f) -> str:
                 if dims is not None
                 else ", ".join("?" if n is None else str(n) for n in v.type.shape)
             )
-            cells = (kind, v.name or f"{kind} {k}", v.type.dtype, shape, "labeled" if dims is not None else "positional")
+            cells = (
+                kind,
+                v.name or f"{kind} {k}",
+                v.type.dtype,
+                shape,
+                "labeled" if dims is not None else "positional",
+            )
             rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in ("", "name", "dtype", "dims / shape", "kind"))
     return (

@@ -96,10 +96,14 @@ class Blockwise(Op):
         for ax in range(nb):
             sizes = {x.type.shape[ax] for x in inputs} - {None, 1}
             if len(sizes) > 1:
-                raise ShapeError(f"{self}: batch axis {ax} has incompatible sizes {sorted(sizes)} in {[str(x.type) for x in inputs]}")
+                raise ShapeError(
+                    f"{self}: batch axis {ax} has incompatible sizes {sorted(sizes)} in {[str(x.type) for x in inputs]}"
+                )
         core = self.core_node(inputs)
         if [o.type.ndim for o in core.outputs] != out_nd:
-            raise TypeError(f"{self}: the core op gives outputs {[str(o.type) for o in core.outputs]}, not {out_nd} axes")
+            raise TypeError(
+                f"{self}: the core op gives outputs {[str(o.type) for o in core.outputs]}, not {out_nd} axes"
+            )
         batch = []
         for ax in range(nb):
             sizes = {x.type.shape[ax] for x in inputs}
@@ -147,7 +151,9 @@ class Blockwise(Op):
                 r[idx] = o
         if results is None:  # an empty batch: the core shapes come from the core op's shape rule
             shapes = self.core_op.infer_shape(core.inputs, [x.shape[nb:] for x in inputs])
-            results = [np.empty(batch + tuple(int(s) for s in sh), dtype=v.type.dtype) for sh, v in zip(shapes, node.outputs)]
+            results = [
+                np.empty(batch + tuple(int(s) for s in sh), dtype=v.type.dtype) for sh, v in zip(shapes, node.outputs)
+            ]
         return results
 
     def L_op(self, inputs, outputs, output_grads):

@@ -63,7 +63,9 @@ class Elemwise(Op):
         return self.scalar_op.impl(*inputs)
 
     def L_op(self, inputs, outputs, output_grads):
-        from dimgraph.core.scalar_grad import elemwise_grads  # cycle: a derivative is built from the math functions over Elemwise
+        from dimgraph.core.scalar_grad import (
+            elemwise_grads,
+        )  # cycle: a derivative is built from the math functions over Elemwise
 
         return elemwise_grads(self.scalar_op, inputs, outputs, output_grads)
 
@@ -117,7 +119,9 @@ class DimShuffle(Op):
         if len(kept) != len(self.order):  # drop the new (size-1) axes
             g = DimShuffle(len(self.order), tuple(kept))(g)
         source = [self.order[k] for k in kept]
-        return [DimShuffle(len(source), tuple(source.index(a) if a in source else "x" for a in range(self.input_ndim)))(g)]
+        return [
+            DimShuffle(len(source), tuple(source.index(a) if a in source else "x" for a in range(self.input_ndim)))(g)
+        ]
 
     def __str__(self):
         return f"DimShuffle{{{','.join(str(o) for o in self.order)}}}"

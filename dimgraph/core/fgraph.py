@@ -37,8 +37,7 @@ class FunctionGraph:
         for v in self.clients:
             if v.owner is None and not isinstance(v, Constant) and v not in given:
                 raise ValueError(
-                    f"the graph needs {v!r}, which is not among the inputs "
-                    f"{[i.name for i in self.inputs]}"
+                    f"the graph needs {v!r}, which is not among the inputs {[i.name for i in self.inputs]}"
                 )
 
     # -- bookkeeping -------------------------------------------------------

@@ -119,6 +119,7 @@ class CAReduceElemwise(Op):
     def L_op(self, inputs, outputs, output_grads):
         """Unfuse: differentiate `reducer(Elemwise(scalar_op)(*inputs))` through their own L_ops."""
         from dimgraph.core.gradient import vjp  # cycle: gradient -> vectorize, whose rules batch these ops
+
         full = self.elemwise(*inputs)
         full = full if isinstance(full, (list, tuple)) else [full]
         reduced = [CAReduce(self.reducer, tuple(self.axis))(f) for f in full]
@@ -177,8 +178,8 @@ class IndexedLoop(Op):
     def split_inputs(self, inputs):
         """(loop inputs, tables, [(base, idx)] per scatter result) from the node's flat input list."""
         nin = self.scalar_op.nin
-        loop, tables = list(inputs[:nin]), list(inputs[nin:nin + self.n_tables])
-        rest = list(inputs[nin + self.n_tables:])
+        loop, tables = list(inputs[:nin]), list(inputs[nin : nin + self.n_tables])
+        rest = list(inputs[nin + self.n_tables :])
         return loop, tables, [(rest[2 * k], rest[2 * k + 1]) for k in range(len(rest) // 2)]
 
     def make_node(self, *inputs):

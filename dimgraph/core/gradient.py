@@ -70,7 +70,9 @@ def vjp(outputs, output_grads, wrt, disconnected="raise"):
             path = [_label(w) for w in wrt if id(w) in wanted]
             raise NonDifferentiable(f"{err} (on the path from the cost to {', '.join(path)})") from None
         if len(in_grads) != len(node.inputs):
-            raise AssertionError(f"internal error: {node.op}.L_op gave {len(in_grads)} gradients for {len(node.inputs)} inputs")
+            raise AssertionError(
+                f"internal error: {node.op}.L_op gave {len(in_grads)} gradients for {len(node.inputs)} inputs"
+            )
         for i, g in zip(node.inputs, in_grads):
             if g is None or id(i) not in reaches or not is_float(i):
                 continue
@@ -102,7 +104,9 @@ def _same_shape_as(g, w):
     `w` fits. Where the shapes are provably equal the rewrites drop the check.
     """
     shape_g, shape_w = shape_of(g), shape_of(w)
-    conds = [eq(shape_g[a], shape_w[a]) for a, s in enumerate(w.type.shape) if s is None and shape_g[a] is not shape_w[a]]
+    conds = [
+        eq(shape_g[a], shape_w[a]) for a, s in enumerate(w.type.shape) if s is None and shape_g[a] is not shape_w[a]
+    ]
     if not conds:
         return g
     message = (

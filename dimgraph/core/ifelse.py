@@ -50,31 +50,45 @@ class IfElse(Op):
         for k, (t, a) in enumerate(zip(self.then_graph.input_types, args)):
             if not t.is_super(a.type):
                 raise TypeError(f"ifelse: argument {k} is declared {t}, got {a!r}")
-        types = [_join_type(k, a, b) for k, (a, b) in enumerate(zip(self.then_graph.output_types, self.else_graph.output_types))]
+        types = [
+            _join_type(k, a, b)
+            for k, (a, b) in enumerate(zip(self.then_graph.output_types, self.else_graph.output_types))
+        ]
         return Apply(self, [cond, *args], types)
 
     def infer_shape(self, inputs, input_shapes):
         # A size the types leave open is the taken branch's: read from the output itself at run time.
         node = self.make_node(*inputs)
         return [
-            tuple(s if s is not None else ShapeI(a)(o) for a, s in enumerate(o.type.shape)) if isinstance(o.type, TensorType) else ()
+            tuple(s if s is not None else ShapeI(a)(o) for a, s in enumerate(o.type.shape))
+            if isinstance(o.type, TensorType)
+            else ()
             for o in node.outputs
         ]
 
     def perform(self, node, inputs):
         cond, *args = inputs
         graph = self.then_graph if bool(cond) else self.else_graph
-        return [np.asarray(v, dtype=o.type.dtype) if isinstance(o.type, TensorType) else v for v, o in zip(graph.evaluate(args), node.outputs)]
+        return [
+            np.asarray(v, dtype=o.type.dtype) if isinstance(o.type, TensorType) else v
+            for v, o in zip(graph.evaluate(args), node.outputs)
+        ]
 
     def L_op(self, inputs, outputs, output_grads):
         """The gradient flows through the taken branch: an IfElse of the two branches' vector-Jacobian products."""
         cond, args = inputs[0], inputs[1:]
-        floats = [k for k, a in enumerate(args) if isinstance(a.type, TensorType) and np.dtype(a.type.dtype).kind in "fc"]
+        floats = [
+            k for k, a in enumerate(args) if isinstance(a.type, TensorType) and np.dtype(a.type.dtype).kind in "fc"
+        ]
         wrt = [args[k] for k in floats]
         branch_grads = []
         for graph in (self.then_graph, self.else_graph):
             outs = graph.apply(args)
-            pairs = [(o, g) for o, g in zip(outs, output_grads) if isinstance(o.type, TensorType) and np.dtype(o.type.dtype).kind in "fc"]
+            pairs = [
+                (o, g)
+                for o, g in zip(outs, output_grads)
+                if isinstance(o.type, TensorType) and np.dtype(o.type.dtype).kind in "fc"
+            ]
             branch_grads.append(vjp([o for o, _ in pairs], [g for _, g in pairs], wrt, disconnected="zero"))
         grads = ifelse(cond, *branch_grads) if floats else []
         result = [None] * len(inputs)
@@ -144,6 +158,9 @@ def _vectorize_ifelse(op, node, inputs, batched, nb):
         replace = {p: q for p, q, b in zip(graph.inputs, places, batched[1:]) if b}
         outs = vectorize_graph(list(graph.outputs), replace)
         sizes = static_or_symbolic(places[first])[:nb]  # the batch, read inside the branch
-        outs = [o if o.type.ndim > c.type.ndim else broadcast_to(pad(o, nb), tuple(sizes) + tuple(static_or_symbolic(o))) for o, c in zip(outs, graph.outputs)]
+        outs = [
+            o if o.type.ndim > c.type.ndim else broadcast_to(pad(o, nb), tuple(sizes) + tuple(static_or_symbolic(o)))
+            for o, c in zip(outs, graph.outputs)
+        ]
         branches.append(InnerGraph(places, outs))
     return IfElse(*branches).make_node(inputs[0], *args).outputs

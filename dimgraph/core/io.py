@@ -40,16 +40,27 @@ def as_array(name, value) -> np.ndarray:
     try:
         arr = np.asarray(value)
     except (ValueError, TypeError) as e:
-        raise InputError(f"input {name!r}: expected numeric array data, got {type(value).__name__} that NumPy cannot "
-                         f"make an array of ({e})") from None
+        raise InputError(
+            f"input {name!r}: expected numeric array data, got {type(value).__name__} that NumPy cannot "
+            f"make an array of ({e})"
+        ) from None
     if arr.dtype.kind not in "biufc":
-        raise InputError(f"input {name!r}: expected numeric data, got data of dtype {arr.dtype} ({_kind_name(arr.dtype)})")
+        raise InputError(
+            f"input {name!r}: expected numeric data, got data of dtype {arr.dtype} ({_kind_name(arr.dtype)})"
+        )
     return arr
 
 
 def _kind_name(dtype) -> str:
-    return {"U": "text", "T": "text", "S": "bytes", "O": "Python objects: a ragged list, None, or an integer beyond 64 bits among the values", "M": "dates",
-            "m": "time deltas", "V": "raw records"}.get(dtype.kind, dtype.kind)
+    return {
+        "U": "text",
+        "T": "text",
+        "S": "bytes",
+        "O": "Python objects: a ragged list, None, or an integer beyond 64 bits among the values",
+        "M": "dates",
+        "m": "time deltas",
+        "V": "raw records",
+    }.get(dtype.kind, dtype.kind)
 
 
 def is_weak(value) -> bool:
@@ -98,7 +109,11 @@ def cast_exact(name, value, dtype, weak=None) -> np.ndarray:
 
 def _may_round(source, target) -> bool:
     """Whether NumPy calls a cast "safe" that rounds some values (int64 -> float64 above 2**53)."""
-    return source.kind in "iu" and target.kind in "fc" and source.itemsize * 8 - (source.kind == "i") > np.finfo(target).nmant + 1
+    return (
+        source.kind in "iu"
+        and target.kind in "fc"
+        and source.itemsize * 8 - (source.kind == "i") > np.finfo(target).nmant + 1
+    )
 
 
 def _in_range(values, dtype) -> np.ndarray:

@@ -491,7 +491,9 @@ def cholesky_pair(what, c_and_lower):
     """`(factor, lower)` from scipy's `(c, lower)` pair, or from a bare factor (then lower)."""
     if isinstance(c_and_lower, (tuple, list)):
         if len(c_and_lower) != 2:
-            raise TypeError(f"{what}: give the factor c, or scipy's pair (c, lower); got a sequence of {len(c_and_lower)} items")
+            raise TypeError(
+                f"{what}: give the factor c, or scipy's pair (c, lower); got a sequence of {len(c_and_lower)} items"
+            )
         c, lower = c_and_lower
         if not isinstance(lower, (bool, np.bool_, int, np.integer)) or lower not in (0, 1):
             raise TypeError(f"{what}: lower in (c, lower) must be a bool, got {lower!r}")

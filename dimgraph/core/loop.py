@@ -71,7 +71,11 @@ class LoopOp(Op):
 
     def _check_inputs(self, n_steps, init, consts):
         n_steps = as_tensor(n_steps)
-        if not (isinstance(n_steps.type, TensorType) and n_steps.type.ndim == 0 and n_steps.type.dtype.startswith(("int", "uint"))):
+        if not (
+            isinstance(n_steps.type, TensorType)
+            and n_steps.type.ndim == 0
+            and n_steps.type.dtype.startswith(("int", "uint"))
+        ):
             raise TypeError(f"{self.name}: n_steps must be a 0-d integer, got {n_steps!r}")
         if len(init) != self.n_states or len(consts) != self.n_consts:
             raise TypeError(
@@ -114,7 +118,10 @@ class LoopOp(Op):
         consts = list(inputs[1 + self.n_states :])
         traced = self._traced()
         until = getattr(self, "until", None)
-        traces = [np.empty((n,) + np.shape(states[k]), dtype=node.outputs[self.n_states + m].type.dtype) for m, k in enumerate(traced)]
+        traces = [
+            np.empty((n,) + np.shape(states[k]), dtype=node.outputs[self.n_states + m].type.dtype)
+            for m, k in enumerate(traced)
+        ]
         for i in range(n):
             if until is not None and not states[until]:
                 break
@@ -206,7 +213,9 @@ class Scan(LoopOp):
             [n_in, *all_in, *gt_in, *c_in],
             grads[:nf] + new_acc + grads[nf + nc :],
             n,
-            [g_final[k] for k in fs] + [zeros_like(consts[j]) for j in fc] + [zeros(shape_of(consts[j])[1:], consts[j].type.dtype) for j in fq],
+            [g_final[k] for k in fs]
+            + [zeros_like(consts[j]) for j in fc]
+            + [zeros(shape_of(consts[j])[1:], consts[j].type.dtype) for j in fq],
             [n, *all_states, *[g_trace[fs[m]] for m in used_trace], *consts],
             name=f"grad of {self.name}",
         )
@@ -234,7 +243,14 @@ def sequence_reads(body, n_states):
             if found is None:
                 continue
             op = node.op
-            if pos == 0 and isinstance(op, Subtensor) and len(node.inputs) == 2 and node.inputs[1] is index and op.index[0] == "?" and all(p == full for p in op.index[1:]):
+            if (
+                pos == 0
+                and isinstance(op, Subtensor)
+                and len(node.inputs) == 2
+                and node.inputs[1] is index
+                and op.index[0] == "?"
+                and all(p == full for p in op.index[1:])
+            ):
                 found[1].append(node.outputs[0])
             else:
                 bad.add(found[0])
@@ -247,7 +263,12 @@ def _is_zeros(g) -> bool:
     if isinstance(g, Constant):
         return not np.any(g.data)
     node = g.owner
-    return node is not None and isinstance(node.op, Alloc) and isinstance(node.inputs[0], Constant) and not np.any(node.inputs[0].data)
+    return (
+        node is not None
+        and isinstance(node.op, Alloc)
+        and isinstance(node.inputs[0], Constant)
+        and not np.any(node.inputs[0].data)
+    )
 
 
 @dataclass(frozen=True)
@@ -273,7 +294,9 @@ class Loop(LoopOp):
 
     def __str__(self):
         kind = "while" if self.until is not None else "loop"
-        return f"Loop{{{self.name}, {kind}, states={self.n_states}, consts={self.n_consts}, traced={list(self.traced)}}}"
+        return (
+            f"Loop{{{self.name}, {kind}, states={self.n_states}, consts={self.n_consts}, traced={list(self.traced)}}}"
+        )
 
     def L_op(self, inputs, outputs, output_grads):
         if self.until is not None:
@@ -313,7 +336,11 @@ def loop_from_graph(index, states, consts, new_states, n_steps, init, const_valu
             raise TypeError(f"{name}: state {k} is {p.type} before a step but {v.type} after it")
     free = free_inputs(new_states, placeholders)
     body = InnerGraph(placeholders + free, new_states)
-    return Loop(body, len(states), traced=tuple(traced), until=until, name=name).make_node(n_steps, *init, *const_values, *free).outputs
+    return (
+        Loop(body, len(states), traced=tuple(traced), until=until, name=name)
+        .make_node(n_steps, *init, *const_values, *free)
+        .outputs
+    )
 
 
 @vectorize_node.register(LoopOp)
@@ -396,10 +423,15 @@ def _batched_loop(op, inputs, batched, nb, shape, draws):
     state_batched = [isinstance(v.type, TensorType) and b for v, b in zip(init, batched[1 : 1 + ns])]
     while True:
         if until is not None and state_batched[until] and not all(state_batched):  # elements stop apart:
-            if not all(isinstance(t, TensorType) for t in body.input_types[1 : 1 + ns]):  # each state frozen per element
+            if not all(
+                isinstance(t, TensorType) for t in body.input_types[1 : 1 + ns]
+            ):  # each state frozen per element
                 return None
             state_batched = [True] * ns
-        new_init = [full_batch(v if b else pad(v, nb), shape, nb) if sb else v for v, b, sb in zip(init, batched[1 : 1 + ns], state_batched)]
+        new_init = [
+            full_batch(v if b else pad(v, nb), shape, nb) if sb else v
+            for v, b, sb in zip(init, batched[1 : 1 + ns], state_batched)
+        ]
         places, replace, outer_consts = [body.inputs[0]], {}, []
         for k, (p, v) in enumerate(zip(body.inputs[1 : 1 + ns], new_init)):
             if state_batched[k]:
@@ -422,26 +454,37 @@ def _batched_loop(op, inputs, batched, nb, shape, draws):
                 places.append(p_new)
             outer_consts.append(c)
         outs = vectorize_graph(list(body.outputs), replace, node_rule=rule) if replace or rule else list(body.outputs)
-        reached = [k for k, (o, b) in enumerate(zip(outs[:ns], body.outputs[:ns])) if o.type.ndim > b.type.ndim and not state_batched[k]]
+        reached = [
+            k
+            for k, (o, b) in enumerate(zip(outs[:ns], body.outputs[:ns]))
+            if o.type.ndim > b.type.ndim and not state_batched[k]
+        ]
         if not reached:
             break
         for k in reached:
             state_batched[k] = True
     for k in range(ns):
-        if state_batched[k] and outs[k].type.shape != places[1 + k].type.shape:  # unbatched, or broadcastable batch axes
+        if (
+            state_batched[k] and outs[k].type.shape != places[1 + k].type.shape
+        ):  # unbatched, or broadcastable batch axes
             o = outs[k] if outs[k].type.ndim > body.outputs[k].type.ndim else pad(outs[k], nb)
             outs[k] = broadcast_to(o, static_or_symbolic(places[1 + k]))
     extra_init = []
     if until is not None and state_batched[until]:  # one more state, "any element goes on", is the condition
         go = places[1 + until]
-        outs = [where(DimShuffle(nb, tuple(range(nb)) + ("x",) * (p.type.ndim - nb))(go), o, p) for o, p in zip(outs, places[1 : 1 + ns])]
+        outs = [
+            where(DimShuffle(nb, tuple(range(nb)) + ("x",) * (p.type.ndim - nb))(go), o, p)
+            for o, p in zip(outs, places[1 : 1 + ns])
+        ]
         outs.append(reduce_any(outs[until]))
         places.insert(1 + ns, tensor("any_goes", (), "bool"))
         extra_init.append(reduce_any(new_init[until]))
         new_op = Loop(InnerGraph(places + sizes, outs), ns + 1, name=op.name, traced=op.traced, until=ns)
     else:
         new_op = dataclasses.replace(op, body=InnerGraph(places + sizes, outs))
-    results = new_op.make_node(n, *new_init, *extra_init, *outer_consts, *[shape_entry_as_variable(b) for b in (draws or [])]).outputs
+    results = new_op.make_node(
+        n, *new_init, *extra_init, *outer_consts, *[shape_entry_as_variable(b) for b in (draws or [])]
+    ).outputs
     results = results[:ns] + results[ns + len(extra_init) :]
     traces = []
     for m, k in enumerate(new_op._traced()):

@@ -129,7 +129,9 @@ class _LinearSolve(_Stacked):
         """`solve(a, rhs)` over the stack (a vector `b` as a one-column matrix), NaNs where LAPACK refuses."""
         _check_square(self.function_name, a)
         if a.shape[-1] != b.shape[a.ndim - 2]:
-            raise ShapeError(f"{self.function_name}: a is {a.shape[-2]}x{a.shape[-1]} but b has {b.shape[a.ndim - 2]} rows")
+            raise ShapeError(
+                f"{self.function_name}: a is {a.shape[-2]}x{a.shape[-1]} but b has {b.shape[a.ndim - 2]} rows"
+            )
         x = _nan_on_failure(solve, a, b[..., None] if self.b_ndim == 1 else b)
         return [(x[..., 0] if self.b_ndim == 1 else x).astype(node.outputs[0].type.dtype, copy=False)]
 
@@ -336,7 +338,9 @@ class Eigh(_Stacked, Op):
         diff = sub(expand_dims(w, 0), expand_dims(w, 1))
         zero = np.zeros((), dtype=w.type.dtype)
         off = eq(_eye_like(v), zero)
-        f = where(off, true_div(np.ones((), dtype=w.type.dtype), where(off, diff, np.ones((), dtype=w.type.dtype))), zero)
+        f = where(
+            off, true_div(np.ones((), dtype=w.type.dtype), where(off, diff, np.ones((), dtype=w.type.dtype))), zero
+        )
         inner = f * matmul(_mT(v), gv) + _eye_like(v) * expand_dims(gw, 0)
         ga = matmul(matmul(v, inner), _mT(v))
         return [np.asarray(0.5, dtype=w.type.dtype) * (ga + _mT(ga))]

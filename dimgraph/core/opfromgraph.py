@@ -57,7 +57,9 @@ class OpFromGraph(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         if self.grad_graph is not None:
-            return [g if _is_float(v) else None for v, g in zip(inputs, self.grad_graph.apply([*inputs, *output_grads]))]
+            return [
+                g if _is_float(v) else None for v, g in zip(inputs, self.grad_graph.apply([*inputs, *output_grads]))
+            ]
         # NOTE: differentiate the inner graph on its own placeholders, then substitute the outer
         # values: one outer variable bound to two inputs (op(z, z)) must get each slot's own share.
         ins, outs = self.graph.inputs, self.graph.outputs

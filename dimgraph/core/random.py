@@ -89,7 +89,9 @@ def seed_sequence(seed, what="seed") -> np.random.SeedSequence:
     try:
         return np.random.SeedSequence(seed)
     except (TypeError, ValueError) as err:
-        raise type(err)(f"{what}: seed: expected a non-negative int, a sequence of them, a numpy SeedSequence or None, got {seed!r}") from None
+        raise type(err)(
+            f"{what}: seed: expected a non-negative int, a sequence of them, a numpy SeedSequence or None, got {seed!r}"
+        ) from None
 
 
 def seed_state(seed=None) -> np.ndarray:
@@ -172,7 +174,10 @@ class RandomDraw(Op):
         if len(rest) < self.nparams:
             raise TypeError(f"{self}: takes {self.nparams} parameters, got {len(rest)} inputs after the state")
         params = [as_tensor(p) for p in rest[: self.nparams]]
-        size = [as_tensor(constant(s, dtype="int64") if isinstance(s, (int, np.integer)) else s) for s in rest[self.nparams :]]
+        size = [
+            as_tensor(constant(s, dtype="int64") if isinstance(s, (int, np.integer)) else s)
+            for s in rest[self.nparams :]
+        ]
         for s in size:
             if s.type.ndim != 0 or np.dtype(s.type.dtype).kind not in "iu":
                 raise TypeError(f"{self}: size entries must be 0-d integers, got {s!r}")
@@ -186,7 +191,9 @@ class RandomDraw(Op):
                 s = to_static(s)
                 if ps is not None and ps != 1 and s is not None and ps != s:
                     raise ValueError(f"{self}: parameter {p!r} has size {ps} on axis {k}, the draws {s}")
-        return mark_draw(Apply(self, inputs, [RNGStateType(), TensorType(self.dtype, tuple(to_static(s) for s in shape))]))
+        return mark_draw(
+            Apply(self, inputs, [RNGStateType(), TensorType(self.dtype, tuple(to_static(s) for s in shape))])
+        )
 
     def infer_shape(self, inputs, input_shapes):
         size = inputs[1 + self.nparams :]

@@ -47,7 +47,9 @@ class CAReduce(Op):
         if self.scalar_op in ("maximum", "minimum"):
             for a in self.axis:
                 if x.type.shape[a] == 0:
-                    raise ValueError(f"{self}: cannot reduce the empty axis {a} of {x!r} (no identity for {self.scalar_op})")
+                    raise ValueError(
+                        f"{self}: cannot reduce the empty axis {a} of {x!r} (no identity for {self.scalar_op})"
+                    )
         dtype = REDUCERS[self.scalar_op](np.zeros((1,), dtype=x.type.dtype)).dtype.name
         return build(self, [x], [dtype])
 
@@ -75,7 +77,9 @@ class CAReduce(Op):
             is_zero = m.eq(x, 0)
             n_zero = sum(m.cast(is_zero, "int64"), self.axis, keepdims=True)
             safe = m.where(is_zero, 1, x)
-            others = m.where(m.eq(n_zero, 0), zk / safe, m.where(is_zero & m.eq(n_zero, 1), prod(safe, self.axis, keepdims=True), 0))
+            others = m.where(
+                m.eq(n_zero, 0), zk / safe, m.where(is_zero & m.eq(n_zero, 1), prod(safe, self.axis, keepdims=True), 0)
+            )
             out = g * others
         else:
             hit = m.eq(x, zk)

@@ -143,7 +143,9 @@ class Alloc(Op):
             elif s is None and g.type.shape[k] != 1:
                 entries = list(shape_of(g))
                 n_v = ShapeI(k)(value)
-                g = reduce_sum(reshape(g, entries[:k] + [n_v, entries[k] // maximum(n_v, 1)] + entries[k + 1 :]), axis=k + 1)
+                g = reduce_sum(
+                    reshape(g, entries[:k] + [n_v, entries[k] // maximum(n_v, 1)] + entries[k + 1 :]), axis=k + 1
+                )
         return [pin_shape(cast(g, value.type.dtype), value)] + none
 
 

@@ -69,7 +69,9 @@ def lgamma(x: float) -> float:
 
 def logit(p: float) -> float:
     """log(p / (1 - p)), the inverse of the logistic sigmoid (nan outside [0, 1])."""
-    return math.log(p / (1.0 - p)) if 0.0 < p < 1.0 else (-math.inf if p == 0.0 else (math.inf if p == 1.0 else math.nan))
+    return (
+        math.log(p / (1.0 - p)) if 0.0 < p < 1.0 else (-math.inf if p == 0.0 else (math.inf if p == 1.0 else math.nan))
+    )
 
 
 def log1mexp(x: float) -> float:
@@ -149,9 +151,26 @@ def gamma_inc(a: float, x: float, upper: bool) -> float:
         # Q for small a without 1 - P (P is near 1 there: Q(1e-300, 1e-300) came out negative), DLMF 8.7.3:
         # Q = -expm1(e) - exp(e) a sum_{n>=1} (-x)^n / (n! (a + n)),  e = a log x - lgamma(1 + a)
         if a < 0.01:  # lgamma(1 + a) = -euler a + sum_k (-1)^k zeta(k) a^k / k: 1 + a would round a off
-            lgamma1p = a * (-0.5772156649015329 + a * (0.8224670334241132 + a * (-0.40068563438653143 + a * (
-                0.27058080842778454 + a * (-0.207385551028674 + a * (0.16955717699740822 + a * (
-                    -0.14404989676884614 + a * 0.12550966952474304)))))))
+            lgamma1p = a * (
+                -0.5772156649015329
+                + a
+                * (
+                    0.8224670334241132
+                    + a
+                    * (
+                        -0.40068563438653143
+                        + a
+                        * (
+                            0.27058080842778454
+                            + a
+                            * (
+                                -0.207385551028674
+                                + a * (0.16955717699740822 + a * (-0.14404989676884614 + a * 0.12550966952474304))
+                            )
+                        )
+                    )
+                )
+            )
         else:
             lgamma1p = math.lgamma(1.0 + a)
         e = a * math.log(x) - lgamma1p
@@ -270,7 +289,9 @@ def beta_inc(a: float, b: float, x: float, upper: bool) -> float:
         for z, sign in ((a, -1.0), (b, -1.0), (s, 1.0)):
             iz = 1.0 / z
             iz2 = iz * iz
-            log_front += sign * iz * (1.0 / 12 - iz2 * (1.0 / 360 - iz2 * (1.0 / 1260 - iz2 * (1.0 / 1680 - iz2 / 1188))))
+            log_front += (
+                sign * iz * (1.0 / 12 - iz2 * (1.0 / 360 - iz2 * (1.0 / 1260 - iz2 * (1.0 / 1680 - iz2 / 1188))))
+            )
     else:
         lo, hi = (a, b) if a < b else (b, a)
         if hi >= 20.0:  # log B(a, b) with lgamma(hi) - lgamma(a + b) from Stirling's series, as betaln
@@ -309,6 +330,7 @@ def beta_inc(a: float, b: float, x: float, upper: bool) -> float:
             break
     tail = math.exp(log_front - math.log(a)) * h
     return 1.0 - tail if upper else tail
+
 
 def betainc(a: float, b: float, x: float) -> float:
     """The regularized incomplete beta function I_x(a, b)."""

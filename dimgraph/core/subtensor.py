@@ -377,9 +377,7 @@ def _pad_slice_gradient(index, x, g):
 def _check_value(op_name, target_shape, v):
     """`v` must broadcast to the selection (right-aligned, static size 1 stretches)."""
     if v.type.ndim > len(target_shape):
-        raise ValueError(
-            f"{op_name}: the value {v!r} has {v.type.ndim} axes but the selection has {len(target_shape)}"
-        )
+        raise ValueError(f"{op_name}: the value {v!r} has {v.type.ndim} axes but the selection has {len(target_shape)}")
     offset = len(target_shape) - v.type.ndim
     for k, s in enumerate(v.type.shape):
         t = to_static(target_shape[offset + k])
@@ -765,7 +763,6 @@ def _last_writes(index, x, idx, sel):
     ids = reshape(arange(0, product(sel_shape), 1, dtype="int64"), sel_shape)
     written = AdvancedIncSubtensor(index, "set")(zeros(shape_of(x), "int64"), ids, *idx)
     return eq(AdvancedSubtensor(index)(written, *idx), ids)
-
 
 
 def _update(sub, v, mode, fname):

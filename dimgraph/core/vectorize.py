@@ -134,7 +134,9 @@ def vectorize_graph(outputs, replace, node_rule=None):
 
 def _check_replacement(old, new):
     if old.type.dtype != new.type.dtype:
-        raise TypeError(f"vectorize_graph: the replacement for {old!r} has dtype {new.type.dtype}, expected {old.type.dtype}")
+        raise TypeError(
+            f"vectorize_graph: the replacement for {old!r} has dtype {new.type.dtype}, expected {old.type.dtype}"
+        )
     extra = new.type.ndim - old.type.ndim
     if extra < 0:
         raise ValueError(f"vectorize_graph: the replacement {new!r} for {old!r} has fewer axes than it")
@@ -198,7 +200,9 @@ def _gather_elemwise(op, node, inputs, batched, nb):
     n = op.scalar_op.nin
     if any(b for b, a in zip(batched[:n], op.gather_axes) if a is not None):  # batched positions
         return blockwise_fallback(op, node, inputs, batched, nb)
-    loop = [x if a is not None else (x if b else pad(x, nb)) for x, b, a in zip(inputs[:n], batched[:n], op.gather_axes)]
+    loop = [
+        x if a is not None else (x if b else pad(x, nb)) for x, b, a in zip(inputs[:n], batched[:n], op.gather_axes)
+    ]
     tables = _pad_all(inputs[n:], batched[n:], nb)
     axes = tuple(None if a is None else a + nb for a in op.gather_axes)
     return _out_list(GatherElemwise(op.scalar_op, axes, op.reducer, _shift(op.axis, nb))(*loop, *tables))
@@ -237,7 +241,9 @@ def _arange(op, node, inputs, batched, nb):
 def _reshape(op, node, inputs, batched, nb):
     x, *shape = inputs
     if any(batched[1:]):
-        raise NotBatchable(f"vectorize_graph: {op} cannot be batched over its target shape (it depends on the batched inputs)")
+        raise NotBatchable(
+            f"vectorize_graph: {op} cannot be batched over its target shape (it depends on the batched inputs)"
+        )
     return shape_ops.Reshape(op.ndim + nb)(x, *_entries(shape_of(x)[:nb]), *shape)
 
 
@@ -245,9 +251,13 @@ def _reshape(op, node, inputs, batched, nb):
 def _alloc(op, node, inputs, batched, nb):
     value, *shape = inputs
     if any(batched[1:]):
-        raise NotBatchable(f"vectorize_graph: {op} cannot be batched over its target shape (it depends on the batched inputs)")
+        raise NotBatchable(
+            f"vectorize_graph: {op} cannot be batched over its target shape (it depends on the batched inputs)"
+        )
     core_nd = value.type.ndim - nb
-    value = DimShuffle(value.type.ndim, tuple(range(nb)) + ("x",) * (len(shape) - core_nd) + tuple(range(nb, value.type.ndim)))(value)
+    value = DimShuffle(
+        value.type.ndim, tuple(range(nb)) + ("x",) * (len(shape) - core_nd) + tuple(range(nb, value.type.ndim))
+    )(value)
     return shape_ops.Alloc()(value, *_entries(shape_of(value)[:nb]), *shape)
 
 
@@ -295,7 +305,9 @@ def _one_matmul(a, b, a_batched, nb):
         out = linalg.MatMul()(reshape(a, (product(shape[: nb + 1]), shape[nb + 1])), b)
         return reshape(out, tuple(shape[: nb + 1]) + (shape_of(b)[1],))
     shape = shape_of(b)
-    cols = reshape(transpose(b, (nb,) + tuple(range(nb)) + (nb + 1,)), (shape[nb], product(shape[:nb] + (shape[nb + 1],))))
+    cols = reshape(
+        transpose(b, (nb,) + tuple(range(nb)) + (nb + 1,)), (shape[nb], product(shape[:nb] + (shape[nb + 1],)))
+    )
     out = reshape(linalg.MatMul()(a, cols), (shape_of(a)[0],) + tuple(shape[:nb]) + (shape[nb + 1],))
     return transpose(out, tuple(range(1, nb + 1)) + (0, nb + 1))
 
@@ -387,7 +399,9 @@ def _batched_index(op, node, x, idx, idx_batched, nb):
     originals = node.inputs[len(node.inputs) - n_idx :]
     arrays = [k for k, r in enumerate(roles) if r == "array"]
     if any(idx_batched[k] and np.dtype(originals[k].type.dtype).kind == "b" for k in arrays):
-        raise NotBatchable(f"vectorize_graph: {op} cannot be batched over a boolean mask: the number of positions it selects varies with the batch")
+        raise NotBatchable(
+            f"vectorize_graph: {op} cannot be batched over a boolean mask: the number of positions it selects varies with the batch"
+        )
     if (
         subtensor.NEWAXIS in index
         or any(np.dtype(originals[k].type.dtype).kind == "b" for k in arrays)
@@ -444,4 +458,3 @@ def _advanced_inc_subtensor(op, node, inputs, batched, nb):
         return blockwise_fallback(op, node, inputs, batched, nb)
     x, v = _inc_inputs(node, inputs, batched, nb)
     return subtensor.AdvancedIncSubtensor((subtensor.FULL_SLICE,) * nb + tuple(op.index), op.mode)(x, v, *inputs[2:])
-

@@ -113,7 +113,12 @@ def as_labeled(value, dims=None, dtype=None, name=None):
         given = as_dim_tuple(dims, "as_labeled")
         order = given + tuple(d for d in found if d not in given)
     data = value.transpose(*[d.name for d in order]).values
-    return constant(data, dims=order, dtype=dtype, name=name if name is not None else value.name if isinstance(value.name, str) else None)
+    return constant(
+        data,
+        dims=order,
+        dtype=dtype,
+        name=name if name is not None else value.name if isinstance(value.name, str) else None,
+    )
 
 
 def from_positional(t, dims):
@@ -128,4 +133,3 @@ def from_positional(t, dims):
     if not isinstance(t, Variable):
         t = positional_constant(t)
     return FromPositional(as_dim_tuple(dims, "from_positional"))(t)
-

@@ -62,12 +62,19 @@ class LabeledBlockwise(LabeledOp):
                     batch.append(d)
                 elif prev != d:
                     raise clash(what, d.name, prev, "another input", d, x.name or f"input {k}")
-        clashing = [d.name for d in batch if d.name in core_of or any(d.name == c.name for out in self.core_dims_out for c in out)]
+        clashing = [
+            d.name
+            for d in batch
+            if d.name in core_of or any(d.name == c.name for out in self.core_dims_out for c in out)
+        ]
         if clashing:
             raise DimError(f"{what}: the batch dims {clashing} are also core dims of another input or of the result")
         # the core op tells the dtypes (and checks the core sizes it knows)
 
-        dummies = [TensorType(x.type.dtype, tuple(core_of[c.name].size for c in core)).make_variable() for x, core in zip(inputs, self.core_dims_in)]
+        dummies = [
+            TensorType(x.type.dtype, tuple(core_of[c.name].size for c in core)).make_variable()
+            for x, core in zip(inputs, self.core_dims_in)
+        ]
         core_node = Blockwise(self.core_op, self.signature).core_node(dummies)
         out_types = []
         for o, core in zip(core_node.outputs, self.core_dims_out):
@@ -81,6 +88,8 @@ class LabeledBlockwise(LabeledOp):
 
 def apply_blockwise(core_op, signature, inputs, core_dims_in, core_dims_out, name=""):
     """The outputs (one variable or a tuple) of `LabeledBlockwise` on labeled `inputs`."""
-    op = LabeledBlockwise(core_op, signature, tuple(tuple(c) for c in core_dims_in), tuple(tuple(c) for c in core_dims_out), name)
+    op = LabeledBlockwise(
+        core_op, signature, tuple(tuple(c) for c in core_dims_in), tuple(tuple(c) for c in core_dims_out), name
+    )
     node = op.make_node(*inputs)
     return node.outputs[0] if len(node.outputs) == 1 else tuple(node.outputs)

@@ -77,7 +77,9 @@ def _concat_dim(pieces, name, given):
     sizes = [1 if d is None else d.size for d in found]
     if None not in sizes:
         return Dim(name, size=sum(sizes))
-    parts = ", ".join("1" if d is None else (d.origin or d.name) + ("?" if d.size is None else f":{d.size}") for d in found)
+    parts = ", ".join(
+        "1" if d is None else (d.origin or d.name) + ("?" if d.size is None else f":{d.size}") for d in found
+    )
     return Dim(name, origin=f"concat({parts})")
 
 
@@ -192,7 +194,9 @@ class Dot(LabeledOp):
             if d not in every:
                 raise DimError(f"dot: no operand has the dim {d!r}; their dims are {fmt_dims(every)}")
         out = tuple(d for d in every if d not in self.dims)
-        dtype = np.einsum(*[a for x in operands for a in (np.zeros((1,) * x.type.ndim, x.type.dtype), list(range(x.type.ndim)))]).dtype.name
+        dtype = np.einsum(
+            *[a for x in operands for a in (np.zeros((1,) * x.type.ndim, x.type.dtype), list(range(x.type.ndim)))]
+        ).dtype.name
         return Apply(self, list(operands), [LabeledType(dtype, out)])
 
     def __str__(self):
@@ -218,7 +222,6 @@ def dot(*arrays, dim=None):
         arrays = tuple(arrays[0])
 
     if len(arrays) == 2 and dim is None and not any_labeled(arrays):  # positional operands: NumPy's dot
-
         return core_dot(*arrays)
     xs = _operands(arrays, "dot")
     if not xs:
@@ -278,7 +281,6 @@ def _reindex(x, d, target, fill_value):
     found = np.asarray(d.coords.get_indexer(target.coords), dtype=np.int64)
     missing = found < 0
     if d.size == 0 and missing.any():  # nothing to gather from: every value is the fill
-
         dtype = np.result_type(x.type.dtype, fill_value)
         rest = full_like(x.sum(d) if x.type.dtype != "bool" else x.any(d), fill_value, dtype)
         return broadcast_to_dims(rest, tuple(target if o == d else o for o in x.type.dims))

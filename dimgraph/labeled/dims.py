@@ -75,7 +75,9 @@ class Dim:
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"Dim: the name must be a non-empty str, got {self.name!r}")
         if self.origin is not None and not isinstance(self.origin, str):
-            raise TypeError(f"Dim {self.name!r}: origin must be None or the name of the dim it was renamed from, got {self.origin!r}")
+            raise TypeError(
+                f"Dim {self.name!r}: origin must be None or the name of the dim it was renamed from, got {self.origin!r}"
+            )
         coords = self.coords
         if coords is not None:
             if not isinstance(coords, pd.Index):
@@ -94,8 +96,14 @@ class Dim:
             object.__setattr__(self, "coords", coords)
             object.__setattr__(self, "size", len(coords))
         elif self.size is not None:
-            if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) or not 0 <= self.size < MAX_SIZE:
-                raise DimError(f"Dim {self.name!r}: size must be a non-negative int below 2**63 (an int64 length) or None, got {self.size!r}")
+            if (
+                isinstance(self.size, bool)
+                or not isinstance(self.size, (int, np.integer))
+                or not 0 <= self.size < MAX_SIZE
+            ):
+                raise DimError(
+                    f"Dim {self.name!r}: size must be a non-negative int below 2**63 (an int64 length) or None, got {self.size!r}"
+                )
             object.__setattr__(self, "size", int(self.size))
         try:
             object.__setattr__(self, "_digest", _coords_digest(self.coords))
@@ -191,7 +199,9 @@ class ProductDim(Dim):
         object.__setattr__(self, "dims", dims)
         size = math.prod(sizes) if None not in sizes else None
         if size is not None and size >= MAX_SIZE:
-            raise DimError(f"ProductDim {name!r}: its size {size} (the product of its dims' sizes {sizes}) is not an int64 length")
+            raise DimError(
+                f"ProductDim {name!r}: its size {size} (the product of its dims' sizes {sizes}) is not an int64 length"
+            )
         object.__setattr__(self, "size", size)
         object.__setattr__(self, "origin", None)
         digest = hashlib.blake2b(b"product", digest_size=16)

@@ -262,7 +262,9 @@ def selected_dim(dim: Dim, pos: np.ndarray, what) -> Dim:
     that the input DataArray's coords give the selected positions (as xarray).
     """
     if dim.coords is None and dim.size is None:
-        shown = ", ".join(map(str, pos[:6].tolist())) + (f", ... #{hashlib.blake2b(pos.tobytes(), digest_size=6).hexdigest()}" if len(pos) > 6 else "")
+        shown = ", ".join(map(str, pos[:6].tolist())) + (
+            f", ... #{hashlib.blake2b(pos.tobytes(), digest_size=6).hexdigest()}" if len(pos) > 6 else ""
+        )
         taken = pos.copy()
         return derived_dim(dim, f"isel({dim.origin or dim.name}, [{shown}])", lambda index: index[taken])
     if dim.coords is None:
@@ -413,7 +415,9 @@ def _named_indexer(dim, value, what):
     positional = data if isinstance(data, Variable) else None
     shape = positional.type.shape if positional is not None else np.shape(data)
     if len(shape) != len(names):
-        raise IndexError(f"{what}: the tuple indexer of dim {dim.name!r} names {len(names)} dims for positions with {len(shape)} axes")
+        raise IndexError(
+            f"{what}: the tuple indexer of dim {dim.name!r} names {len(names)} dims for positions with {len(shape)} axes"
+        )
     dims = tuple(n if isinstance(n, Dim) else Dim(n, size=size) for n, size in zip(names, shape))
     if positional is not None:
         return from_positional(positional, dims)
@@ -445,7 +449,9 @@ def _slice_entry(dim, value, what):
     shown = ":".join("" if p is None else p.name or "?" if isinstance(p, Variable) else str(p) for p in parts)
     # one variable (as the user gave it) as a bound makes one dim: x[:n] and x.isel(t=slice(None, n)) agree
     given = (value.start, value.stop, value.step)
-    tag = hashlib.blake2b(repr([id(g) if isinstance(p, Variable) else p for p, g in zip(parts, given)]).encode(), digest_size=6).hexdigest()
+    tag = hashlib.blake2b(
+        repr([id(g) if isinstance(p, Variable) else p for p, g in zip(parts, given)]).encode(), digest_size=6
+    ).hexdigest()
     new = Dim(dim.name, origin=f"isel({dim.origin or dim.name}, {shown.rstrip(':')} #{tag})")
     entry = ("slice", *[SYMBOLIC if isinstance(p, Variable) else p for p in parts], new)
     return entry, symbolic
@@ -528,7 +534,12 @@ def _isel(x, keys, by_label=(), drop=False):
             e, v = ("slice", None, None, None, d), []
         entries.append(e)
         values.append(v)
-    indexer_dims = {nd.name: nd for e, v in zip(entries, values) if e[0] == "index" and not _is_mask_positions(v[0]) for nd in v[0].type.dims}
+    indexer_dims = {
+        nd.name: nd
+        for e, v in zip(entries, values)
+        if e[0] == "index" and not _is_mask_positions(v[0])
+        for nd in v[0].type.dims
+    }
     values = [[adopt_mask_dim(i, indexer_dims) for i in v] for v in values]
     indexed_names = {nd.name for e, v in zip(entries, values) if e[0] == "index" for nd in v[0].type.dims}
     for k, (d, e) in enumerate(zip(x.type.dims, entries)):
@@ -553,7 +564,9 @@ def _sel_value(dim, value, what, method=None, tolerance=None):
             f"{what}: labels for dim {dim.name!r} must be known when the graph is built (constants); "
             f"got the symbolic {value!r}; index by position with isel instead"
         )
-    if not isinstance(value, (slice, tuple)) and not (isinstance(value, list) and value and isinstance(value[0], tuple)):
+    if not isinstance(value, (slice, tuple)) and not (
+        isinstance(value, list) and value and isinstance(value[0], tuple)
+    ):
         arr = np.asarray(value)
         if arr.dtype.kind == "b" and arr.ndim == 1:
             return arr
@@ -596,7 +609,9 @@ def sel(x, indexers=None, method=None, tolerance=None, drop=False, **kwargs):
             x, indexers, kwargs = select_levels(x, levels), plain, {}
     keys = {d: _sel_value(d, v, "sel", method, tolerance) for d, v in _key_dict(x, indexers, kwargs, "sel").items()}
     # NOTE: a ProductDim always has labels; asking for its coords would build its MultiIndex
-    by_label = [d.name for d, v in keys.items() if not isinstance(d, ProductDim) and d.coords is None and not _is_mask(v)]
+    by_label = [
+        d.name for d, v in keys.items() if not isinstance(d, ProductDim) and d.coords is None and not _is_mask(v)
+    ]
     return _isel(x, keys, by_label, drop)
 
 
@@ -615,7 +630,9 @@ def _positional_keys(x, key, what):
         raise IndexError(f"{what}: an index can only have a single ellipsis ('...')")
     n = sum(k is not Ellipsis for k in items)
     if n > x.type.ndim:
-        raise IndexError(f"{what}: too many indices: {x!r} has {x.type.ndim} dims {fmt_dims(x.type.dims)}, {n} were given")
+        raise IndexError(
+            f"{what}: too many indices: {x!r} has {x.type.ndim} dims {fmt_dims(x.type.dims)}, {n} were given"
+        )
     if any(k is Ellipsis for k in items):
         at = next(j for j, k in enumerate(items) if k is Ellipsis)
         items = items[:at] + (slice(None),) * (x.type.ndim - n) + items[at + 1 :]
@@ -713,4 +730,14 @@ def inc_selection(sub, value):
     return update(sub, value, "inc")
 
 
-__all__ = ["Isel", "IselUpdate", "MaskPositions", "isel", "sel", "getitem", "LocIndexer", "set_selection", "inc_selection"]
+__all__ = [
+    "Isel",
+    "IselUpdate",
+    "MaskPositions",
+    "isel",
+    "sel",
+    "getitem",
+    "LocIndexer",
+    "set_selection",
+    "inc_selection",
+]

@@ -144,7 +144,9 @@ def _inexact_positions(dim, key, method, tolerance):
 
 def _labels_hint(dim):
     if dim.coords is None:
-        return f" (it has no coords, so its labels are the positions 0..{dim.size - 1}, or -{dim.size}..-1 from the end)"
+        return (
+            f" (it has no coords, so its labels are the positions 0..{dim.size - 1}, or -{dim.size}..-1 from the end)"
+        )
     return f"; its labels are {_shown(dim.coords.tolist())}"
 
 
@@ -184,5 +186,7 @@ def _positions_without_coords(dim: Dim, key):
         bad = arr[(arr < -dim.size) | (arr >= dim.size)]
         if bad.size:
             shown = repr(int(arr)) if arr.ndim == 0 else "s " + _shown(sorted(set(bad.tolist())))
-            raise LabelNotFound(f"sel: dim {dim.name!r} has no label{shown if arr.ndim else ' ' + shown}{_labels_hint(dim)}")
+            raise LabelNotFound(
+                f"sel: dim {dim.name!r} has no label{shown if arr.ndim else ' ' + shown}{_labels_hint(dim)}"
+            )
     return int(arr) if arr.ndim == 0 else arr.astype(np.int64)

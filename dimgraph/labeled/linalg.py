@@ -46,12 +46,16 @@ def _core_dims(what, x, dims):
     label = x.name or "the variable"
     if refs is None or len(refs) != 2:
         got = "nothing" if refs is None else f"{len(refs)} dim(s) {[getattr(r, 'name', r) for r in refs]}"
-        raise DimError(f"{what}: give dims=(row, col), the two dims of the matrix, got {got}; {label} has {fmt_dims(x.type.dims)}")
+        raise DimError(
+            f"{what}: give dims=(row, col), the two dims of the matrix, got {got}; {label} has {fmt_dims(x.type.dims)}"
+        )
     if len({getattr(r, "name", r) for r in refs}) == 1:
         raise DimError(f"{what}: the row and col dims must differ, got {getattr(refs[0], 'name', refs[0])!r} twice")
     out = resolve_dims(x.type.dims, refs, what, label)
     if out[0].size is not None and out[1].size is not None and out[0].size != out[1].size:
-        raise DimError(f"{what}: the matrix must be square, but dim {out[0].name!r} has size {out[0].size} and {out[1].name!r} {out[1].size}")
+        raise DimError(
+            f"{what}: the matrix must be square, but dim {out[0].name!r} has size {out[0].size} and {out[1].name!r} {out[1].size}"
+        )
     return out
 
 
@@ -118,7 +122,9 @@ def _solve_like(what, op_of, a, b, dims, trans=False):
     row, col = _core_dims(what, a, dims)
     b_dim, x_dim = (col, row) if trans else (row, col)
     if not any(d.name == b_dim.name for d in b.type.dims):
-        raise DimError(f"{what}: b must have the dim {b_dim.name!r} (the matrix's {'col' if trans else 'row'} dim); b has {fmt_dims(b.type.dims)}")
+        raise DimError(
+            f"{what}: b must have the dim {b_dim.name!r} (the matrix's {'col' if trans else 'row'} dim); b has {fmt_dims(b.type.dims)}"
+        )
     if any(d.name == x_dim.name for d in b.type.dims):
         raise DimError(f"{what}: b has the dim {x_dim.name!r}, which the result is indexed by; rename it first")
     op = op_of(1)
@@ -166,9 +172,13 @@ def _einstats_solve(a, b, dims):
     have = {d.name for d in b.type.dims}
     b_name = names[0] if len(names) == 3 and names[0] in have else names[1]
     if b_name not in have:
-        raise DimError(f"solve: b must have the dim {names[1]!r} or {names[0]!r} (dims={names}); b has {fmt_dims(b.type.dims)}")
+        raise DimError(
+            f"solve: b must have the dim {names[1]!r} or {names[0]!r} (dims={names}); b has {fmt_dims(b.type.dims)}"
+        )
     if len(names) == 3 and names[2] not in have:
-        raise DimError(f"solve: b must have the dim {names[2]!r} (its columns, dims={names}); b has {fmt_dims(b.type.dims)}")
+        raise DimError(
+            f"solve: b must have the dim {names[2]!r} (its columns, dims={names}); b has {fmt_dims(b.type.dims)}"
+        )
     row, col = _core_dims("solve", a, names[:2])
     if b_name != row.name:  # b on col: read as the rows, and x (on col) labeled by the other dim, row
         b = b.rename({b_name: row})

@@ -45,7 +45,6 @@ def as_operand(x, what="operand"):
     raise TypeError(f"{what}: an array with shape {arr.shape} has no dims; use dg.constant(value, dims=...)")
 
 
-
 # NumPy 2 computes these exactly for a Python int outside the other operand's integer dtype
 # (`int8_x > 300`, `uint8_x / -1`); other ops raise OverflowError there, as NumPy does.
 _EXACT_FOR_ANY_INT = {"eq", "neq", "lt", "le", "gt", "ge", "true_div"}
@@ -58,7 +57,9 @@ def _weak_scalar(a, strong, what):
         return constant(np.asarray(a, dtype=dtype))
     except OverflowError:
         if what not in _EXACT_FOR_ANY_INT:
-            raise OverflowError(f"{what}: the Python integer {a} is out of bounds for {dtype} (NumPy 2, NEP 50)") from None
+            raise OverflowError(
+                f"{what}: the Python integer {a} is out of bounds for {dtype} (NumPy 2, NEP 50)"
+            ) from None
         return constant(np.asarray(a))
 
 
@@ -73,7 +74,6 @@ def elemwise(name, *args):
     """Scalar op `name` over labeled operands, broadcast by dim name."""
     op = name if isinstance(name, ScalarOp) else ScalarOp(name)
     return LabeledElemwise(op)(*operands(args, str(op)))
-
 
 
 def any_labeled(args) -> bool:
@@ -95,7 +95,9 @@ def _dispatching(spec, public):
     fn.__module__ = __name__
     fn.__signature__ = signature
     what = f"`{spec.name}`" + (f" ({spec.doc})" if spec.doc else "")
-    fn.__doc__ = f"Elementwise {what}: on labeled variables broadcast by dim name (xarray), on positional ones by NumPy's rules."
+    fn.__doc__ = (
+        f"Elementwise {what}: on labeled variables broadcast by dim name (xarray), on positional ones by NumPy's rules."
+    )
     return fn
 
 
@@ -149,7 +151,9 @@ def round(x, decimals=0):
         if decimals > 0:
             return x
         scale = 10 ** (-decimals)
-        return astype(elemwise("mul", elemwise("round", elemwise("true_div", x, float(scale))), float(scale)), x.type.dtype)
+        return astype(
+            elemwise("mul", elemwise("round", elemwise("true_div", x, float(scale))), float(scale)), x.type.dtype
+        )
     scale = 10.0**decimals
     return elemwise("true_div", elemwise("round", elemwise("mul", x, scale)), scale)
 

@@ -30,7 +30,9 @@ def _check_labeled(what, x):
     if not is_labeled(x):
         raise TypeError(f"{what}: expected a labeled variable, got {x!r}")
     if x.type.dtype == "object":
-        raise TypeError(f"{what}: {x!r} is an array of labels; labels are keys for sel/.loc, not values to compute with")
+        raise TypeError(
+            f"{what}: {x!r} is an array of labels; labels are keys for sel/.loc, not values to compute with"
+        )
     return x
 
 
@@ -89,7 +91,9 @@ def _check_dims_in(what, x, dims):
     have = {d.name: d for d in x.type.dims}
     for d in dims:
         if d.name not in have:
-            raise DimError(f"{what}: {x.name or 'the variable'} has no dim {d.name!r}; its dims are {fmt_dims(x.type.dims)}")
+            raise DimError(
+                f"{what}: {x.name or 'the variable'} has no dim {d.name!r}; its dims are {fmt_dims(x.type.dims)}"
+            )
         if have[d.name] != d:
             raise clash(what, d.name, d, "the argument", have[d.name], x.name or "the variable")
 
@@ -116,7 +120,9 @@ class LabeledReduce(LabeledOp):
         if self.kind in ("max", "min", "argmax", "argmin"):
             for d in self.dims:
                 if d.size == 0:
-                    raise DimError(f"{self.kind}: cannot reduce the empty dim {d.name!r} of {x.name or 'the variable'} (no identity)")
+                    raise DimError(
+                        f"{self.kind}: cannot reduce the empty dim {d.name!r} of {x.name or 'the variable'} (no identity)"
+                    )
         out_dims = tuple(d for d in x.type.dims if d not in self.dims)
         return Apply(self, [x], [LabeledType(REDUCE_DTYPES[self.kind](x.type.dtype), out_dims)])
 
@@ -177,7 +183,11 @@ class LabeledDiff(LabeledOp):
             raise ValueError(f"diff: order n must be non-negative, got {self.n}")
         if self.label not in ("upper", "lower"):
             raise ValueError(f"diff: label must be 'upper' or 'lower', got {self.label!r}")
-        dtype = x.type.dtype if x.type.dtype == "bool" or self.n == 0 else ScalarOp("sub").output_dtypes([x.type.dtype] * 2)[0]
+        dtype = (
+            x.type.dtype
+            if x.type.dtype == "bool" or self.n == 0
+            else ScalarOp("sub").output_dtypes([x.type.dtype] * 2)[0]
+        )
         new = diff_dim(self.dim, self.n, self.label)
         dims = tuple(new if d == self.dim else d for d in x.type.dims)
         return Apply(self, [x], [LabeledType(dtype, dims)])
@@ -232,7 +242,9 @@ class ExpandDims(LabeledOp):
         _check_labeled(str(self), x)
         for d in self.new:
             if d.name in x.type.names:
-                raise DimError(f"expand_dims: {x.name or 'the variable'} already has a dim named {d.name!r} {fmt_dims(x.type.dims)}")
+                raise DimError(
+                    f"expand_dims: {x.name or 'the variable'} already has a dim named {d.name!r} {fmt_dims(x.type.dims)}"
+                )
         return Apply(self, [x], [LabeledType(x.type.dtype, self.new + x.type.dims)])
 
     def __str__(self):
@@ -278,7 +290,9 @@ class BroadcastTo(LabeledOp):
                 raise clash("broadcast", d.name, d, x.name or "the variable", target[d.name], "the target")
         missing = [d.name for d in x.type.dims if d not in self.dims]
         if missing:
-            raise DimError(f"broadcast: the target dims {fmt_dims(self.dims)} lack {missing} of {x.name or 'the variable'}")
+            raise DimError(
+                f"broadcast: the target dims {fmt_dims(self.dims)} lack {missing} of {x.name or 'the variable'}"
+            )
         return Apply(self, [x, *like], [LabeledType(x.type.dtype, self.dims)])
 
     def __str__(self):
@@ -322,10 +336,14 @@ class FromPositional(LabeledOp):
     def make_node(self, t):
         t = as_tensor(t)
         if t.type.ndim != len(self.dims):
-            raise DimError(f"from_positional: {t!r} has {t.type.ndim} axes but {len(self.dims)} dims were given {fmt_dims(self.dims)}")
+            raise DimError(
+                f"from_positional: {t!r} has {t.type.ndim} axes but {len(self.dims)} dims were given {fmt_dims(self.dims)}"
+            )
         for ax, (s, d) in enumerate(zip(t.type.shape, self.dims)):
             if s is not None and d.size is not None and s != d.size:
-                raise DimError(f"from_positional: axis {ax} of {t!r} has size {s}, but dim {d.name!r} has size {d.size}")
+                raise DimError(
+                    f"from_positional: axis {ax} of {t!r} has size {s}, but dim {d.name!r} has size {d.size}"
+                )
         return Apply(self, [t], [LabeledType(t.type.dtype, self.dims)])
 
     def __str__(self):

@@ -80,7 +80,9 @@ def labeled_params(params, what):
     values = list(params.values()) if isinstance(params, dict) else list(params)
     for name, v in zip(names, values):
         if not (isinstance(v, Variable) or is_dataarray(v)) and not _numbers(v):
-            raise TypeError(f"{what}: {name} must be numbers (a number, an array, a DataArray or a variable), got {v!r}")
+            raise TypeError(
+                f"{what}: {name} must be numbers (a number, an array, a DataArray or a variable), got {v!r}"
+            )
     for name, v in zip(names, values):
         if not (isinstance(v, Variable) or is_dataarray(v)) and np.ndim(v) > 0:  # which dim is which is not known
             raise TypeError(

@@ -150,7 +150,9 @@ def full_like(x, fill_value, dtype=None):
         return broadcast_to_dims(astype(value, dtype) if value.type.dtype != dtype else value, x.type.dims, like=(x,))
     value = np.asarray(fill_value.data if isinstance(fill_value, Constant) else fill_value, dtype=dtype)
     if value.ndim:
-        raise ValueError(f"full_like: fill_value must be a scalar or a symbolic variable, got an array of shape {value.shape}")
+        raise ValueError(
+            f"full_like: fill_value must be a scalar or a symbolic variable, got an array of shape {value.shape}"
+        )
     return FullLike(value.item(), dtype)(x)
 
 
@@ -172,18 +174,26 @@ def arange(dim, *args, **kwargs):
     [0, 1, 2]
     """
     if isinstance(dim, str):
-        raise TypeError(f"arange: the dim must be a Dim object, got the string {dim!r}; declare it first, e.g. {dim} = dg.Dim({dim!r}, size=...)")
+        raise TypeError(
+            f"arange: the dim must be a Dim object, got the string {dim!r}; declare it first, e.g. {dim} = dg.Dim({dim!r}, size=...)"
+        )
     if not isinstance(dim, Dim):
         return core_arange(dim, *args, **kwargs)
     if args or kwargs:
-        raise TypeError(f"arange: with a Dim ({dim.name!r}) it takes no other arguments; got args={args!r}, kwargs={kwargs!r}")
+        raise TypeError(
+            f"arange: with a Dim ({dim.name!r}) it takes no other arguments; got args={args!r}, kwargs={kwargs!r}"
+        )
     return Arange(dim)()
 
 
 def to_positional(x, dims_order=None):
     """`x` as a positional tensor with axes in `dims_order` (default: its dims' order)."""
     x = as_operand(x, "to_positional")
-    order = x.type.dims if dims_order is None else resolve_dims(x.type.dims, dims_order, "to_positional", x.name or "the variable")
+    order = (
+        x.type.dims
+        if dims_order is None
+        else resolve_dims(x.type.dims, dims_order, "to_positional", x.name or "the variable")
+    )
     if len(order) != x.type.ndim:
         raise DimError(f"to_positional: dims_order must name every dim of {fmt_dims(x.type.dims)}")
     return ToPositional(order)(x)

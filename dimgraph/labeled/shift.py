@@ -28,6 +28,7 @@ from dimgraph.labeled.dims import Dim, derived_dim, resolve_dims
 from dimgraph.labeled.math import as_operand, astype, where
 from dimgraph.labeled.shape import arange
 
+
 def _shifts(x, shifts, kwargs, what):
     """[(Dim, int)] from `{dim: k}` or keywords (not both), as xarray's `shifts`/`**shifts_kwargs`."""
     if shifts is not None and kwargs:

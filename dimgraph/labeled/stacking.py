@@ -50,7 +50,9 @@ class Stack(LabeledOp):
         if any(d.name == self.dim.name for d in others):
             raise DimError(f"stack: {_var(x)} already has a dim named {self.dim.name!r} {fmt_dims(x.type.dims)}")
         if any(d.name == self.dim.name for d in self.dim.dims):
-            raise DimError(f"stack: the new dim {self.dim.name!r} cannot have the name of one of its components (a level)")
+            raise DimError(
+                f"stack: the new dim {self.dim.name!r} cannot have the name of one of its components (a level)"
+            )
         return Apply(self, [x], [LabeledType(x.type.dtype, others + (self.dim,))])
 
     def __str__(self):
@@ -180,11 +182,15 @@ def _unstack_multiindex(x, d):
     """
     index = d.coords.remove_unused_levels()
     if any(n is None for n in index.names):
-        raise DimError(f"unstack: the MultiIndex of dim {d.name!r} has unnamed levels {list(index.names)}; name them first")
+        raise DimError(
+            f"unstack: the MultiIndex of dim {d.name!r} has unnamed levels {list(index.names)}; name them first"
+        )
     full = ProductDim(d.name, tuple(Dim(str(n), coords=level) for n, level in zip(index.names, index.levels)))
     at = np.full(full.size, -1, dtype=np.int64)
     if len(index):
-        at[np.ravel_multi_index(tuple(np.asarray(c) for c in index.codes), tuple(c.size for c in full.dims))] = np.arange(len(index))
+        at[np.ravel_multi_index(tuple(np.asarray(c) for c in index.codes), tuple(c.size for c in full.dims))] = (
+            np.arange(len(index))
+        )
     missing = at < 0
     y = isel(x, {d: constant(np.where(missing, 0, at), dims=(full,))})
     if missing.any():
@@ -340,7 +346,9 @@ def tuple_positions(dim: Dim, key):
             raise LabelNotFound(f"sel: dim {dim.name!r} has no labels {missing[:5]}")
         return int(found[0]) if scalar else found.astype(np.int64)
     if dim.size is None:
-        raise DimError(f"sel: dim {dim.name!r} has a component of unknown size, so its tuple labels have no positions yet")
+        raise DimError(
+            f"sel: dim {dim.name!r} has a component of unknown size, so its tuple labels have no positions yet"
+        )
     per = []
     for c, labels in zip(dim.dims, zip(*tuples)):
         try:
@@ -370,4 +378,14 @@ def product_from_multiindex(name, index):
     return product if product.coords.equals(index) else None
 
 
-__all__ = ["Stack", "Unstack", "stack", "unstack", "ravel", "split_level_keys", "select_levels", "tuple_positions", "product_from_multiindex"]
+__all__ = [
+    "Stack",
+    "Unstack",
+    "stack",
+    "unstack",
+    "ravel",
+    "split_level_keys",
+    "select_levels",
+    "tuple_positions",
+    "product_from_multiindex",
+]

@@ -141,7 +141,9 @@ class LabeledOperators:
         """
         if other is None:
             kind, size = self.dtype.kind, self.dtype.itemsize
-            fill_dtype = self.dtype if kind in "fc" else np.dtype("float32" if kind in "iu" and size <= 2 else "float64")
+            fill_dtype = (
+                self.dtype if kind in "fc" else np.dtype("float32" if kind in "iu" and size <= 2 else "float64")
+            )
             other = np.asarray(np.nan, dtype=fill_dtype)
         out = lmath.where(cond, self, other)
         order = unify_dims("where", [v for v in lmath.operands([self, cond, other], "where")])

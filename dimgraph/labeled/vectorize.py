@@ -21,7 +21,16 @@ from dimgraph.core.graph import Variable, ancestors, rebuild_node
 from dimgraph.core.vectorize import vectorize_graph as positional_vectorize_graph
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import clash, dim_refs, fmt_dims
-from dimgraph.labeled.ops import Arange, BroadcastTo, FromPositional, LabeledOp, Relabel, ToPositional, Transpose, is_labeled
+from dimgraph.labeled.ops import (
+    Arange,
+    BroadcastTo,
+    FromPositional,
+    LabeledOp,
+    Relabel,
+    ToPositional,
+    Transpose,
+    is_labeled,
+)
 from dimgraph.labeled.twins import twin_of
 from dimgraph.core.elemwise import DimShuffle
 from dimgraph.labeled.basic import as_labeled, is_dataarray
@@ -38,7 +47,9 @@ def _batch_dims(replace):
         if not is_labeled(new):
             raise TypeError(f"vectorize_graph: the replacement for the labeled {old!r} must be labeled, got {new!r}")
         if old.type.dtype != new.type.dtype:
-            raise TypeError(f"vectorize_graph: the replacement for {old!r} has dtype {new.type.dtype}, expected {old.type.dtype}")
+            raise TypeError(
+                f"vectorize_graph: the replacement for {old!r} has dtype {new.type.dtype}, expected {old.type.dtype}"
+            )
         have = {d.name: d for d in new.type.dims}
         for d in old.type.dims:
             if d.name not in have:
@@ -223,7 +234,9 @@ def _batched_entries(node, x, index_inputs, batch):
     op = node.op
     old = node.inputs[0].type.dims
     skip = 1 if isinstance(op, Isel) else 2
-    per_dim = dict(zip(old, zip(op.entries, entry_inputs(op.entries, index_inputs), entry_inputs(op.entries, node.inputs[skip:]))))
+    per_dim = dict(
+        zip(old, zip(op.entries, entry_inputs(op.entries, index_inputs), entry_inputs(op.entries, node.inputs[skip:])))
+    )
     for d, (entry, new_parts, old_parts) in per_dim.items():
         varying = _union(_gained(p, o, batch) for p, o in zip(new_parts, old_parts)) if entry[0] == "slice" else ()
         if varying:
@@ -291,12 +304,16 @@ def vectorize(fn, core_dims_in, core_dims_out):
             have = {d.name: d for d in x.type.dims}
             missing = [c for c in core if c not in have]
             if missing:
-                raise DimError(f"vectorize: input {k} ({x.name or 'unnamed'}) has no core dims {missing}; its dims are {fmt_dims(x.type.dims)}")
+                raise DimError(
+                    f"vectorize: input {k} ({x.name or 'unnamed'}) has no core dims {missing}; its dims are {fmt_dims(x.type.dims)}"
+                )
             stand_ins.append(LabeledType(x.type.dtype, tuple(have[c] for c in core)).make_variable(name=x.name))
             batch += [d for d in x.type.dims if d.name not in core and d not in batch]
         clashing = sorted({d.name for d in batch} & {c for dims in core_in + core_out for c in dims})
         if clashing:
-            raise DimError(f"vectorize: the dims {clashing} are batch dims of one input and core dims of another input or output")
+            raise DimError(
+                f"vectorize: the dims {clashing} are batch dims of one input and core dims of another input or output"
+            )
         res = fn(*stand_ins)
         single = not isinstance(res, (tuple, list))
         res = [res] if single else list(res)
@@ -305,7 +322,9 @@ def vectorize(fn, core_dims_in, core_dims_out):
         for k, (r, core) in enumerate(zip(res, core_out)):
             if not is_labeled(r) or sorted(d.name for d in r.type.dims) != sorted(core):
                 dims = fmt_dims(r.type.dims) if is_labeled(r) else repr(r)
-                raise DimError(f"vectorize: output {k} of the function has dims {dims}, but core_dims_out[{k}] is {core}")
+                raise DimError(
+                    f"vectorize: output {k} of the function has dims {dims}, but core_dims_out[{k}] is {core}"
+                )
         outs = vectorize_graph(res, dict(zip(stand_ins, args)))
         final = []
         for o, core in zip(outs, core_out):

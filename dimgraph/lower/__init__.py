@@ -77,7 +77,9 @@ def _given_pairs(given):
     pairs = list(given.items() if isinstance(given, Mapping) else given)
     for k, pair in enumerate(pairs):
         if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(v, Variable) for v in pair)):
-            raise TypeError(f"lower: given[{k}] must be a pair (placeholder variable, positional variable), got {pair!r}")
+            raise TypeError(
+                f"lower: given[{k}] must be a pair (placeholder variable, positional variable), got {pair!r}"
+            )
         var, positional = pair
         what = f"lower: the value given for {var.name or var!r}"
         if is_labeled(positional) or (is_labeled(var) and not isinstance(positional.type, TensorType)):
@@ -87,7 +89,9 @@ def _given_pairs(given):
             raise TypeError(f"{what} has dtype {got}, expected {expected}")
         if is_labeled(var):
             sizes, shape = tuple(d.size for d in var.type.dims), positional.type.shape
-            if len(shape) != len(sizes) or any(n is not None and s is not None and n != s for n, s in zip(sizes, shape)):
+            if len(shape) != len(sizes) or any(
+                n is not None and s is not None and n != s for n, s in zip(sizes, shape)
+            ):
                 raise DimError(f"{what} has shape {shape}, expected one axis per dim of {fmt_dims(var.type.dims)}")
     return pairs
 
@@ -179,7 +183,11 @@ def lower_io(inputs, outputs, updates=()):
     ]
     out_specs = [LabeledOutput(o, inputs) if is_labeled(o) else TensorOutput() for o in outputs]
     read = list(outputs) + [v for v in updates if isinstance(v, Variable)]
-    checks = size_checks(inputs, read, labels) + label_checks(inputs, read, labels) + shared_size_checks(inputs, read, labels)
+    checks = (
+        size_checks(inputs, read, labels)
+        + label_checks(inputs, read, labels)
+        + shared_size_checks(inputs, read, labels)
+    )
     checks += indexer_checks(inputs, read, labels)
     return pos_inputs, pos_outputs, in_specs, out_specs, checks
 
@@ -189,5 +197,7 @@ def lower_update(target, value):
     if is_labeled(target):
         value = broadcast_to_dims(value, target.type.dims)
     elif is_labeled(value) and value.type.ndim != target.type.ndim:
-        raise DimError(f"updates: {target.name!r} is positional with {target.type.ndim} axes; the new value has dims {fmt_dims(value.type.dims)}")
+        raise DimError(
+            f"updates: {target.name!r} is positional with {target.type.ndim} axes; the new value has dims {fmt_dims(value.type.dims)}"
+        )
     return lower(value)

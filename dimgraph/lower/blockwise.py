@@ -24,8 +24,6 @@ def _(op, node, inputs, ctx):
     for x, v, core in zip(inputs, node.inputs, op.core_dims_in):
         have = {d.name: d for d in v.type.dims}
         operands.append(align(x, v.type.dims, batch + tuple(have[c.name] for c in core)))
-    stand_ins = [
-        TensorType(x.type.dtype, x.type.shape[n_batch:]).make_variable() for x in operands
-    ]
+    stand_ins = [TensorType(x.type.dtype, x.type.shape[n_batch:]).make_variable() for x in operands]
     core_node = Blockwise(op.core_op, op.signature).core_node(stand_ins)
     return vectorize_graph(core_node.outputs, dict(zip(core_node.inputs, operands)))

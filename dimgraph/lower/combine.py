@@ -147,7 +147,9 @@ class ProductLabels:
             source, maps = c, []
             while True:
                 carriers = tuple(
-                    (k, v.type.dims.index(source)) for k, v in enumerate(inputs) if is_labeled(v) and source in v.type.dims
+                    (k, v.type.dims.index(source))
+                    for k, v in enumerate(inputs)
+                    if is_labeled(v) and source in v.type.dims
                 )
                 derivation = derivation_of(source)
                 if carriers or derivation is None:

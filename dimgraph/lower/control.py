@@ -117,7 +117,9 @@ def _zero_d(name, v, what):
 def _labeled_mode(values, what):
     flags = [is_labeled(v) for v in values if isinstance(v, Variable) and not is_rng_state(v)]
     if any(flags) and not all(flags):
-        raise TypeError(f"{what}: mix of labeled and positional states/sequences; convert with dg.from_positional or .to_positional()")
+        raise TypeError(
+            f"{what}: mix of labeled and positional states/sequences; convert with dg.from_positional or .to_positional()"
+        )
     return any(flags)
 
 
@@ -175,7 +177,9 @@ def _step_count(name, n, seqs, dim):
         if isinstance(k, int) and isinstance(n, Constant):
             steps = int(n.data)
             if (steps != k) if exact else (steps > k):
-                raise (DimError if exact else ShapeError)(f"{name}: n_steps is {steps} but {what} has {k} steps; {rule}")
+                raise (DimError if exact else ShapeError)(
+                    f"{name}: n_steps is {steps} but {what} has {k} steps; {rule}"
+                )
             continue
         n = assert_op(n, (eq if exact else le)(n, k), msg=f"{name}: {rule}", error=ShapeError)
     return n
@@ -222,7 +226,10 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
             if dim not in s.type.dims:
                 raise _not_on_step_dim(name, j, s, dim)
         # the step reads labeled slices (named as their sequences), lowered to slices of the steps-first sequences
-        users = [LabeledType(s.type.dtype, tuple(d for d in s.type.dims if d != dim)).make_variable(name=s.name) for s in seqs]
+        users = [
+            LabeledType(s.type.dtype, tuple(d for d in s.type.dims if d != dim)).make_variable(name=s.name)
+            for s in seqs
+        ]
         seqs = [s.transpose(dim, *u.type.dims) for s, u in zip(seqs, users)]
     else:
         init = [v if isinstance(v, Variable) else as_tensor(v) for v in init]
@@ -393,7 +400,9 @@ def ifelse(cond, then, otherwise):
             continue
         x, y = (v if isinstance(v, Variable) else labeled_constant(v, dtype=common) for v in (x, y))
         if not (is_labeled(x) and is_labeled(y)):
-            raise TypeError("ifelse: a labeled branch value is paired with a positional one; convert with dg.from_positional")
+            raise TypeError(
+                "ifelse: a labeled branch value is paired with a positional one; convert with dg.from_positional"
+            )
         x, y = broadcast(x, y)
         x, y = (v if v.type.dtype == common else astype(v, common) for v in (x, y))
         pos_a.append(x)
@@ -433,7 +442,9 @@ def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph")
         if not (isinstance(v, Variable) and is_labeled(v)):
             raise TypeError(f"{name}: input {k} is {v!r}; a labeled macro takes labeled inputs only")
     check_distinct_inputs(inputs, name)
-    placeholders = [TensorType(v.type.dtype, tuple(d.size for d in v.type.dims)).make_variable(name=v.name) for v in inputs]
+    placeholders = [
+        TensorType(v.type.dtype, tuple(d.size for d in v.type.dims)).make_variable(name=v.name) for v in inputs
+    ]
     outputs = [v if isinstance(v, Variable) else labeled_constant(v) for v in outputs]
     out_dims = [tuple(v.type.dims) if is_labeled(v) else () for v in outputs]
     in_dims = [tuple(v.type.dims) for v in inputs]
@@ -441,7 +452,8 @@ def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph")
     def positional_grad(ins, gs):
         user_ins = [LabeledType(v.type.dtype, v.type.dims).make_variable(name=v.name) for v in inputs]
         user_gs = [
-            LabeledType(o.type.dtype, dims).make_variable(name=f"g_{o.name}" if o.name else None) for dims, o in zip(out_dims, outputs)
+            LabeledType(o.type.dtype, dims).make_variable(name=f"g_{o.name}" if o.name else None)
+            for dims, o in zip(out_dims, outputs)
         ]
         given = list(grad(user_ins, user_gs))
         if len(given) != len(inputs):
@@ -451,13 +463,17 @@ def op_from_graph(inputs, outputs, grad=None, inline=True, name="op_from_graph")
             if g is not None:
                 g = g if isinstance(g, Variable) else labeled_constant(g)
                 if set(g.type.dims) - set(dims):
-                    raise DimError(f"{name}: the gradient of input {k} has dims {fmt_dims(g.type.dims)}, beyond the input's {fmt_dims(dims)}")
+                    raise DimError(
+                        f"{name}: the gradient of input {k} has dims {fmt_dims(g.type.dims)}, beyond the input's {fmt_dims(dims)}"
+                    )
                 g = broadcast_to_dims(g.transpose(*[d for d in dims if d in g.type.dims]), dims)
             aligned.append(g)
         return _lower_variables(aligned, given=[*zip(user_ins, ins), *zip(user_gs, gs)])
 
     body = lower(outputs, given=zip(inputs, placeholders))
-    op = core_op_from_graph(placeholders, body, grad=positional_grad if grad is not None else None, inline=inline, name=name)
+    op = core_op_from_graph(
+        placeholders, body, grad=positional_grad if grad is not None else None, inline=inline, name=name
+    )
     return LabeledMacro(op, tuple(in_dims), tuple(out_dims))
 
 
@@ -471,7 +487,11 @@ class LabeledMacro:
         self.op, self.in_dims, self.out_dims = op, in_dims, out_dims
 
     def __eq__(self, other):
-        return isinstance(other, LabeledMacro) and (self.op, self.in_dims, self.out_dims) == (other.op, other.in_dims, other.out_dims)
+        return isinstance(other, LabeledMacro) and (self.op, self.in_dims, self.out_dims) == (
+            other.op,
+            other.in_dims,
+            other.out_dims,
+        )
 
     def __hash__(self):
         return hash((self.op, self.in_dims, self.out_dims))

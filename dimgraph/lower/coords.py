@@ -63,7 +63,9 @@ class PickedCoord:
         labels = self.labels
         if isinstance(labels, tuple):
             name, carriers = labels
-            labels = next((inputs[k].indexes[name] for k in carriers if name in getattr(inputs[k], "indexes", {})), None)
+            labels = next(
+                (inputs[k].indexes[name] for k in carriers if name in getattr(inputs[k], "indexes", {})), None
+            )
             if labels is None:
                 return None
         positions = self.positions
@@ -205,7 +207,11 @@ def output_coords(var, inputs) -> dict:
     """{name: StaticCoord | PickedCoord} for labeled output `var` of a function with `inputs`."""
     positions = {id(v): k for k, v in enumerate(inputs)}
     found = {
-        id(v): {("input", k): InputCoords(k, (d.name for d in v.type.dims), {d.name: d.coords for d in v.type.dims if d.coords is not None})}
+        id(v): {
+            ("input", k): InputCoords(
+                k, (d.name for d in v.type.dims), {d.name: d.coords for d in v.type.dims if d.coords is not None}
+            )
+        }
         for k, v in enumerate(inputs)
         if is_labeled(v)
     }
@@ -220,7 +226,9 @@ def output_coords(var, inputs) -> dict:
             coords = _squeeze_coords(node, found, inputs)
         else:
             coords = {}
-            operands = node.inputs[:1] if isinstance(node.op, BroadcastTo) else node.inputs  # xarray: the others bring only their indexes
+            operands = (
+                node.inputs[:1] if isinstance(node.op, BroadcastTo) else node.inputs
+            )  # xarray: the others bring only their indexes
             for parts in (found.get(id(i)) for i in operands if is_labeled(i)):
                 coords = _merge([coords, parts or {}], node.outputs[0].type.dims) if coords or parts else {}
         for o in node.outputs:

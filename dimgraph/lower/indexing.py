@@ -134,7 +134,8 @@ def _(op, node, inputs, ctx):
         return positions
     # the mask's selection matched by name to a dim of known size (`adopt_mask_dim`): its count must be that size
     counted = assert_op(
-        positions, eq(ShapeI(0)(positions), op.dim.size),
+        positions,
+        eq(ShapeI(0)(positions), op.dim.size),
         msg=f"isel: the boolean mask on dim {op.dim.name!r} must select {op.dim.size} positions, the size of the "
         f"dim {op.dim.name!r} it is matched with by name",
     )

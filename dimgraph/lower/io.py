@@ -61,9 +61,13 @@ class LabeledOutput:
         # non-dimension coords the input DataArrays bring (known per call), as xarray arithmetic keeps them
         self.from_inputs = [c for c in extra.values() if isinstance(c, InputCoords)]
         # Dim coords as xarray would hold them: strings as NumPy `<U` arrays (a pandas Index holds them as objects)
-        self.static = {d.name: coord_values(d.coords) for d in self.dims if d.coords is not None and not isinstance(d, ProductDim)}
+        self.static = {
+            d.name: coord_values(d.coords) for d in self.dims if d.coords is not None and not isinstance(d, ProductDim)
+        }
         # ProductDims of run-time size: their MultiIndex is made per call (dimgraph.lower.combine)
-        self.products = {d.name: ProductLabels(d, inputs) for d in self.dims if isinstance(d, ProductDim) and d.coords is None}
+        self.products = {
+            d.name: ProductLabels(d, inputs) for d in self.dims if isinstance(d, ProductDim) and d.coords is None
+        }
         self._per_call = any(isinstance(c, PickedCoord) for c in self.extra.values()) or bool(self.products)
         # NOTE: building a DataArray with indexes costs ~0.5 ms; a shallow copy of a template made
         # once per shape costs ~0.07 ms, so calls whose coords are all static reuse one.
@@ -171,7 +175,11 @@ def _label_steps(graph):
             for old, entry, ins in zip(node.inputs[0].type.dims, entries, entry_inputs(entries, node.inputs[1:])):
                 if entry[0] == "slice" and not any(p is SYMBOLIC for p in entry[1:4]):
                     yield entry[4], old, _Positions(slice(*entry[1:4]))
-                elif entry[0] == "index" and isinstance(ins[0], Constant) and [d.name for d in ins[0].type.dims] == [old.name]:
+                elif (
+                    entry[0] == "index"
+                    and isinstance(ins[0], Constant)
+                    and [d.name for d in ins[0].type.dims] == [old.name]
+                ):
                     yield ins[0].type.dims[0], old, _Positions(np.asarray(ins[0].data))
 
 

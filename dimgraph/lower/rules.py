@@ -142,7 +142,11 @@ def _(op, node, inputs, ctx):
 def _(op, node, inputs, ctx):
     x = specify_sizes(inputs[0], op.dims, "rename")
     # a dim of unknown size put on a Dim that the data already sized: its length must be that size
-    pairs = [(k, old, new) for k, (old, new) in enumerate(zip(node.inputs[0].type.dims, op.dims)) if old != new and new.size is None and new in ctx.sizes]
+    pairs = [
+        (k, old, new)
+        for k, (old, new) in enumerate(zip(node.inputs[0].type.dims, op.dims))
+        if old != new and new.size is None and new in ctx.sizes
+    ]
     if not pairs:
         return x
     conds = [eq(ShapeI(k)(x), ctx.sizes[new]) for k, _, new in pairs]
@@ -161,8 +165,12 @@ def _(op, node, inputs, ctx):
     unknown = [k for k, d in enumerate(in_dims) if d in op.dims and x.type.shape[k] is None]
     if unknown:  # sized by the data: checked now, then of static size 1 so the axis can go
         names = ", ".join(repr(in_dims[k].name) for k in unknown)
-        x = assert_op(x, *[eq(ShapeI(k)(x), 1) for k in unknown], msg=f"squeeze: the data's dims {names} must have size 1")
-        x = broadcast_to(x, [1 if k in unknown else (s if s is not None else ShapeI(k)(x)) for k, s in enumerate(x.type.shape)])
+        x = assert_op(
+            x, *[eq(ShapeI(k)(x), 1) for k in unknown], msg=f"squeeze: the data's dims {names} must have size 1"
+        )
+        x = broadcast_to(
+            x, [1 if k in unknown else (s if s is not None else ShapeI(k)(x)) for k, s in enumerate(x.type.shape)]
+        )
     return align(x, in_dims, node.outputs[0].type.dims)
 
 

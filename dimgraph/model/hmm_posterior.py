@@ -61,8 +61,11 @@ def sample_paths(log_init, log_trans, log_emit, varying, rng):
     path = np.empty(alpha.shape[:-1], dtype=np.int64)
     path[-1] = _pick(alpha[-1], rng)
     for t in range(T - 2, -1, -1):
-        into = np.take_along_axis(_trans_at(log_trans, t + 1, varying) + np.zeros_like(alpha[t])[..., None],
-                                  path[t + 1][..., None, None], axis=-1)[..., 0]
+        into = np.take_along_axis(
+            _trans_at(log_trans, t + 1, varying) + np.zeros_like(alpha[t])[..., None],
+            path[t + 1][..., None, None],
+            axis=-1,
+        )[..., 0]
         path[t] = _pick(alpha[t] + into, rng)
     return path
 

@@ -74,7 +74,9 @@ def support_values(dist, what):
         lower = dist.base.support.lower
     if lower is None or upper is None:
         base = type(dist.base).__name__.lower() if isinstance(dist, Truncated) else name
-        raise TypeError(f"{what}: a {name} has no finite support to sum over; bound it: truncated({base}(...), upper=N)")
+        raise TypeError(
+            f"{what}: a {name} has no finite support to sum over; bound it: truncated({base}(...), upper=N)"
+        )
     lower = int(np.min(_constant(lower, f"{what}: the lower end of {name}'s support")))
     upper = int(np.max(_constant(upper, f"{what}: the upper end of {name}'s support")))
     return np.arange(lower, upper + 1), None
@@ -255,7 +257,9 @@ class ChainGroup:
         return total.transpose(self.time, *self.dims, z.dim)
 
     def log_init(self):
-        return _spread_to(self.dist.log_init().rename({self.dist.dim.name: self.latent.dim}), (*self.dims, self.latent.dim))
+        return _spread_to(
+            self.dist.log_init().rename({self.dist.dim.name: self.latent.dim}), (*self.dims, self.latent.dim)
+        )
 
     def log_trans(self):
         lt = self.dist.log_trans().rename({self.dist.dim.name: self.latent.dim, self.dist.next_dim.name: self.next})
@@ -293,8 +297,10 @@ def groups(model, elementwise_terms):
     """The marginalized latents of `model` in groups, given every term's elementwise log density by name."""
     free = {v.name: v for v in model.entries.free}
     latents = {n: Latent(free[n]) for n in model.marginalized}
-    reads = {name: [z for z in latents.values() if any(v is z.value for v in ancestors([t]))]
-             for name, t in elementwise_terms.items()}
+    reads = {
+        name: [z for z in latents.values() if any(v is z.value for v in ancestors([t]))]
+        for name, t in elementwise_terms.items()
+    }
     parent = {n: n for n in latents}
 
     def root(n):
@@ -311,8 +317,10 @@ def groups(model, elementwise_terms):
         terms = {name: elementwise_terms[name] for name, zs in reads.items() if any(z in members for z in zs)}
         chains = [z for z in members if isinstance(z.entry.dist, MarkovChain)]
         if chains and len(members) > 1:
-            raise ValueError(f"marginalize: the Markov chain {chains[0].name!r} shares a dependent with "
-                             f"{[z.name for z in members if z is not chains[0]]}; a chain is marginalized alone")
+            raise ValueError(
+                f"marginalize: the Markov chain {chains[0].name!r} shares a dependent with "
+                f"{[z.name for z in members if z is not chains[0]]}; a chain is marginalized alone"
+            )
         if chains:
             out.append(ChainGroup(chains[0], {n: t for n, t in terms.items() if n != chains[0].name}))
         else:
@@ -397,8 +405,10 @@ def draw_latents(joint, group, rng):
     import xarray as xr
 
     coords = {d: joint.coords[d] for d in lead if d in joint.coords}
-    return {z.name: xr.DataArray(z.values[k], dims=lead, coords=coords, name=z.name)
-            for z, k in zip(group.latents, positions)}
+    return {
+        z.name: xr.DataArray(z.values[k], dims=lead, coords=coords, name=z.name)
+        for z, k in zip(group.latents, positions)
+    }
 
 
 # --- a hidden Markov model's states after sampling
@@ -421,9 +431,12 @@ def chain_pieces(model, group, posterior, backend):
     lead = [d for d in ("chain", "draw") if d in out["log_emit"].dims]
     batch, S, nxt, time = [d.name for d in group.dims], group.latent.dim.name, group.next.name, group.time.name
     varying = (time,) if group.dist.time_varying else ()
-    return (out["log_init"].transpose(*lead, *batch, S).values,
-            out["log_trans"].transpose(*varying, *lead, *batch, S, nxt).values,
-            out["log_emit"].transpose(time, *lead, *batch, S).values, lead)
+    return (
+        out["log_init"].transpose(*lead, *batch, S).values,
+        out["log_trans"].transpose(*varying, *lead, *batch, S, nxt).values,
+        out["log_emit"].transpose(time, *lead, *batch, S).values,
+        lead,
+    )
 
 
 def _chain_result(group, values, lead, posterior, name, support=False):

@@ -98,7 +98,9 @@ class Model:
         if not dist.discrete:
             unsized = [d.name for d in dims if d.size is None]
             if unsized:
-                raise ValueError(f"{what}: dims {unsized} have no size; a sampled variable needs static sizes (give the Dim a size or coords)")
+                raise ValueError(
+                    f"{what}: dims {unsized} have no size; a sampled variable needs static sizes (give the Dim a size or coords)"
+                )
         if transform is None:  # a custom density's own choice, else the bijection onto its support
             transform = getattr(dist, "preferred_transform", None)
         bound = None if dist.discrete else transform_for(dist, dims, transform, what)
@@ -132,11 +134,15 @@ class Model:
         """
         unknown = [n for n in names if n not in self._free]
         if unknown:
-            raise KeyError(f"marginalize: {unknown} are not random variables of this model; those are {list(self._free)}")
+            raise KeyError(
+                f"marginalize: {unknown} are not random variables of this model; those are {list(self._free)}"
+            )
         for n in names:
             if not self._free[n].dist.discrete:
-                raise ValueError(f"marginalize {n!r}: {type(self._free[n].dist).__name__} is continuous; only discrete "
-                                 "variables are summed out")
+                raise ValueError(
+                    f"marginalize {n!r}: {type(self._free[n].dist).__name__} is continuous; only discrete "
+                    "variables are summed out"
+                )
             marginal.Latent(self._free[n])
         self._marginalized.extend(n for n in names if n not in self._marginalized)
         self._cache.clear()
@@ -166,7 +172,9 @@ class Model:
         what = f"potential {name!r}"
         self._check_name(name, what)
         if not hasattr(expr, "type") and not is_dataarray(expr) and not isinstance(expr, (int, float, np.ndarray)):
-            raise TypeError(f"{what}: expected a labeled expression of the model's variables (or numbers), got {expr!r}")
+            raise TypeError(
+                f"{what}: expected a labeled expression of the model's variables (or numbers), got {expr!r}"
+            )
         value = as_operand(expr, what)
         if np.dtype(value.type.dtype).kind not in "iuf":
             raise TypeError(f"{what}: a log density term must be real numbers, got {value.type.dtype} values")
@@ -242,8 +250,13 @@ class Model:
     def _check_name(self, name, what):
         if not isinstance(name, str) or not name:
             raise TypeError(f"{what}: a name must be a non-empty string")
-        kinds = {"random variable": self._free, "observed variable": self._observed, "data": self._data,
-                 "deterministic": self._deterministics, "potential": self._potentials}
+        kinds = {
+            "random variable": self._free,
+            "observed variable": self._observed,
+            "data": self._data,
+            "deterministic": self._deterministics,
+            "potential": self._potentials,
+        }
         for kind, entries in kinds.items():
             if name in entries:
                 raise ValueError(f"{what}: the name {name!r} is already taken by the {kind} {name!r}")
@@ -252,8 +265,12 @@ class Model:
         """Refuse a variable named like a dim of the model, or a dim named like a variable, in either order:
         variables and dims share one namespace in the results (an xarray Dataset), where one would replace
         the other (prior draws vanished, or sampling failed later with xarray's MergeError)."""
-        kinds = {"random variable": self._free, "observed variable": self._observed, "data": self._data,
-                 "deterministic": self._deterministics}
+        kinds = {
+            "random variable": self._free,
+            "observed variable": self._observed,
+            "data": self._data,
+            "deterministic": self._deterministics,
+        }
         hint = "rename the variable or the Dim (a variable and a dim may not share a name)"
         for d in dims:
             if d.name == name:
@@ -265,7 +282,9 @@ class Model:
             for other, entry in entries.items():
                 for d in entry.dims:
                     if d.name == name:
-                        raise ValueError(f"{what}: the name {name!r} is the name of the dim {d!r} of the {kind} {other!r}; {hint}")
+                        raise ValueError(
+                            f"{what}: the name {name!r} is the name of the dim {d!r} of the {kind} {other!r}; {hint}"
+                        )
 
     # --- what the model holds
     @property
@@ -280,7 +299,9 @@ class Model:
         [('mu', Identity())]
         """
         return Entries(
-            tuple(self._free.values()), tuple(self._observed.values()), tuple(self._deterministics.values()),
+            tuple(self._free.values()),
+            tuple(self._observed.values()),
+            tuple(self._deterministics.values()),
             tuple(self._data.values()),
         )
 
@@ -354,7 +375,9 @@ class Model:
         if cls is None or name.startswith("_"):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         if "dims" in inspect.signature(cls).parameters:
-            raise AttributeError(f"Model.{name}: {cls.__name__} takes its own dims=; use m.rv(name, dg.dist.{name}(...), dims=...)")
+            raise AttributeError(
+                f"Model.{name}: {cls.__name__} takes its own dims=; use m.rv(name, dg.dist.{name}(...), dims=...)"
+            )
 
         def rv(rv_name, *params, dims=None, transform=None, marginalize=False, **kwargs):
             try:
@@ -376,7 +399,9 @@ class Model:
         return list(self._free) + list(self._deterministics) + list(self._data) + list(self._observed)
 
     def __repr__(self):
-        lines = [f"<dg.Model: {len(self._free)} random, {len(self._observed)} observed, {len(self._deterministics)} deterministic>"]
+        lines = [
+            f"<dg.Model: {len(self._free)} random, {len(self._observed)} observed, {len(self._deterministics)} deterministic>"
+        ]
         for v in self._free.values():
             how = v.transform.name if v.transform else "marginalized" if v.name in self._marginalized else "discrete"
             lines.append(f"  {v.name} ~ {v.dist!r} on {[d.name for d in v.dims]} ({how})")
@@ -406,7 +431,9 @@ class Model:
         """
         discrete = [v.name for v in self._free.values() if v.free is None and v.name not in self._marginalized]
         if discrete:
-            raise ValueError(f"logp: the random variables {discrete} are discrete; a gradient sampler needs them observed or marginalized")
+            raise ValueError(
+                f"logp: the random variables {discrete} are discrete; a gradient sampler needs them observed or marginalized"
+            )
         if not self._free and not self._observed:
             raise ValueError("logp: the model has no random or observed variables")
         total = sum(self.logp_terms().values(), constant(0.0))
@@ -449,7 +476,9 @@ class Model:
             dets = vectorize_graph([self._deterministics[n].value for n in kept], values) if kept else []
             named = [_named(o, n) for o, n in zip(outs + list(dets), [v.name for v in self.sampled] + kept)]
             params = [v.free for v in self.sampled]
-            return function(params + self.entries.inputs(), named, backend=backend, map_extra_dims=True, output="dataset")
+            return function(
+                params + self.entries.inputs(), named, backend=backend, map_extra_dims=True, output="dataset"
+            )
 
         return self.compiled(("constrain", backend), build)
 
@@ -475,14 +504,20 @@ class Model:
         values = fn(*self.layout.arrays(self.layout.check(theta)), *self.entries.arrays())
         bad = {name: float(v) for name, v in zip(names, values) if not np.isfinite(v)}
         if bad:
-            details = "; ".join(f"{name!r}: log density {v}" + _why(v, self._observed.get(name)) for name, v in bad.items())
+            details = "; ".join(
+                f"{name!r}: log density {v}" + _why(v, self._observed.get(name)) for name, v in bad.items()
+            )
             raise ValueError(f"the model's log density is not finite at the starting point: {details}")
 
     def _terms_function(self, backend):
         terms = self.logp_terms()
-        graphs = vectorize_graph(list(terms.values()), self.constrained_values()) if self.sampled else list(terms.values())
+        graphs = (
+            vectorize_graph(list(terms.values()), self.constrained_values()) if self.sampled else list(terms.values())
+        )
         params = [v.free for v in self.sampled]
-        return list(terms), function(params + self.entries.inputs(), [g.to_positional() for g in graphs], backend=backend)
+        return list(terms), function(
+            params + self.entries.inputs(), [g.to_positional() for g in graphs], backend=backend
+        )
 
     def map(self, theta0=None, method="L-BFGS-B", backend=None, **options):
         """The maximum a posteriori point through `scipy.optimize.minimize`: an `xarray.Dataset` of the
@@ -550,8 +585,9 @@ class Model:
         The starting points are checked first: a log density that is not finite there is a
         ValueError naming the variable.
         """
-        return samplers.sample(self, sampler, draws=draws, tune=tune, chains=chains, seed=seed, backend=backend, **kwargs)
-
+        return samplers.sample(
+            self, sampler, draws=draws, tune=tune, chains=chains, seed=seed, backend=backend, **kwargs
+        )
 
     # --- marginalized variables after sampling
     def latent_probabilities(self, name, idata, backend=None):
@@ -571,8 +607,10 @@ class Model:
         a DataArray on (chain, draw, *its dims) of state positions."""
         group = marginal.group_of(self, name, "viterbi")
         if not isinstance(group, marginal.ChainGroup):
-            raise TypeError(f"viterbi: {name!r} is a {type(group.latents[0].entry.dist).__name__.lower()}, not a "
-                            "markov_chain; latent_probabilities gives its conditional probabilities")
+            raise TypeError(
+                f"viterbi: {name!r} is a {type(group.latents[0].entry.dist).__name__.lower()}, not a "
+                "markov_chain; latent_probabilities gives its conditional probabilities"
+            )
         return marginal.chain_viterbi(self, group, results.group(idata, "posterior"), backend)
 
     def recover(self, idata, seed=None, backend=None):
@@ -623,8 +661,10 @@ def _why(value, observed=None):
     if value != value:
         holes = 0 if observed is None or observed.array.dtype.kind != "f" else int(np.isnan(observed.array).sum())
         if holes:
-            return (f" (NaN: the observed data holds {holes} NaN value(s), which are no observations; drop them, "
-                    "or give the missing entries their own random variable)")
+            return (
+                f" (NaN: the observed data holds {holes} NaN value(s), which are no observations; drop them, "
+                "or give the missing entries their own random variable)"
+            )
         return " (NaN: a parameter is outside its support)"
     if value > 0:
         return " (+inf: the density is unbounded there, a value at a pole such as exponential(inf) at 0)"

@@ -49,7 +49,11 @@ def _prior_function(entries, draws, backend):
         state, x = _draw(state, v, (sample,), replace, (sample, *v.dims))
         replace[value] = x
         outputs[v.name] = x
-    dets = vectorize_graph([d.value for d in entries.deterministics], replace, aligned=(sample,)) if entries.deterministics else []
+    dets = (
+        vectorize_graph([d.value for d in entries.deterministics], replace, aligned=(sample,))
+        if entries.deterministics
+        else []
+    )
     for entry, d in zip(entries.deterministics, dets):
         outputs[entry.name] = d if sample in d.dims else d.expand_dims(sample)
     named = [_named(x, name, (sample, *(d for d in x.dims if d != sample))) for name, x in outputs.items()]
@@ -60,7 +64,10 @@ def prior(model, draws, seed, backend):
     if model.potentials:
         warnings.warn(
             f"prior_predictive: the potentials {model.potentials} are ignored: the draws come from the distributions "
-            "alone, as PyMC's sample_prior_predictive draws them", UserWarning, stacklevel=3)
+            "alone, as PyMC's sample_prior_predictive draws them",
+            UserWarning,
+            stacklevel=3,
+        )
     entries = model.entries
     fn = model.compiled(("prior", draws, backend), lambda: _prior_function(entries, draws, backend))
     ds = results.with_chain(fn(seed_state(seed), *entries.arrays()))
@@ -113,7 +120,9 @@ def posterior(model, idata, seed, backend, extend):
         post = model.recover(post, seed=seed, backend=backend)
     fn = model.compiled(("posterior_predictive", backend), lambda: _predictive_function(entries, backend))
     draws = fn(*_posterior_values(entries, post), *[v.array for v in entries.observed], seed_state(seed))
-    groups = {"posterior_predictive": draws.assign_coords({k: post.coords[k] for k in ("chain", "draw") if k in post.coords})}
+    groups = {
+        "posterior_predictive": draws.assign_coords({k: post.coords[k] for k in ("chain", "draw") if k in post.coords})
+    }
     groups.update(data_groups(entries))
     if extend:
         return results.add_groups(idata, groups)
@@ -124,9 +133,16 @@ def _log_likelihood_function(model, backend):
     entries = model.entries
     _, found = marginal.split_terms(model)
     taken = {n for g in found for n in g.terms}
-    named = [_named(v.dist.logp(v.var), v.name, [d for d in v.dims if d in v.dist.logp(v.var).dims])
-             for v in entries.observed if v.name not in taken]
-    named += [_named(g.marginal(), marginal.pointwise_name(model, g), g.dims) for g in found if marginal.pointwise_name(model, g)]
+    named = [
+        _named(v.dist.logp(v.var), v.name, [d for d in v.dims if d in v.dist.logp(v.var).dims])
+        for v in entries.observed
+        if v.name not in taken
+    ]
+    named += [
+        _named(g.marginal(), marginal.pointwise_name(model, g), g.dims)
+        for g in found
+        if marginal.pointwise_name(model, g)
+    ]
     inputs = _posterior_inputs(entries, model.marginalized) + [v.var for v in entries.observed]
     return function(inputs, named, backend=backend, map_extra_dims=True, output="dataset")
 

@@ -40,7 +40,9 @@ def group(results, name):
         return results[name].to_dataset()
     found = getattr(results, name, None)
     if found is None:
-        raise KeyError(f"the results have no {name!r} group; they have {list(getattr(results, 'groups', lambda: [])())}")
+        raise KeyError(
+            f"the results have no {name!r} group; they have {list(getattr(results, 'groups', lambda: [])())}"
+        )
     return found
 
 

@@ -55,15 +55,24 @@ def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False
     try:
         import nutpie
     except ImportError:
-        raise ImportError("sample: sampler 'nutpie' needs the nutpie package: pip install 'dimgraph[samplers]'") from None
+        raise ImportError(
+            "sample: sampler 'nutpie' needs the nutpie package: pip install 'dimgraph[samplers]'"
+        ) from None
     compiled = _nutpie_native(model, fn)
     if compiled is None:
         compiled = _nutpie_pyfunc(model, fn)
     if seed is None:  # fresh entropy, as NumPy's
         seed = int(np.random.SeedSequence().generate_state(1)[0])
     trace = nutpie.sample(
-        compiled, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores or chains,
-        progress_bar=progress_bar, save_warmup=False, **kwargs,
+        compiled,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        seed=seed,
+        cores=cores or chains,
+        progress_bar=progress_bar,
+        save_warmup=False,
+        **kwargs,
     )
     return np.asarray(trace.posterior["theta"].values), trace.sample_stats
 
@@ -81,7 +90,12 @@ def _nutpie_pyfunc(model, fn):
         return lambda x, **__: {"theta": np.array(x, dtype=np.float64)}
 
     return from_pyfunc(
-        size, make_logp_fn, make_expand_fn, [np.dtype("float64")], [(size,)], ["theta"],
+        size,
+        make_logp_fn,
+        make_expand_fn,
+        [np.dtype("float64")],
+        [(size,)],
+        ["theta"],
         make_initial_point_fn=lambda s: _start(model, fn, int(s)),
     )
 
@@ -163,7 +177,9 @@ def _copy_theta():
     import numba
     from numba import types
 
-    signature = types.int64(types.uint64, types.uint64, types.CPointer(types.float64), types.CPointer(types.float64), types.voidptr)
+    signature = types.int64(
+        types.uint64, types.uint64, types.CPointer(types.float64), types.CPointer(types.float64), types.voidptr
+    )
 
     @numba.cfunc(signature, cache=True)
     def copy(n, n_out, x, out, data):
@@ -196,12 +212,16 @@ def _blackjax(model, fn, draws, tune, chains, seed, target_accept=0.8):
         import blackjax
         import jax
     except ImportError:
-        raise ImportError("sample: sampler 'blackjax' needs blackjax and jax: pip install 'dimgraph[blackjax]'") from None
+        raise ImportError(
+            "sample: sampler 'blackjax' needs blackjax and jax: pip install 'dimgraph[blackjax]'"
+        ) from None
     entries = model.entries
     layout, data = model.layout, entries.arrays()
     graph = model.compiled(
         ("blackjax logp",),
-        lambda: function([v.free for v in entries.sampled] + entries.inputs(), model.logp().to_positional(), backend="jax"),
+        lambda: function(
+            [v.free for v in entries.sampled] + entries.inputs(), model.logp().to_positional(), backend="jax"
+        ),
     )
     jax_fn = graph.jax_fn
 
@@ -224,7 +244,13 @@ def _blackjax(model, fn, draws, tune, chains, seed, target_accept=0.8):
 
             def body(state, key):
                 state, info = step(key, state)
-                return state, (state.position, info.is_divergent, info.num_integration_steps, info.energy, info.acceptance_rate)
+                return state, (
+                    state.position,
+                    info.is_divergent,
+                    info.num_integration_steps,
+                    info.energy,
+                    info.acceptance_rate,
+                )
 
             return jax.lax.scan(body, state, jax.random.split(key, draws))[1]
 
@@ -235,9 +261,13 @@ def _blackjax(model, fn, draws, tune, chains, seed, target_accept=0.8):
         theta, diverging, n_steps, energy, accept = jax.jit(jax.vmap(one_chain))(keys[chains:], state, step_size, mass)
         dims = ("chain", "draw")
         stats = xr.Dataset(
-            {"diverging": (dims, np.asarray(diverging)), "n_steps": (dims, np.asarray(n_steps)),
-             "energy": (dims, np.asarray(energy)), "acceptance_rate": (dims, np.asarray(accept)),
-             "step_size": (dims, np.repeat(np.asarray(step_size)[:, None], draws, axis=1))},
+            {
+                "diverging": (dims, np.asarray(diverging)),
+                "n_steps": (dims, np.asarray(n_steps)),
+                "energy": (dims, np.asarray(energy)),
+                "acceptance_rate": (dims, np.asarray(accept)),
+                "step_size": (dims, np.repeat(np.asarray(step_size)[:, None], draws, axis=1)),
+            },
             coords={"chain": np.arange(chains), "draw": np.arange(draws)},
         )
         return np.asarray(theta), stats

@@ -47,7 +47,6 @@ def _finite(v, stand_in=1.0):
     return lmath.where(lmath.isinf(v), stand_in, v)
 
 
-
 def _as_float(x):
     return x if np.dtype(x.type.dtype).kind == "f" else lmath.astype(x, "float64")
 
@@ -256,7 +255,6 @@ def _count(flags, dim):
     return lmath.where(flags, 1.0, 0.0).sum(dim)
 
 
-
 class _CoreDim(Distribution):
     """A distribution whose parameter has a core dim (`dim=`): the categories or the simplex."""
 
@@ -264,9 +262,10 @@ class _CoreDim(Distribution):
         super().__init__(*args, **kwargs)
         first = next(iter(self.params.values()))
         if dim is None:
-            raise TypeError(f"{type(self).__name__.lower()}: give the core dim of {self.names[0]!r} as dim= (one of {first.dims})")
+            raise TypeError(
+                f"{type(self).__name__.lower()}: give the core dim of {self.names[0]!r} as dim= (one of {first.dims})"
+            )
         (self.dim,) = resolve_dims(first.dims, dim, type(self).__name__.lower())
-
 
 
 def param_dims(dist):

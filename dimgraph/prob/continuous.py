@@ -38,7 +38,6 @@ _LOG_2PI = math.log(2 * math.pi)
 _LOG2, _LOG_PI, _SQRT1_2 = math.log(2.0), math.log(math.pi), math.sqrt(0.5)
 
 
-
 def _log1p_square(d, *scales):
     """log1p(q^2) with q = d / prod(scales), that cannot overflow: for |q| > 1 it is 2 log|q| + log1p(1 / q^2),
     with log|q| from the logs of |d| and the scales (cauchy(0, 1e-300).logp(1e-10) squared q = 1e290 to inf)."""
@@ -76,7 +75,6 @@ def _log_gamma_kernel(a, y, log_y):
     t = lmath.where(near, r, 1.5) - 1
     a_deviance = lmath.where(near, a * (t - lmath.log1p(t)), y - a - a * log_r)  # a (r - 1 - log r) >= 0
     return c - a_deviance
-
 
 
 @register("normal")
@@ -257,10 +255,10 @@ class Cauchy(Distribution):
 @register("uniform")
 class Uniform(Distribution):
     names, defaults = ("lower", "upper"), {"lower": 0.0, "upper": 1.0}
+
     @property
     def support(self):
         return constraints.interval(self.params["lower"], self.params["upper"])
-
 
     def valid(self, lower, upper):
         return lower < upper
@@ -322,7 +320,9 @@ class Gamma(Distribution):
     safe_value = 1.0
     positive = ("alpha", "beta")
     # mean and standard deviation: alpha = mu^2 / sigma^2, beta = mu / sigma^2
-    alternatives = ((("mu", "sigma"), ("alpha", "beta"), lambda mu, sigma: {"alpha": (mu / sigma) ** 2, "beta": mu / sigma**2}),)
+    alternatives = (
+        (("mu", "sigma"), ("alpha", "beta"), lambda mu, sigma: {"alpha": (mu / sigma) ** 2, "beta": mu / sigma**2}),
+    )
 
     def log_density(self, x, alpha, beta):
         a, b = _finite(alpha), _finite(beta)
@@ -435,7 +435,6 @@ class Beta(Distribution):
 
     def isf_exp(self, lq, alpha, beta):
         return lmath.sigmoid(bisect(lambda t: self.log_sf(lmath.sigmoid(t), alpha, beta) <= lq, -750.0 + 0 * lq, 40.0))
-
 
 
 @register("halfcauchy")
@@ -694,7 +693,9 @@ class Flat(Distribution):
         return lmath.where(x == x, 0.0, 0.0) if inside is None else lmath.where(inside, 0.0, -np.inf)
 
     def sample(self, state, dims):
-        raise NoDrawsError(f"{self.registered_name}: an improper density has no draws (give the variable a proper prior to draw from it)")
+        raise NoDrawsError(
+            f"{self.registered_name}: an improper density has no draws (give the variable a proper prior to draw from it)"
+        )
 
     # PyMC's convention: half the mass on either side of every finite point
     def log_cdf(self, x):

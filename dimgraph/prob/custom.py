@@ -94,6 +94,8 @@ class Custom(Distribution):
         state, value = out
         value = lmath.as_operand(value, "custom draw")
         if set(value.dims) != set(want):
-            raise ValueError(f"custom draw: the draws are on {fmt_dims(value.dims)}; expected {fmt_dims(want)} "
-                             "(extra_dims, then the parameters' dims and dims)")
+            raise ValueError(
+                f"custom draw: the draws are on {fmt_dims(value.dims)}; expected {fmt_dims(want)} "
+                "(extra_dims, then the parameters' dims and dims)"
+            )
         return state, value.transpose(*want)

@@ -30,10 +30,8 @@ def _count_quantile(reached, hi, steps=40):
     return lmath.ceil(hi)
 
 
-
 def _prob(p):
     return (p >= 0) & (p <= 1)
-
 
 
 @register("bernoulli")
@@ -559,8 +557,10 @@ class HyperGeometric(Distribution):
         """Every count 0..max(N), on a new dim (N must be numbers)."""
         data = getattr(self.params["N"], "data", None)
         if data is None:
-            raise ValueError(f"hypergeometric {what}: N must be numbers (the population size sets how many counts "
-                             f"the {what} sums over), got {self.params['N']!r}")
+            raise ValueError(
+                f"hypergeometric {what}: N must be numbers (the population size sets how many counts "
+                f"the {what} sums over), got {self.params['N']!r}"
+            )
         top = int(np.max(data))
         return arange(Dim("hypergeometric_count", size=top + 1))
 
@@ -703,5 +703,3 @@ class Categorical(_CoreDim):
 
     def _out_dims(self, dims):
         return tuple(d for d in dims if d != self.dim)
-
-

@@ -132,7 +132,9 @@ class Censored(_Bounded):
         dims = draw_dims([*self.params.values()], extra_dims, "censored draw")
         dims = dims + tuple(d for d in param_dims(self.base) if d not in dims)
         state, value = draw_on(self.base, state, dims)
-        return state, _invalid_draws(lmath.clip(value, self.lower, self.upper), _ordered(self.lower, self.upper)).transpose(*dims)
+        return state, _invalid_draws(
+            lmath.clip(value, self.lower, self.upper), _ordered(self.lower, self.upper)
+        ).transpose(*dims)
 
 
 @register("truncated")
@@ -213,7 +215,9 @@ class TruncatedNormal(Truncated):
         if lower is None:
             return base.logcdf(x) - self.log_mass()
         high = base.logcdf(lower) > _LOG_HALF
-        between = lmath.where(high, log_diff_exp(base.logsf(lower), base.logsf(x)), log_diff_exp(base.logcdf(x), base.logcdf(lower)))
+        between = lmath.where(
+            high, log_diff_exp(base.logsf(lower), base.logsf(x)), log_diff_exp(base.logcdf(x), base.logcdf(lower))
+        )
         return lmath.where(x < lower, -np.inf, between - self.log_mass())
 
     def log_sf(self, x, lower=None, upper=None):
@@ -221,7 +225,9 @@ class TruncatedNormal(Truncated):
         if upper is None:
             return base.logsf(x) - self.log_mass()
         high = base.logcdf(x) > _LOG_HALF
-        between = lmath.where(high, log_diff_exp(base.logsf(x), base.logsf(upper)), log_diff_exp(base.logcdf(upper), base.logcdf(x)))
+        between = lmath.where(
+            high, log_diff_exp(base.logsf(x), base.logsf(upper)), log_diff_exp(base.logcdf(upper), base.logcdf(x))
+        )
         return between - self.log_mass()
 
 
@@ -244,14 +250,18 @@ class Mixture(Distribution):
         (self.dim,) = resolve_dims(w.dims, dim, "mixture: dim")
         if isinstance(comp_dists, Distribution):
             if self.dim not in param_dims(comp_dists):
-                raise DimError(f"mixture: the components' parameters must be on dim {self.dim.name!r}, got dims {param_dims(comp_dists)}")
+                raise DimError(
+                    f"mixture: the components' parameters must be on dim {self.dim.name!r}, got dims {param_dims(comp_dists)}"
+                )
             self.components, self.stacked = (comp_dists,), comp_dists
         else:
             self.components, self.stacked = tuple(comp_dists), None
             if not self.components or not all(isinstance(c, Distribution) for c in self.components):
                 raise TypeError(f"mixture: comp_dists must be a distribution or a list of them, got {comp_dists!r}")
             if len(self.components) != self.dim.size:
-                raise DimError(f"mixture: {len(self.components)} components for dim {self.dim.name!r} of size {self.dim.size}")
+                raise DimError(
+                    f"mixture: {len(self.components)} components for dim {self.dim.name!r} of size {self.dim.size}"
+                )
         self.params = {"w": w}
 
     @property
@@ -293,7 +303,9 @@ class Mixture(Distribution):
         _check_option(check)
         x = lmath.as_operand(x, "logp")
         if self.dim in x.dims:
-            raise DimError(f"mixture: the value must not be on the components' dim {self.dim.name!r}, got dims {x.dims}")
+            raise DimError(
+                f"mixture: the value must not be on the components' dim {self.dim.name!r}, got dims {x.dims}"
+            )
         logw = self.log_weights()
         if self.stacked is not None:
             density = lmath.logsumexp(logw + self.stacked.logp(x), self.dim)

@@ -130,7 +130,9 @@ class _Hurdle(_Wrapping):
 
     def _log_positive(self):
         """log P_base(X > 0): the base's mass a nonzero value is drawn from (1 for a continuous base)."""
-        return lmath.log1mexp(self.base.logp(0)) if self.discrete else 0.0  # 1 - P(0): differentiable in every parameter
+        return (
+            lmath.log1mexp(self.base.logp(0)) if self.discrete else 0.0
+        )  # 1 - P(0): differentiable in every parameter
 
     def sample(self, state, dims, psi, **p):
         state, u = primitive_draw("uniform", state, dims=dims)
@@ -188,5 +190,3 @@ class HurdleLogNormal(_Hurdle):
 
     names = ("psi", "mu", "sigma")
     base_cls = LogNormal
-
-

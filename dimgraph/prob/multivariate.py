@@ -94,7 +94,6 @@ class Dirichlet(_CoreDim):
         return state, softmax(lg, self.dim)
 
 
-
 @register("multivariate_normal")
 class MultivariateNormal(Distribution):
     """Vectors on `dims[0]` with mean `mu` and covariance `cov` (or the precision `tau`, or the lower Cholesky
@@ -150,8 +149,6 @@ class MultivariateNormal(Distribution):
         return tuple(d for d in dims if d != self.dims[1])
 
 
-
-
 def lkj_log_normalizer(eta, n):
     """The log normalizer of LKJ(eta) for n x n matrices, -log c with PyMC's closed form of log c:
     (n - 1) gammaln(eta + (n - 1) / 2) - sum over k = 1..n-1 of (k log(pi) / 2 + gammaln(eta + (n - 1 - k) / 2)).
@@ -185,7 +182,9 @@ class _LKJ(Distribution):
         self.dims = _matrix_dims(dims, self.what)
         (eta,) = labeled_params({"eta": eta}, self.what)
         if set(eta.dims) & set(self.dims):
-            raise DimError(f"{self.what}: eta must not be on the matrix dims {fmt_dims(self.dims)}, got dims {eta.dims}")
+            raise DimError(
+                f"{self.what}: eta must not be on the matrix dims {fmt_dims(self.dims)}, got dims {eta.dims}"
+            )
         self.params = {"eta": eta}
         self.n = self.dims[0].size
         self.packed_dim = self._packed_dim() if packed else None
@@ -195,7 +194,11 @@ class _LKJ(Distribution):
 
     # --- packed layout
     def _positions(self):
-        return {"triu": np.triu_indices(self.n, 1), "tril": np.tril_indices(self.n, -1), "tril_diag": np.tril_indices(self.n)}[self.layout]
+        return {
+            "triu": np.triu_indices(self.n, 1),
+            "tril": np.tril_indices(self.n, -1),
+            "tril_diag": np.tril_indices(self.n),
+        }[self.layout]
 
     def _packed_dim(self):
         row, col = self.dims
@@ -233,7 +236,9 @@ class _LKJ(Distribution):
             return self.unpack(x)
         missing = [d.name for d in self.dims if d not in x.dims]
         if missing:
-            raise DimError(f"{self.what}: the value must be on the matrix dims {fmt_dims(self.dims)}, got dims {x.dims}")
+            raise DimError(
+                f"{self.what}: the value must be on the matrix dims {fmt_dims(self.dims)}, got dims {x.dims}"
+            )
         return x
 
     def _diagonal_mask(self):
@@ -481,7 +486,9 @@ class ZeroSumNormal(Distribution):
         if any(d.size is None for d in dims):
             raise DimError(f"zerosum_normal: the zero-sum dims need static sizes, got {fmt_dims(dims)}")
         if set(dims) & set(self.params["sigma"].dims):
-            raise DimError(f"zerosum_normal: sigma must not be on the zero-sum dims {fmt_dims(dims)}, got {self.params['sigma'].dims}")
+            raise DimError(
+                f"zerosum_normal: sigma must not be on the zero-sum dims {fmt_dims(dims)}, got {self.params['sigma'].dims}"
+            )
         self.dims = dims
 
     def logp(self, x, check="nan"):
@@ -489,7 +496,9 @@ class ZeroSumNormal(Distribution):
         x = lmath.as_operand(x, "logp")
         missing = [d.name for d in self.dims if d not in x.dims]
         if missing:
-            raise DimError(f"zerosum_normal: the value must be on the zero-sum dims {fmt_dims(self.dims)}, got dims {x.dims}")
+            raise DimError(
+                f"zerosum_normal: the value must be on the zero-sum dims {fmt_dims(self.dims)}, got dims {x.dims}"
+            )
         sigma = self.params["sigma"]
         free = math.prod(d.size - 1 for d in self.dims)
         z = x / sigma
@@ -599,7 +608,9 @@ class _Counts(Distribution):
         what = type(self).__name__.lower()
         n, weights = labeled_params({"n": n, self.names[1]: weights}, what)
         if dim is None:
-            raise TypeError(f"{what}: give the categories' dim of {self.names[1]!r} as dim= (one of {fmt_dims(weights.dims)})")
+            raise TypeError(
+                f"{what}: give the categories' dim of {self.names[1]!r} as dim= (one of {fmt_dims(weights.dims)})"
+            )
         (self.dim,) = resolve_dims(weights.dims, [dim], what)
         if self.dim in n.dims:
             raise DimError(f"{what}: n must not be on the categories' dim {self.dim.name!r}")
@@ -614,7 +625,9 @@ class _Counts(Distribution):
         _check_option(check)
         x = lmath.as_operand(x, "logp")
         if self.dim not in x.dims:
-            raise DimError(f"{type(self).__name__.lower()}: the value must be on the categories' dim {self.dim.name!r}, got dims {fmt_dims(x.dims)}")
+            raise DimError(
+                f"{type(self).__name__.lower()}: the value must be on the categories' dim {self.dim.name!r}, got dims {fmt_dims(x.dims)}"
+            )
         n = lmath.astype(self.params["n"], "float64")
         inside = self._inside(x, n)
         safe = lmath.where(inside, lmath.astype(x, "float64"), 0.0)
@@ -721,7 +734,9 @@ class StickBreakingWeights(Distribution):
     def __init__(self, alpha, dim=None):
         super().__init__(alpha)
         if not isinstance(dim, Dim) or dim.size is None or dim.size < 2:
-            raise TypeError(f"stick_breaking_weights: give the weights' dim as dim=, a Dim of static size K + 1 >= 2, got {dim!r}")
+            raise TypeError(
+                f"stick_breaking_weights: give the weights' dim as dim=, a Dim of static size K + 1 >= 2, got {dim!r}"
+            )
         if dim in self.params["alpha"].dims:
             raise DimError(f"stick_breaking_weights: alpha must not be on the weights' dim {dim.name!r}")
         self.dim = dim
@@ -730,7 +745,9 @@ class StickBreakingWeights(Distribution):
         _check_option(check)
         x = lmath.as_operand(x, "logp")
         if self.dim not in x.dims:
-            raise DimError(f"stick_breaking_weights: the value must be on {self.dim.name!r}, got dims {fmt_dims(x.dims)}")
+            raise DimError(
+                f"stick_breaking_weights: the value must be on {self.dim.name!r}, got dims {fmt_dims(x.dims)}"
+            )
         alpha, k, dim = self.params["alpha"], self.dim.size - 1, self.dim
         inside = ((x > 0) & (x < 1)).all(dim) & (lmath.elemwise("abs", x.sum(dim) - 1) <= 1e-9)
         safe = lmath.where(inside, x, 1.0 / (k + 1))
@@ -738,7 +755,9 @@ class StickBreakingWeights(Distribution):
         tails = safe.isel({dim.name: backwards}).cumsum(dim)  # sum_(j >= k) x_j, read from the last weight
         last = safe.isel({dim.name: k})
         density = -lmath.log(tails).sum(dim) + k * lmath.log(alpha) + alpha * lmath.log(last)
-        return _invalid_to_nan(lmath.where(inside, density, -np.inf), self.valid(alpha=alpha), check, "stick_breaking_weights")
+        return _invalid_to_nan(
+            lmath.where(inside, density, -np.inf), self.valid(alpha=alpha), check, "stick_breaking_weights"
+        )
 
     def sample(self, state, dims, alpha):
         dim, k = self.dim, self.dim.size - 1
@@ -759,7 +778,9 @@ def _adjacency(W, dim, what):
     """The adjacency matrix as a NumPy array (data: the graph is fixed), checked against `dim`."""
     if isinstance(W, Variable):
         if not hasattr(W, "data"):
-            raise TypeError(f"{what}: W must be data (a NumPy array, a DataArray or a constant): the graph is fixed, got {W!r}")
+            raise TypeError(
+                f"{what}: W must be data (a NumPy array, a DataArray or a constant): the graph is fixed, got {W!r}"
+            )
         W = W.data
     W = np.asarray(W.values if is_dataarray(W) else W, dtype=float)
     if W.ndim != 2 or W.shape[0] != W.shape[1]:
@@ -819,7 +840,9 @@ class CAR(Distribution):
         self.dim = dim
         degree = self.W.sum(axis=1)
         if (degree <= 0).any():
-            raise ValueError(f"car: every node needs a neighbor; node(s) {np.flatnonzero(degree <= 0).tolist()} have none in W")
+            raise ValueError(
+                f"car: every node needs a neighbor; node(s) {np.flatnonzero(degree <= 0).tolist()} have none in W"
+            )
         for name in ("alpha", "tau"):
             if dim in self.params[name].dims:
                 raise DimError(f"car: {name} must not be on the nodes' dim {dim.name!r}")
@@ -973,7 +996,9 @@ class KroneckerNormal(Distribution):
             raise TypeError(f"{what}: give exactly one of covs= and chols=")
         matrices = list(covs if chols is None else chols)
         if dims is None or len(dims) != len(matrices) or not matrices:
-            raise TypeError(f"{what}: give dims=[(row, col), ...], one pair per matrix ({len(matrices)} matrices), got {dims!r}")
+            raise TypeError(
+                f"{what}: give dims=[(row, col), ...], one pair per matrix ({len(matrices)} matrices), got {dims!r}"
+            )
         given = {"mu": mu, **{f"matrix_{k}": m for k, m in enumerate(matrices)}}
         if sigma is not None:
             given["sigma"] = sigma
@@ -984,7 +1009,9 @@ class KroneckerNormal(Distribution):
         if len(set(rows)) != len(rows):
             raise DimError(f"{what}: each matrix needs its own row dim, got {fmt_dims(rows)}")
         self.sigma = values[-1] if sigma is not None else None
-        self.chols = [m if chols is not None else linalg.cholesky(m, dims=pair) for m, pair in zip(matrices, self.pairs)]
+        self.chols = [
+            m if chols is not None else linalg.cholesky(m, dims=pair) for m, pair in zip(matrices, self.pairs)
+        ]
         self.covs = None if covs is None else matrices
         self.params = {"mu": mu, **{f"chol_{k}": c for k, c in enumerate(self.chols)}}
         if self.sigma is not None:
@@ -1006,7 +1033,9 @@ class KroneckerNormal(Distribution):
         x = lmath.as_operand(x, "logp")
         missing = [r.name for r in self._rows() if r not in x.dims]
         if missing:
-            raise DimError(f"{what}: the value must be on the row dims {fmt_dims(self._rows())}, got dims {fmt_dims(x.dims)}")
+            raise DimError(
+                f"{what}: the value must be on the row dims {fmt_dims(self._rows())}, got dims {fmt_dims(x.dims)}"
+            )
         d = x - self.params["mu"]
         sizes = [r.size for r in self._rows()]
         total = math.prod(sizes)
@@ -1134,7 +1163,9 @@ class _WishartFamily(Distribution):
         x = lmath.as_operand(x, "logp")
         missing = [d.name for d in self.dims if d not in x.dims]
         if missing:
-            raise DimError(f"{type(self).__name__.lower()}: the value must be on the matrix dims {fmt_dims(self.dims)}, got dims {fmt_dims(x.dims)}")
+            raise DimError(
+                f"{type(self).__name__.lower()}: the value must be on the matrix dims {fmt_dims(self.dims)}, got dims {fmt_dims(x.dims)}"
+            )
         return x
 
     def _inside(self, x, chol_x):

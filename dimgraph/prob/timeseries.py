@@ -39,6 +39,7 @@ from dimgraph.prob.continuous import Normal
 from dimgraph.prob.multivariate import MultivariateNormal, MvStudentT
 from dimgraph.prob.registry import register
 
+
 # --- the dims of a draw
 def natural_dims(dist):
     """The dims of a draw of `dist` without extra dims (its batch dims, then its event dims)."""
@@ -64,14 +65,18 @@ def _time_dim(time, what, first=1):
     if not isinstance(time, Dim):
         raise TypeError(f"{what}: give the time dim as time=, a Dim, got {time!r}")
     if time.size is None or time.size <= first:
-        raise DimError(f"{what}: the time dim {time.name!r} needs a static size above {first} (the initial value(s) and at least one step), got {time.size}")
+        raise DimError(
+            f"{what}: the time dim {time.name!r} needs a static size above {first} (the initial value(s) and at least one step), got {time.size}"
+        )
     return time
 
 
 def _off_time(dist, time, what, role):
     for d in natural_dims(dist):
         if d == time or d.name == time.name:
-            raise DimError(f"{what}: {role}'s parameters must not be on the time dim {time.name!r}; a walk's steps share them")
+            raise DimError(
+                f"{what}: {role}'s parameters must not be on the time dim {time.name!r}; a walk's steps share them"
+            )
 
 
 def _window(x, time, start, stop, steps):
@@ -444,7 +449,9 @@ class EulerMaruyama(Distribution):
 
     def __init__(self, dt, sde_fn, sde_pars=(), init_dist=None, time=None):
         if not callable(sde_fn):
-            raise TypeError(f"euler_maruyama: sde_fn must be a function (x, *sde_pars) -> (drift, diffusion), got {sde_fn!r}")
+            raise TypeError(
+                f"euler_maruyama: sde_fn must be a function (x, *sde_pars) -> (drift, diffusion), got {sde_fn!r}"
+            )
         self.sde_fn = sde_fn
         pars = tuple(sde_pars) if isinstance(sde_pars, (tuple, list)) else (sde_pars,)
         self.sde_pars = tuple(labeled_params({f"sde_pars[{k}]": v for k, v in enumerate(pars)}, "euler_maruyama"))
@@ -483,7 +490,11 @@ class EulerMaruyama(Distribution):
         dims = dims + tuple(d for d in natural_dims(self.init_dist) if d not in dims)
         state, x0 = draw_onto(self.init_dist, state, dims)
         probe_mean, probe_scale = self._transition(x0)
-        dims = dims + tuple(d for d in (*lmath.as_operand(probe_mean, "drift").dims, *lmath.as_operand(probe_scale, "diffusion").dims) if d not in dims)
+        dims = dims + tuple(
+            d
+            for d in (*lmath.as_operand(probe_mean, "drift").dims, *lmath.as_operand(probe_scale, "diffusion").dims)
+            if d not in dims
+        )
         x0 = x0 + 0.0 * lmath.as_operand(probe_mean, "drift") + 0.0 * lmath.as_operand(probe_scale, "diffusion")
         state, z = primitive_draw("normal", state, dims=(self.steps, *dims))
 
@@ -494,6 +505,7 @@ class EulerMaruyama(Distribution):
         _, trace = scan(step, init=x0.transpose(*dims), sequences=z, dim=self.steps)
         series = _join(x0, None, trace, self.steps, self.time)
         return state, (series + lmath.where(self.valid(**self.params), 0.0, np.nan)).transpose(*dims, self.time)
+
 
 @register("markov_chain")
 class MarkovChain(Distribution):
@@ -515,11 +527,15 @@ class MarkovChain(Distribution):
         init, trans = labeled_params({"init": init, "trans": trans}, "markov_chain")
         self.params = {"init": init, "trans": trans}
         if dim is None or next_dim is None:
-            raise TypeError("markov_chain: give the state dim as dim= and the transition matrix's next-state dim as next_dim=")
+            raise TypeError(
+                "markov_chain: give the state dim as dim= and the transition matrix's next-state dim as next_dim="
+            )
         (self.dim,) = resolve_dims(init.dims, dim, "markov_chain", "init")
         (self.next_dim,) = resolve_dims(trans.dims, next_dim, "markov_chain", "trans")
         if self.dim not in trans.dims:
-            raise DimError(f"markov_chain: trans must be on the state dim {self.dim.name!r} and {self.next_dim.name!r}, got {fmt_dims(trans.dims)}")
+            raise DimError(
+                f"markov_chain: trans must be on the state dim {self.dim.name!r} and {self.next_dim.name!r}, got {fmt_dims(trans.dims)}"
+            )
         if self.next_dim.size != self.dim.size:
             raise DimError(f"markov_chain: next_dim {self.next_dim!r} must have the state dim's size {self.dim.size}")
         if not isinstance(time, Dim) or time.size is None:
@@ -570,8 +586,9 @@ class MarkovChain(Distribution):
         init, trans = self.params["init"], self.params["trans"]
         core = {self.dim.name, self.next_dim.name, self.time.name}
         batch = tuple(dict.fromkeys(d for d in (*init.dims, *trans.dims) if d.name not in core))
-        rows = lmath.where(arange(self.time) == 0, lmath.log(init.rename({self.dim.name: self.next_dim})),
-                           lmath.log(trans))
+        rows = lmath.where(
+            arange(self.time) == 0, lmath.log(init.rename({self.dim.name: self.next_dim})), lmath.log(trans)
+        )
         state, u = primitive_draw("uniform", state, dims=(*extra_dims, self.time, self.dim, self.next_dim, *batch))
         maps = (rows - lmath.log(-lmath.log(u))).argmax(self.next_dim)  # on (..., time, dim): the next state
         into = self.dim.rename(f"{self.dim.name}__into")

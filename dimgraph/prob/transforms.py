@@ -64,7 +64,9 @@ def _core_dims(cls, dist, what):
     """The core dims a transform named by a user takes from the distribution (`dims`)."""
     core = getattr(dist, "dims", None)
     if core is None:
-        raise ValueError(f"{what}: the {cls.name!r} transform needs the distribution's dims; give transform=dg.transforms.{cls.__name__}(dims)")
+        raise ValueError(
+            f"{what}: the {cls.name!r} transform needs the distribution's dims; give transform=dg.transforms.{cls.__name__}(dims)"
+        )
     return core
 
 
@@ -225,7 +227,9 @@ class Simplex(Transform):
         if dim is None and len(dims) == 1:
             dim = dims[0]
         if dim is None:
-            raise ValueError(f"{what}: the {cls.name!r} transform needs one dim; give transform=dg.transforms.{cls.__name__}(dim)")
+            raise ValueError(
+                f"{what}: the {cls.name!r} transform needs one dim; give transform=dg.transforms.{cls.__name__}(dim)"
+            )
         return cls(dim)
 
     def free_dims(self, dims):
@@ -269,7 +273,9 @@ class Ordered(Transform):
         if dim is None and len(dims) == 1:
             dim = dims[0]
         if dim is None:
-            raise ValueError(f"{what}: the {cls.name!r} transform needs one dim; give transform=dg.transforms.{cls.__name__}(dim)")
+            raise ValueError(
+                f"{what}: the {cls.name!r} transform needs one dim; give transform=dg.transforms.{cls.__name__}(dim)"
+            )
         return cls(dim)
 
     def forward(self, x):
@@ -329,7 +335,9 @@ class ZeroSum(Transform):
             n, free = d.size, self.free[d]
             s = y.sum(free)
             padded = _gather(y, free, [*range(n - 1), 0], d)
-            y = lmath.where(arange(d) == n - 1, -s / math.sqrt(n), padded - s / (n + math.sqrt(n))).transpose(*padded.dims)
+            y = lmath.where(arange(d) == n - 1, -s / math.sqrt(n), padded - s / (n + math.sqrt(n))).transpose(
+                *padded.dims
+            )
         return y
 
     def log_jac_det(self, y):
@@ -519,7 +527,9 @@ class PositiveDefinite(CholeskyCov):
     def backward(self, y):
         chol = super().backward(y)
         inner = Dim(f"_{self.row.name}_{self.col.name}_inner", size=self.n)
-        product = (chol.rename({self.col: inner}) * chol.rename({self.col: inner}).rename({self.row: self.col})).sum(inner)
+        product = (chol.rename({self.col: inner}) * chol.rename({self.col: inner}).rename({self.row: self.col})).sum(
+            inner
+        )
         return product.transpose(*[d for d in product.dims if d not in (self.row, self.col)], self.row, self.col)
 
     def forward(self, x):
@@ -532,7 +542,19 @@ class PositiveDefinite(CholeskyCov):
 
 TRANSFORMS = {
     t.name: t
-    for t in (Identity, Log, LogOdds, Interval, Simplex, Ordered, ZeroSum, CholeskyCorr, Corr, CholeskyCov, PositiveDefinite)
+    for t in (
+        Identity,
+        Log,
+        LogOdds,
+        Interval,
+        Simplex,
+        Ordered,
+        ZeroSum,
+        CholeskyCorr,
+        Corr,
+        CholeskyCov,
+        PositiveDefinite,
+    )
 }
 """{name: Transform class}: the names a user's `transform=` may give."""
 

@@ -37,7 +37,8 @@ def crossed():
     cost = (
         dg.dist.normal(centred.isel(batch=b, machine=k), dg.exp(log_s)).logp(y).sum()
         + dg.dist.normal(0.0, 1.0).logp(cell).sum()
-        + dg.dist.halfnormal(1.0).logp(dg.exp(log_s)) + log_s
+        + dg.dist.halfnormal(1.0).logp(dg.exp(log_s))
+        + log_s
     )
     rng = np.random.default_rng(1)
     data = {"b": _index(rng, 4), "k": _index(rng, 3), "y": rng.normal(size=N)}
@@ -55,7 +56,8 @@ def walk():
         dg.dist.normal(level.isel(series=s, time=t), 0.5).logp(y).sum()
         + dg.dist.normal(0.0, 1.0).logp(innovation).sum()
         + dg.dist.student_t(3.0, 0.0, 2.0).logp(level0).sum()
-        + dg.dist.halfnormal(1.0).logp(dg.exp(log_sigma)) + log_sigma
+        + dg.dist.halfnormal(1.0).logp(dg.exp(log_sigma))
+        + log_sigma
     )
     rng = np.random.default_rng(2)
     data = {"s": _index(rng, 3), "t": _index(rng, 6), "y": rng.normal(size=N)}
@@ -82,7 +84,12 @@ def linalg():
     chol = dg.linalg.cholesky(spd, dims=(ROW, COL))
     _, logdet = dg.linalg.slogdet(spd, dims=(ROW, COL))
     sol = dg.linalg.solve(spd, v, dims=(ROW, COL))
-    cost = -0.5 * dg.dot(sol.rename(col="row"), v) - 0.5 * logdet + dg.log(dg.linalg.diagonal(chol, dims=(ROW, COL))).sum() + dg.dot(v, w)
+    cost = (
+        -0.5 * dg.dot(sol.rename(col="row"), v)
+        - 0.5 * logdet
+        + dg.log(dg.linalg.diagonal(chol, dims=(ROW, COL))).sum()
+        + dg.dot(v, w)
+    )
     return cost, [log_d, v], [w], {"w": np.array([0.3, -0.2, 0.5])}
 
 
@@ -97,8 +104,6 @@ def draws():
     f = dg.function([state, mu], [z, k, s2], backend="numba", jit_graph=True)
     z, k, s2 = f(dg.seed_state(3), 0.5)
     return {"z": np.asarray(z).tolist(), "k": np.asarray(k).tolist(), "state": f._compiled.tiers.state}
-
-
 
 
 def point(size):
@@ -128,8 +133,12 @@ def run(names):
             cf = _cfunc_values(fn, data, theta)
         tiers = fn.function._compiled.tiers
         report[name] = {
-            "value": value, "grad": grad.tolist(), "bound": [bound[0], bound[1].tolist()], "cfunc": cf,
-            "state": tiers.state, "warnings": [str(w.message) for w in caught],
+            "value": value,
+            "grad": grad.tolist(),
+            "bound": [bound[0], bound[1].tolist()],
+            "cfunc": cf,
+            "state": tiers.state,
+            "warnings": [str(w.message) for w in caught],
         }
     report["draws"] = draws()
     return report

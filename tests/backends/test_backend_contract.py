@@ -56,6 +56,9 @@ def test_a_module_missing_part_of_the_contract_is_named(monkeypatch):
     module.compile = lambda fgraph, **options: Compiled(lambda args: args)
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setitem(backends._LOADERS, "partial", module.__name__)
-    with pytest.raises(TypeError, match=r"partial backend: module dimgraph_test_partial_backend does not define \['REGISTRIES', 'from_plan', 'warm_tag'\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"partial backend: module dimgraph_test_partial_backend does not define \['REGISTRIES', 'from_plan', 'warm_tag'\]",
+    ):
         get_backend("partial").compile(FunctionGraph([], []))
     assert not isinstance(module, BackendModule)

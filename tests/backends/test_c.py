@@ -49,7 +49,9 @@ SCRIPT = textwrap.dedent(
 def _run_script(cache_dir, extra_env=None):
     env = dict(os.environ, DIMGRAPH_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT)
     env.update(extra_env or {})
-    return subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _result(proc):
@@ -65,7 +67,9 @@ def test_second_process_loads_the_cache_without_compiling(tmp_path):
     assert cold["compiled"] == 1 and cold["loaded_from_disk"] == 0
     assert warm["compiled"] == 0 and warm["loaded_from_disk"] == 1
     assert warm["seconds"] < cold["seconds"]
-    print(f"\nc backend compile: cold {cold['seconds']:.3f} s (gcc {cold['compile_seconds']:.3f} s), warm {warm['seconds']:.3f} s")
+    print(
+        f"\nc backend compile: cold {cold['seconds']:.3f} s (gcc {cold['compile_seconds']:.3f} s), warm {warm['seconds']:.3f} s"
+    )
 
 
 def test_concurrent_compiles_of_one_graph(tmp_path):
@@ -142,8 +146,17 @@ def test_numpy_edge_semantics(edge_fn):
     g = np.array([1.0, np.nan, -3.0, 0.0, -0.0, 2.0, 0.0])
     with np.errstate(all="ignore"):
         expected = [
-            a // b, a % b, i8 * i8, np.round(f), np.maximum(g, 0.5), g.max(), g.min(), f / np.float32(3),
-            f // g, f % g, g.argmax(),
+            a // b,
+            a % b,
+            i8 * i8,
+            np.round(f),
+            np.maximum(g, 0.5),
+            g.max(),
+            g.min(),
+            f / np.float32(3),
+            f // g,
+            f % g,
+            g.argmax(),
         ]
     got = edge_fn(a, b, i8, f, g)
     for k, (r, e) in enumerate(zip(got, expected)):
@@ -194,7 +207,7 @@ def test_one_compile_per_source_in_a_process():
 
 def test_negative_integer_power_raises_as_numpy():
     x = dg.tensor("x", shape=(None,), dtype="int64")
-    f = dg.function([x], [x ** x, (x ** 2).sum()], backend="c")
+    f = dg.function([x], [x**x, (x**2).sum()], backend="c")
     r0, r1 = f(np.array([2, 3], dtype=np.int64))
     np.testing.assert_array_equal(r0, [4, 27])
     assert r1 == 13

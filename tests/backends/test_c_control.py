@@ -24,7 +24,9 @@ def _assert_same(fc, fp, *args):
 
 def test_scans_gradients_while_loops_and_branches_step_in_c():
     y, rho, s0 = dg.vector("y"), dg.scalar("rho"), dg.scalar("s0")
-    lp, trace = dg.scan(lambda acc, a, b: acc - 0.5 * (a - rho * b) ** 2, init=dg.core.constant(0.0), sequences=[y[1:], y[:-1]])
+    lp, trace = dg.scan(
+        lambda acc, a, b: acc - 0.5 * (a - rho * b) ** 2, init=dg.core.constant(0.0), sequences=[y[1:], y[:-1]]
+    )
     walk, path = dg.scan(lambda s, e: dg.tanh(s) + e, init=s0, sequences=y)
     until = dg.while_loop(lambda s: s < 50.0, lambda s: s * 2.0 + 1.0, init=s0, max_steps=100)
     branch = dg.ifelse(rho > 0, lp * 2.0, dg.exp(walk))

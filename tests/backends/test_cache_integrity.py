@@ -195,7 +195,7 @@ _MARKER = "DIMGRAPH_TEST_CONSTRUCTOR_RAN"
 
 def _c_source(value, marker=None):
     ctor = (
-        f'#include <stdlib.h>\n#include <stdio.h>\n__attribute__((constructor)) static void planted(void) '
+        f"#include <stdlib.h>\n#include <stdio.h>\n__attribute__((constructor)) static void planted(void) "
         f'{{ FILE *f = fopen("{marker}", "w"); if (f) fclose(f); }}\n'
         if marker
         else ""
@@ -413,7 +413,9 @@ def test_object_mode_code_in_a_loop_body_runs_from_a_warm_cache(tmp_path):
     for _ in range(4):
         x = np.tanh(0.5 * x)
     for run in ("cold", "warm"):
-        proc = subprocess.run([sys.executable, "-c", _OBJMODE_LOOP], env=env, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-c", _OBJMODE_LOOP], env=env, capture_output=True, text=True, timeout=300
+        )
         assert proc.returncode == 0, f"{run} process failed:\n{proc.stderr[-2000:]}"
         np.testing.assert_allclose(eval(proc.stdout.strip().splitlines()[-1]), x)
 

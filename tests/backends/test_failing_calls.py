@@ -101,7 +101,10 @@ def test_a_size_known_at_run_time_is_refused_before_allocation(backend):
     with pytest.raises(MemoryError):
         f(np.zeros(10))
     small = dg.function([mu], dg.rng(1).normal(mu, 1.0, extra_dims=(dg.Dim("big", size=3),)), backend=backend)
-    assert dict(small(np.zeros(10)).sizes) == {"big": 3, "obs": 10}  # the same function at a size that fits draws as before
+    assert dict(small(np.zeros(10)).sizes) == {
+        "big": 3,
+        "obs": 10,
+    }  # the same function at a size that fits draws as before
 
 
 def test_memory_check_counts_bytes_without_overflow():

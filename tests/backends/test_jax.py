@@ -316,7 +316,9 @@ def test_float_to_int_casts_of_special_values_match_numpy():
     x = dg.tensor("x", shape=(None,))
     targets = ["int8", "uint8", "int16", "uint16", "int32", "int64", "bool", "float32", "float16"]
     outs = [dg.core.cast(x, t) for t in targets]
-    v = np.array([np.nan, np.inf, -np.inf, 3e10, -3e10, 200.0, -200.0, 300.0, -1.0, 2.0**63, 1e19, -0.5, 70000.0, 2.0**31])
+    v = np.array(
+        [np.nan, np.inf, -np.inf, 3e10, -3e10, 200.0, -200.0, 300.0, -1.0, 2.0**63, 1e19, -0.5, 70000.0, 2.0**31]
+    )
     with np.errstate(all="ignore"):
         want = dg.function([x], outs, backend="python")(v)
     for t, got, w in zip(targets, dg.function([x], outs, backend="jax")(v), want):

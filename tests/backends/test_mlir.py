@@ -214,7 +214,13 @@ def test_gammaln_and_digamma_printed_from_their_series_match_scipy():
 
     x = dg.tensor("x", shape=(None,))
     f = dg.function([x], [dg.gammaln(x), dg.digamma(x)], backend="mlir")
-    d = np.concatenate([np.geomspace(1e-300, 1e300, 400), np.linspace(-30.5, 30.5, 801), [0.0, -0.0, -3.0, 1.0, 2.0, np.inf, -np.inf, np.nan]])
+    d = np.concatenate(
+        [
+            np.geomspace(1e-300, 1e300, 400),
+            np.linspace(-30.5, 30.5, 801),
+            [0.0, -0.0, -3.0, 1.0, 2.0, np.inf, -np.inf, np.nan],
+        ]
+    )
     for got, want in zip(f(d), [sp.gammaln(d), sp.digamma(d)]):
         finite = np.isfinite(want)
         np.testing.assert_array_equal(got[~finite], want[~finite])

@@ -145,6 +145,7 @@ def test_division_by_a_loop_invariant_is_within_one_ulp_and_exact_at_the_edges(d
 
     def f(xs, d):
         return g(xs, np.arange(len(xs)), d)
+
     rng = np.random.default_rng(0)
     xs = np.concatenate([rng.normal(size=20_000) * s for s in (1e-30, 1e-3, 1.0, 1e3, 1e30)]).astype(dtype)
     xs = np.concatenate([xs, np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype=dtype)])
@@ -170,7 +171,9 @@ def test_vectorizable_exp_is_within_two_ulp_of_numpy():
     f = dg.function([x], dg.exp(x), backend="numba")
     assert "exp_f64" in f.source
     rng = np.random.default_rng(0)
-    xs = np.concatenate([np.linspace(-708.3, 709.7, 400_001), rng.uniform(-2, 2, 100_000), rng.normal(size=100_000) * 50])
+    xs = np.concatenate(
+        [np.linspace(-708.3, 709.7, 400_001), rng.uniform(-2, 2, 100_000), rng.normal(size=100_000) * 50]
+    )
     got, want = f(xs), np.exp(xs)
     ulps = np.abs(got - want) / np.spacing(want)
     assert ulps.max() <= 2, (xs[np.argmax(ulps)], ulps.max())
@@ -272,7 +275,11 @@ def test_column_reductions_are_one_pass_with_numpys_results(column_reductions, c
     reducer, dtype, columns = case
     f = column_reductions[case]
     assert f"acc{columns - 1} = " in f.source and "for j1 in" not in f.source
-    elements = from_dtype(np.dtype(dtype), allow_nan=False, allow_infinity=False, min_value=-1e3, max_value=1e3) if dtype != "bool" else st.booleans()
+    elements = (
+        from_dtype(np.dtype(dtype), allow_nan=False, allow_infinity=False, min_value=-1e3, max_value=1e3)
+        if dtype != "bool"
+        else st.booleans()
+    )
     low = 1 if reducer in ("max", "min") else 0
 
     @given(arrays(dtype, st.tuples(st.integers(low, 40), st.just(columns)), elements=elements))

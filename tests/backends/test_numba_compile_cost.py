@@ -108,8 +108,14 @@ def test_lapack_functions_run_by_numpy_in_the_driver_and_jitted_in_loop_bodies()
     outs = [L.solve(a, b, b_ndim=1), L.inv(a), L.det(a), L.slogdet(a)[1], L.eigh(a)[0], L.cholesky(a)]
     f = dg.function([a, b], outs, backend="numba")
     assert len(f._compiled.host_ops) == 5 and len(f._compiled.kernel_digests) == 1, f.source  # the cholesky
-    want = [np.linalg.solve(A, B[..., None])[..., 0], np.linalg.inv(A), np.linalg.det(A), np.linalg.slogdet(A)[1],
-            np.linalg.eigh(A)[0], np.linalg.cholesky(A)]
+    want = [
+        np.linalg.solve(A, B[..., None])[..., 0],
+        np.linalg.inv(A),
+        np.linalg.det(A),
+        np.linalg.slogdet(A)[1],
+        np.linalg.eigh(A)[0],
+        np.linalg.cholesky(A),
+    ]
     for got, expected in zip(f(A, B), want):
         np.testing.assert_allclose(got, expected, rtol=1e-10)
     A[2] = 0.0  # singular: NaNs or infs by the failure rule, never an exception

@@ -30,8 +30,10 @@ COST = (
     dg.dist.normal(A.isel(county=IDX), dg.exp(LOG_SY)).logp(Y).sum()
     + dg.dist.normal(0.0, 1.0).logp(Z).sum()
     + dg.dist.normal(0.0, 5.0).logp(MU)
-    + dg.dist.halfnormal(1.0).logp(dg.exp(LOG_S)) + LOG_S
-    + dg.dist.halfnormal(2.0).logp(dg.exp(LOG_SY)) + LOG_SY
+    + dg.dist.halfnormal(1.0).logp(dg.exp(LOG_S))
+    + LOG_S
+    + dg.dist.halfnormal(2.0).logp(dg.exp(LOG_SY))
+    + LOG_SY
 )
 DATA = {"idx": np.array([0, 1, 2, 3, 0, 1, 2, 3, 3]), "y": np.linspace(-1.0, 2.0, 9)}
 
@@ -88,7 +90,10 @@ def test_the_flat_entry_binds_the_last_calls_data(flat_fns):
     jitted(theta, **data)  # (the first call of the function jits the graph; the entry takes the next ones)
     jitted(theta, **data)
     call = jitted._bound[0]
-    assert jitted(theta, **data) == (pytest.approx(reference(theta, **data)[0], rel=1e-12), pytest.approx(reference(theta, **data)[1]))
+    assert jitted(theta, **data) == (
+        pytest.approx(reference(theta, **data)[0], rel=1e-12),
+        pytest.approx(reference(theta, **data)[1]),
+    )
     assert jitted._bound[0] is call  # the same arrays: nothing converted or checked again
     data["y"][:] = np.arange(9.0)  # written in place: the bound entry reads the new values
     data["idx"][0] = 3
@@ -115,7 +120,7 @@ def test_bind_calls_the_compiled_entry_on_theta_alone(flat_fns):
     for th in (theta, theta, theta.tolist(), theta.astype(np.float32).astype(np.float64), np.repeat(theta, 2)[::2]):
         value, grad = logp(th)  # the compiled entry; a list or a strided vector take the checked path
         assert value == pytest.approx(want_value, rel=1e-6) and np.allclose(grad, want_grad, rtol=1e-6)
-    assert logp._call is not None and logp._call.args[-len(DATA):][0] is DATA["idx"]  # bound as they are: no copy
+    assert logp._call is not None and logp._call.args[-len(DATA) :][0] is DATA["idx"]  # bound as they are: no copy
     with pytest.raises(dg.InputError, match=r"theta: expected a vector of 7 values .*got shape \(8,\)"):
         logp(np.zeros(8))  # refused by the entry, named by the checked path
     with pytest.raises(dg.InputError, match="theta: expected real numbers"):
@@ -128,7 +133,9 @@ def test_a_bound_array_reshaped_in_place_is_checked_again():
     house, item = dg.Dim("house"), dg.Dim("item")  # sizes known only from the data
     mu = dg.labeled("mu", dims=())
     x, y = dg.labeled("x", dims=(house, item)), dg.labeled("y", dims=(house,))
-    fn = dg.flat_value_and_grad(((y - mu * x.sum("item")) ** 2).sum(), [mu], inputs=[x, y], backend="numba", jit_graph=True)
+    fn = dg.flat_value_and_grad(
+        ((y - mu * x.sum("item")) ** 2).sum(), [mu], inputs=[x, y], backend="numba", jit_graph=True
+    )
     xv, yv = np.ones((4, 3)), np.arange(4.0)
     for _ in range(2):
         assert fn(np.array([1.0]), x=xv, y=yv)[0] == pytest.approx(float(((yv - 3.0) ** 2).sum()))
@@ -171,7 +178,9 @@ def test_the_c_callable_logp_and_gradient_match_the_python_call(flat_fns):
     proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ptr, ptr, ptr, ctypes.c_void_p)
     theta = np.full(7, 0.25)
     grad, logp = np.empty(7), np.empty(1)
-    assert proto(c.address)(7, theta.ctypes.data_as(ptr), grad.ctypes.data_as(ptr), logp.ctypes.data_as(ptr), c.data) == 0
+    assert (
+        proto(c.address)(7, theta.ctypes.data_as(ptr), grad.ctypes.data_as(ptr), logp.ctypes.data_as(ptr), c.data) == 0
+    )
     assert logp[0] == pytest.approx(reference(theta, **DATA)[0], rel=1e-12)
     assert "int64 n, const double* x, double* grad, double* logp, void* data" in c.signature
 
@@ -337,7 +346,9 @@ def test_einsums_and_indexing_once_without_a_nopython_form_run_jitted():
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", dg.PerformanceWarning)
-        f = dg.function([a, b, x, i, j], [dg.core.einsum("ij,j->i", a, b), x[i, j] * 2.0], backend="numba", jit_graph=True)
+        f = dg.function(
+            [a, b, x, i, j], [dg.core.einsum("ij,j->i", a, b), x[i, j] * 2.0], backend="numba", jit_graph=True
+        )
         av, bv = np.eye(3, dtype=bool), np.array([True, False, True])
         xv, iv, jv = np.arange(12.0).reshape(3, 4), np.array([0, 2]), np.array([1, 3])
         got = f(av, bv, xv, iv, jv)
@@ -410,7 +421,10 @@ S_OUTPUTS = [
 @pytest.fixture(scope="module")
 def scalar_fns():
     inputs = [S_X, S_N, S_H, S_V]
-    return (dg.function(inputs, S_OUTPUTS, backend="numba", jit_graph=True), dg.function(inputs, S_OUTPUTS, backend="python"))
+    return (
+        dg.function(inputs, S_OUTPUTS, backend="numba", jit_graph=True),
+        dg.function(inputs, S_OUTPUTS, backend="python"),
+    )
 
 
 def test_the_jitted_graph_holds_0d_values_as_scalars(scalar_fns):
@@ -422,7 +436,7 @@ def test_the_jitted_graph_holds_0d_values_as_scalars(scalar_fns):
 
 @given(
     st.floats(-700, 700),
-    st.integers(-2**20, 2**20),
+    st.integers(-(2**20), 2**20),
     st.floats(-1e6, 1e6, width=32),
     arrays(np.float64, 5, elements=st.floats(-1e6, 1e6)),
 )

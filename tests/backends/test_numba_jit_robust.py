@@ -101,9 +101,18 @@ def test_a_sampler_samples_when_the_jitted_graph_does_not_build(broken_jit):
 
 
 def _run_shapes(cache_dir):
-    env = {**os.environ, "DIMGRAPH_CACHE_DIR": str(cache_dir), "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "DIMGRAPH_CACHE_DIR": str(cache_dir),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
     done = subprocess.run(
-        [sys.executable, str(Path(jit_shapes.__file__))], env=env, capture_output=True, text=True, timeout=900, check=False
+        [sys.executable, str(Path(jit_shapes.__file__))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
@@ -120,7 +129,11 @@ def test_the_jitted_graph_builds_cold_and_again_from_the_warm_cache_in_another_p
         for run in (cold[name], warm[name]):
             assert run["state"] == "jitted" and run["cfunc"]["jitted"], (name, run)
             assert not [w for w in run["warnings"] if "did not compile" in w], (name, run["warnings"])
-            for value, grad in ((run["value"], run["grad"]), run["bound"], (run["cfunc"]["value"], run["cfunc"]["grad"])):
+            for value, grad in (
+                (run["value"], run["grad"]),
+                run["bound"],
+                (run["cfunc"]["value"], run["cfunc"]["grad"]),
+            ):
                 np.testing.assert_allclose(value, want_value, rtol=1e-11, err_msg=name)
                 np.testing.assert_allclose(grad, want_grad, rtol=1e-10, atol=1e-13, err_msg=name)
         assert warm[name]["value"] == cold[name]["value"] and warm[name]["grad"] == cold[name]["grad"]

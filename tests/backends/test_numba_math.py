@@ -70,7 +70,9 @@ def test_within_two_ulp_anywhere(name, x):
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_special_values_as_numpy(name):
     ours, _, numpy_fn = FUNCTIONS[name]
-    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 2.2e-308, 1e-300, 710.0, -746.0, 1e300, -1e300])
+    specials = np.array(
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 2.2e-308, 1e-300, 710.0, -746.0, 1e300, -1e300]
+    )
     with np.errstate(all="ignore"):
         want = numpy_fn(specials)
     got = _mapped(ours, specials)

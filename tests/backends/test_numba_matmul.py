@@ -13,11 +13,28 @@ from hypothesis import strategies as st
 import dimgraph as dg
 from dimgraph.core import matmul
 
-DTYPE_PAIRS = [("float64", "float64"), ("float32", "float32"), ("int32", "float32"), ("int64", "int64"),
-               ("int8", "int8"), ("bool", "bool"), ("bool", "int64"), ("uint8", "int8")]
+DTYPE_PAIRS = [
+    ("float64", "float64"),
+    ("float32", "float32"),
+    ("int32", "float32"),
+    ("int64", "int64"),
+    ("int8", "int8"),
+    ("bool", "bool"),
+    ("bool", "int64"),
+    ("uint8", "int8"),
+]
 # (a's shape, b's shape) with batch sizes and m, k, n filled in by the test; "1" is a static size 1
-FORMS = [("k", "k"), ("mk", "k"), ("k", "kn"), ("mk", "kn"), ("bmk", "kn"), ("k", "bkn"), ("bmk", "k"),
-         ("bmk", "1kn"), ("cbmk", "bkn")]
+FORMS = [
+    ("k", "k"),
+    ("mk", "k"),
+    ("k", "kn"),
+    ("mk", "kn"),
+    ("bmk", "kn"),
+    ("k", "bkn"),
+    ("bmk", "k"),
+    ("bmk", "1kn"),
+    ("cbmk", "bkn"),
+]
 
 _COMPILED = {}
 
@@ -51,7 +68,9 @@ def test_printed_matmul_matches_numpy(dtypes, form, sizes, seed):
     assert got.dtype == expected.dtype and got.shape == expected.shape
     if expected.dtype.kind == "f":
         tol = 10 * np.finfo(expected.dtype).eps * max(1, a.shape[-1])
-        np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * np.abs(a).max(initial=1) * np.abs(b).max(initial=1))
+        np.testing.assert_allclose(
+            got, expected, rtol=tol, atol=tol * np.abs(a).max(initial=1) * np.abs(b).max(initial=1)
+        )
     else:
         np.testing.assert_array_equal(got, expected)
     assert f._compiled.kernel_digests and "objmode" not in f.source  # a printed kernel, called by the driver

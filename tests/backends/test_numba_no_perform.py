@@ -38,12 +38,18 @@ def _terms():
         "cumsum walk": lambda a, s: (s * a.cumsum("machine")).isel(batch=B_IDX, machine=K_IDX).sum(),
         "reductions": lambda a, s: a.mean("batch").sum() + dg.logsumexp(a, dim="machine").sum(),
         "dot": lambda a, s: dg.dot(a, a.isel(batch=0), dim="machine").sum(),
-        "linalg": lambda a, s: dg.log(
-            dg.linalg.diagonal(
-                dg.linalg.cholesky(dg.constant(SPD, dims=(ROW, COL)) + dg.exp(s) * dg.constant(np.eye(3), dims=(ROW, COL)), dims=(ROW, COL)),
-                dims=(ROW, COL),
-            )
-        ).sum() + dg.linalg.slogdet(dg.constant(SPD, dims=(ROW, COL)) * dg.exp(s), dims=(ROW, COL))[1],
+        "linalg": lambda a, s: (
+            dg.log(
+                dg.linalg.diagonal(
+                    dg.linalg.cholesky(
+                        dg.constant(SPD, dims=(ROW, COL)) + dg.exp(s) * dg.constant(np.eye(3), dims=(ROW, COL)),
+                        dims=(ROW, COL),
+                    ),
+                    dims=(ROW, COL),
+                )
+            ).sum()
+            + dg.linalg.slogdet(dg.constant(SPD, dims=(ROW, COL)) * dg.exp(s), dims=(ROW, COL))[1]
+        ),
     }
 
 

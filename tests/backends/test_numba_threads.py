@@ -38,7 +38,13 @@ def _rows():
 
 def _hier_args(rng, n=N, groups=None):
     groups = groups or GROUPS
-    return [rng.normal(size=groups), np.array(0.3), rng.normal(size=n), rng.normal(size=n), rng.integers(-groups, groups, n)]
+    return [
+        rng.normal(size=groups),
+        np.array(0.3),
+        rng.normal(size=n),
+        rng.normal(size=n),
+        rng.integers(-groups, groups, n),
+    ]
 
 
 @pytest.fixture(scope="module")

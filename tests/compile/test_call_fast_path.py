@@ -59,7 +59,10 @@ def _labeled(backend, cache={}):  # noqa: B006 - one compile per backend for the
         x = dg.labeled("x", dims=(a, b))
         s = dg.labeled("s", dims=())
         outs = [(x * s).sum("a"), x + 1.0]
-        cache[backend] = (dg.function([x, s], outs, backend=backend), dg.function([x, s], outs, backend=backend, return_numpy=True))
+        cache[backend] = (
+            dg.function([x, s], outs, backend=backend),
+            dg.function([x, s], outs, backend=backend, return_numpy=True),
+        )
     return cache[backend]
 
 

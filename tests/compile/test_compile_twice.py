@@ -45,20 +45,36 @@ SCALAR = {
     "negative_binomial": ([2.5, 0.3], 4.0, False),
     "discrete_uniform": ([-1.0, 4.0], 2.0, False),
 }
-SCALAR.update({  # issue 39's univariate catalog
-    "asymmetric_laplace": ([2.0, 0.5, 1.5], 1.2, True), "chi_squared": ([3.0], 2.0, True),
-    "ex_gaussian": ([0.5, 1.2, 2.0], 1.0, True), "gumbel": ([0.5, 2.0], 1.0, True), "kumaraswamy": ([2.0, 3.0], 0.4, True),
-    "logitnormal": ([0.3, 0.8], 0.4, True), "moyal": ([0.5, 1.5], 1.0, True), "pareto": ([3.0, 2.0], 4.0, True),
-    "rice": ([1.0, 2.0], 1.5, True), "skewnormal": ([0.5, 1.5, 3.0], 0.2, True),
-    "skew_student_t": ([2.0, 3.0, 0.5, 1.5], -1.0, True), "triangular": ([0.0, 1.0, 3.0], 2.0, True),
-    "truncated_normal": ([0.3, 1.5, -1.0, 2.0], 0.5, True), "vonmises": ([0.5, 2.0], -0.3, True),
-    "wald": ([1.0, 2.0, 0.2], 0.9, True), "beta_binomial": ([2.0, 3.0, 10.0], 4.0, False),
-"discrete_weibull": ([0.5, 1.5], 2.0, False), "geometric": ([0.25], 3.0, False),
-    "hypergeometric": ([20.0, 7.0, 12.0], 4.0, False), "zero_inflated_poisson": ([0.7, 2.0], 0.0, False),
-    "zero_inflated_binomial": ([0.7, 10.0, 0.3], 3.0, False), "zero_inflated_negative_binomial": ([0.7, 2.5, 0.4], 0.0, False),
-    "hurdle_poisson": ([0.7, 2.0], 3.0, False), "hurdle_negative_binomial": ([0.7, 2.5, 0.4], 0.0, False),
-    "hurdle_gamma": ([0.7, 2.0, 3.0], 0.5, True), "hurdle_lognormal": ([0.7, 0.0, 1.0], 1.5, True),
-})
+SCALAR.update(
+    {  # issue 39's univariate catalog
+        "asymmetric_laplace": ([2.0, 0.5, 1.5], 1.2, True),
+        "chi_squared": ([3.0], 2.0, True),
+        "ex_gaussian": ([0.5, 1.2, 2.0], 1.0, True),
+        "gumbel": ([0.5, 2.0], 1.0, True),
+        "kumaraswamy": ([2.0, 3.0], 0.4, True),
+        "logitnormal": ([0.3, 0.8], 0.4, True),
+        "moyal": ([0.5, 1.5], 1.0, True),
+        "pareto": ([3.0, 2.0], 4.0, True),
+        "rice": ([1.0, 2.0], 1.5, True),
+        "skewnormal": ([0.5, 1.5, 3.0], 0.2, True),
+        "skew_student_t": ([2.0, 3.0, 0.5, 1.5], -1.0, True),
+        "triangular": ([0.0, 1.0, 3.0], 2.0, True),
+        "truncated_normal": ([0.3, 1.5, -1.0, 2.0], 0.5, True),
+        "vonmises": ([0.5, 2.0], -0.3, True),
+        "wald": ([1.0, 2.0, 0.2], 0.9, True),
+        "beta_binomial": ([2.0, 3.0, 10.0], 4.0, False),
+        "discrete_weibull": ([0.5, 1.5], 2.0, False),
+        "geometric": ([0.25], 3.0, False),
+        "hypergeometric": ([20.0, 7.0, 12.0], 4.0, False),
+        "zero_inflated_poisson": ([0.7, 2.0], 0.0, False),
+        "zero_inflated_binomial": ([0.7, 10.0, 0.3], 3.0, False),
+        "zero_inflated_negative_binomial": ([0.7, 2.5, 0.4], 0.0, False),
+        "hurdle_poisson": ([0.7, 2.0], 3.0, False),
+        "hurdle_negative_binomial": ([0.7, 2.5, 0.4], 0.0, False),
+        "hurdle_gamma": ([0.7, 2.0, 3.0], 0.5, True),
+        "hurdle_lognormal": ([0.7, 0.0, 1.0], 1.5, True),
+    }
+)
 
 
 def _scalar_case(name):
@@ -82,7 +98,12 @@ def _vector_case(name):
         return [p], dg.dist.categorical(p, dim=K).logp(1), [p], [np.array([0.2, 0.5, 0.3])]
     if name == "dirichlet":
         a, x = _labeled(("a", (K,)), ("x", (K,)))
-        return [a, x], dg.dist.dirichlet(a, dim=K).logp(x), [a, x], [np.array([0.5, 2.0, 4.0]), np.array([0.2, 0.3, 0.5])]
+        return (
+            [a, x],
+            dg.dist.dirichlet(a, dim=K).logp(x),
+            [a, x],
+            [np.array([0.5, 2.0, 4.0]), np.array([0.2, 0.3, 0.5])],
+        )
     if name == "multivariate_normal":
         mu, cov, x = _labeled(("mu", (ROW,)), ("cov", (ROW, COL)), ("x", (ROW,)))
         cost = dg.dist.multivariate_normal(mu, cov=cov, dims=(ROW, COL)).logp(x)
@@ -92,7 +113,12 @@ def _vector_case(name):
         return [eta, c], dg.dist.lkj_corr(eta, dims=(ROW, COL)).logp(c), [eta], [1.7, CORR]
     if name == "lkj_cholesky_corr":
         eta, chol = _labeled(("eta", ()), ("chol", (ROW, COL)))
-        return [eta, chol], dg.dist.lkj_cholesky_corr(eta, dims=(ROW, COL)).logp(chol), [eta], [1.7, np.linalg.cholesky(CORR)]
+        return (
+            [eta, chol],
+            dg.dist.lkj_cholesky_corr(eta, dims=(ROW, COL)).logp(chol),
+            [eta],
+            [1.7, np.linalg.cholesky(CORR)],
+        )
     if name == "lkj_cholesky_cov":
         eta, chol = _labeled(("eta", ()), ("chol", (ROW, COL)))
         cost = dg.dist.lkj_cholesky_cov(eta, dg.dist.halfnormal(1.5), dims=(ROW, COL)).logp(chol)
@@ -120,8 +146,17 @@ def _vector_case(name):
         return [eta, cut], cost, [eta, cut], [0.4, np.array([-1.0, 0.2, 1.5])]
     if name == "interpolated":
         xp, pp, x = _labeled(("xp", (K,)), ("pp", (K,)), ("x", ()))
-        return [xp, pp, x], dg.dist.interpolated(xp, pp, dim=K).logp(x), [pp, x], [np.array([0.0, 1.0, 2.0]), np.array([0.5, 1.0, 0.2]), 0.7]
-    if name in ("flat", "halfflat", "dirac_delta"):  # log densities constant where finite: x added to reach the gradient
+        return (
+            [xp, pp, x],
+            dg.dist.interpolated(xp, pp, dim=K).logp(x),
+            [pp, x],
+            [np.array([0.0, 1.0, 2.0]), np.array([0.5, 1.0, 0.2]), 0.7],
+        )
+    if name in (
+        "flat",
+        "halfflat",
+        "dirac_delta",
+    ):  # log densities constant where finite: x added to reach the gradient
         (x,) = _labeled(("x", ()))
         dist = dg.dist.dirac_delta(0.4) if name == "dirac_delta" else getattr(dg.dist, name)()
         return [x], dist.logp(x) + x, [x], [0.4]
@@ -143,7 +178,11 @@ _X5 = np.array([0.3, 0.1, -0.4, 0.2, 0.5])
 def _family_case(name):
     """The multivariate families and the time series (tests/prob/test_multivariate_families.py, test_timeseries.py)."""
     if name in ("mv_student_t", "wishart", "inverse_wishart", "kronecker_normal"):
-        nu, cov, x = _labeled(("nu", ()), ("cov", (ROW, COL)), ("x", (ROW,) if name in ("mv_student_t", "kronecker_normal") else (ROW, COL)))
+        nu, cov, x = _labeled(
+            ("nu", ()),
+            ("cov", (ROW, COL)),
+            ("x", (ROW,) if name in ("mv_student_t", "kronecker_normal") else (ROW, COL)),
+        )
         dist = {
             "mv_student_t": lambda: dg.dist.mv_student_t(nu, 0.0, scale=cov, dims=(ROW, COL)),
             "wishart": lambda: dg.dist.wishart(nu, cov, dims=(ROW, COL)),
@@ -163,7 +202,12 @@ def _family_case(name):
         return [w], getattr(dg.dist, name)(4, w, dim=K).logp(counts), [w], [np.array([0.5, 2.0, 4.0])]
     if name == "stick_breaking_weights":
         alpha, x = _labeled(("alpha", ()), ("x", (K,)))
-        return [alpha, x], dg.dist.stick_breaking_weights(alpha, dim=K).logp(x), [alpha, x], [1.5, np.array([0.2, 0.3, 0.5])]
+        return (
+            [alpha, x],
+            dg.dist.stick_breaking_weights(alpha, dim=K).logp(x),
+            [alpha, x],
+            [1.5, np.array([0.2, 0.3, 0.5])],
+        )
     if name in ("car", "icar"):
         a, x = _labeled(("a", ()), ("x", (K,)))
         dist = dg.dist.car(0.0, _W, a, 2.0, dim=K) if name == "car" else dg.dist.icar(_W, a, dim=K)
@@ -204,7 +248,9 @@ def _control_case(name):
         return [x], cost, [x], [np.array([0.3, -0.1, 0.5])]
     if name.startswith("op_from_graph"):
         (u,) = _labeled(("u", (K,)))
-        softplus = dg.op_from_graph([u], [dg.log1p(dg.exp(u * dg.exp(dg.constant(0.2, dims=()))))], inline=name == "op_from_graph")
+        softplus = dg.op_from_graph(
+            [u], [dg.log1p(dg.exp(u * dg.exp(dg.constant(0.2, dims=()))))], inline=name == "op_from_graph"
+        )
         (x,) = _labeled(("x", (K,)))
         return [x], softplus(x).sum() * half, [x], [np.array([0.3, -1.1, 2.5])]
     raise KeyError(name)

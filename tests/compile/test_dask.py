@@ -33,7 +33,9 @@ def posterior():
     coords = {"chain": [0, 1], "draw": np.arange(12) * 10}
     mu = xr.DataArray(rng.normal(size=(2, 12)), dims=("chain", "draw"), coords=coords)
     sigma = xr.DataArray(rng.uniform(0.5, 2.0, size=(2, 12)), dims=("chain", "draw"), coords=coords)
-    effect = xr.DataArray(rng.normal(size=(12, 3)), dims=("draw", "group"), coords={"draw": coords["draw"], "group": list("abc")})
+    effect = xr.DataArray(
+        rng.normal(size=(12, 3)), dims=("draw", "group"), coords={"draw": coords["draw"], "group": list("abc")}
+    )
     y = xr.DataArray(rng.normal(size=5), dims="obs")
     return mu, sigma, effect, y
 

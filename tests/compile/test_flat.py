@@ -151,7 +151,9 @@ def squared_distance():
     def get(backend):
         if backend not in compiled:
             y = dg.labeled("y", dims=(group, k))
-            compiled[backend] = dg.flat_value_and_grad(((MU - y) ** 2).sum() + LOG_SIGMA**2, [MU, LOG_SIGMA], inputs=[y], backend=backend)
+            compiled[backend] = dg.flat_value_and_grad(
+                ((MU - y) ** 2).sum() + LOG_SIGMA**2, [MU, LOG_SIGMA], inputs=[y], backend=backend
+            )
         return compiled[backend]
 
     return get
@@ -170,7 +172,10 @@ def squared_distance():
 )
 def test_flat_vector_of_other_than_real_numbers_is_refused_naming_theta(backend, squared_distance, theta, got):
     fn = squared_distance(backend)
-    with pytest.raises(dg.InputError, match=rf"theta: expected real numbers \(float or int\), a vector of 7 values .*got an array of dtype {got}"):
+    with pytest.raises(
+        dg.InputError,
+        match=rf"theta: expected real numbers \(float or int\), a vector of 7 values .*got an array of dtype {got}",
+    ):
         fn(theta, y=np.zeros((3, 2)))
     with pytest.raises(dg.InputError, match="theta: expected real numbers"):
         fn.unravel(theta)
@@ -201,7 +206,9 @@ def test_bound_data_give_the_unbound_calls_values(backend, squared_distance, the
 
 def test_bind_names_the_data_it_refuses_before_any_call(backend, squared_distance):
     fn = squared_distance(backend)
-    with pytest.raises(dg.InputError, match=r"bind: binds the data inputs \['y'\]; missing \['y'\], unexpected \['z'\]"):
+    with pytest.raises(
+        dg.InputError, match=r"bind: binds the data inputs \['y'\]; missing \['y'\], unexpected \['z'\]"
+    ):
         fn.bind(z=np.zeros((3, 2)))
     with pytest.raises(dg.InputError, match="'y'"):
         dg.flat_value_and_grad(((MU - dg.labeled("y", dims=(group, k))) ** 2).sum(), [MU], inputs=[dg.labeled("y", dims=(group, k))],
@@ -258,7 +265,9 @@ def test_later_calls_check_the_data_as_the_first_does(backend, gathered):
     theta, idx, y = np.array([0.3, -0.2, 0.5, 0.1]), np.array([0, 2, 2, 1]), np.array([1.0, -1.0, 0.5, 2.0])
     expected = _gathered_numpy(theta, idx, y)
     for _ in range(2):
-        with pytest.raises(dg.InputError, match="inputs 'idx' and 'y' disagree on the size of dim 'obs': 4 in 'idx', 3 in 'y'"):
+        with pytest.raises(
+            dg.InputError, match="inputs 'idx' and 'y' disagree on the size of dim 'obs': 4 in 'idx', 3 in 'y'"
+        ):
             fn(theta, idx=idx, y=y[:3])
         with pytest.raises(IndexError, match="input 'idx': index 3 is out of bounds for dim 'group'"):
             fn(theta, idx=np.array([0, 3, 2, 1]), y=y)
@@ -300,7 +309,10 @@ def test_flat_function_is_one_graph_of_the_vector(backend, gathered):
     again = pickle.loads(pickle.dumps(fn))
     assert again(theta, idx=idx, y=y)[0] == value
     np.testing.assert_array_equal(again(theta, idx=idx, y=y)[1], grad)
-    with pytest.raises(NotImplementedError, match=f"cfunc: the C-callable function needs the numba backend; this function runs on '{backend}'"):
+    with pytest.raises(
+        NotImplementedError,
+        match=f"cfunc: the C-callable function needs the numba backend; this function runs on '{backend}'",
+    ):
         fn.cfunc(idx=idx, y=y)
 
 
@@ -320,7 +332,9 @@ def test_function_by_parameter_takes_names_and_names_misplaced_inputs(backend, g
     for out in (fn.function(a, b, idx, y), fn.function(a, b=b, idx=idx, y=y), fn.function(y=y, idx=idx, b=b, a=a)):
         assert float(out[0]) == pytest.approx(value, rel=1e-12) and out[1].shape == (3,) and out[2].shape == ()
         np.testing.assert_allclose(np.append(out[1], out[2]), grad, rtol=1e-12)
-    with pytest.raises(dg.InputError, match=r"function takes 4 inputs \['a', 'b', 'idx', 'y'\], got 5 positional values"):
+    with pytest.raises(
+        dg.InputError, match=r"function takes 4 inputs \['a', 'b', 'idx', 'y'\], got 5 positional values"
+    ):
         fn.function(a, b, idx, y, y)
     with pytest.raises(dg.InputError, match=r"input 'b' given twice \(by position and by name\)"):
         fn.function(a, b, idx, y, b=b)
@@ -337,5 +351,7 @@ def test_build_errors_name_the_parameters(backend):
         dg.flat_value_and_grad(cost, [MU, LOG_SIGMA], inputs=[y], backend=backend)
     with pytest.raises(ValueError, match="an input is listed twice"):
         dg.flat_value_and_grad(cost, [MU], inputs=[y, MU], backend=backend)
-    with pytest.raises(dg.InputError, match=r"the outputs depend on input 'y', which is not among the function inputs \['mu'\]"):
+    with pytest.raises(
+        dg.InputError, match=r"the outputs depend on input 'y', which is not among the function inputs \['mu'\]"
+    ):
         dg.flat_value_and_grad(cost, [MU], backend=backend)

@@ -19,8 +19,22 @@ from hypothesis.extra import numpy as hnp
 import dimgraph as dg
 from dimgraph.core.io import cast_exact
 
-NUMERIC = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "float32", "float64", "complex64", "complex128"]
+NUMERIC = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 
 
 def _exact(value):
@@ -93,9 +107,15 @@ def test_every_pair_of_numeric_dtypes_casts_exactly_or_refuses(source, target):
 
 
 def test_the_reported_wraparounds_and_roundings_are_refused():
-    for value, dtype in [(np.array([2**64 - 1], "uint64"), "int64"), (np.array([-1], "int8"), "uint8"),
-                         (np.array([1e300]), "float32"), (np.array([0.1]), "float32"),
-                         (np.array([2**53 + 1]), "float64"), (1e300, "float32"), (2**70, "int64")]:
+    for value, dtype in [
+        (np.array([2**64 - 1], "uint64"), "int64"),
+        (np.array([-1], "int8"), "uint8"),
+        (np.array([1e300]), "float32"),
+        (np.array([0.1]), "float32"),
+        (np.array([2**53 + 1]), "float64"),
+        (1e300, "float32"),
+        (2**70, "int64"),
+    ]:
         with pytest.raises(dg.InputError, match="input 'x'"):
             cast_exact("x", value, dtype)
     assert cast_exact("x", 0.1, "float32") == np.float32(0.1)  # a Python float is weak: it rounds
@@ -142,7 +162,9 @@ def _inputs(draw):
         values = values[::-1]
     elif layout == "strided" and values.ndim:
         values = np.repeat(values, 2, axis=0)[::2]
-    form = draw(st.sampled_from(["array", "list", "dataarray", "transposed", "misnamed", "wrong coords", "reordered coords"]))
+    form = draw(
+        st.sampled_from(["array", "list", "dataarray", "transposed", "misnamed", "wrong coords", "reordered coords"])
+    )
     return values, form
 
 
@@ -196,11 +218,18 @@ def test_fuzz_inputs_are_computed_right_or_refused_naming_them(backend, which, c
 
 # ------------------------------------------------------------ every dtype NumPy has, on both paths of a call
 
+
 def _every_numpy_dtype():
     """One dtype of each kind NumPy names (typecodes, sctypeDict), dates and deltas with units, records,
     and NumPy 2's variable-width strings."""
     found = {np.dtype(code) for code in np.typecodes["All"]} | {np.dtype(t) for t in set(np.sctypeDict.values())}
-    found |= {np.dtype("M8[D]"), np.dtype("M8[ns]"), np.dtype("m8[s]"), np.dtype("V8"), np.dtype([("a", "f8"), ("b", "i4")])}
+    found |= {
+        np.dtype("M8[D]"),
+        np.dtype("M8[ns]"),
+        np.dtype("m8[s]"),
+        np.dtype("V8"),
+        np.dtype([("a", "f8"), ("b", "i4")]),
+    }
     if hasattr(np.dtypes, "StringDType"):
         found.add(np.dtypes.StringDType())
     return sorted(found, key=str)
@@ -245,7 +274,9 @@ def test_every_numpy_dtype_is_computed_or_refused_naming_the_input_on_both_paths
             got = out[0] if name == "x" else out[1].values
             np.testing.assert_array_equal(got, np.zeros(3), err_msg=f"{dtype} {how}")
         else:
-            with pytest.raises(dg.InputError, match=rf"input {name!r}: expected numeric data, got data of dtype .* \((?!T\))"):
+            with pytest.raises(
+                dg.InputError, match=rf"input {name!r}: expected numeric data, got data of dtype .* \((?!T\))"
+            ):
                 call()  # and the kind in words (text, dates, ...), not NumPy's letter
     if dtype.kind == "c":  # a complex value with an imaginary part is refused by the cast rule
         with pytest.raises(dg.InputError, match=r"input 'x': expected dtype float64"):

@@ -112,7 +112,9 @@ def test_input_size_against_a_shared_variables_is_an_input_error(backend):
     with pytest.raises(dg.InputError, match="input 'x'.*'obs'.*size 4.*shared variable 'w'.*size 3"):
         g(np.arange(4.0))
     total, grad = g(np.arange(3.0))
-    assert float(total) == 3.0 and grad.values.tolist() == [1.0, 1.0, 1.0] and w.get().values.tolist() == [1.0, 2.0, 3.0]
+    assert (
+        float(total) == 3.0 and grad.values.tolist() == [1.0, 1.0, 1.0] and w.get().values.tolist() == [1.0, 2.0, 3.0]
+    )
 
 
 def test_a_constant_read_only_by_a_gradient_fixes_the_input_size(backend):
@@ -121,7 +123,9 @@ def test_a_constant_read_only_by_a_gradient_fixes_the_input_size(backend):
     c = dg.constant(np.array([1.0, 2.0, 3.0]), dims=(OBS,))
     f = dg.function([x], dg.grad((x * c).sum(), x), backend=backend)
     assert f(np.zeros(3)).values.tolist() == [1.0, 2.0, 3.0]
-    with pytest.raises(dg.InputError, match="input 'x': dim 'obs' has size 4, but a constant in the graph gives it size 3"):
+    with pytest.raises(
+        dg.InputError, match="input 'x': dim 'obs' has size 4, but a constant in the graph gives it size 3"
+    ):
         f(np.zeros(4))
 
 
@@ -133,7 +137,9 @@ def test_a_constant_read_only_by_an_update_fixes_the_input_size(backend):
     ctx = dg.SharedContext()
     f = dg.function([x], x.sum(), updates={w: w + dg.dot(x, c)}, backend=backend)
     assert float(f(np.ones(3), ctx=ctx)) == 3.0 and float(w.get(ctx=ctx)) == 6.0
-    with pytest.raises(dg.InputError, match="input 'x': dim 'obs' has size 4, but a constant in the graph gives it size 3"):
+    with pytest.raises(
+        dg.InputError, match="input 'x': dim 'obs' has size 4, but a constant in the graph gives it size 3"
+    ):
         f(np.ones(4), ctx=ctx)
     assert float(w.get(ctx=ctx)) == 6.0
 
@@ -209,11 +215,15 @@ def test_out_of_range_labeled_indexer_names_the_input_and_the_dim(backend):
     group_idx = dg.labeled("group_idx", dims=(OBS,), dtype="int64")
     f = dg.function([mu, group_idx], mu.isel(group=group_idx), backend=backend)
     assert f(np.arange(4.0), np.array([3, 0, -1])).values.tolist() == [3.0, 0.0, 3.0]
-    with pytest.raises(IndexError, match="input 'group_idx': index 4 is out of bounds for dim 'group' of 'mu' with size 4"):
+    with pytest.raises(
+        IndexError, match="input 'group_idx': index 4 is out of bounds for dim 'group' of 'mu' with size 4"
+    ):
         f(np.arange(4.0), np.array([1, 4]))
     g = dg.function([mu, group_idx], dg.grad((mu.isel(group=group_idx) ** 2).sum(), mu), backend=backend)
     assert g(np.arange(4.0), np.array([3, 3, 1])).values.tolist() == [0.0, 2.0, 0.0, 12.0]
-    with pytest.raises(IndexError, match="input 'group_idx': index -5 is out of bounds for dim 'group' of 'mu' with size 4"):
+    with pytest.raises(
+        IndexError, match="input 'group_idx': index -5 is out of bounds for dim 'group' of 'mu' with size 4"
+    ):
         g(np.arange(4.0), np.array([1, -5]))  # a gradient is computed positionally: it named only an axis
 
 
@@ -232,7 +242,9 @@ def test_out_of_range_labeled_indexer_changes_no_state(backend):
     mu = dg.labeled("mu", dims=(group,))
     idx = dg.labeled("idx", dims=(OBS,), dtype="int64")
     total = dg.shared(np.zeros(()), dims=(), name="total")
-    f = dg.function([mu, idx], mu.isel(group=idx).sum(), updates={total: total + mu.isel(group=idx).sum()}, backend=backend)
+    f = dg.function(
+        [mu, idx], mu.isel(group=idx).sum(), updates={total: total + mu.isel(group=idx).sum()}, backend=backend
+    )
     ctx = dg.SharedContext()
     assert float(f(np.arange(3.0), np.array([2, 2]), ctx=ctx)) == 4.0
     with pytest.raises(IndexError, match="input 'idx': index -4 is out of bounds for dim 'group' of 'mu' with size 3"):

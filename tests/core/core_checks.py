@@ -93,9 +93,9 @@ def check_outputs(backend, inputs, outputs, values, expected, key=None, rtol=Non
         assert g.dtype == e.dtype, f"{name}: dtype {g.dtype}, expected {e.dtype}"
         assert g.shape == e.shape, f"{name}: shape {g.shape}, expected {e.shape}"
         assert typ.dtype == e.dtype.name, f"{name}: static dtype {typ.dtype}, expected {e.dtype}"
-        assert len(typ.shape) == g.ndim and all(
-            s is None or s == v for s, v in zip(typ.shape, g.shape)
-        ), f"{name}: static shape {typ.shape} but actual {g.shape}"
+        assert len(typ.shape) == g.ndim and all(s is None or s == v for s, v in zip(typ.shape, g.shape)), (
+            f"{name}: static shape {typ.shape} but actual {g.shape}"
+        )
         shape = tuple(int(sym[i]) if kind == "sym" else i for kind, i in spec)
         assert shape == g.shape, f"{name}: shape_of gives {shape} but actual {g.shape}"
         try:

@@ -29,19 +29,27 @@ def test_broadcast_shape_is_numpy_broadcasting_restricted_to_static_size_1():
     assert broadcast_shape("f", statics, shapes) == np.broadcast_shapes(*shapes) == (2, 3, 4)
     assert broadcast_shape("f", [(1,), (1,)], [(1,), (1,)]) == (1,)
     assert broadcast_shape("f", [(None,), (1,)], [(0,), (1,)]) == (0,)  # a static 1 stretches to 0, as NumPy
-    with pytest.raises(dg.ShapeError, match=re.escape("f: axis 1 has different sizes: input 1 has 1 where input 0 has 4")):
+    with pytest.raises(
+        dg.ShapeError, match=re.escape("f: axis 1 has different sizes: input 1 has 1 where input 0 has 4")
+    ):
         broadcast_shape("f", [(None, None), (None,)], [(2, 4), (1,)])
-    with pytest.raises(dg.ShapeError, match=re.escape("f: letter 'j' has different sizes: input 1 has 5 where input 0 has 3")):
+    with pytest.raises(
+        dg.ShapeError, match=re.escape("f: letter 'j' has different sizes: input 1 has 5 where input 0 has 3")
+    ):
         letter_sizes("f", ["ij", "jk"], [(None, None), (None, None)], [(2, 3), (5, 4)])
     assert letter_sizes("f", ["ij", "jk"], [(None, 1), (None, None)], [(2, 1), (5, 4)]) == {"i": 2, "j": 5, "k": 4}
-    assert mismatch_message("f", "axis 0").startswith("f: axis 0 has different sizes across inputs; only axes of static size 1")
+    assert mismatch_message("f", "axis 0").startswith(
+        "f: axis 0 has different sizes across inputs; only axes of static size 1"
+    )
 
 
 def test_elemwise_names_the_input_and_both_sizes(backend):
     x, y = dg.tensor("x", shape=(None, None)), dg.tensor("y", shape=(None, None))
     f = dg.function([x, y], x * y, backend=backend)
     np.testing.assert_array_equal(f(np.full((2, 3), 2.0), np.full((2, 3), 3.0)), np.full((2, 3), 6.0))
-    with pytest.raises(dg.ShapeError, match=_sized(backend, "mul: axis 1 has different sizes: input 1 has 1 where input 0 has 3")):
+    with pytest.raises(
+        dg.ShapeError, match=_sized(backend, "mul: axis 1 has different sizes: input 1 has 1 where input 0 has 3")
+    ):
         f(np.ones((2, 3)), np.ones((2, 1)))  # an unknown size that is 1 at run time does not stretch
 
 

@@ -223,7 +223,9 @@ def test_while_loop_gradient_names_the_loop():
 
 def test_while_loop_checks_before_each_step(backend):
     x, n = dg.scalar("x"), dg.scalar("n", dtype="int64")
-    y, steps = dg.while_loop(lambda v, i: v < 100.0, lambda v, i: (v * 2.0, i + 1), init=[x, dg.core.constant(np.int64(0))], max_steps=n)
+    y, steps = dg.while_loop(
+        lambda v, i: v < 100.0, lambda v, i: (v * 2.0, i + 1), init=[x, dg.core.constant(np.int64(0))], max_steps=n
+    )
     f = dg.function([x, n], [y, steps], backend=backend)
     assert [float(v) for v in f(3.0, 1000)] == [192.0, 6.0]
     assert [float(v) for v in f(300.0, 1000)] == [300.0, 0.0]  # zero steps
@@ -375,7 +377,9 @@ def test_labeled_ifelse_broadcasts_by_name(backend):
     got = f(np.array([1.0, 2.0]), np.array([3.0, 4.0, 5.0]), 1.0)
     assert got.dims == ("a", "b")
     np.testing.assert_allclose(got.values, np.broadcast_to([[1.0], [2.0]], (2, 3)))
-    np.testing.assert_allclose(f(np.array([1.0, 2.0]), np.array([3.0, 4.0, 5.0]), -1.0).values, np.broadcast_to([3.0, 4.0, 5.0], (2, 3)))
+    np.testing.assert_allclose(
+        f(np.array([1.0, 2.0]), np.array([3.0, 4.0, 5.0]), -1.0).values, np.broadcast_to([3.0, 4.0, 5.0], (2, 3))
+    )
 
 
 # -- OpFromGraph ------------------------------------------------------------------------------------
@@ -444,7 +448,9 @@ def test_labeled_op_from_graph_takes_a_constant_input(backend):
     x, c = dg.labeled("x", dims=(i,)), dg.constant(np.array([1.0, 2.0]), dims=(i,))
     macro = dg.op_from_graph([x, c], [x * c])
     y = dg.labeled("y", dims=(i,))
-    out = dg.function([y], macro(y, dg.constant(np.array([3.0, 4.0]), dims=(i,))), backend=backend)(np.array([1.0, 10.0]))
+    out = dg.function([y], macro(y, dg.constant(np.array([3.0, 4.0]), dims=(i,))), backend=backend)(
+        np.array([1.0, 10.0])
+    )
     np.testing.assert_allclose(out.values, [3.0, 40.0])
 
 
@@ -506,7 +512,9 @@ def test_a_gradient_scan_does_not_store_traces_its_body_never_reads():
     """AR(1)-style logp: the accumulator's gradient needs no forward value, so no trace is stored at all;
     the backward loop then runs forward and is fused with the value loop: one pass over the data."""
     y, rho = dg.vector("y"), dg.scalar("rho")
-    lp, _ = dg.scan(lambda acc, a, b: acc - 0.5 * (a - rho * b) ** 2, init=dg.core.constant(0.0), sequences=[y[1:], y[:-1]])
+    lp, _ = dg.scan(
+        lambda acc, a, b: acc - 0.5 * (a - rho * b) ** 2, init=dg.core.constant(0.0), sequences=[y[1:], y[:-1]]
+    )
     f = dg.function([y, rho], [lp, dg.grad(lp, rho)], backend="python", rewrites={"trace": True})
     (loop,) = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
     assert loop.op.traced == () and loop.op.n_states == 2
@@ -567,7 +575,9 @@ def _while_oracle(v, k, limit, max_steps):
 @pytest.mark.parametrize("start, limit", [(1.0, 50.0), (1.0, 1e9), (100.0, 50.0)])  # stops, runs out, never runs
 def test_while_loop_traces_the_steps_taken(backend, start, limit):
     v0, k0 = dg.vector("v0", size=2), dg.scalar("k0", dtype="int64")
-    (v, k), (vt, kt) = dg.while_loop(lambda v, k: v.sum() < limit, lambda v, k: (v * 1.5 + 1.0, k + 2), init=[v0, k0], max_steps=6, trace=True)
+    (v, k), (vt, kt) = dg.while_loop(
+        lambda v, k: v.sum() < limit, lambda v, k: (v * 1.5 + 1.0, k + 2), init=[v0, k0], max_steps=6, trace=True
+    )
     f = cached(("while_trace", start, limit, backend), lambda: dg.function([v0, k0], [v, k, vt, kt], backend=backend))
     got = f(np.array([start, 2.0]), 3)
     want = _while_oracle(np.array([start, 2.0]), 3, limit, 6)
@@ -579,7 +589,9 @@ def test_while_loop_traces_the_steps_taken(backend, start, limit):
 def test_labeled_while_loop_trace(backend):
     a = dg.Dim("a", coords=["x", "y"])
     v = dg.labeled("v", dims=(a,))
-    final, path = dg.while_loop(lambda s: s.sum() < 100.0, lambda s: s * 3.0, init=v, max_steps=50, trace=True, dim="step")
+    final, path = dg.while_loop(
+        lambda s: s.sum() < 100.0, lambda s: s * 3.0, init=v, max_steps=50, trace=True, dim="step"
+    )
     f = dg.function([v], [final, path], backend=backend)
     got_final, got_path = f(np.array([1.0, 2.0]))
     assert got_path.dims == ("step", "a") and got_path.a.values.tolist() == ["x", "y"]
@@ -598,7 +610,9 @@ def test_while_loop_trace_grows_with_the_steps_taken_not_max_steps(backend, max_
     assert path.type.shape == (None, 2)  # its length is the steps taken, known only when run
     f = dg.function([x], [final, path], backend=backend)
     got_final, got_path = f(np.array([1.0, 2.0]))
-    np.testing.assert_array_equal(got_path, [[2.0**k, 2.0 ** (k + 1)] for k in range(1, 11)])  # 10 steps: 3 * 2**10 >= 3000
+    np.testing.assert_array_equal(
+        got_path, [[2.0**k, 2.0 ** (k + 1)] for k in range(1, 11)]
+    )  # 10 steps: 3 * 2**10 >= 3000
     np.testing.assert_array_equal(got_final, got_path[-1])
     assert f(np.array([5000.0, 0.0]))[1].shape == (0, 2)  # no step taken: an empty trace
 
@@ -612,7 +626,9 @@ def test_while_loop_trace_replays_the_same_draws(backend):
         return x + eps, state
 
     zero = dg.constant(0.0, dims=())
-    (x, after), (path, _) = dg.while_loop(lambda x, state: abs(x) < 2.5, step, init=[zero, s], max_steps=10**12, trace=True, dim="t")
+    (x, after), (path, _) = dg.while_loop(
+        lambda x, state: abs(x) < 2.5, step, init=[zero, s], max_steps=10**12, trace=True, dim="t"
+    )
     f = dg.function([s], [x, after, path], backend=backend)
     got_x, got_after, got_path = f(dg.seed_state(3))
     steps = int(got_after[2]) - int(dg.seed_state(3)[2])  # the state counts the draws made
@@ -669,11 +685,15 @@ def test_a_compiled_loop_and_branch_pickle(backend):
 def test_fixed_parts_of_an_accumulated_term_leave_the_loop():
     """x + (f(i) - c) over n steps: the loop sums f(i); n * c is taken once after it."""
     seq, c, x0 = dg.vector("seq"), dg.scalar("c"), dg.scalar("x0")
-    (total, count), _ = dg.scan(lambda s, k, e: (s + (e * e - dg.log(c)), k + 1), init=[x0, dg.core.constant(0, dtype="int64")], sequences=seq)
+    (total, count), _ = dg.scan(
+        lambda s, k, e: (s + (e * e - dg.log(c)), k + 1), init=[x0, dg.core.constant(0, dtype="int64")], sequences=seq
+    )
     f = dg.function([seq, c, x0], [total, count], backend="python", rewrites={"trace": True})
     (loop,) = [n for n in f.fgraph.toposort() if isinstance(n.op, Loop)]
     assert f.rewrite_trace.counts["loop_hoist_accumulated_constants"] >= 1
-    assert loop.op.n_states == 1 and not any(n.op.scalar_op == "log" for n in loop.op.body.nodes() if hasattr(n.op, "scalar_op"))
+    assert loop.op.n_states == 1 and not any(
+        n.op.scalar_op == "log" for n in loop.op.body.nodes() if hasattr(n.op, "scalar_op")
+    )
     v = np.array([0.5, -1.0, 2.0])
     got_total, got_count = f(v, 3.0, 1.5)
     np.testing.assert_allclose(got_total, 1.5 + np.sum(v * v - np.log(3.0)), rtol=1e-14)

@@ -164,7 +164,11 @@ def test_vectorize_graph_of_a_scan_vs_a_loop_per_element(backend, batched):
         x0, seq, w = dg.vector("x0", size=2), dg.matrix("seq", shape=(5, 2)), dg.scalar("w")
         k0 = dg.core.constant(np.int64(0))
         (xf, kf), (xt, kt) = dg.scan(lambda x, k, row: (dg.sin(x * w) + row, k + 1), init=[x0, k0], sequences=seq)
-        b_x0, b_seq, b_w = dg.matrix("b_x0", shape=(3, 2)), dg.tensor("b_seq", shape=(3, 5, 2)), dg.vector("b_w", size=3)
+        b_x0, b_seq, b_w = (
+            dg.matrix("b_x0", shape=(3, 2)),
+            dg.tensor("b_seq", shape=(3, 5, 2)),
+            dg.vector("b_w", size=3),
+        )
         replace = {}
         if "state" in batched:
             replace[x0] = b_x0
@@ -174,7 +178,11 @@ def test_vectorize_graph_of_a_scan_vs_a_loop_per_element(backend, batched):
             replace[w] = b_w
         outs = dg.vectorize_graph([xf, kf, xt, kt], replace)
         cost = (outs[2] ** 2).sum()
-        ins = [b_x0 if "state" in batched else x0, b_seq if "sequence" in batched else seq, b_w if batched == "constant" else w]
+        ins = [
+            b_x0 if "state" in batched else x0,
+            b_seq if "sequence" in batched else seq,
+            b_w if batched == "constant" else w,
+        ]
         return dg.function(ins, [*outs, *dg.grad(cost, ins)], backend=backend), ins
 
     f, ins = _compiled(("vectorized", batched), backend, build)
@@ -292,7 +300,9 @@ def test_vectorize_graph_of_a_while_loop_whose_elements_stop_apart(backend):
 
     def build():
         x, lim, xs = dg.scalar("x"), dg.scalar("lim"), dg.vector("xs")
-        y, k = dg.while_loop(lambda v, c: v < lim, lambda v, c: (v * 2.0, c + 1), init=[x, dg.core.constant(np.int64(0))], max_steps=40)
+        y, k = dg.while_loop(
+            lambda v, c: v < lim, lambda v, c: (v * 2.0, c + 1), init=[x, dg.core.constant(np.int64(0))], max_steps=40
+        )
         return dg.function([xs, lim], dg.vectorize_graph([y, k], {x: xs}), backend=backend)
 
     f = _compiled("batched_while", backend, build)
@@ -345,7 +355,9 @@ def test_vectorize_graph_of_an_ifelse_stays_one_lazy_branch(backend):
         f(0, x, ws, cs)
     nodes = f.fgraph.toposort()
     assert any(isinstance(n.op, IfElse) and n.outputs[0].type.ndim == 2 for n in nodes)  # the value's, over the batch
-    assert len([n for n in nodes if isinstance(n.op, Blockwise) and isinstance(n.op.core_op, IfElse)]) == 1  # per_element
+    assert (
+        len([n for n in nodes if isinstance(n.op, Blockwise) and isinstance(n.op.core_op, IfElse)]) == 1
+    )  # per_element
 
 
 @pytest.mark.parametrize("inline", [False, True])
@@ -378,4 +390,7 @@ def test_vectorize_graph_of_an_op_from_graph_is_one_macro(backend, inline):
     if not inline:
         nodes = f.fgraph.toposort()
         assert any(isinstance(n.op, OpFromGraph) and n.outputs[0].type.ndim == 1 for n in nodes)
-        assert not any(isinstance(n.op, Blockwise) and isinstance(n.op.core_op, OpFromGraph) and n.op.core_op.grad_graph is None for n in nodes)
+        assert not any(
+            isinstance(n.op, Blockwise) and isinstance(n.op.core_op, OpFromGraph) and n.op.core_op.grad_graph is None
+            for n in nodes
+        )

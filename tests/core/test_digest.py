@@ -64,7 +64,10 @@ def _model(c, op=dg.exp):
 def test_equal_graphs_have_equal_digests_and_keys(c):
     (ins1, outs1), (ins2, outs2) = _model(c), _model(c.copy())
     assert graph_digest(ins1, outs1) == graph_digest(ins2, outs2)
-    const1, const2 = outs1[0].owner.inputs[0].owner.inputs[0].owner.inputs[1], outs2[0].owner.inputs[0].owner.inputs[0].owner.inputs[1]
+    const1, const2 = (
+        outs1[0].owner.inputs[0].owner.inputs[0].owner.inputs[1],
+        outs2[0].owner.inputs[0].owner.inputs[0].owner.inputs[1],
+    )
     assert const1.key == const2.key  # constants by content
     assert outs1[1].owner.key == outs1[1].owner.op.make_node(*outs1[1].owner.inputs).key  # nodes by op and inputs
 

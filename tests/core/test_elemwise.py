@@ -89,8 +89,17 @@ def test_unary(backend, dtype):
             expected = [np.asarray(UNARY[n](data)) for n in names]
         tols = [_tol(n, e.dtype) for n, e in zip(names, expected)]
         atols = [_conditioned_atol(n, data, t["atol"], e.dtype) for n, t, e in zip(names, tols, expected)]
-        check_outputs(backend, [x], outs, [data], expected, key=("unary", dtype), names=names,
-                      rtol=[t["rtol"] for t in tols], atol=atols)
+        check_outputs(
+            backend,
+            [x],
+            outs,
+            [data],
+            expected,
+            key=("unary", dtype),
+            names=names,
+            rtol=[t["rtol"] for t in tols],
+            atol=atols,
+        )
 
     check()
 
@@ -128,14 +137,25 @@ def test_binary(backend, dtypes):
         n = data.draw(st.integers(0, 3))
         a = data.draw(arrays(dtypes[0], (n, 3), elements=_elements(dtypes[0])))
         b = data.draw(arrays(dtypes[1], (1, 3), elements=_elements(dtypes[1])))
-        ev = data.draw(arrays(dtypes[1], (1, 3), elements=values_for(dtypes[1], 0, 3) if int_exp else _elements(dtypes[1])))
+        ev = data.draw(
+            arrays(dtypes[1], (1, 3), elements=values_for(dtypes[1], 0, 3) if int_exp else _elements(dtypes[1]))
+        )
         if np.dtype(dtypes[0]).kind in "iu" and int_exp:
             a = np.clip(a, -4, 4).astype(dtypes[0])  # keep integer powers in range
         with np.errstate(all="ignore"):
             expected = [np.asarray(BINARY[nm](a, ev if nm == "pow" else b)) for nm in names]
         tols = [_tol(nm, ex.dtype) for nm, ex in zip(names, expected)]
-        check_outputs(backend, [x, y, e], outs, [a, b, ev], expected, key=("binary", dtypes), names=names,
-                      rtol=[t["rtol"] for t in tols], atol=[t["atol"] for t in tols])
+        check_outputs(
+            backend,
+            [x, y, e],
+            outs,
+            [a, b, ev],
+            expected,
+            key=("binary", dtypes),
+            names=names,
+            rtol=[t["rtol"] for t in tols],
+            atol=[t["atol"] for t in tols],
+        )
 
     check()
 
@@ -157,13 +177,24 @@ def test_ternary_special_functions(backend, dtypes):
         xv = data.draw(arrays(dtypes[2], (1, 3), elements=values_for(dtypes[2], -0.25, 1.25, finite=False)))
         expected = [np.asarray(SPECIAL_TERNARY[nm](av, bv, xv)) for nm in names]
         tols = [_tol(nm, ex.dtype) for nm, ex in zip(names, expected)]
-        check_outputs(backend, [a, b, x], outs, [av, bv, xv], expected, key=("ternary", dtypes), names=names,
-                      rtol=[t["rtol"] for t in tols], atol=[t["atol"] for t in tols])
+        check_outputs(
+            backend,
+            [a, b, x],
+            outs,
+            [av, bv, xv],
+            expected,
+            key=("ternary", dtypes),
+            names=names,
+            rtol=[t["rtol"] for t in tols],
+            atol=[t["atol"] for t in tols],
+        )
 
     check()
 
 
-@pytest.mark.parametrize("dtypes", [("bool", "int8", "float32"), ("bool", "int64", "int64"), ("bool", "float32", "float64")])
+@pytest.mark.parametrize(
+    "dtypes", [("bool", "int8", "float32"), ("bool", "int64", "int64"), ("bool", "float32", "float64")]
+)
 def test_where(backend, dtypes):
     c = dg.tensor("c", shape=(None,), dtype=dtypes[0])
     a = dg.tensor("a", shape=(None,), dtype=dtypes[1])
@@ -189,7 +220,7 @@ NEP50_CASES = [
     ("int32", lambda x: x // 3),
     ("int32", lambda x: 7 % x),
     ("float32", lambda x: x + 1.5),
-    ("float32", lambda x: 2.0 ** x),
+    ("float32", lambda x: 2.0**x),
     ("float32", lambda x: x * 3),
     ("int64", lambda x: x + 1.5),
     ("int8", lambda x: x + 1.5),
@@ -215,8 +246,16 @@ def test_python_scalars_follow_nep50(backend):
         vals = {d: data.draw(arrays(d, (n,), elements=values_for(d, 1, 5))) for d in dtypes}
         with np.errstate(all="ignore"):
             expected = [np.asarray(fn(vals[d])) for d, fn in NEP50_CASES]
-        check_outputs(backend, list(xs.values()), outs, list(vals.values()), expected, key=("nep50",),
-                      rtol=[rtol_for(e.dtype, 4) for e in expected], names=[f"case {k}" for k in range(len(outs))])
+        check_outputs(
+            backend,
+            list(xs.values()),
+            outs,
+            list(vals.values()),
+            expected,
+            key=("nep50",),
+            rtol=[rtol_for(e.dtype, 4) for e in expected],
+            names=[f"case {k}" for k in range(len(outs))],
+        )
 
     check()
 

@@ -55,8 +55,17 @@ def test_diff(backend, dtype):
         a = data.draw(arrays(dtype, (n0, n1), elements=values_for(dtype, -10, 10)))
         expected = [np.diff(a, n=n, axis=axis) for n, axis in DIFF_CASES]
         tols = [rtol_for(e.dtype, 16) for e in expected]
-        check_outputs(backend, [x], outs, [a], expected, key=("diff", dtype), rtol=tols, atol=tols,
-                      names=[f"diff(n={n}, axis={axis})" for n, axis in DIFF_CASES])
+        check_outputs(
+            backend,
+            [x],
+            outs,
+            [a],
+            expected,
+            key=("diff", dtype),
+            rtol=tols,
+            atol=tols,
+            names=[f"diff(n={n}, axis={axis})" for n, axis in DIFF_CASES],
+        )
 
     check()
 
@@ -87,14 +96,24 @@ def test_arange_symbolic(backend):
     start = dg.tensor("start", shape=(), dtype="int64")
     stop = dg.tensor("stop", shape=(), dtype="int32")
     step = dg.tensor("step", shape=(), dtype="float64")
-    outs = [arange(start, stop), arange(start, stop, step), arange(stop), arange(0, stop, 2, dtype="float32"),
-            arange(np.float32(0.5), stop)]
+    outs = [
+        arange(start, stop),
+        arange(start, stop, step),
+        arange(stop),
+        arange(0, stop, 2, dtype="float32"),
+        arange(np.float32(0.5), stop),
+    ]
     assert [o.type.dtype for o in outs] == ["int64", "float64", "int64", "float32", "float64"]
 
     @given(st.integers(-5, 5), st.integers(-5, 10), st.sampled_from([1.0, -1.0, 0.5, 2.5, -1.5]))
     def check(b, e, s):
-        expected = [np.arange(np.int64(b), np.int32(e)), np.arange(b, e, s), np.arange(np.int32(e)),
-                    np.arange(0, e, 2, dtype="float32"), np.arange(np.float32(0.5), np.int32(e))]
+        expected = [
+            np.arange(np.int64(b), np.int32(e)),
+            np.arange(b, e, s),
+            np.arange(np.int32(e)),
+            np.arange(0, e, 2, dtype="float32"),
+            np.arange(np.float32(0.5), np.int32(e)),
+        ]
         check_outputs(backend, [start, stop, step], outs, [b, e, s], expected, key=("arange",), rtol=1e-12, atol=1e-12)
 
     check()

@@ -24,10 +24,24 @@ seeds = st.integers(0, 2**32 - 1)
 
 # Each op's inputs are drawn from a range where it is smooth (no poles, branch cuts or jumps nearby).
 DOMAIN = {
-    "log": (0.5, 3), "log2": (0.5, 3), "log10": (0.5, 3), "sqrt": (0.5, 3), "gammaln": (0.5, 4),
-    "digamma": (0.5, 4), "log1p": (-0.4, 3), "arcsin": (-0.8, 0.8), "arccos": (-0.8, 0.8),
-    "tan": (-1.0, 1.0), "reciprocal": (0.5, 3), "pow": (0.5, 2), "true_div": (0.5, 3), "mod": (0.5, 3),
-    "logit": (0.1, 0.9), "log1mexp": (-3, -0.1), "xlogy": (0.5, 3), "betaln": (0.5, 4),
+    "log": (0.5, 3),
+    "log2": (0.5, 3),
+    "log10": (0.5, 3),
+    "sqrt": (0.5, 3),
+    "gammaln": (0.5, 4),
+    "digamma": (0.5, 4),
+    "log1p": (-0.4, 3),
+    "arcsin": (-0.8, 0.8),
+    "arccos": (-0.8, 0.8),
+    "tan": (-1.0, 1.0),
+    "reciprocal": (0.5, 3),
+    "pow": (0.5, 2),
+    "true_div": (0.5, 3),
+    "mod": (0.5, 3),
+    "logit": (0.1, 0.9),
+    "log1mexp": (-3, -0.1),
+    "xlogy": (0.5, 3),
+    "betaln": (0.5, 4),
 }
 # Ops with a float derivative (a derivative of 0 included) in every input; where's condition has none,
 # and stop_gradient deliberately passes none (`test_stop_gradient`).
@@ -81,8 +95,12 @@ def test_incomplete_gamma_in_x(backend, name, n, seed):
 def test_incomplete_beta_in_x(backend, name, n, seed):
     """I_x(a, b) and its complement differentiate in x (the beta density; the shapes constants here)."""
     a, b = np.array([[0.7, 2.5, 40.0]]), np.array([[1.6, 0.9, 55.0]])
-    case = NodeVJP(("elemwise", name), backend,
-                   lambda x: Elemwise(ScalarOp(name))(dg.core.constant(a), dg.core.constant(b), x), [("x", (None, 3), F64)])
+    case = NodeVJP(
+        ("elemwise", name),
+        backend,
+        lambda x: Elemwise(ScalarOp(name))(dg.core.constant(a), dg.core.constant(b), x),
+        [("x", (None, 3), F64)],
+    )
     case.check([np.random.default_rng(seed + 1).uniform(0.05, 0.95, size=(n, 3))], seed)
 
 
@@ -130,14 +148,29 @@ def test_composite(backend):
         case.check([draw(seed, (4,), "x"), draw(seed + 9, (1,), "y")], seed)
 
 
-REDUCE_CASES = [("add", (0,)), ("add", (0, 2)), ("mul", (1,)), ("mul", (0, 1, 2)), ("maximum", (2,)), ("minimum", (0, 1))]
+REDUCE_CASES = [
+    ("add", (0,)),
+    ("add", (0, 2)),
+    ("mul", (1,)),
+    ("mul", (0, 1, 2)),
+    ("maximum", (2,)),
+    ("minimum", (0, 1)),
+]
 
 
 @pytest.mark.parametrize("reducer, axis", REDUCE_CASES, ids=[f"{r}{a}" for r, a in REDUCE_CASES])
 @given(shape=st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)), seed=seeds)
 def test_careduce(backend, reducer, axis, shape, seed):
-    case = NodeVJP(("reduce", reducer, axis), backend, lambda x: CAReduce(reducer, axis)(x), [("x", (None, None, None), F64)])
-    case.check([np.random.default_rng(seed).uniform(0.5, 1.5, size=shape) * np.sign(np.random.default_rng(seed + 1).normal(size=shape))], seed)
+    case = NodeVJP(
+        ("reduce", reducer, axis), backend, lambda x: CAReduce(reducer, axis)(x), [("x", (None, None, None), F64)]
+    )
+    case.check(
+        [
+            np.random.default_rng(seed).uniform(0.5, 1.5, size=shape)
+            * np.sign(np.random.default_rng(seed + 1).normal(size=shape))
+        ],
+        seed,
+    )
 
 
 def test_prod_with_zeros_and_max_ties(backend):
@@ -215,7 +248,9 @@ def test_shape_ops(backend, name, n, seed):
 @given(n=st.integers(0, 3), seed=seeds)
 def test_broadcast_to(backend, n, seed):
     """Leading, static size-1 and run-time size-1 axes are summed back."""
-    case = NodeVJP("alloc", backend, lambda v, s: broadcast_to(v, (2, s, 3)), [("v", (None, 1), F64), ("s", (), "int64")])
+    case = NodeVJP(
+        "alloc", backend, lambda v, s: broadcast_to(v, (2, s, 3)), [("v", (None, 1), F64), ("s", (), "int64")]
+    )
     rng = np.random.default_rng(seed)
     case.check([rng.normal(size=(1, 1)), np.int64(n)], seed)
     case.check([rng.normal(size=(n, 1)), np.int64(n)], seed)
@@ -242,10 +277,18 @@ def hierarchical():
 def test_hierarchical_value_and_grad(backend, hierarchical, n_obs, n_group, seed):
     inputs, logp = hierarchical
     mu, log_sigma = inputs[:2]
-    f = _compiled(("hier", backend), lambda: dg.function(inputs, [logp, *dg.value_and_grad(logp, [mu, log_sigma])[1]], backend=backend))
+    f = _compiled(
+        ("hier", backend),
+        lambda: dg.function(inputs, [logp, *dg.value_and_grad(logp, [mu, log_sigma])[1]], backend=backend),
+    )
     cost = _compiled(("hier-cost",), lambda: dg.function(inputs, logp, backend="python"))
     rng = np.random.default_rng(seed)
-    vals = [rng.normal(size=n_group), np.float64(rng.normal() * 0.3), rng.integers(0, n_group, n_obs), rng.normal(size=n_obs)]
+    vals = [
+        rng.normal(size=n_group),
+        np.float64(rng.normal() * 0.3),
+        rng.integers(0, n_group, n_obs),
+        rng.normal(size=n_obs),
+    ]
     value, g_mu, g_ls = f(*vals)
     np.testing.assert_allclose(value, cost(*vals), rtol=1e-12)
     np.testing.assert_allclose(g_mu, numeric_grad(cost, vals, 0), rtol=1e-6, atol=1e-6)
@@ -310,7 +353,9 @@ def test_errors():
     with pytest.raises(dg.NonDifferentiable, match="trigamma.*'x'"):
         dg.grad(dg.trigamma(x).sum(), x)
     gx, gz = dg.grad(x.sum(), [x, z], disconnected="zero")
-    np.testing.assert_array_equal(dg.function([x, z], [gx, gz], backend="python")(np.ones(3), np.ones(2))[1], [0.0, 0.0])
+    np.testing.assert_array_equal(
+        dg.function([x, z], [gx, gz], backend="python")(np.ones(3), np.ones(2))[1], [0.0, 0.0]
+    )
 
 
 def test_fused_reduction(backend):
@@ -323,7 +368,9 @@ def test_fused_reduction(backend):
     for reducer, outs in [(r, o) for r in ("add", "maximum") for o in outs_cases]:
         comp = Composite(in_dtypes=(F64, F64), steps=steps, outs=outs)
         case = NodeVJP(
-            ("fused", reducer, outs), backend, lambda x, y: CAReduceElemwise(comp, reducer, (0,))(x, y),
+            ("fused", reducer, outs),
+            backend,
+            lambda x, y: CAReduceElemwise(comp, reducer, (0,))(x, y),
             [("x", (None, 3), F64), ("y", (1, 3), F64)],
         )
         for seed in range(2):
@@ -366,11 +413,17 @@ def test_reduction_chains(backend, name, seed):
     x = dg.tensor("x", shape=(None, None))
     w = dg.tensor("w", shape=(None,))
     cost = REDUCTION_CHAINS[name](x, w)
-    f = _compiled(("chain", name, backend), lambda: dg.function([x, w], [cost, *dg.grad(cost, [x, w], disconnected="zero")], backend=backend))
+    f = _compiled(
+        ("chain", name, backend),
+        lambda: dg.function([x, w], [cost, *dg.grad(cost, [x, w], disconnected="zero")], backend=backend),
+    )
     ref = _compiled(("chain-cost", name), lambda: dg.function([x, w], cost, backend="python"))
     rng = np.random.default_rng(seed)
     # distinct magnitudes away from 0: no max/min ties and no kinks of clip/maximum within EPS
-    vals = [rng.permutation(np.linspace(0.2, 1.4, 6)).reshape(2, 3) * rng.choice([-1, 1], size=(2, 3)), rng.uniform(0.5, 1.5, 2)]
+    vals = [
+        rng.permutation(np.linspace(0.2, 1.4, 6)).reshape(2, 3) * rng.choice([-1, 1], size=(2, 3)),
+        rng.uniform(0.5, 1.5, 2),
+    ]
     value, gx, gw = f(*vals)
     np.testing.assert_allclose(value, ref(*vals), rtol=1e-12)
     np.testing.assert_allclose(gx, numeric_grad(ref, vals, 0), rtol=1e-6, atol=1e-6)

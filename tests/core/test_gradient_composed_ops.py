@@ -82,7 +82,9 @@ def _check(name, backend, params, data):
             plus[k][pos] += EPS
             minus[k][pos] -= EPS
             fd[pos] = (cost_py(*plus, *data) - cost_py(*minus, *data)) / (2 * EPS)
-        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6 * (1 + abs(float(expected))), err_msg=f"{name}: input {k}")
+        np.testing.assert_allclose(
+            g, fd, rtol=1e-6, atol=1e-6 * (1 + abs(float(expected))), err_msg=f"{name}: input {k}"
+        )
 
 
 @given(groups=st.integers(1, 4), n_obs=st.integers(0, 12), seed=st.integers(0, 2**32 - 1))

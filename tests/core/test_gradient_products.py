@@ -49,7 +49,9 @@ def test_join(backend, name, data, seed):
     shapes = []
     for s in statics:
         shape = [
-            (s[ax] if s[ax] is not None else data.draw(sizes)) if ax == axis else (s[ax] if s[ax] is not None else common[ax])
+            (s[ax] if s[ax] is not None else data.draw(sizes))
+            if ax == axis
+            else (s[ax] if s[ax] is not None else common[ax])
             for ax in range(len(s))
         ]
         shapes.append(tuple(shape))
@@ -254,9 +256,7 @@ def test_cumprod_gradient_at_zeros_is_exact(seed):
     xv = rng.normal(size=6)
     xv[rng.choice(6, size=rng.integers(0, 4), replace=False)] = 0.0
     wv = rng.normal(size=6)
-    expected = [
-        sum(wv[i] * np.prod([xv[k] for k in range(i + 1) if k != j]) for i in range(j, 6)) for j in range(6)
-    ]
+    expected = [sum(wv[i] * np.prod([xv[k] for k in range(i + 1) if k != j]) for i in range(j, 6)) for j in range(6)]
     got = _cumprod_vjp()(xv, wv)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
@@ -295,9 +295,9 @@ def test_arange(backend, data, seed):
 
 def test_arange_integer_inputs_get_no_gradient():
     y = ARange("int64")(dg.scalar("a", "int64"), dg.scalar("b", "int64"), dg.scalar("c", "int64"))
-    assert y.owner.op.L_op(y.owner.inputs, y.owner.outputs, [dg.tensor("w", shape=(None,), dtype="int64")]) == [
-        None
-    ] * 3
+    assert (
+        y.owner.op.L_op(y.owner.inputs, y.owner.outputs, [dg.tensor("w", shape=(None,), dtype="int64")]) == [None] * 3
+    )
 
 
 @given(n=sizes, seed=seeds)

@@ -34,8 +34,18 @@ def _declare(draw, shape):
     return tuple(s if s == 1 or draw(st.booleans()) else None for s in shape)
 
 
-@pytest.mark.parametrize("dtypes", [("float64", "float64"), ("float32", "float32"), ("int8", "int8"), ("int32", "float32"),
-                                    ("bool", "bool"), ("int64", "int8")], ids="-".join)
+@pytest.mark.parametrize(
+    "dtypes",
+    [
+        ("float64", "float64"),
+        ("float32", "float32"),
+        ("int8", "int8"),
+        ("int32", "float32"),
+        ("bool", "bool"),
+        ("int64", "int8"),
+    ],
+    ids="-".join,
+)
 @given(case=matmul_case(), data=st.data())
 def test_matmul(dtypes, case, data):
     a_shape, b_shape = case
@@ -145,8 +155,10 @@ def test_einsum(backend, dtype):
     """Every case in one compiled function; operands declared with unknown sizes (size-1 axes static)."""
     inputs, outs = [], []
     for k, (subscripts, shapes_) in enumerate(EINSUM_CASES):
-        xs = [dg.tensor(f"x{k}_{j}", shape=tuple(s if s == 1 else None for s in sh), dtype=dtype)
-              for j, sh in enumerate(shapes_)]
+        xs = [
+            dg.tensor(f"x{k}_{j}", shape=tuple(s if s == 1 else None for s in sh), dtype=dtype)
+            for j, sh in enumerate(shapes_)
+        ]
         inputs += xs
         outs.append(einsum(subscripts, *xs))
         assert isinstance(outs[-1].owner.op, Einsum)
@@ -163,8 +175,17 @@ def test_einsum(backend, dtype):
             vals += vs
             expected.append(np.einsum(subscripts, *vs))
         tols = [rtol_for(e.dtype, 50) for e in expected]
-        check_outputs(backend, inputs, outs, vals, expected, key=("einsum", dtype), rtol=tols, atol=tols,
-                      names=[c[0] for c in EINSUM_CASES])
+        check_outputs(
+            backend,
+            inputs,
+            outs,
+            vals,
+            expected,
+            key=("einsum", dtype),
+            rtol=tols,
+            atol=tols,
+            names=[c[0] for c in EINSUM_CASES],
+        )
 
     check()
 
@@ -198,5 +219,7 @@ def test_einsum_static_one_stretches_to_zero(backend):
     a = dg.tensor("a", shape=(None, 1))
     b = dg.tensor("b", shape=(None, None))
     f = dg.function([a, b], dg.core.einsum("ij,ij->i", a, b), backend=backend)
-    np.testing.assert_array_equal(f(np.ones((2, 1)), np.ones((2, 0))), np.einsum("ij,ij->i", np.ones((2, 1)), np.ones((2, 0))))
+    np.testing.assert_array_equal(
+        f(np.ones((2, 1)), np.ones((2, 0))), np.einsum("ij,ij->i", np.ones((2, 1)), np.ones((2, 0)))
+    )
     np.testing.assert_array_equal(f(np.full((2, 1), 2.0), np.ones((2, 3))), [6.0, 6.0])

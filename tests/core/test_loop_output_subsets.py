@@ -61,7 +61,9 @@ def _doubling_until():
     """A while loop whose step count and doubling value feed an accumulator, traced."""
     step = lambda k, v, acc: (k + 1, v * 2.0, acc + v + c)
     cond = lambda k, v, acc: acc < 50.0
-    finals, traces = dg.while_loop(cond, step, init=[np.int64(0), np.float64(1.0), np.float64(0.0)], max_steps=40, trace=True)
+    finals, traces = dg.while_loop(
+        cond, step, init=[np.int64(0), np.float64(1.0), np.float64(0.0)], max_steps=40, trace=True
+    )
     return [*finals, *traces]
 
 

@@ -143,7 +143,10 @@ def test_each_function_reads_only_its_triangle(backend):
     a = dg.tensor("a", shape=(B, M, M))
     b = dg.tensor("b", shape=(M,))
     outs = [la.cholesky(a), la.cholesky(a, lower=False), *la.eigh(a), la.eigh(a, lower=False)[0]]
-    outs += [la.solve_triangular(a, b, lower=False), la.solve_triangular(a, b, lower=False, trans=True, unit_diagonal=True)]
+    outs += [
+        la.solve_triangular(a, b, lower=False),
+        la.solve_triangular(a, b, lower=False, trans=True, unit_diagonal=True),
+    ]
     f = dg.function([a, b], outs, backend=backend)
     A, rhs = _spd(3), np.arange(1.0, M + 1)
     garbage = np.triu(np.full((M, M), 1e3), 1)
@@ -154,7 +157,9 @@ def test_each_function_reads_only_its_triangle(backend):
     np.testing.assert_allclose(chol_u, np.linalg.cholesky(A, upper=True), rtol=1e-9)
     np.testing.assert_allclose(w, np.linalg.eigvalsh(A), rtol=1e-9)
     np.testing.assert_allclose(w_u, np.linalg.eigvalsh(A), rtol=1e-9)
-    np.testing.assert_allclose(tri, np.linalg.solve(np.triu(up_read), np.broadcast_to(rhs, (B, M))[..., None])[..., 0], rtol=1e-9)
+    np.testing.assert_allclose(
+        tri, np.linalg.solve(np.triu(up_read), np.broadcast_to(rhs, (B, M))[..., None])[..., 0], rtol=1e-9
+    )
     unit = np.triu(up_read, 1) + np.eye(M)
     expected = np.linalg.solve(np.swapaxes(unit, -1, -2), np.broadcast_to(rhs, (B, M))[..., None])[..., 0]
     np.testing.assert_allclose(tri_unit, expected, rtol=1e-9)
@@ -224,7 +229,20 @@ def test_blockwise_contract():
     assert (k, int(rows.eval({n: np.zeros((5, 4, 4))}))) == (4, 5)
 
 
-@pytest.mark.parametrize("op", [Cholesky(), Cholesky(False), Solve(1), Solve(2), SolveTriangular(True, True, False, 1), Inv(), Det(), SlogDet(), Eigh()])
+@pytest.mark.parametrize(
+    "op",
+    [
+        Cholesky(),
+        Cholesky(False),
+        Solve(1),
+        Solve(2),
+        SolveTriangular(True, True, False, 1),
+        Inv(),
+        Det(),
+        SlogDet(),
+        Eigh(),
+    ],
+)
 def test_core_ops_are_values(op):
     assert op == type(op)(*[getattr(op, f) for f in op.__dataclass_fields__])
     assert hash(op) == hash(type(op)(*[getattr(op, f) for f in op.__dataclass_fields__]))

@@ -125,7 +125,10 @@ def test_every_positional_op_is_covered():
         ops |= {
             name
             for name, obj in vars(mod).items()
-            if isinstance(obj, type) and issubclass(obj, dg.core.Op) and obj is not dg.core.Op and obj.__module__ == mod.__name__
+            if isinstance(obj, type)
+            and issubclass(obj, dg.core.Op)
+            and obj is not dg.core.Op
+            and obj.__module__ == mod.__name__
         }
     assert ops <= set(CASES) | set(ELSEWHERE), sorted(ops - set(CASES) - set(ELSEWHERE))
     assert set(ELSEWHERE) <= ops

@@ -268,7 +268,9 @@ def test_ifelse_nested_with_a_failing_untaken_branch(backend):
         t1 = dg.ifelse(dg.core.neq(c1, 0), x1, _fails(x2))
         t2 = t1 * 10
         t3 = dg.ifelse(dg.core.neq(c2, 0), t2, x1 + t1)
-        t4 = dg.ifelse(dg.core.eq(x1, x2), x1, dg.ifelse(dg.core.eq(x1, 5), x2, dg.ifelse(dg.core.neq(c2, 0), t3, t3 + 0.5)))
+        t4 = dg.ifelse(
+            dg.core.eq(x1, x2), x1, dg.ifelse(dg.core.eq(x1, 5), x2, dg.ifelse(dg.core.neq(c2, 0), t3, t3 + 0.5))
+        )
         return [c1, c2, x1, x2], t4
 
     f = _compiled("nested", backend, build)
@@ -425,7 +427,9 @@ def test_scan_n_steps_smaller_than_the_sequence(backend):
 
     def build():
         x = dg.vector("x")
-        (_, _), (o1, o2) = dg.scan(lambda a, y, x_t: (x_t + 1, y + x_t), init=[dg.core.constant(0.0), x[0]], sequences=x, n_steps=20)
+        (_, _), (o1, o2) = dg.scan(
+            lambda a, y, x_t: (x_t + 1, y + x_t), init=[dg.core.constant(0.0), x[0]], sequences=x, n_steps=20
+        )
         return [x], [o1, o2, o1.shape[0], o2.shape[0]]
 
     f = _compiled("n_steps_short", backend, build)
@@ -495,7 +499,9 @@ def test_scan_grad_multiple_seqs_different_nsteps_and_grad_of_grad(backend):
 
     def build():
         c, x = dg.vector("c"), dg.scalar("x")
-        _, components = dg.scan(lambda prev, coeff, power: coeff * x**power, init=dg.core.constant(0.0), sequences=[c, dg.core.arange(1000)])
+        _, components = dg.scan(
+            lambda prev, coeff, power: coeff * x**power, init=dg.core.constant(0.0), sequences=[c, dg.core.arange(1000)]
+        )
         d_p = dg.grad(components.sum(), [x])[0]
         return [c, x], [d_p, dg.grad(d_p, [x])[0]]
 
@@ -511,7 +517,11 @@ def test_scan_inner_grad(backend):
     def build():
         x, a = dg.vector("x"), dg.matrix("A")
         gy = dg.grad(0.5 * dg.core.dot(x * x, dg.core.dot(a, x)), [x])[0]
-        _, hy = dg.scan(lambda prev, i: dg.grad(gy[i] * 0.9, [x])[0], init=dg.core.zeros_like(x), sequences=[dg.core.arange(gy.shape[0])])
+        _, hy = dg.scan(
+            lambda prev, i: dg.grad(gy[i] * 0.9, [x])[0],
+            init=dg.core.zeros_like(x),
+            sequences=[dg.core.arange(gy.shape[0])],
+        )
         return [x, a], hy
 
     f = _compiled("inner_grad", backend, build)
@@ -687,7 +697,10 @@ def test_blockwise_values_and_gradients_vs_numpy(backend, name, batch):
 
     def build():
         # a batch axis of size 1 is declared so (only those broadcast, as in PyTensor)
-        ins = [dg.tensor(f"x{k}", shape=tuple(1 if n == 1 else None for n in b) + (None,) * len(c)) for k, (b, c) in enumerate(zip(batch, core_shapes))]
+        ins = [
+            dg.tensor(f"x{k}", shape=tuple(1 if n == 1 else None for n in b) + (None,) * len(c))
+            for k, (b, c) in enumerate(zip(batch, core_shapes))
+        ]
         out = blockwise(op, sig, *ins)
         cost = (out * dg.core.constant(weights)).sum()
         return ins, [out, *dg.grad(cost, ins)]
@@ -724,7 +737,10 @@ def test_blockwise_runtime_broadcast_only_where_the_size_one_is_static(backend):
     def build():
         a, a1 = dg.tensor("a", shape=(None, 3, 3)), dg.tensor("a1", shape=(1, 3, 3))
         b = dg.tensor("b", shape=(None, 3))
-        return [a, a1, b], [blockwise(Solve(b_ndim=1), "(m,m),(m)->(m)", a, b), blockwise(Solve(b_ndim=1), "(m,m),(m)->(m)", a1, b)]
+        return [a, a1, b], [
+            blockwise(Solve(b_ndim=1), "(m,m),(m)->(m)", a, b),
+            blockwise(Solve(b_ndim=1), "(m,m),(m)->(m)", a1, b),
+        ]
 
     f = _compiled("runtime_broadcast", backend, build)
     a, a1, b = _posdef((4, 3, 3)), _posdef((1, 3, 3)), RNG.normal(size=(4, 3))

@@ -60,8 +60,10 @@ def _graph(dtype, nonempty):
     for ddof in (1, 2):  # var/std with ddof
         outs += [dg.core.var(x, (0, 1), ddof=ddof), dg.core.std(x, -1, True, ddof=ddof)]
         names += [f"var(ddof={ddof})", f"std(ddof={ddof})"]
-        calls += [(lambda a, axis, keepdims, d=ddof: np.var(a, axis=axis, keepdims=keepdims, ddof=d), (0, 1), False),
-                  (lambda a, axis, keepdims, d=ddof: np.std(a, axis=axis, keepdims=keepdims, ddof=d), -1, True)]
+        calls += [
+            (lambda a, axis, keepdims, d=ddof: np.var(a, axis=axis, keepdims=keepdims, ddof=d), (0, 1), False),
+            (lambda a, axis, keepdims, d=ddof: np.std(a, axis=axis, keepdims=keepdims, ddof=d), -1, True),
+        ]
     return x, outs, names, calls
 
 
@@ -78,8 +80,9 @@ def test_reductions(backend, dtype, nonempty):
         with np.errstate(all="ignore"):
             expected = [np.asarray(fn(a, axis=axis, keepdims=keepdims)) for fn, axis, keepdims in calls]
         tols = [rtol_for(e.dtype, 8 * max(1, a.size)) for e in expected]
-        check_outputs(backend, [x], outs, [a], expected, key=("reduce", dtype, nonempty), names=names,
-                      rtol=tols, atol=tols)
+        check_outputs(
+            backend, [x], outs, [a], expected, key=("reduce", dtype, nonempty), names=names, rtol=tols, atol=tols
+        )
 
     check()
 

@@ -96,7 +96,10 @@ def test_broadcast_to(case, dtype, data):
 def test_broadcast_to_compiled_once(backend):
     v = dg.tensor("v", shape=(None, 1), dtype="int32")
     n = dg.tensor("n", shape=(), dtype="int64")
-    outs = [dg.core.broadcast_to(v, (2, dg.core.shape_of(v)[0], n)), dg.core.broadcast_to(v, (dg.core.shape_of(v)[0], 3))]
+    outs = [
+        dg.core.broadcast_to(v, (2, dg.core.shape_of(v)[0], n)),
+        dg.core.broadcast_to(v, (dg.core.shape_of(v)[0], 3)),
+    ]
 
     @given(st.integers(0, 3), st.integers(0, 3), st.data())
     def check(rows, k, data):

@@ -42,9 +42,7 @@ class Symbolizer:
         """An index array as a constant (NumPy array) or an input with some sizes declared unknown."""
         if not self.p or not self.draw(st.booleans()):
             return arr
-        decl = tuple(
-            s if (k in static_one_axes or self.draw(st.booleans())) else None for k, s in enumerate(arr.shape)
-        )
+        decl = tuple(s if (k in static_one_axes or self.draw(st.booleans())) else None for k, s in enumerate(arr.shape))
         v = dg.tensor(f"i{len(self.inputs)}", shape=decl, dtype=arr.dtype.name)
         self.inputs.append(v)
         self.values.append(arr)
@@ -118,8 +116,12 @@ def test_basic_getitem_compiled_once(backend):
     check()
 
 
-@given(st.integers(0, 12), st.one_of(st.none(), st.integers(-15, 15)), st.one_of(st.none(), st.integers(-15, 15)),
-       st.one_of(st.none(), st.integers(-4, 4).filter(bool)))
+@given(
+    st.integers(0, 12),
+    st.one_of(st.none(), st.integers(-15, 15)),
+    st.one_of(st.none(), st.integers(-15, 15)),
+    st.one_of(st.none(), st.integers(-4, 4).filter(bool)),
+)
 def test_slice_length_matches_python(n, start, stop, step):
     assert slice_length(n, start, stop, step) == len(range(n)[start:stop:step])
 
@@ -128,13 +130,22 @@ def test_slice_length_symbolic_matches_python():
     n, b, e, s = (dg.tensor(k, shape=(), dtype="int64") for k in "nbes")
     cases = [(n, b, e, s), (n, None, e, -1), (n, b, None, 2), (n, -2, None, None), (n, b, e, None)]
     lengths = [slice_length(*c) for c in cases]
-    f = dg.function([n, b, e, s], lengths, backend="python", )
+    f = dg.function(
+        [n, b, e, s],
+        lengths,
+        backend="python",
+    )
 
     @given(st.integers(0, 12), st.integers(-15, 15), st.integers(-15, 15), st.integers(-4, 4).filter(bool))
     def check(nv, bv, ev, sv):
         got = [int(v) for v in f(nv, bv, ev, sv)]
-        want = [len(range(nv)[bv:ev:sv]), len(range(nv)[:ev:-1]), len(range(nv)[bv::2]), len(range(nv)[-2:]),
-                len(range(nv)[bv:ev])]
+        want = [
+            len(range(nv)[bv:ev:sv]),
+            len(range(nv)[:ev:-1]),
+            len(range(nv)[bv::2]),
+            len(range(nv)[-2:]),
+            len(range(nv)[bv:ev]),
+        ]
         assert got == want
 
     check()

@@ -33,7 +33,9 @@ def _steps():
         "elemwise": lambda v: v * 0.5 + dg.sin(v),
         "reduce": lambda v: v - core.sum(v, axis=1, keepdims=True) / 4 + core.max(v, axis=0, keepdims=True),
         "matmul_dimshuffle": lambda v: v + 0.1 * (v @ (core.transpose(v) @ v)),
-        "matmul_one_side": lambda v: core.constant(np.arange(9.0).reshape(3, 3) * 0.1) @ v + v @ (np.eye(4) * 0.5),  # one GEMM each
+        "matmul_one_side": lambda v: (
+            core.constant(np.arange(9.0).reshape(3, 3) * 0.1) @ v + v @ (np.eye(4) * 0.5)
+        ),  # one GEMM each
         "reshape_slice": lambda v: core.reshape(core.reshape(v, (12,))[::-1], (3, 4)),
         "join_subtensor": lambda v: core.concatenate([v[1:], v[:1]], axis=0),
         "advanced": lambda v: v[np.array([2, 0, 1])] * v[:, np.array([1, 1, 0, 3])],
@@ -43,9 +45,14 @@ def _steps():
         "split": lambda v: core.concatenate(core.split(v, [1, 3], axis=1)[::-1], axis=1),
         "alloc": lambda v: v + core.broadcast_to(core.sum(v, axis=0), SHAPE),
         "argmax": lambda v: v + core.cast(core.argmax(v, axis=1), "float64")[:, None],
-        "gather_batched": lambda v: v[core.argmax(v, axis=1) % 3] * 0.5 + v[:, core.argmax(v, axis=0)],  # positions vary with the batch
+        "gather_batched": lambda v: (
+            v[core.argmax(v, axis=1) % 3] * 0.5 + v[:, core.argmax(v, axis=0)]
+        ),  # positions vary with the batch
         "shape": lambda v: v * core.cast(core.shape_of(v)[0], "float64"),
-        "matrix": lambda v: la.cholesky(v @ core.transpose(v) + 4.0 * np.eye(3)) @ v + la.slogdet(v[:, :3] @ core.transpose(v[:, :3]) + np.eye(3))[1],
+        "matrix": lambda v: (
+            la.cholesky(v @ core.transpose(v) + 4.0 * np.eye(3)) @ v
+            + la.slogdet(v[:, :3] @ core.transpose(v[:, :3]) + np.eye(3))[1]
+        ),
     }
 
 
@@ -134,7 +141,9 @@ def test_a_fused_gather_batches_natively(backend):
 
     add = Composite(in_dtypes=("float64", "float64"), steps=((ScalarOp("add"), (0, 1)),), outs=(2,))
     data, idx, w = dg.matrix("data"), dg.vector("idx", dtype="int64"), dg.matrix("w")
-    y = GatherElemwise(add, gather_axes=(0, None), reducer="add", axis=(1,))(idx, w, data)  # sum_j data[idx[i], j] + w[i, j]
+    y = GatherElemwise(add, gather_axes=(0, None), reducer="add", axis=(1,))(
+        idx, w, data
+    )  # sum_j data[idx[i], j] + w[i, j]
     db, wb = dg.tensor("db", shape=(1, None, None)), dg.tensor("wb", shape=(2, None, None))
     yb = vectorize_graph(y, {data: db, w: wb})
     assert "Blockwise" not in _op_types([yb])
@@ -149,15 +158,24 @@ def test_an_indexed_loop_batches_through_its_parts(backend):
     from dimgraph.core.fused import IndexedLoop
     from dimgraph.core.scalar import Composite, ScalarOp
 
-    mul_add = Composite(in_dtypes=("float64", "float64"), steps=((ScalarOp("mul"), (0, 1)), (ScalarOp("add"), (2, 0))), outs=(3,))
-    loop = IndexedLoop(mul_add, gathered=(True, False), results=((0, "reduce", "add"), (0, "scatter", None), (0, "full", None)))
+    mul_add = Composite(
+        in_dtypes=("float64", "float64"), steps=((ScalarOp("mul"), (0, 1)), (ScalarOp("add"), (2, 0))), outs=(3,)
+    )
+    loop = IndexedLoop(
+        mul_add, gathered=(True, False), results=((0, "reduce", "add"), (0, "scatter", None), (0, "full", None))
+    )
     table, x, idx, base = dg.vector("table"), dg.vector("x"), dg.vector("idx", dtype="int64"), dg.vector("base")
     outs = loop(idx, x, table, base, idx)  # o = t * x + t with t = table[idx]: sum(o), base.at[idx].add(o), o
     tb, xb, bb = dg.tensor("tb", shape=(None, 1, 3)), dg.tensor("xb", shape=(2, None, 5)), dg.tensor("bb", shape=(1, 3))
     batched = vectorize_graph(outs, {table: tb, x: xb, base: bb})
     assert "Blockwise" not in _op_types(batched) and "IndexedLoop" not in _op_types(batched)
     rng = np.random.default_rng(4)
-    T, X, B, I = rng.normal(size=(2, 1, 3)), rng.normal(size=(2, 4, 5)), rng.normal(size=(1, 3)), np.array([2, 0, -1, 2, 1])
+    T, X, B, I = (
+        rng.normal(size=(2, 1, 3)),
+        rng.normal(size=(2, 4, 5)),
+        rng.normal(size=(1, 3)),
+        np.array([2, 0, -1, 2, 1]),
+    )
     got = dg.function([tb, xb, bb, idx], batched, backend=backend)(T, X, B, I)
     o = T[..., I] * X + T[..., I]
     scattered = np.broadcast_to(B, (2, 4, 3)).copy()

@@ -67,7 +67,9 @@ class NodeVJP:
         assert node is not None and all(o.owner is node for o in outs), "build must return the outputs of one node"
         ws = [dg.tensor(f"w{k}", shape=o.type.shape, dtype=o.type.dtype) for k, o in enumerate(node.outputs)]
         grads = node.op.L_op(list(node.inputs), list(node.outputs), ws)
-        assert len(grads) == len(node.inputs), f"{node.op}: L_op gave {len(grads)} entries for {len(node.inputs)} inputs"
+        assert len(grads) == len(node.inputs), (
+            f"{node.op}: L_op gave {len(grads)} entries for {len(node.inputs)} inputs"
+        )
         by_input = {id(v): g for v, g in zip(node.inputs, grads)}
         self.float_inputs, float_grads, self.no_gradient = [], [], []
         for k, x in enumerate(xs):

@@ -22,6 +22,7 @@ from dimgraph.labeled.combine import Concat, Dot
 from dimgraph.testing import numeric_grad
 from labeled_strategies import dataarray, dims_strategy, examples
 
+
 def assert_same(got, expected, rtol=0.0):
     """Values, dtype, dims and the indexes of dims as xarray (dimgraph may lack an index where a
     dim's labels are not static, e.g. a concat of dims sized by the data)."""
@@ -74,7 +75,9 @@ def test_concat_matches_xarray(backend):
         got = dg.function([x], y, backend=backend)(da)
         assert_same(got, expected)
         if d.coords is not None:
-            assert list(y.dims[[o.name for o in y.dims].index(d.name)].coords) == [d.coords[i] for c in chunks for i in c]
+            assert list(y.dims[[o.name for o in y.dims].index(d.name)].coords) == [
+                d.coords[i] for c in chunks for i in c
+            ]
 
     check()
 
@@ -96,7 +99,11 @@ def test_concat_along_a_new_dim_matches_xarray(backend):
     z = dg.labeled("z", dims=(obs, age), dtype="int64")
     chain = dg.Dim("chain", coords=["c0", "c1", "c2"])
     draw = dg.Dim("draw")  # no size: the number of pieces gives it
-    outs = [dg.concat([x, 2 * x, x.sum("age")], chain), dg.concat([z, z + 1], draw), dg.concat([x], dg.Dim("one", size=1))]
+    outs = [
+        dg.concat([x, 2 * x, x.sum("age")], chain),
+        dg.concat([z, z + 1], draw),
+        dg.concat([x], dg.Dim("one", size=1)),
+    ]
     f = dg.function([x, z], outs, backend=backend)
     rng = np.random.default_rng(0)
     xd = xr.DataArray(rng.normal(size=(3, 2)), dims=("country", "age"), coords={"country": country.coords})
@@ -193,7 +200,12 @@ def test_align_override_matches_xarray(backend):
     aligned = [dg.align(a, b, c, join="override"), dg.align(c, b, join="override")]
     outs = [*aligned[0], *aligned[1], aligned[0][0] + aligned[0][2], aligned[1][0] * aligned[1][1]]
     xr_aligned = [xr.align(da, db, dc, join="override"), xr.align(dc, db, join="override")]
-    expected = [*xr_aligned[0], *xr_aligned[1], xr_aligned[0][0] + xr_aligned[0][2], xr_aligned[1][0] * xr_aligned[1][1]]
+    expected = [
+        *xr_aligned[0],
+        *xr_aligned[1],
+        xr_aligned[0][0] + xr_aligned[0][2],
+        xr_aligned[1][0] * xr_aligned[1][1],
+    ]
     got = dg.function([a, b, c], outs, backend=backend)(da, db, dc)
     for g, e in zip(got, expected):
         if "x" not in e.indexes:  # xarray's index-less input: the same values, under the overriding coords
@@ -298,7 +310,9 @@ def test_gradient_of_a_sum_with_a_sqrt_of_a_dot_fuses_without_a_cycle():
     cost = (dg.concat([x, dg.exp(x)], dg.Dim("chain", size=2)) @ w).sum() + (x @ x) ** 0.5
     f = dg.function([x, w], [cost, dg.grad(cost, x)], backend="python")
     xd, wd = np.ones((3, 2)), np.ones(2)
-    np.testing.assert_allclose(f(xd, wd)[1].values, numeric_grad(lambda a: float(f(a, wd)[0].values), [xd], 0), rtol=1e-5)
+    np.testing.assert_allclose(
+        f(xd, wd)[1].values, numeric_grad(lambda a: float(f(a, wd)[0].values), [xd], 0), rtol=1e-5
+    )
 
 
 def test_dot_of_positional_operands_is_numpy_dot():

@@ -27,13 +27,31 @@ def _takes_dims(fn):
 
 
 def _public_functions_taking_dims():
-    found = {f"dg.{n}" for n in dir(dg) if not n.startswith("_") and callable(getattr(dg, n)) and _takes_dims(getattr(dg, n))}
+    found = {
+        f"dg.{n}" for n in dir(dg) if not n.startswith("_") and callable(getattr(dg, n)) and _takes_dims(getattr(dg, n))
+    }
     found |= {f"dg.linalg.{n}" for n in dg.linalg.__all__ if _takes_dims(getattr(dg.linalg, n))}
-    found |= {f"dg.dist.{n}" for n in dir(dg.dist) if not n.startswith("_") and n[0].islower() and _takes_dims(getattr(dg.dist, n))}
-    found |= {f"x.{n}" for n in dir(LabeledVariable) if not n.startswith("_") and _takes_dims(getattr(LabeledVariable, n))}
-    found |= {f"rng.{n}" for n in dir(dg.RandomStream) if not n.startswith("_") and _takes_dims(getattr(dg.RandomStream, n))}
-    found |= {f"dist.{n}" for n in dir(dg.dist.Distribution) if not n.startswith("_") and _takes_dims(getattr(dg.dist.Distribution, n))}
-    found |= {f"FlatParams.{n}" for n in dir(dg.FlatParams) if not n.startswith("_") and _takes_dims(getattr(dg.FlatParams, n))}
+    found |= {
+        f"dg.dist.{n}"
+        for n in dir(dg.dist)
+        if not n.startswith("_") and n[0].islower() and _takes_dims(getattr(dg.dist, n))
+    }
+    found |= {
+        f"x.{n}" for n in dir(LabeledVariable) if not n.startswith("_") and _takes_dims(getattr(LabeledVariable, n))
+    }
+    found |= {
+        f"rng.{n}" for n in dir(dg.RandomStream) if not n.startswith("_") and _takes_dims(getattr(dg.RandomStream, n))
+    }
+    found |= {
+        f"dist.{n}"
+        for n in dir(dg.dist.Distribution)
+        if not n.startswith("_") and _takes_dims(getattr(dg.dist.Distribution, n))
+    }
+    found |= {
+        f"FlatParams.{n}"
+        for n in dir(dg.FlatParams)
+        if not n.startswith("_") and _takes_dims(getattr(dg.FlatParams, n))
+    }
     return found
 
 
@@ -54,9 +72,28 @@ def _mvn(dims):
     return dg.dist.multivariate_normal(dg.constant(np.zeros(2), dims=(A,)), cov=_x(), dims=dims)
 
 
-_RNG_METHODS = [n for n in dir(dg.RandomStream) if not n.startswith("_") and _takes_dims(getattr(dg.RandomStream, n)) and n != "draw"]
+_RNG_METHODS = [
+    n
+    for n in dir(dg.RandomStream)
+    if not n.startswith("_") and _takes_dims(getattr(dg.RandomStream, n)) and n != "draw"
+]
 _LINALG_UNARY = ["cholesky", "inv", "det", "slogdet", "eigh", "trace", "diagonal"]
-_REDUCTIONS = ["all", "any", "argmax", "argmin", "cumprod", "cumsum", "logsumexp", "max", "mean", "min", "prod", "std", "sum", "var"]
+_REDUCTIONS = [
+    "all",
+    "any",
+    "argmax",
+    "argmin",
+    "cumprod",
+    "cumsum",
+    "logsumexp",
+    "max",
+    "mean",
+    "min",
+    "prod",
+    "std",
+    "sum",
+    "var",
+]
 
 # each case passes the lone string "ab" where dims go, on a variable with dims (a, b)
 CASES = {
@@ -75,7 +112,9 @@ CASES = {
     "dg.shared": lambda: dg.shared(np.zeros((2, 2)), dims="ab"),
     "dg.softmax": lambda: dg.softmax(_x(), "ab"),
     "dg.vectorize": lambda: dg.vectorize(lambda v: v.sum(), ["ab"], [()])(_x()),
-    "dg.while_loop": lambda: dg.while_loop(lambda s: s < 1, lambda s: s + 1, dg.constant(0.0, dims=()), 3, trace=True, dim="ab")[1],
+    "dg.while_loop": lambda: dg.while_loop(
+        lambda s: s < 1, lambda s: s + 1, dg.constant(0.0, dims=()), 3, trace=True, dim="ab"
+    )[1],
     "dg.linalg.solve": lambda: dg.linalg.solve(_x(), dg.labeled("v", dims=(A,)), dims="ab"),
     "dg.linalg.solve_triangular": lambda: dg.linalg.solve_triangular(_x(), dg.labeled("v", dims=(A,)), dims="ab"),
     "dg.linalg.cho_solve": lambda: dg.linalg.cho_solve(_x(), dg.labeled("v", dims=(A,)), dims="ab"),
@@ -123,7 +162,11 @@ def _rng_params(name):
     if name == "zerosum_normal":
         return (1.0,), {"dims": (A,)}
     if name == "markov_chain":
-        return (half, dg.constant(np.full((2, 2), 0.5), dims=(A, B))), {"dim": A, "next_dim": B, "time": dg.Dim("t", size=3)}
+        return (half, dg.constant(np.full((2, 2), 0.5), dims=(A, B))), {
+            "dim": A,
+            "next_dim": B,
+            "time": dg.Dim("t", size=3),
+        }
     return tuple(0.5 for _ in getattr(dg.dist, name).names), {}
 
 
@@ -160,6 +203,8 @@ def test_a_lone_string_names_the_dim_of_that_name_in_compiled_results(backend):
     data = xr.DataArray(np.random.default_rng(0).normal(size=(2, 2, 3)), dims=("a", "b", "ab"))
     got = dg.function([x], outs, backend=backend)(data)
     soft = np.exp(data) / np.exp(data).sum("ab")
-    for g, e in zip(got, [data.sum("ab"), data.cumsum("ab").transpose("a", "b", "ab"), soft, data.transpose("ab", ...)]):
+    for g, e in zip(
+        got, [data.sum("ab"), data.cumsum("ab").transpose("a", "b", "ab"), soft, data.transpose("ab", ...)]
+    ):
         assert g.dims == e.dims
         np.testing.assert_allclose(g.values, e.values, rtol=1e-12)

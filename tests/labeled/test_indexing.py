@@ -70,7 +70,11 @@ def draw_isel_key(draw, case, rng, dims, sizes, forms):
         elif form == "sslice":  # symbolic bounds (and step), static ones mixed in
             parts = []
             for k, part in enumerate(["start", "stop", "step"]):
-                value = draw(st.one_of(st.none(), st.sampled_from([1, 2, -1])) if k == 2 else st.one_of(st.none(), st.integers(-n - 1, n + 1)))
+                value = draw(
+                    st.one_of(st.none(), st.sampled_from([1, 2, -1]))
+                    if k == 2
+                    else st.one_of(st.none(), st.integers(-n - 1, n + 1))
+                )
                 if value is not None and (form == "sslice" and draw(st.integers(0, 3)) > 0):
                     var = case.add(dg.tensor(f"{part}_{d.name}", shape=(), dtype="int64"), np.int64(value))
                     parts.append((var, value))
@@ -224,7 +228,9 @@ def draw_sel_key(draw, rng, dims, sizes):
         else:  # labeled constant of labels on a new dim
             k = draw(st.integers(0, 3))
             obs = dg.Dim("obs", size=k)
-            values = np.array([labels[j] for j in rng.integers(0, n, k)], dtype=object if d.coords is not None else np.int64)
+            values = np.array(
+                [labels[j] for j in rng.integers(0, n, k)], dtype=object if d.coords is not None else np.int64
+            )
             dg_key[d.name] = dg.constant(values, dims=(obs,))
             xr_key[d.name] = xr.DataArray(values, dims="obs")
     return dg_key, xr_key
@@ -236,7 +242,9 @@ def test_sel_and_loc_match_xarray(backend):
     def check(data):
         draw = data.draw
         dims, sizes = draw(dims_strategy(sizes=SIZES))
-        dims = tuple(d if d.size is not None or d.coords is not None else dg.Dim(d.name, size=sizes[d.name]) for d in dims)
+        dims = tuple(
+            d if d.size is not None or d.coords is not None else dg.Dim(d.name, size=sizes[d.name]) for d in dims
+        )
         rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
         case = Case()
         x = case.add(dg.labeled("x", dims=dims), dataarray(rng, dims, sizes))
@@ -271,7 +279,9 @@ def test_set_and_inc_match_numpy(backend):
         case = Case()
         x_da = dataarray(rng, dims, sizes, dtype)
         x = case.add(dg.labeled("x", dims=dims, dtype=dtype), x_da)
-        dg_key, xr_key = draw_isel_key(draw, case, rng, dims, sizes, ("int", "slice", "sslice", "list", "mask", "scalar", "labeled"))
+        dg_key, xr_key = draw_isel_key(
+            draw, case, rng, dims, sizes, ("int", "slice", "sslice", "list", "mask", "scalar", "labeled")
+        )
         try:
             pos = _clean(_flat_positions(x_da).isel(xr_key))
         except (IndexError, ValueError):
@@ -280,7 +290,13 @@ def test_set_and_inc_match_numpy(backend):
         mode = draw(st.sampled_from(["set", "inc"]))
         repeated = len(np.unique(pos.values)) < pos.size
         # a value on a random subset of the selection's dims (a scalar where set repeats positions)
-        v_dims = () if (mode == "set" and repeated) else tuple(draw(st.lists(st.sampled_from(sub.dims), unique=True, max_size=len(sub.dims))) if sub.dims else ())
+        v_dims = (
+            ()
+            if (mode == "set" and repeated)
+            else tuple(
+                draw(st.lists(st.sampled_from(sub.dims), unique=True, max_size=len(sub.dims))) if sub.dims else ()
+            )
+        )
         v_sizes = {d.name: pos.sizes[d.name] for d in v_dims}
         v_da = dataarray(rng, v_dims, v_sizes, dtype)
         v = case.add(dg.labeled("v", dims=v_dims, dtype=dtype), v_da)
@@ -412,7 +428,9 @@ def test_missing_labels_are_key_errors_naming_dim_and_labels():
     with pytest.raises(KeyError, match=r"age.*-6"):
         x.loc["USA", -6]  # -1..-5 count from the end, as xarray's sel on a dim without an index
     with pytest.raises(KeyError, match="non-monotonic|Spain"):
-        dg.labeled("z", dims=(dg.Dim("country", coords=["Italy", "USA", "Chile"]),)).sel(country=slice("Spain", "Chile"))
+        dg.labeled("z", dims=(dg.Dim("country", coords=["Italy", "USA", "Chile"]),)).sel(
+            country=slice("Spain", "Chile")
+        )
 
 
 def test_out_of_range_positions_are_index_errors_naming_dim():
@@ -441,7 +459,9 @@ def test_unknown_dims_and_bad_keys():
     with pytest.warns(UserWarning, match="no dim 'c'"):
         assert x.isel({"c": 0}, missing_dims="warn").dims == (a, b)
     with pytest.raises(dg.DimError, match="'a'"):
-        x.isel(a=dg.labeled("i", dims=(dg.Dim("a", size=5),), dtype="int64"), b=dg.labeled("j", dims=(a,), dtype="int64"))
+        x.isel(
+            a=dg.labeled("i", dims=(dg.Dim("a", size=5),), dtype="int64"), b=dg.labeled("j", dims=(a,), dtype="int64")
+        )
     with pytest.raises(IndexError, match="integers or booleans"):
         x.isel(a=dg.labeled("f", dims=(b,)))
     with pytest.raises(TypeError, match="boolean scalar"):
@@ -625,7 +645,13 @@ def test_isel_and_sel_drop_match_xarray(backend):
     x = dg.labeled("x", dims=(a, c))
     xd = xr.DataArray(np.arange(6.0).reshape(2, 3), dims=("a", "c"), coords={"a": ["x", "y"], "c": [4, 5, 6]})
     idx = dg.constant(np.array([1, 0]), dims=(o,))
-    outs = [x.isel(a=0, drop=True), x.sel(a="y", drop=True), x.isel(a=0, c=1, drop=True), x.isel(a=idx, drop=True), x.isel({"a": 1}, True)]
+    outs = [
+        x.isel(a=0, drop=True),
+        x.sel(a="y", drop=True),
+        x.isel(a=0, c=1, drop=True),
+        x.isel(a=idx, drop=True),
+        x.isel({"a": 1}, True),
+    ]
     want = [
         xd.isel(a=0, drop=True),
         xd.sel(a="y", drop=True),
@@ -709,7 +735,11 @@ def test_gradients_through_2d_indexers_masks_and_symbolic_slices(backend):
     x = dg.labeled("x", dims=(a, b))
     idx = dg.constant(np.array([[0, 3, 3], [1, 0, 2]]), dims=(p, q))
     n = dg.scalar("n", dtype="int64")
-    cost = (x.isel(a=idx) ** 2).sum() + dg.sin(x.isel(b=slice(1, n))).sum() + x.isel(a=np.array([True, False, True, True])).prod()
+    cost = (
+        (x.isel(a=idx) ** 2).sum()
+        + dg.sin(x.isel(b=slice(1, n))).sum()
+        + x.isel(a=np.array([True, False, True, True])).prod()
+    )
     g = dg.grad(cost, x)
     assert g.dims == x.dims
     f = dg.function([x, n], [cost, g], backend=backend)

@@ -31,7 +31,9 @@ def test_outputs_are_dataarrays_with_coords(backend):
 def test_dataarray_inputs_are_transposed_by_name(backend):
     x = dg.labeled("x", dims=(country, age))
     f = dg.function([x], x * 2, backend=backend)
-    data = xr.DataArray(np.arange(12.0).reshape(4, 3), dims=("age", "country"), coords={"country": list(country.coords)})
+    data = xr.DataArray(
+        np.arange(12.0).reshape(4, 3), dims=("age", "country"), coords={"country": list(country.coords)}
+    )
     out = f(data)
     assert out.dims == ("country", "age")
     np.testing.assert_allclose(out.values, data.values.T * 2)
@@ -41,7 +43,9 @@ def test_trusted_calls_take_dataarrays_and_arrays(backend):
     x = dg.labeled("x", dims=(country, age))
     t = dg.tensor("t", shape=(4,))
     f = dg.function([x, t], x * 2 + dg.from_positional(t, (age,)), backend=backend)
-    data = xr.DataArray(np.arange(12.0).reshape(4, 3), dims=("age", "country"), coords={"country": list(country.coords)})
+    data = xr.DataArray(
+        np.arange(12.0).reshape(4, 3), dims=("age", "country"), coords={"country": list(country.coords)}
+    )
     expected = data.values.T * 2 + np.arange(4.0)
     for value in (data, np.ascontiguousarray(data.values.T)):
         for t_value in (np.arange(4.0), xr.DataArray(np.arange(4.0), dims="whatever")):
@@ -75,7 +79,9 @@ def test_renamed_dims_keep_the_coords_of_the_input_dataarray(backend):
     x = dg.labeled("x", dims=(obs, age))
     outs = [x.rename(obs="o"), x.rename(obs="o").diff("o").rename(o="p").isel(p=[2, 0]), x.rename(age="a")]
     f = dg.function([x], outs, backend=backend)
-    data = xr.DataArray(np.arange(20.0).reshape(5, 4), dims=("obs", "age"), coords={"obs": list("abcde"), "age": [1, 2, 3, 4]})
+    data = xr.DataArray(
+        np.arange(20.0).reshape(5, 4), dims=("obs", "age"), coords={"obs": list("abcde"), "age": [1, 2, 3, 4]}
+    )
     want = [data.rename(obs="o"), data.rename(obs="o").diff("o").rename(o="p").isel(p=[2, 0]), data.rename(age="a")]
     for got, expected in zip(f(data), want):
         xr.testing.assert_identical(got, expected.rename(None))
@@ -87,7 +93,9 @@ def test_squeezed_dims_leave_scalar_coords(backend):
     one, n = dg.Dim("one", coords=["only"]), dg.Dim("n", size=1)
     x = dg.labeled("x", dims=(obs, one, n))
     f = dg.function([x], [x.squeeze(), x.squeeze("n").sum("obs"), x.isel(obs=[1]).squeeze("one")], backend=backend)
-    data = xr.DataArray(np.arange(3.0).reshape(3, 1, 1), dims=("obs", "one", "n"), coords={"one": ["only"], "n": [7], "obs": [4, 5, 6]})
+    data = xr.DataArray(
+        np.arange(3.0).reshape(3, 1, 1), dims=("obs", "one", "n"), coords={"one": ["only"], "n": [7], "obs": [4, 5, 6]}
+    )
     want = [data.squeeze(), data.squeeze("n").sum("obs"), data.isel(obs=[1]).squeeze("one")]
     for got, expected in zip(f(data), want):
         xr.testing.assert_identical(got, expected.rename(None))

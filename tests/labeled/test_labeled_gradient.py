@@ -54,7 +54,13 @@ def test_hierarchical_value_and_grad(backend, model, n_obs, seed):
     f, cost = _FUNCTIONS[key], _FUNCTIONS["cost"]
     rng = np.random.default_rng(seed)
     effect = rng.normal(size=(2, 3))
-    vals = [effect, np.float64(0.3 * rng.normal()), rng.integers(0, 3, n_obs), rng.integers(0, 2, n_obs), rng.normal(size=n_obs)]
+    vals = [
+        effect,
+        np.float64(0.3 * rng.normal()),
+        rng.integers(0, 3, n_obs),
+        rng.integers(0, 2, n_obs),
+        rng.normal(size=n_obs),
+    ]
     value, g_effect, g_ls = f(*vals)
     assert isinstance(g_effect, xr.DataArray) and g_effect.dims == ("age", "group")
     assert list(g_effect.indexes["group"]) == ["north", "south", "east"]

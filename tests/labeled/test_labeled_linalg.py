@@ -27,7 +27,11 @@ def _data(seed=0, dtype="float64"):
     rng = np.random.default_rng(seed)
     g = rng.normal(size=(2, 3, 3))
     spd = g @ np.swapaxes(g, 1, 2) + 3 * np.eye(3)
-    a = xr.DataArray(spd.transpose(1, 0, 2).astype(dtype), dims=("row", "batch", "col"), coords={"row": ROW.coords, "batch": BATCH.coords})
+    a = xr.DataArray(
+        spd.transpose(1, 0, 2).astype(dtype),
+        dims=("row", "batch", "col"),
+        coords={"row": ROW.coords, "batch": BATCH.coords},
+    )
     b = xr.DataArray(rng.normal(size=(2, 3)).astype(dtype), dims=("rhs", "row"), coords={"row": ROW.coords})
     return a, b
 
@@ -68,7 +72,13 @@ def _expected(a, b):
         _ufunc(lambda m: np.linalg.slogdet(m)[0], a, core_in=rc, core_out=[[]]),
         _ufunc(lambda m: np.linalg.slogdet(m)[1], a, core_in=rc, core_out=[[]]),
         _ufunc(np.linalg.solve, a, b, core_in=rc + [["row"]], core_out=[["col"]]),
-        _ufunc(lambda m, v: scipy.linalg.solve_triangular(np.linalg.cholesky(m), v, lower=True), a, b, core_in=rc + [["row"]], core_out=[["col"]]),
+        _ufunc(
+            lambda m, v: scipy.linalg.solve_triangular(np.linalg.cholesky(m), v, lower=True),
+            a,
+            b,
+            core_in=rc + [["row"]],
+            core_out=[["col"]],
+        ),
         _ufunc(np.linalg.solve, a, b, core_in=rc + [["row"]], core_out=[["col"]]),
         _ufunc(np.trace, a, core_in=rc, core_out=[[]]),
         _ufunc(np.diagonal, a, core_in=rc, core_out=[["row"]]),

@@ -34,8 +34,12 @@ def _logp_numpy(x, mu, sigma):
 
 def _posterior(seed=0):
     rng = np.random.default_rng(seed)
-    mu = xr.DataArray(rng.normal(size=(2, 4, 2)), dims=("chain", "draw", "k"), coords={"chain": [1, 2], "draw": np.arange(4) * 10})
-    sigma = xr.DataArray(rng.uniform(0.5, 2.0, size=(4, 2)), dims=("draw", "chain"), coords={"chain": [1, 2], "draw": np.arange(4) * 10})
+    mu = xr.DataArray(
+        rng.normal(size=(2, 4, 2)), dims=("chain", "draw", "k"), coords={"chain": [1, 2], "draw": np.arange(4) * 10}
+    )
+    sigma = xr.DataArray(
+        rng.uniform(0.5, 2.0, size=(4, 2)), dims=("draw", "chain"), coords={"chain": [1, 2], "draw": np.arange(4) * 10}
+    )
     x = xr.DataArray([0.5, -1.0, 2.0], dims="obs", coords={"obs": ["a", "b", "c"]})
     return x, mu, sigma
 
@@ -71,8 +75,15 @@ def test_extra_dims_reach_every_output_as_apply_ufunc():
     f = dg.function([x, mu, sigma], [logp, x * 2.0], backend="python", map_extra_dims=True)
     X, MU, SIGMA = _posterior()
     got, doubled = f(X, MU, SIGMA.isel(draw=0, chain=0))
-    expected = xr.apply_ufunc(lambda a, m, s: a * 2.0, X, MU, SIGMA.isel(draw=0, chain=0), input_core_dims=[["obs"], ["k"], []],
-                              output_core_dims=[["obs"]], vectorize=True)
+    expected = xr.apply_ufunc(
+        lambda a, m, s: a * 2.0,
+        X,
+        MU,
+        SIGMA.isel(draw=0, chain=0),
+        input_core_dims=[["obs"], ["k"], []],
+        output_core_dims=[["obs"]],
+        vectorize=True,
+    )
     assert got.dims == ("chain", "draw") and doubled.dims == ("chain", "draw", "obs")
     xr.testing.assert_allclose(doubled, expected)
     assert list(doubled.indexes["draw"]) == [0, 10, 20, 30]
@@ -110,7 +121,12 @@ def test_vectorize_matches_apply_ufunc(backend):
     S = xr.DataArray([1.0, 2.0, 3.0], dims="unit")
     got = dg.function([v, scale], out, backend=backend)(V, S)
     expected = xr.apply_ufunc(
-        lambda a, s: (a - a.mean()) / (a.std() * s), V, S, input_core_dims=[["time"], []], output_core_dims=[["time"]], vectorize=True
+        lambda a, s: (a - a.mean()) / (a.std() * s),
+        V,
+        S,
+        input_core_dims=[["time"], []],
+        output_core_dims=[["time"]],
+        vectorize=True,
     )
     xr.testing.assert_allclose(got, expected)
 
@@ -137,7 +153,9 @@ def test_vectorize_gives_every_output_every_batch_dim():
     X = xr.DataArray(np.arange(6.0).reshape(3, 2), dims=("t", "u"))
     S = xr.DataArray(np.arange(4.0), dims="w", coords={"w": [1, 2, 3, 4]})
     expected = xr.apply_ufunc(lambda a, b: a.sum() * 2.0, X, S, input_core_dims=[["t"], []], vectorize=True)
-    xr.testing.assert_identical(dg.function([x, s], out, backend="python")(X, S).rename(None), expected)  # w's labels too
+    xr.testing.assert_identical(
+        dg.function([x, s], out, backend="python")(X, S).rename(None), expected
+    )  # w's labels too
 
 
 def test_vectorize_errors():

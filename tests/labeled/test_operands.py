@@ -103,7 +103,9 @@ def test_numpy_arrays_and_scalars():
 @pytest.mark.parametrize("name", sorted(UFUNC_OPS), ids=str)
 def test_numpy_ufuncs_dispatch_to_dimgraph(name):
     ufunc = getattr(np, name)
-    m = dg.labeled("m", dims=(c,), dtype="int64" if name in ("bitwise_and", "bitwise_or", "bitwise_xor", "invert") else "float64")
+    m = dg.labeled(
+        "m", dims=(c,), dtype="int64" if name in ("bitwise_and", "bitwise_or", "bitwise_xor", "invert") else "float64"
+    )
     t = dg.tensor("t", shape=(3,), dtype=m.dtype.name)
     args = (m,) * ufunc.nin
     labeled, positional = ufunc(*args), ufunc(*(t,) * ufunc.nin)

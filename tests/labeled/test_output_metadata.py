@@ -158,7 +158,9 @@ def test_renaming_a_sliced_dim_away_and_back_is_not_the_full_dim(backend):
     y = dg.labeled("y", dims=(time,))
     back = y.isel(time=slice(1, None)).rename(time="t").rename(t="time")
     assert back.dims[0] != time and back.dims[0] == y.isel(time=slice(1, None)).dims[0]
-    with pytest.raises(dg.DimError, match=r"two different dims named 'time': Dim\('time', origin='isel\(time, 1\)'\).*Dim\('time'\)"):
+    with pytest.raises(
+        dg.DimError, match=r"two different dims named 'time': Dim\('time', origin='isel\(time, 1\)'\).*Dim\('time'\)"
+    ):
         back - y
     f = dg.function([y], [back * 2.0, y.isel(time=slice(1, None)) + back], backend=backend)
     da = xr.DataArray(np.arange(4.0), dims="time", coords={"time": [10, 20, 30, 40]})
@@ -173,5 +175,8 @@ def test_a_cut_put_on_the_full_dim_by_hand_is_checked_naming_both_dims(backend):
     y = dg.labeled("y", dims=(time,))
     f = dg.function([y], y.isel(time=slice(1, None)).rename({"time": time}) - y, backend=backend)
     # (c checks a condition on shapes while planning, before the views it would size: the same error)
-    with pytest.raises(AssertionError, match=r"rename: the data gives these dims different lengths: Dim\('time', origin='isel\(time, 1\)'\) put on Dim\('time'\)"):
+    with pytest.raises(
+        AssertionError,
+        match=r"rename: the data gives these dims different lengths: Dim\('time', origin='isel\(time, 1\)'\) put on Dim\('time'\)",
+    ):
         f(np.arange(4.0))

@@ -72,7 +72,9 @@ def test_gradients_of_shift_and_roll_match_finite_differences(backend):
     y = dg.labeled("y", dims=(K, TIME))
     weights = dg.constant(np.arange(10.0).reshape(2, 5) / 7, dims=(K, dg.Dim("time", size=5)))
     fixed = dg.labeled("fixed", dims=(K, dg.Dim("time", size=5)))
-    cost = (dg.sin(fixed.shift(time=2, fill_value=1.5)) * weights).sum() + (fixed.roll(time=-1, k=1) ** 2 * weights).sum()
+    cost = (dg.sin(fixed.shift(time=2, fill_value=1.5)) * weights).sum() + (
+        fixed.roll(time=-1, k=1) ** 2 * weights
+    ).sum()
     lagged = y - 0.7 * y.shift(time=1, fill_value=0.0)  # a finite fill: the cut step's 0 * NaN would be NaN
     cost2 = (lagged.isel(time=slice(1, None)) ** 2).sum() + y.roll(time=3).isel(time=0).sum()
     f = dg.function([fixed, y], [cost, cost2, dg.grad(cost, fixed), dg.grad(cost2, y)], backend=backend)
@@ -134,14 +136,22 @@ def test_two_slices_of_one_dim_say_to_shift_and_the_hint_works(backend):
     y = dg.labeled("y", dims=(TIME,))
     phi = dg.labeled("phi", dims=())
     now, before = y.isel(time=slice(1, None)), y.isel(time=slice(None, -1))
-    with pytest.raises(dg.DimError, match=r"(?s)both are derived, isel\(time, 1\) and isel\(time, :-1\).*y\.shift\(time=1\)\.isel\(time=s\)"):
+    with pytest.raises(
+        dg.DimError,
+        match=r"(?s)both are derived, isel\(time, 1\) and isel\(time, :-1\).*y\.shift\(time=1\)\.isel\(time=s\)",
+    ):
         now - phi * before
     paired = now - phi * before.rename({"time": now.dims[0]})  # the hint's other way: one cut onto the other's dim
     s = slice(1, None)
     init = dg.constant(0.0, dims=())
-    with pytest.raises(dg.DimError, match=r"(?s)sequence 0 is on Dim\('time', origin='isel\(time, 1\)'\), not on the step dim Dim\('time'\).*dim='time'"):
+    with pytest.raises(
+        dg.DimError,
+        match=r"(?s)sequence 0 is on Dim\('time', origin='isel\(time, 1\)'\), not on the step dim Dim\('time'\).*dim='time'",
+    ):
         dg.scan(lambda acc, a, b: acc + a * b, init=init, sequences=[now, before], dim=TIME)
-    total, _ = dg.scan(lambda acc, a, b: acc + a * b, init=init, sequences=[y.isel(time=s), y.shift(time=1).isel(time=s)], dim="time")
+    total, _ = dg.scan(
+        lambda acc, a, b: acc + a * b, init=init, sequences=[y.isel(time=s), y.shift(time=1).isel(time=s)], dim="time"
+    )
     f = dg.function([y, phi], [paired, total], backend=backend)
     data = np.arange(1.0, 6.0)
     got_paired, got_total = f(data, 0.5)

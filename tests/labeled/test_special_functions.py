@@ -56,7 +56,9 @@ def test_positional_operands_follow_numpy():
     np.testing.assert_allclose(got[1], sp.betaln(av, xv), rtol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["logit", "log1mexp", "xlogy", "betaln", "gammainc", "gammaincc", "betainc", "betaincc"])
+@pytest.mark.parametrize(
+    "name", ["logit", "log1mexp", "xlogy", "betaln", "gammainc", "gammaincc", "betainc", "betaincc"]
+)
 def test_labeled_gradient_matches_finite_differences(name):
     p, x, s = _inputs()
     build, _ = CASES[name]
@@ -93,9 +95,24 @@ def _beta_grid():
     a, b = 10 ** rng.uniform(-3, 5, 400), 10 ** rng.uniform(-3, 5, 400)
     mean, sd = a / (a + b), np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
     x = np.clip(mean + sd * rng.normal(0, 4, 400), 0, 1)
-    edges = np.array([[2.0, 3.0, 0.0], [2.0, 3.0, 1.0], [0.0, 1.0, 0.5], [1.0, 0.0, 0.5], [np.inf, 1.0, 0.5],
-                      [1.0, np.inf, 0.5], [0.0, 0.0, 0.5], [np.inf, np.inf, 0.5], [-1.0, 1.0, 0.5], [1.0, 1.0, 1.5],
-                      [np.nan, 1.0, 0.5], [1e-300, 1.0, 0.5], [1e5, 1e5, 0.5], [0.5, 0.5, 1e-300]])
+    edges = np.array(
+        [
+            [2.0, 3.0, 0.0],
+            [2.0, 3.0, 1.0],
+            [0.0, 1.0, 0.5],
+            [1.0, 0.0, 0.5],
+            [np.inf, 1.0, 0.5],
+            [1.0, np.inf, 0.5],
+            [0.0, 0.0, 0.5],
+            [np.inf, np.inf, 0.5],
+            [-1.0, 1.0, 0.5],
+            [1.0, 1.0, 1.5],
+            [np.nan, 1.0, 0.5],
+            [1e-300, 1.0, 0.5],
+            [1e5, 1e5, 0.5],
+            [0.5, 0.5, 1e-300],
+        ]
+    )
     return np.concatenate([a, edges[:, 0]]), np.concatenate([b, edges[:, 1]]), np.concatenate([x, edges[:, 2]])
 
 

@@ -22,6 +22,7 @@ from dimgraph.labeled.stacking import Stack, Unstack
 from dimgraph.testing import numeric_grad
 from labeled_strategies import dataarray, dims_strategy, examples
 
+
 def xr_stack(da, **new):
     """`da.stack(**new)`; where xarray cannot (it reshapes with -1, which NumPy refuses for 0 elements),
     the same built by hand: components moved last, reshaped, and the MultiIndex of their labels."""
@@ -31,10 +32,14 @@ def xr_stack(da, **new):
         ((name, comps),) = new.items()
         rest = [d for d in da.dims if d not in comps]
         moved = da.transpose(*rest, *comps)
-        values = moved.values.reshape(moved.shape[: len(rest)] + (-1 if moved.size else int(np.prod(moved.shape[len(rest) :])),))
+        values = moved.values.reshape(
+            moved.shape[: len(rest)] + (-1 if moved.size else int(np.prod(moved.shape[len(rest) :])),)
+        )
         levels = [da.indexes[c] if c in da.indexes else pd.RangeIndex(da.sizes[c]) for c in comps]
         coords = {n: da.indexes[n] for n in rest if n in da.indexes}
-        coords.update(xr.Coordinates.from_pandas_multiindex(pd.MultiIndex.from_product(levels, names=list(comps)), name))
+        coords.update(
+            xr.Coordinates.from_pandas_multiindex(pd.MultiIndex.from_product(levels, names=list(comps)), name)
+        )
         return xr.DataArray(values, dims=(*rest, name), coords=coords)
 
 
@@ -77,7 +82,11 @@ def test_stack_unstack_ravel_match_xarray(backend):
         names = [c.name for c in comps]
         stacked = xr_stack(da, cell=names)
         ravel_name = "_".join(da.dims) + ("_flat" if da.ndim == 1 else "")
-        expected = [stacked, stacked.unstack("cell") if stacked.size else da.transpose(*[n for n in da.dims if n not in names], *names), xr_stack(da, **{ravel_name: list(da.dims)})]
+        expected = [
+            stacked,
+            stacked.unstack("cell") if stacked.size else da.transpose(*[n for n in da.dims if n not in names], *names),
+            xr_stack(da, **{ravel_name: list(da.dims)}),
+        ]
         rest = [d for d in dims if d not in comps]
         if rest:  # a stack of a stack: a product whose component is a product
             outs.append(y.stack(pair=(rest[0], "cell")))
@@ -108,7 +117,11 @@ def test_stack_dataarray_round_trip_with_multiindex(backend):
     g = dg.function([stacked], stacked.unstack("cell"), backend=backend)
     rng = np.random.default_rng(0)
     for n in (0, 1, 4):
-        da = xr.DataArray(rng.normal(size=(n, 3, 2)), dims=("obs", "country", "age"), coords={"country": country.coords, "age": age.coords, "obs": [f"o{k}" for k in range(n)]})
+        da = xr.DataArray(
+            rng.normal(size=(n, 3, 2)),
+            dims=("obs", "country", "age"),
+            coords={"country": country.coords, "age": age.coords, "obs": [f"o{k}" for k in range(n)]},
+        )
         out = f(da)
         expected = xr_stack(da, cell=("country", "age"))
         if n:
@@ -145,7 +158,9 @@ def test_sel_on_product_dims_matches_xarray(backend):
         "one label in a list: a scalar": s.sel(c=[30]),
     }
     f = dg.function([x], list(outs.values()), backend=backend)
-    da = xr.DataArray(np.arange(48.0).reshape(2, 2, 3, 4), dims=("t", "a", "b", "c"), coords={"b": b.coords, "c": c.coords})
+    da = xr.DataArray(
+        np.arange(48.0).reshape(2, 2, 3, 4), dims=("t", "a", "b", "c"), coords={"b": b.coords, "c": c.coords}
+    )
     sd = da.stack(cell=("a", "b", "c")).transpose("cell", "t")
     sd2 = da.stack(ab=("a", "b"))
     expected = {
@@ -174,7 +189,9 @@ def test_sel_on_product_dims_matches_xarray(backend):
     y = s.sel(b=["z", "x"])
     assert y.dims[0] == dg.ProductDim("cell", (a, dg.Dim("b", coords=["z", "x"]), c))
     got = dg.function([x], y, backend=backend)(da)
-    np.testing.assert_array_equal(got.values, da.sel(b=["z", "x"]).stack(cell=("a", "b", "c")).transpose("cell", "t").values)
+    np.testing.assert_array_equal(
+        got.values, da.sel(b=["z", "x"]).stack(cell=("a", "b", "c")).transpose("cell", "t").values
+    )
 
 
 def test_stack_with_ellipsis_orders_dims_as_xarray(backend):
@@ -182,7 +199,9 @@ def test_stack_with_ellipsis_orders_dims_as_xarray(backend):
     t, a = dg.Dim("t", size=2), dg.Dim("a", size=2)
     b, c = dg.Dim("b", coords=["x", "y", "z"]), dg.Dim("c", coords=[10, 20])
     x = dg.labeled("x", dims=(t, a, b, c))
-    da = xr.DataArray(np.arange(24.0).reshape(2, 2, 3, 2), dims=("t", "a", "b", "c"), coords={"b": b.coords, "c": c.coords})
+    da = xr.DataArray(
+        np.arange(24.0).reshape(2, 2, 3, 2), dims=("t", "a", "b", "c"), coords={"b": b.coords, "c": c.coords}
+    )
     specs = [(..., "t"), ("a", ...), ("c", ..., "a")]
     outs = [x.stack(s=spec) for spec in specs] + [x.stack(s=(..., "t")).unstack("s")]
     want = [da.stack(s=list(spec)) for spec in specs] + [da.stack(s=[..., "t"]).unstack("s")]
@@ -196,7 +215,9 @@ def test_unstack_of_a_selected_product_matches_xarray(backend):
     a, b = dg.Dim("a", coords=["x", "y", "z"]), dg.Dim("b", coords=[30, 10])
     t = dg.Dim("t", size=2)
     x = dg.labeled("x", dims=(a, t, b), dtype="int16")
-    da = xr.DataArray(np.arange(12, dtype="int16").reshape(3, 2, 2), dims=("a", "t", "b"), coords={"a": a.coords, "b": b.coords})
+    da = xr.DataArray(
+        np.arange(12, dtype="int16").reshape(3, 2, 2), dims=("a", "t", "b"), coords={"a": a.coords, "b": b.coords}
+    )
     s, sd = x.stack(s=(a, b)), da.stack(s=["a", "b"])
     keys = [slice(0, 4), [5, 0, 3], slice(None, None, -2), []]
     outs = [s.isel(s=k).unstack("s") for k in keys] + [s.isel(s=[4, 1]).unstack()]
@@ -256,7 +277,12 @@ def test_gradients_through_stack_and_unstack(backend):
     x = dg.labeled("x", dims=(country, age))
     w = dg.labeled("w", dims=(dg.ProductDim("cell", (age, country)), k))
     y = x.stack(cell=(age, country))
-    cost = (dg.exp(y) * w).sum() + (w.unstack("cell") ** 2 * x).sum() + y.sel(country="Italy").prod() + x.ravel().sel(country_age=("Chile", 1))
+    cost = (
+        (dg.exp(y) * w).sum()
+        + (w.unstack("cell") ** 2 * x).sum()
+        + y.sel(country="Italy").prod()
+        + x.ravel().sel(country_age=("Chile", 1))
+    )
     gx, gw = dg.grad(cost, [x, w])
     assert gx.dims == x.dims and gw.dims == w.dims
     f = dg.function([x, w], [cost, gx, gw], backend=backend)

@@ -88,7 +88,9 @@ def program_step(draw, pool, inputs):
         return draw(st.sampled_from([lambda t: dg.tanh(t) * 2.0 + 1.0, lambda t: t**2, lambda t: dg.exp(-t)]))(p)
     if kind == "reduce":
         how = draw(st.sampled_from(["sum", "mean", "max"]))
-        dims = draw(st.one_of(st.none(), st.lists(st.sampled_from(p.dims), unique=True, min_size=1))) if p.dims else None
+        dims = (
+            draw(st.one_of(st.none(), st.lists(st.sampled_from(p.dims), unique=True, min_size=1))) if p.dims else None
+        )
         return getattr(p, how)(None if dims is None else [d.name for d in dims])
     if kind == "where":
         q, cond = _pick(draw, pool), _pick(draw, pool)
@@ -125,7 +127,9 @@ def program_step(draw, pool, inputs):
         if how == "slice":
             return p.isel({d.name: slice(draw(st.integers(0, n - 1)), None, draw(st.sampled_from([1, -1, 2])))})
         if how == "list":
-            return p.isel({d.name: draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=3, unique=d.coords is not None))})
+            return p.isel(
+                {d.name: draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=3, unique=d.coords is not None))}
+            )
         if how == "data pair" and {"a", "b"} <= set(p.type.names):
             return p.isel(a=inputs["ia"], b=inputs["ib"])
         if d.name in ("a", "b"):
@@ -134,7 +138,18 @@ def program_step(draw, pool, inputs):
     if kind == "sel":
         if "a" not in p.type.names:
             return None
-        return p.sel(a=draw(st.sampled_from(["q", ["q", "p"], slice("q", None), dg.constant(np.array(["q", "p", "q"]), dims=(dg.Dim("k", size=3),))])))
+        return p.sel(
+            a=draw(
+                st.sampled_from(
+                    [
+                        "q",
+                        ["q", "p"],
+                        slice("q", None),
+                        dg.constant(np.array(["q", "p", "q"]), dims=(dg.Dim("k", size=3),)),
+                    ]
+                )
+            )
+        )
     if kind == "update":
         mode = draw(st.sampled_from(["set", "inc"]))
         if "b" in p.type.names and draw(st.booleans()):
@@ -212,14 +227,18 @@ def _expected_batch(out, inputs, dims):
 def _check_entry(got, expected, what):
     assert got.dims == expected.dims, f"{what}: dims {got.dims}, unbatched {expected.dims}"
     assert got.dtype == expected.dtype, f"{what}: dtype {got.dtype}, unbatched {expected.dtype}"
-    assert set(got.coords) == set(expected.coords), f"{what}: coords {set(got.coords)}, unbatched {set(expected.coords)}"
+    assert set(got.coords) == set(expected.coords), (
+        f"{what}: coords {set(got.coords)}, unbatched {set(expected.coords)}"
+    )
     for name in expected.coords:
         ours, theirs = got.indexes.get(name), expected.indexes.get(name)
         assert (ours is None) == (theirs is None), f"{what}: the index of {name!r}: {ours} vs unbatched {theirs}"
         if ours is not None:
             assert ours.equals(theirs), f"{what}: the index of {name!r}: {list(ours)} vs unbatched {list(theirs)}"
         else:
-            np.testing.assert_array_equal(got.coords[name].values, expected.coords[name].values, err_msg=f"{what}: coord {name!r}")
+            np.testing.assert_array_equal(
+                got.coords[name].values, expected.coords[name].values, err_msg=f"{what}: coord {name!r}"
+            )
     np.testing.assert_allclose(got.values, expected.values, rtol=1e-9, atol=1e-12, err_msg=what)
 
 
@@ -254,7 +273,9 @@ def test_vectorized_random_programs_give_each_entry_what_the_graph_gives(backend
     def run(data):
         inputs, outputs = data.draw(programs(4 if backend == "python" else 7))
         batch, dims = data.draw(batching(inputs))
-        check_vectorization(inputs, outputs, batch, dims, backend, np.random.default_rng(data.draw(st.integers(0, 2**16))))
+        check_vectorization(
+            inputs, outputs, batch, dims, backend, np.random.default_rng(data.draw(st.integers(0, 2**16)))
+        )
 
     run()
 
@@ -290,7 +311,12 @@ def test_stack_in_a_vectorized_graph_gives_each_entry_the_unbatched_labels(backe
     u = dg.Dim("u")  # sized by the data: its labels come with the data, or are positions
     inputs = {"x": dg.labeled("x", dims=(A, B)), "t": dg.labeled("t", dims=(u, C))}
     x, t = inputs.values()
-    outputs = [x.stack(s=("a", "b")), t.stack(s=("u", "c")) * 2.0, (x.stack(s=("b", "a")) + 1.0).unstack("s"), x.ravel().sum()]
+    outputs = [
+        x.stack(s=("a", "b")),
+        t.stack(s=("u", "c")) * 2.0,
+        (x.stack(s=("b", "a")) + 1.0).unstack("s"),
+        x.ravel().sum(),
+    ]
     dims = {"x": (P1, A, P0, B), "t": (C, P0, u)}
     sizes_of = {**SIZES, "u": 3}
     rng = np.random.default_rng(3)
@@ -306,7 +332,9 @@ def test_stack_in_a_vectorized_graph_gives_each_entry_the_unbatched_labels(backe
         for i, j in itertools.product(range(2), range(3)):
             args = [data["x"].isel(p0=i, p1=j, drop=True), data["t"].isel(p0=i, drop=True)]
             for k, (g, e) in enumerate(zip(got, f0(*args))):
-                _check_entry(g.isel({n: at for n, at in (("p0", i), ("p1", j)) if n in g.dims}, drop=True), e, f"output {k}")
+                _check_entry(
+                    g.isel({n: at for n, at in (("p0", i), ("p1", j)) if n in g.dims}, drop=True), e, f"output {k}"
+                )
 
 
 # -- the order of the result's dims: batch dims first, then the graph's own ---------------

@@ -137,7 +137,11 @@ def step(draw, pool, dims, sizes):
         elif draw(st.integers(0, 3)) == 0:
             names = None
         else:
-            names = [d.name for d in draw(st.lists(st.sampled_from(lab.dims), unique=True, max_size=lab.ndim))] if lab.dims else []
+            names = (
+                [d.name for d in draw(st.lists(st.sampled_from(lab.dims), unique=True, max_size=lab.ndim))]
+                if lab.dims
+                else []
+            )
         empty = any(da.sizes[n] == 0 for n in (names if names is not None else [d.name for d in lab.dims]))
         if red in ("max", "min", "argmax", "argmin") and empty:
             return None
@@ -164,10 +168,18 @@ def step(draw, pool, dims, sizes):
     if kind == "astype":
         dtype = draw(st.sampled_from(["float32", "float64"] + (["int64", "bool"] if da.dtype.kind in "bi" else [])))
         return f"astype {dtype}", lambda: lab.astype(dtype), lambda: da.astype(dtype)
-    which = draw(st.sampled_from(["transpose", "transpose ...", "rename", "expand_dims", "broadcast_like", "squeeze", "broadcast"]))
+    which = draw(
+        st.sampled_from(
+            ["transpose", "transpose ...", "rename", "expand_dims", "broadcast_like", "squeeze", "broadcast"]
+        )
+    )
     if which == "transpose":
         order = draw(st.permutations(lab.dims))
-        return "transpose", lambda: lab.transpose(*[d.name for d in order]), lambda: da.transpose(*[d.name for d in order])
+        return (
+            "transpose",
+            lambda: lab.transpose(*[d.name for d in order]),
+            lambda: da.transpose(*[d.name for d in order]),
+        )
     if which == "transpose ...":
         if not lab.dims:
             return None
@@ -179,7 +191,11 @@ def step(draw, pool, dims, sizes):
         d = draw(st.sampled_from(lab.dims))
         if d.name.startswith("r_"):
             return None
-        return f"rename {d.name}", lambda: lab.rename({d.name: "r_" + d.name}), lambda: da.rename({d.name: "r_" + d.name})
+        return (
+            f"rename {d.name}",
+            lambda: lab.rename({d.name: "r_" + d.name}),
+            lambda: da.rename({d.name: "r_" + d.name}),
+        )
     if which == "expand_dims":
         free = [d for d in dims if d.name not in lab.type.names and d.size is not None]
         if not free:
@@ -239,7 +255,7 @@ def test_random_programs_match_xarray(backend, data):
             raise
         history.append(what)
         pool.append((result, expected))
-    outputs = pool[len(inputs):] or inputs[:1]
+    outputs = pool[len(inputs) :] or inputs[:1]
     f = dg.function([v for v, _ in inputs], [v for v, _ in outputs], backend=backend)
     got = f(*[da for _, da in inputs])
     for k, (out, (_, expected)) in enumerate(zip(got, outputs)):
@@ -278,7 +294,11 @@ def test_every_math_function_matches_xarray(backend, data):
             outs.append(getattr(dg, name)(x, 0.5))
             expected.append(_xr(getattr(np, name), da, 0.5))
     f = dg.function([x], outs, backend=backend)
-    for out, exp, name in zip(f(da), expected, list(UNARY) + list(POSITIVE_ONLY) + ["round", "abs", "neg", "clip", "logaddexp", "maximum", "minimum", "where"]):
+    for out, exp, name in zip(
+        f(da),
+        expected,
+        list(UNARY) + list(POSITIVE_ONLY) + ["round", "abs", "neg", "clip", "logaddexp", "maximum", "minimum", "where"],
+    ):
         assert_matches(out, exp, name)
 
 
@@ -357,17 +377,23 @@ def test_dims_reached_by_broadcasting_keep_their_labels(backend):
         "expand_dims of a Dim with coords": (x.expand_dims(wc), X.expand_dims({"wc": [10, 20, 30]})),
         "vectorize: a batch dim the function ignores": (
             dg.vectorize(lambda a, b: a.sum("t") + 1.0, [("t",), ()], [()])(x, y),
-            xr.apply_ufunc(lambda a, b: a.sum() + 1.0, X, Y.drop_vars("extra"), input_core_dims=[["t"], []], vectorize=True),
+            xr.apply_ufunc(
+                lambda a, b: a.sum() + 1.0, X, Y.drop_vars("extra"), input_core_dims=[["t"], []], vectorize=True
+            ),
         ),
         "vectorize: batch dims of two inputs": (
             dg.vectorize(lambda a, b: a * 2.0, [("t",), ("s",)], [("t",)])(x, z),
-            xr.apply_ufunc(lambda a, b: a * 2.0, X, Z, input_core_dims=[["t"], ["s"]], output_core_dims=[["t"]], vectorize=True),
+            xr.apply_ufunc(
+                lambda a, b: a * 2.0, X, Z, input_core_dims=[["t"], ["s"]], output_core_dims=[["t"]], vectorize=True
+            ),
         ),
     }
     got = dg.function([x, y, z], [v for v, _ in cases.values()], backend=backend)(X, Y, Z)
     for (name, (_, expected)), out in zip(cases.items(), got):
         assert_matches(out, expected, name)
-        assert set(out.coords) == set(expected.coords), f"{name}: coords {set(out.coords)} vs xarray {set(expected.coords)}"
+        assert set(out.coords) == set(expected.coords), (
+            f"{name}: coords {set(out.coords)} vs xarray {set(expected.coords)}"
+        )
     plain = dg.function([x, y], x.broadcast_like(y), backend=backend)(X.values, Y.values)
     assert not plain.coords  # NumPy in: no labels, as xarray on bare arrays
 
@@ -380,7 +406,9 @@ def test_reduction_scan_and_dtype_options_match_xarray(backend):
     rng = np.random.default_rng(7)
     das = {
         "x": xr.DataArray(rng.normal(size=(3, 4)), dims=("a", "c"), coords={"a": ["p", "q", "r"], "c": [9, 7, 5, 3]}),
-        "i8": xr.DataArray(rng.integers(-60, 60, (4, 3)).astype("int8"), dims=("c", "a"), coords={"a": ["p", "q", "r"]}),
+        "i8": xr.DataArray(
+            rng.integers(-60, 60, (4, 3)).astype("int8"), dims=("c", "a"), coords={"a": ["p", "q", "r"]}
+        ),
         "u8": xr.DataArray(rng.integers(0, 250, (3,)).astype("uint8"), dims=("a",), coords={"a": ["p", "q", "r"]}),
         "z": xr.DataArray(np.float32(1.5)),
     }

@@ -38,7 +38,11 @@ def test_full_like_with_a_symbolic_fill_value(backend):
     v = dg.labeled("v", dims=())
     per_row = dg.labeled("per_row", dims=(A3,), dtype="int64")
     t = dg.tensor("t", shape=())
-    f = dg.function([x, v, per_row, t], [dg.full_like(x, v), dg.full_like(x, per_row), dg.full_like(x, t, dtype="float64")], backend=backend)
+    f = dg.function(
+        [x, v, per_row, t],
+        [dg.full_like(x, v), dg.full_like(x, per_row), dg.full_like(x, t, dtype="float64")],
+        backend=backend,
+    )
     xt = xr.DataArray(np.zeros((3, 5), dtype="int64"), dims=("a", "b"))
     filled, rows, positional = f(xt, 2.0, np.array([1, 2, 3]), 0.5)
     xr.testing.assert_identical(filled, xr.full_like(xt, 2))
@@ -121,7 +125,9 @@ def test_a_size_check_fails_with_its_own_message_on_every_backend(backend):
     t = dg.tensor("t", shape=(None,))
     g = dg.function([t], dg.from_positional(t, (dg.Dim("q", size=2),)) * 2, backend=backend)
     np.testing.assert_array_equal(g(np.ones(2)).values, [2.0, 2.0])
-    with pytest.raises(AssertionError, match=r"from_positional: the data does not have the sizes of the dims 'q' \(size 2\)"):
+    with pytest.raises(
+        AssertionError, match=r"from_positional: the data does not have the sizes of the dims 'q' \(size 2\)"
+    ):
         g(np.ones(3))
 
 
@@ -205,4 +211,3 @@ def test_vectorize_graph_aligned_batch_dims_pair_with_the_graphs_own():
     got = dg.function([x_new, y], out, backend="python")(xt, yt)
     expected = xr.DataArray(xt, dims=("c", "a")) + xr.DataArray(yt, dims="c")
     xr.testing.assert_allclose(got.transpose(*expected.dims), expected)
-

@@ -110,9 +110,15 @@ def test_only_lower_touches_a_lowering_memo_and_only_twins_the_twin_tag():
         rel = path.relative_to(root).as_posix()
         tree = ast.parse(path.read_text())
         if "Lowering" in path.read_text() and not rel.startswith("lower/"):
-            memo_users += [f"{rel}:{n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "memo"]
+            memo_users += [
+                f"{rel}:{n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "memo"
+            ]
         if rel != "labeled/twins.py":
-            tag_users += [f"{rel}:{n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value == "positional" and _in_tag_access(tree, n)]
+            tag_users += [
+                f"{rel}:{n.lineno}"
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Constant) and n.value == "positional" and _in_tag_access(tree, n)
+            ]
     assert memo_users == [] and tag_users == [], f"a Lowering's memo read at {memo_users}, the twin tag at {tag_users}"
 
 
@@ -121,7 +127,12 @@ def _in_tag_access(tree, const):
     import ast
 
     for n in ast.walk(tree):
-        if isinstance(n, ast.Subscript) and n.slice is const and isinstance(n.value, ast.Attribute) and n.value.attr == "tag":
+        if (
+            isinstance(n, ast.Subscript)
+            and n.slice is const
+            and isinstance(n.value, ast.Attribute)
+            and n.value.attr == "tag"
+        ):
             return True
         if isinstance(n, ast.Call) and const in n.args and isinstance(n.func, ast.Attribute):
             owner = n.func.value
@@ -153,9 +164,21 @@ def test_lower_takes_given_placeholders(backend):
         ({"x": 1}, TypeError, "given must be"),
         ([(1, 2)], TypeError, "given"),
         (lambda u: {u: dg.labeled("v", dims=(age,))}, TypeError, "value given for 'u' must be a positional tensor"),
-        (lambda u: {u: dg.vector("v", dtype="float32")}, TypeError, "value given for 'u' has dtype float32, expected float64"),
-        (lambda u: {u: dg.matrix("m")}, dg.DimError, r"value given for 'u' has shape \(None, None\), expected one axis per dim of \(age: 4\)"),
-        (lambda u: {u: dg.vector("v", size=3)}, dg.DimError, r"has shape \(3,\), expected one axis per dim of \(age: 4\)"),
+        (
+            lambda u: {u: dg.vector("v", dtype="float32")},
+            TypeError,
+            "value given for 'u' has dtype float32, expected float64",
+        ),
+        (
+            lambda u: {u: dg.matrix("m")},
+            dg.DimError,
+            r"value given for 'u' has shape \(None, None\), expected one axis per dim of \(age: 4\)",
+        ),
+        (
+            lambda u: {u: dg.vector("v", size=3)},
+            dg.DimError,
+            r"has shape \(3,\), expected one axis per dim of \(age: 4\)",
+        ),
     ],
 )
 def test_lower_refuses_bad_givens_naming_the_placeholder(given, error, match):

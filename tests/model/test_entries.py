@@ -48,7 +48,9 @@ def _private_model_reads(tree):
     return [
         f"{node.lineno}: {node.value.id}.{node.attr}"
         for node in ast.walk(tree)
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("model", "m")
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in ("model", "m")
         and node.attr.startswith("_")
     ]
 
@@ -79,7 +81,9 @@ def test_set_data_pushes_the_new_data_to_the_logp_function():
     fn.entries = m.entries
     m.set_data(x=X[::-1].copy())
     changed = fn(theta)
-    expected = dg.flat_value_and_grad(m.logp(), [v.free for v in m.sampled], inputs=m.entries.inputs(), backend="python")
+    expected = dg.flat_value_and_grad(
+        m.logp(), [v.free for v in m.sampled], inputs=m.entries.inputs(), backend="python"
+    )
     assert changed[0] == pytest.approx(expected(theta, x=X[::-1].copy(), y=Y)[0], rel=1e-12)
     assert changed[0] != pytest.approx(before[0])
 
@@ -104,7 +108,9 @@ def test_functions_mapped_over_chain_and_draw_compile_once(monkeypatch):
     theta = np.random.default_rng(0).normal(size=(2, 3, 2))
     compiles = []
     real = compile_function.function
-    monkeypatch.setattr(m.constrain_fn(backend="python"), "_compile", lambda *a, **k: compiles.append(1) or real(*a, **k))
+    monkeypatch.setattr(
+        m.constrain_fn(backend="python"), "_compile", lambda *a, **k: compiles.append(1) or real(*a, **k)
+    )
     post = m.constrain(theta, backend="python", batch_dims=("chain", "draw"))
     assert post["a"].dims == ("chain", "draw") and post["twice_a"].dims == ("chain", "draw")
     np.testing.assert_allclose(post["twice_a"].values, 2 * theta[..., 0])
@@ -112,4 +118,7 @@ def test_functions_mapped_over_chain_and_draw_compile_once(monkeypatch):
     fn = m.constrain_fn(backend="python")
     assert compiles == [1] and fn._compiled_base is None and len(fn.compiled_extra_dims) == 1
     ll = m.log_likelihood(post, backend="python")
-    assert ll["y"].dims == ("chain", "draw", "obs") and m.compiled(("log_likelihood", "python"), None)._compiled_base is None
+    assert (
+        ll["y"].dims == ("chain", "draw", "obs")
+        and m.compiled(("log_likelihood", "python"), None)._compiled_base is None
+    )

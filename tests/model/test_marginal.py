@@ -152,8 +152,10 @@ def test_two_latents_under_one_dependent_equal_enumeration():
     av, bv = theta[:3], theta[3]
     total = st.norm.logpdf(av).sum() + st.norm.logpdf(bv)
     for i in range(5):
-        terms = [np.log([0.7, 0.3][s1]) + np.log([0.2, 0.5, 0.3][s2]) + st.norm.logpdf(y[i], av[s2] + bv * s1)
-                 for s1, s2 in itertools.product(range(2), range(3))]
+        terms = [
+            np.log([0.7, 0.3][s1]) + np.log([0.2, 0.5, 0.3][s2]) + st.norm.logpdf(y[i], av[s2] + bv * s1)
+            for s1, s2 in itertools.product(range(2), range(3))
+        ]
         total += sp.logsumexp(terms)
     np.testing.assert_allclose(fn(theta)[0], total, rtol=1e-12)
     assert list(m.logp_terms()) == ["a", "b", "z1+z2"]
@@ -173,7 +175,9 @@ def test_binomial_latent_under_a_truncated_poisson_count_equals_enumeration():
     ks = np.arange(26)
     prior = st.poisson.logpmf(ks, lam_v) - st.poisson.logcdf(25, lam_v)
     like = st.binom.logpmf(counts[:, :, None], ks, p_v).sum(1)
-    expected = sp.logsumexp(prior + like, axis=1).sum() + st.gamma.logpdf(lam_v, 2.0, scale=2.0) + st.beta.logpdf(p_v, 2, 2)
+    expected = (
+        sp.logsumexp(prior + like, axis=1).sum() + st.gamma.logpdf(lam_v, 2.0, scale=2.0) + st.beta.logpdf(p_v, 2, 2)
+    )
     value, grad = fn(theta)
     np.testing.assert_allclose(value, expected, rtol=1e-12)
     eps = 1e-6
@@ -188,7 +192,9 @@ def test_a_binomial_latent_with_a_constant_n():
     m.observe("y", dg.dist.normal(k * 1.0, 0.5), data=np.array(2.3))
     value = m.logp_fn(jacobian=False)(np.array([0.4]))[0]
     pv, ks = sp.expit(0.4), np.arange(5)
-    np.testing.assert_allclose(value, sp.logsumexp(st.binom.logpmf(ks, 4, pv) + st.norm.logpdf(2.3, ks, 0.5)), rtol=1e-12)
+    np.testing.assert_allclose(
+        value, sp.logsumexp(st.binom.logpmf(ks, 4, pv) + st.norm.logpdf(2.3, ks, 0.5)), rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize(
@@ -203,8 +209,11 @@ def test_ops_that_mix_the_latents_entries_are_errors_naming_latent_op_and_dim(mi
     m = dg.Model()
     z = m.bernoulli("z", 0.5, dims=(SITE,), marginalize=True)
     m.observe("y", dg.dist.normal(mix(z) * 1.0, 1.0), data=np.zeros(4), dims=(SITE,))
-    with pytest.raises(ValueError, match=r"z on \(site\b.*" + message.replace("(", r"\(").replace("{", r"\{")
-                       .replace(")", r"\)").replace("}", r"\}")):
+    with pytest.raises(
+        ValueError,
+        match=r"z on \(site\b.*"
+        + message.replace("(", r"\(").replace("{", r"\{").replace(")", r"\)").replace("}", r"\}"),
+    ):
         m.logp()
 
 
@@ -214,7 +223,9 @@ def test_bad_marginalizations_are_errors_before_any_change():
     m.poisson("c", 3.0)
     with pytest.raises(ValueError, match="'x': Normal is continuous"):
         m.marginalize("x")
-    with pytest.raises(TypeError, match=r"'c': a poisson has no finite support.*truncated\(poisson\(\.\.\.\), upper=N\)"):
+    with pytest.raises(
+        TypeError, match=r"'c': a poisson has no finite support.*truncated\(poisson\(\.\.\.\), upper=N\)"
+    ):
         m.marginalize("c")
     with pytest.raises(KeyError, match=r"\['nope'\] are not random variables"):
         m.marginalize("nope")

@@ -24,8 +24,9 @@ def hmm(y, time, trans=P, batch=()):
     m = dg.Model()
     mu = m.normal("mu", dg.constant(np.array([0.0, 2.0]), dims=(STATE,)), 1.0, dims=(STATE,))
     trans_dims = (time, STATE, NEXT) if np.ndim(trans) == 3 else (STATE, NEXT)
-    chain = dg.dist.markov_chain(dg.constant(P0, dims=(STATE,)), dg.constant(trans, dims=trans_dims),
-                                 dim=STATE, next_dim=NEXT, time=time)
+    chain = dg.dist.markov_chain(
+        dg.constant(P0, dims=(STATE,)), dg.constant(trans, dims=trans_dims), dim=STATE, next_dim=NEXT, time=time
+    )
     s = m.rv("s", chain, dims=(*batch, time), marginalize=True)
     m.observe("y", dg.dist.normal(mu.isel(state=s), SIGMA), data=y, dims=(*batch, time))
     return m
@@ -138,8 +139,12 @@ def test_markov_chain_draws_follow_the_transitions():
     """Paths of 6 steps (three doubling rounds): the first state, every step's transitions and the marginals."""
     time = dg.Dim("time", size=6)
     m = dg.Model()
-    m.rv("s", dg.dist.markov_chain(dg.constant(P0, dims=(STATE,)), dg.constant(P, dims=(STATE, NEXT)),
-                                   dim=STATE, next_dim=NEXT, time=time))
+    m.rv(
+        "s",
+        dg.dist.markov_chain(
+            dg.constant(P0, dims=(STATE,)), dg.constant(P, dims=(STATE, NEXT)), dim=STATE, next_dim=NEXT, time=time
+        ),
+    )
     s = m.prior_predictive(20000, seed=1, backend="python").prior["s"].values[0]
     assert s.shape == (20000, 6)
     np.testing.assert_allclose(np.mean(s[:, 0] == 1), 0.4, atol=0.015)
@@ -152,8 +157,13 @@ def test_markov_chain_draws_follow_the_transitions():
 
 def test_an_emission_that_reads_the_previous_state_is_an_error():
     m = dg.Model()
-    s = m.rv("s", dg.dist.markov_chain(dg.constant(P0, dims=(STATE,)), dg.constant(P, dims=(STATE, NEXT)),
-                                       dim=STATE, next_dim=NEXT, time=TIME3), marginalize=True)
+    s = m.rv(
+        "s",
+        dg.dist.markov_chain(
+            dg.constant(P0, dims=(STATE,)), dg.constant(P, dims=(STATE, NEXT)), dim=STATE, next_dim=NEXT, time=TIME3
+        ),
+        marginalize=True,
+    )
     m.observe("y", dg.dist.normal(s.shift(time=1, fill_value=0) * 1.0, 1.0), data=Y3, dims=(TIME3,))
     with pytest.raises(ValueError, match=r"s on \(time.*shift or roll along 'time'.* before 'y'"):
         m.logp()

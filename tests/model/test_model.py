@@ -48,8 +48,12 @@ def test_constrained_logp_plus_jacobian_is_the_unconstrained_density(model, back
     assert fn.names == ["mu", "sigma_log__"]
     for mu, log_sigma in [(0.3, -0.2), (1.1, 0.4)]:
         sigma = np.exp(log_sigma)
-        expected = (st.norm(0, 10).logpdf(mu) + st.halfnorm(scale=2).logpdf(sigma) + log_sigma
-                    + st.norm(mu, sigma).logpdf(Y).sum())
+        expected = (
+            st.norm(0, 10).logpdf(mu)
+            + st.halfnorm(scale=2).logpdf(sigma)
+            + log_sigma
+            + st.norm(mu, sigma).logpdf(Y).sum()
+        )
         value, grad = fn(np.array([mu, log_sigma]))
         np.testing.assert_allclose(value, expected, rtol=1e-12)
         d_mu = -mu / 100 + ((Y - mu) / sigma**2).sum()
@@ -67,8 +71,9 @@ def test_transform_override_ordered_and_simplex_jacobians():
     y_c, y_w = np.array([0.1, -0.3, 0.5]), np.array([0.2, -0.4])
     x_c = np.cumsum([y_c[0], np.exp(y_c[1]), np.exp(y_c[2])])
     w = np.exp(np.append(y_w, 0.0)) / np.exp(np.append(y_w, 0.0)).sum()
-    expected = (st.norm(0, 2).logpdf(x_c).sum() + y_c[1:].sum()
-                + st.dirichlet([2.0, 3.0, 4.0]).logpdf(w) + np.log(w).sum())
+    expected = (
+        st.norm(0, 2).logpdf(x_c).sum() + y_c[1:].sum() + st.dirichlet([2.0, 3.0, 4.0]).logpdf(w) + np.log(w).sum()
+    )
     np.testing.assert_allclose(fn(np.concatenate([y_c, y_w]))[0], expected, rtol=1e-12)
     assert list(m.constrain(np.concatenate([y_c, y_w]))["c"].values) == pytest.approx(x_c)
 
@@ -99,8 +104,10 @@ def test_prior_predictive_is_ancestral_and_reproducible(model):
 
 def fake_posterior(chains=2, draws=400):
     return xr.Dataset(
-        {"mu": (("chain", "draw"), np.full((chains, draws), 3.0)),
-         "sigma": (("chain", "draw"), np.full((chains, draws), 0.5))},
+        {
+            "mu": (("chain", "draw"), np.full((chains, draws), 3.0)),
+            "sigma": (("chain", "draw"), np.full((chains, draws), 0.5)),
+        },
         coords={"chain": np.arange(chains), "draw": np.arange(draws)},
     )
 
@@ -111,7 +118,9 @@ def test_posterior_predictive_one_compiled_call_over_chain_and_draw(model):
     y = pp.posterior_predictive["y"]
     assert y.dims == ("chain", "draw", "obs") and y.shape == (2, 400, 5)
     assert st.kstest(((y - 3.0) / 0.5).values.ravel(), st.norm().cdf).pvalue > 1e-3
-    assert model._cache[("posterior_predictive", None)].compiled_extra_dims == [((0, ("chain", "draw")), (1, ("chain", "draw")))]
+    assert model._cache[("posterior_predictive", None)].compiled_extra_dims == [
+        ((0, ("chain", "draw")), (1, ("chain", "draw")))
+    ]
 
 
 def test_log_likelihood_vs_scipy(model):
@@ -173,7 +182,9 @@ def test_model_and_its_compiled_functions_pickle(model):
         value, grad = other(theta)
         assert value == fn(theta)[0]
         np.testing.assert_array_equal(grad, fn(theta)[1])
-    np.testing.assert_array_equal(copy.prior_predictive(10, seed=3).prior["mu"], model.prior_predictive(10, seed=3).prior["mu"])
+    np.testing.assert_array_equal(
+        copy.prior_predictive(10, seed=3).prior["mu"], model.prior_predictive(10, seed=3).prior["mu"]
+    )
 
 
 def test_sample_with_nutpie():
@@ -211,7 +222,9 @@ def test_nutpie_calls_the_c_callable_log_density_on_numba():
     theta = np.linspace(-1.0, 1.0, 10)
     grad, logp = np.empty(10), np.empty(1)
     ptr = ctypes.POINTER(ctypes.c_double)
-    code = native.logp.ctypes(10, theta.ctypes.data_as(ptr), grad.ctypes.data_as(ptr), logp.ctypes.data_as(ptr), native.logp.data)
+    code = native.logp.ctypes(
+        10, theta.ctypes.data_as(ptr), grad.ctypes.data_as(ptr), logp.ctypes.data_as(ptr), native.logp.data
+    )
     want_value, want_grad = fn(theta)
     assert code == 0 and logp[0] == pytest.approx(want_value, rel=1e-12)
     np.testing.assert_allclose(grad, want_grad, rtol=1e-11, atol=1e-12)
@@ -281,13 +294,20 @@ def test_a_model_of_many_supports_vs_scipy():
     theta = np.array([0.3, -0.2, 0.4, -0.1, 0.7, -0.5])
     point = m.constrain(theta)
     vv, ww, pp, uu = point["v"].values, point["w"].values, float(point["p"]), float(point["u"])
-    expected = (st.multivariate_normal(np.zeros(2), cov_np).logpdf(vv) + st.dirichlet([1.5, 2.0, 3.0]).logpdf(ww)
-                + st.beta(2, 3).logpdf(pp) + st.uniform(-1, 4).logpdf(uu)
-                + st.norm(vv.sum() + uu, 1).logpdf(np.arange(4.0)).sum() + np.log(ww[[0, 1, 2, 2]]).sum()
-                + st.bernoulli(pp).logpmf([0, 1, 1]).sum())
+    expected = (
+        st.multivariate_normal(np.zeros(2), cov_np).logpdf(vv)
+        + st.dirichlet([1.5, 2.0, 3.0]).logpdf(ww)
+        + st.beta(2, 3).logpdf(pp)
+        + st.uniform(-1, 4).logpdf(uu)
+        + st.norm(vv.sum() + uu, 1).logpdf(np.arange(4.0)).sum()
+        + np.log(ww[[0, 1, 2, 2]]).sum()
+        + st.bernoulli(pp).logpmf([0, 1, 1]).sum()
+    )
     constrained = m.logp_fn("python", jacobian=False)(theta)[0]
     np.testing.assert_allclose(constrained, expected, rtol=1e-12)
-    jacobians = np.log(ww).sum() + np.log(pp * (1 - pp)) + np.log((uu + 1) * (3 - uu) / 4)  # dx/dy = (x - lo)(hi - x)/(hi - lo)
+    jacobians = (
+        np.log(ww).sum() + np.log(pp * (1 - pp)) + np.log((uu + 1) * (3 - uu) / 4)
+    )  # dx/dy = (x - lo)(hi - x)/(hi - lo)
     np.testing.assert_allclose(m.logp_fn("python")(theta)[0] - constrained, jacobians, rtol=1e-12)
     prior = m.prior_predictive(20, seed=0)
     assert prior.prior["w"].dims == ("chain", "draw", "k") and prior.prior_predictive["c"].dtype == np.int64
@@ -309,8 +329,12 @@ def test_random_variables_are_labeled_variables_sel_linalg(backend):
     point = m.constrain(theta, backend)
     sdv, r, xv = point["sd"].values, float(point["rho"]), point["x"].values
     covv = np.outer(sdv, sdv) * np.array([[1, r], [r, 1]])
-    expected = (st.halfnorm().logpdf(sdv).sum() + st.uniform(-0.9, 1.8).logpdf(r)
-                + st.multivariate_normal(np.zeros(2), covv).logpdf(xv) + st.norm(xv[1], 1).logpdf([0.5, -0.2]).sum())
+    expected = (
+        st.halfnorm().logpdf(sdv).sum()
+        + st.uniform(-0.9, 1.8).logpdf(r)
+        + st.multivariate_normal(np.zeros(2), covv).logpdf(xv)
+        + st.norm(xv[1], 1).logpdf([0.5, -0.2]).sum()
+    )
     np.testing.assert_allclose(m.logp_fn(backend, jacobian=False)(theta)[0], expected, rtol=1e-10)
     np.testing.assert_allclose(point["cov"].sel(i="u", j="v"), covv[0, 1], rtol=1e-12)
 

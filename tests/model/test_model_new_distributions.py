@@ -43,11 +43,21 @@ def build():
     cen = m.rv("cen", dg.dist.censored(dg.dist.normal(0.0, 1.0), lower=-1.0, upper=2.0))
     gi = m.data("gi", GI, dims=(OBS,))
     m.observe("y", dg.dist.truncated(dg.dist.normal(eff.isel(g=gi) + lat, s), lower=-3.0), data=Y)
-    m.observe("yc", dg.dist.censored(dg.dist.normal(cen + corr.isel(i=0, j=1), sd.isel(k=1)), upper=1.0), data=YC, dims=(OBS,))
+    m.observe(
+        "yc", dg.dist.censored(dg.dist.normal(cen + corr.isel(i=0, j=1), sd.isel(k=1)), upper=1.0), data=YC, dims=(OBS,)
+    )
     return m
 
 
-NAMES = ["tau_log__", "s_log__", "eff_zerosum__", "corr_corr__", "chol_cholesky_cov__", "lat_interval__", "cen_interval__"]
+NAMES = [
+    "tau_log__",
+    "s_log__",
+    "eff_zerosum__",
+    "corr_corr__",
+    "chol_cholesky_cov__",
+    "lat_interval__",
+    "cen_interval__",
+]
 
 
 @pytest.fixture(scope="module")
@@ -96,15 +106,22 @@ def test_map_is_a_stationary_point_inside_every_support(model, backend):
     assert np.linalg.eigvalsh(corr).min() > 0
     assert fit["chol"].sel(k_l=["x,x", "y,y"]).values.min() > 0
     assert -1 < float(fit["lat"]) < 2 and -1 < float(fit["cen"]) < 2
-    np.testing.assert_allclose(fit["sd"].values, np.sqrt([fit["chol"].values[0] ** 2, fit["chol"].values[1] ** 2 + fit["chol"].values[2] ** 2]).ravel())
+    np.testing.assert_allclose(
+        fit["sd"].values,
+        np.sqrt([fit["chol"].values[0] ** 2, fit["chol"].values[1] ** 2 + fit["chol"].values[2] ** 2]).ravel(),
+    )
     no_jacobian = model.logp_fn(backend, jacobian=False)
     theta = no_jacobian.ravel({n: v for n, v in zip(NAMES, _unconstrained(model, fit))})
     assert np.abs(no_jacobian(theta)[1]).max() < 1e-3
 
 
 def _unconstrained(model, fit):
-    return [v.transform.forward(dg.constant(fit[v.name].values, dims=v.dims)).eval(backend="python").values if v.transform else fit[v.name].values
-            for v in model.sampled]
+    return [
+        v.transform.forward(dg.constant(fit[v.name].values, dims=v.dims)).eval(backend="python").values
+        if v.transform
+        else fit[v.name].values
+        for v in model.sampled
+    ]
 
 
 def test_prior_draws_lie_in_every_support(model, backend):
@@ -166,7 +183,8 @@ BAD_PARAMETERS = {
         r"rv 'v'.*component_1=HalfNormal\(sigma=-2.0\)",
     ),
     "mixture stacked component": (
-        lambda: dg.dist.mixture(_W, dg.dist.normal(_W, -1.0), dim=K2), r"rv 'v'.*component_0=Normal\(mu=array\(2,\), sigma=-1.0\)"
+        lambda: dg.dist.mixture(_W, dg.dist.normal(_W, -1.0), dim=K2),
+        r"rv 'v'.*component_0=Normal\(mu=array\(2,\), sigma=-1.0\)",
     ),
     "halfcauchy beta": (lambda: dg.dist.halfcauchy(-1.0), r"rv 'v'.*HalfCauchy\(beta=-1.0\)"),
     "halfstudent_t nu": (lambda: dg.dist.halfstudent_t(-3.0, 1.0), r"rv 'v'.*HalfStudentT\(nu=-3.0"),
@@ -206,7 +224,9 @@ def test_bad_dims_transforms_and_names_name_the_variable():
 def test_observed_data_outside_the_bounds_is_an_error_naming_it_before_any_fit(factory):
     m = dg.Model()
     mu = m.normal("mu", 0.0, 1.0)
-    m.observe("y", getattr(dg.dist, factory)(dg.dist.normal(mu, 1.0), lower=0.0), data=np.array([1.0, -1.0]), dims=(OBS,))
+    m.observe(
+        "y", getattr(dg.dist, factory)(dg.dist.normal(mu, 1.0), lower=0.0), data=np.array([1.0, -1.0]), dims=(OBS,)
+    )
     with pytest.raises(ValueError, match=r"'y': log density -inf .*outside the distribution's support"):
         m.map(backend="python")
 
@@ -229,7 +249,11 @@ def test_an_lkj_models_logp_fn_rebuilds_after_pickling(backend):
     fn = m.logp_fn(backend)
     assert fn.names == ["corr_corr__", "chol_cholesky_corr__"] and fn.size == 3 + 1
     again = dg.flat_value_and_grad(m.logp(), [v.free for v in m.sampled], inputs=m.entries.inputs(), backend=backend)
-    copies = [pickle.loads(pickle.dumps(fn)), pickle.loads(pickle.dumps(m)).logp_fn(backend), functools.partial(again, y=YC[:12])]
+    copies = [
+        pickle.loads(pickle.dumps(fn)),
+        pickle.loads(pickle.dumps(m)).logp_fn(backend),
+        functools.partial(again, y=YC[:12]),
+    ]
     for theta in np.random.default_rng(4).uniform(-1, 1, size=(3, fn.size)):
         value, grad = fn(theta)
         assert np.isfinite(value)

@@ -57,7 +57,10 @@ def test_potentials_and_a_custom_density_add_to_the_log_density(models, backend)
         value, grad = fn(theta)
         np.testing.assert_allclose(value, _closed_form(theta[0], theta[1:]), rtol=1e-10)
         h = 1e-6
-        fd = [(_closed_form(*np.split(theta + h * e, [1])) - _closed_form(*np.split(theta - h * e, [1]))) / (2 * h) for e in np.eye(4)]
+        fd = [
+            (_closed_form(*np.split(theta + h * e, [1])) - _closed_form(*np.split(theta - h * e, [1]))) / (2 * h)
+            for e in np.eye(4)
+        ]
         np.testing.assert_allclose(grad, np.ravel(fd), rtol=1e-5, atol=1e-6)
     assert m.potentials == ["soft_zero_sum", "pull"]
     assert set(m.logp_terms()) == {"mu", "eff", "soft_zero_sum", "pull", "y"}
@@ -109,7 +112,9 @@ def test_a_density_without_draws_is_named_when_draws_are_asked():
 
 def test_a_latent_custom_variable_with_a_support_and_a_transform():
     m = dg.Model()
-    s = m.rv("s", dg.dist.custom(logp=lambda x, lam: dg.log(lam) - lam * x, lam=2.0, support=dg.dist.constraints.positive))
+    s = m.rv(
+        "s", dg.dist.custom(logp=lambda x, lam: dg.log(lam) - lam * x, lam=2.0, support=dg.dist.constraints.positive)
+    )
     assert m.unconstrained_names == ["s_log__"]
     m.observe("y", dg.dist.normal(0.0, s), data=Y, dims=(OBS,))
     fit = m.map(backend="python")

@@ -65,10 +65,16 @@ def radon_numpy(theta):
     a, b = mu_a + sa * z_a, mu_b + sb * z_b
     mean = a[COUNTY_IDX] + b[COUNTY_IDX] * FLOOR
     return (
-        normal_lpdf(mu_a, 0, 5) + halfnormal_lpdf(sa, 1) + log_sa
-        + normal_lpdf(mu_b, 0, 5) + halfnormal_lpdf(sb, 1) + log_sb
-        + normal_lpdf(z_a, 0, 1).sum() + normal_lpdf(z_b, 0, 1).sum()
-        + (np.log(1.0) - sy) + log_sy  # exponential(1) and its Jacobian
+        normal_lpdf(mu_a, 0, 5)
+        + halfnormal_lpdf(sa, 1)
+        + log_sa
+        + normal_lpdf(mu_b, 0, 5)
+        + halfnormal_lpdf(sb, 1)
+        + log_sb
+        + normal_lpdf(z_a, 0, 1).sum()
+        + normal_lpdf(z_b, 0, 1).sum()
+        + (np.log(1.0) - sy)
+        + log_sy  # exponential(1) and its Jacobian
         + normal_lpdf(LOG_RADON, mean, sy).sum()
     )
 
@@ -95,7 +101,10 @@ def eight_schools_numpy(theta):
     mu, log_tau, tt = theta[0], theta[1], theta[2:]
     tau = np.exp(log_tau)
     return (
-        normal_lpdf(mu, 0, 5) + halfnormal_lpdf(tau, 5) + log_tau + normal_lpdf(tt, 0, 1).sum()
+        normal_lpdf(mu, 0, 5)
+        + halfnormal_lpdf(tau, 5)
+        + log_tau
+        + normal_lpdf(tt, 0, 1).sum()
         + normal_lpdf(Y_SCHOOLS, mu + tau * tt, SIGMA_SCHOOLS).sum()
     )
 
@@ -127,8 +136,13 @@ def ar1_numpy(theta):
         x.append(prev)
     x = np.array(x)
     return (
-        -np.log(2.0) + np.log(2.0) + np.log(s) + np.log(1 - s)  # uniform(-1, 1) and its interval Jacobian
-        + halfnormal_lpdf(sigma, 1) + log_sigma + normal_lpdf(z, 0, 1).sum()
+        -np.log(2.0)
+        + np.log(2.0)
+        + np.log(s)
+        + np.log(1 - s)  # uniform(-1, 1) and its interval Jacobian
+        + halfnormal_lpdf(sigma, 1)
+        + log_sigma
+        + normal_lpdf(z, 0, 1).sum()
         + normal_lpdf(Y_AR, x, 0.5).sum()
     )
 
@@ -138,7 +152,9 @@ EFFECTS = ["intercept", "x1", "x2"]
 N_GROUP, N_OBS, ETA = 30, 600, 2.0
 GROUP_IDX = rng.integers(0, N_GROUP, N_OBS)
 X_EFFECTS = np.column_stack([np.ones(N_OBS), rng.normal(size=(N_OBS, 2))])
-Y_EFFECTS = (X_EFFECTS * (np.array([1.0, -0.5, 0.3]) + rng.normal(0, 0.4, (N_GROUP, 3))[GROUP_IDX])).sum(1) + rng.normal(0, 0.5, N_OBS)
+Y_EFFECTS = (X_EFFECTS * (np.array([1.0, -0.5, 0.3]) + rng.normal(0, 0.4, (N_GROUP, 3))[GROUP_IDX])).sum(
+    1
+) + rng.normal(0, 0.5, N_OBS)
 
 
 def lkj_effects_model():
@@ -173,7 +189,8 @@ def lkj_effects_numpy(theta):
     u = np.diag(L) / s  # the correlation factor's diagonal
     # L = diag(s) Lc row by row, (s_i, Lc_i,<i) -> L_i has Jacobian s_i^i / u_i: p(L) = p(s) p(Lc) u_i / s_i^i
     log_p_chol = (
-        (2 * ETA - 2) * np.log(u).sum() - lkj_log_c(ETA, n)  # LKJ on C = Lc Lc^T: det(C) = prod u^2
+        (2 * ETA - 2) * np.log(u).sum()
+        - lkj_log_c(ETA, n)  # LKJ on C = Lc Lc^T: det(C) = prod u^2
         + ((n - 1 - np.arange(n)) * np.log(u)).sum()  # Lc -> C
         + (-s).sum()  # exponential(1) standard deviations
         + (np.log(u) - np.arange(n) * np.log(s)).sum()  # (s, Lc) -> L
@@ -182,7 +199,11 @@ def lkj_effects_numpy(theta):
     sigma = np.exp(log_sigma)
     beta = mu + z @ L.T  # (group, effect)
     return (
-        log_p_chol + normal_lpdf(mu, 0, 5).sum() + normal_lpdf(z, 0, 1).sum() + halfnormal_lpdf(sigma, 1) + log_sigma
+        log_p_chol
+        + normal_lpdf(mu, 0, 5).sum()
+        + normal_lpdf(z, 0, 1).sum()
+        + halfnormal_lpdf(sigma, 1)
+        + log_sigma
         + normal_lpdf(Y_EFFECTS, (beta[GROUP_IDX] * X_EFFECTS).sum(1), sigma).sum()
     )
 
@@ -212,15 +233,22 @@ def mixture_numpy(theta):
     shift = terms.real.max(1, keepdims=True)  # a real constant: leaves the complex step's derivative alone
     loglik = (np.log(np.exp(terms - shift).sum(1)) + shift[:, 0]).sum()
     return (
-        special.gammaln(2.0) + log_w.sum()  # dirichlet(1, 1) and the simplex Jacobian (sum of log w)
-        + normal_lpdf(mu, 0, 3).sum() + y_mu[1]  # the ordered Jacobian
-        + halfnormal_lpdf(sigma, 2).sum() + log_sigma.sum()
+        special.gammaln(2.0)
+        + log_w.sum()  # dirichlet(1, 1) and the simplex Jacobian (sum of log w)
+        + normal_lpdf(mu, 0, 3).sum()
+        + y_mu[1]  # the ordered Jacobian
+        + halfnormal_lpdf(sigma, 2).sum()
+        + log_sigma.sum()
         + loglik
     )
 
 
 MODELS = {
-    "radon": (radon_model, radon_numpy, ["mu_a", "sigma_a_log__", "mu_b", "sigma_b_log__", "z_a", "z_b", "sigma_y_log__"]),
+    "radon": (
+        radon_model,
+        radon_numpy,
+        ["mu_a", "sigma_a_log__", "mu_b", "sigma_b_log__", "z_a", "z_b", "sigma_y_log__"],
+    ),
     "eight_schools": (eight_schools_model, eight_schools_numpy, ["mu", "tau_log__", "theta_tilde"]),
     "ar1": (ar1_model, ar1_numpy, ["phi_interval__", "sigma_log__", "z"]),
     "lkj_effects": (lkj_effects_model, lkj_effects_numpy, ["chol_cholesky_cov__", "mu", "z", "sigma_log__"]),
@@ -258,7 +286,10 @@ def test_swapped_data_changes_the_logp_without_a_recompile(models):
         m.set_data(y=Y_SCHOOLS)
     tau, mu = np.exp(theta[1]), theta[0]
     expected = shifted - before
-    ours = normal_lpdf(Y_SCHOOLS + 1, mu + tau * theta[2:], SIGMA_SCHOOLS).sum() - normal_lpdf(Y_SCHOOLS, mu + tau * theta[2:], SIGMA_SCHOOLS).sum()
+    ours = (
+        normal_lpdf(Y_SCHOOLS + 1, mu + tau * theta[2:], SIGMA_SCHOOLS).sum()
+        - normal_lpdf(Y_SCHOOLS, mu + tau * theta[2:], SIGMA_SCHOOLS).sum()
+    )
     np.testing.assert_allclose(expected, ours, rtol=1e-10)
 
 
@@ -295,8 +326,12 @@ def test_sampled_posterior_agrees_with_the_hand_written_version():
     m = eight_schools_model()
     ours = m.sample(draws=1000, tune=1000, chains=2, seed=11)
     theirs_model = from_pyfunc(
-        10, lambda: lambda x, **_: (float(eight_schools_numpy(x)), complex_step_grad(eight_schools_numpy, x)),
-        lambda *_: lambda x, **_: {"theta": np.array(x)}, [np.dtype("float64")], [(10,)], ["theta"],
+        10,
+        lambda: lambda x, **_: (float(eight_schools_numpy(x)), complex_step_grad(eight_schools_numpy, x)),
+        lambda *_: lambda x, **_: {"theta": np.array(x)},
+        [np.dtype("float64")],
+        [(10,)],
+        ["theta"],
         make_initial_point_fn=lambda s: np.random.default_rng(int(s)).uniform(-1, 1, 10),
     )
     theirs = nutpie.sample(theirs_model, draws=1000, tune=1000, chains=2, seed=12, progress_bar=False)
@@ -323,7 +358,9 @@ def test_mixture_predictive_draws_over_an_observed_dim_sized_by_the_data(models,
     prior = m.prior_predictive(100, seed=4, backend=backend).prior
     w, mu, sigma = (prior[n].values[0] for n in ("w", "mu", "sigma"))
     np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-12)
-    assert (sigma > 0).all()  # mu is drawn from its normal prior, unordered (as PyMC's prior draws: a transform is for sampling)
+    assert (
+        sigma > 0
+    ).all()  # mu is drawn from its normal prior, unordered (as PyMC's prior draws: a transform is for sampling)
     m.set_data(y=Y_MIX[:50])
     try:
         y = m.posterior_predictive(prior, seed=5, backend=backend).posterior_predictive["y"]
@@ -337,7 +374,9 @@ def test_mixture_predictive_draws_over_an_observed_dim_sized_by_the_data(models,
 def test_lkj_effects_prior_deterministic_is_mu_plus_the_factor_times_z(models):
     prior = models["lkj_effects"].prior_predictive(20, seed=6).prior
     chol, mu, z, beta = (prior[n].values[0] for n in ("chol", "mu", "z", "beta"))
-    assert prior["beta"].dims == ("chain", "draw", "effect", "group") and list(prior["chol"]["effect"].values) == EFFECTS
+    assert (
+        prior["beta"].dims == ("chain", "draw", "effect", "group") and list(prior["chol"]["effect"].values) == EFFECTS
+    )
     np.testing.assert_allclose(np.triu(chol, 1), 0.0)
     assert (np.diagonal(chol, axis1=1, axis2=2) > 0).all()
     np.testing.assert_allclose(beta, mu[:, :, None] + np.einsum("def,dgf->deg", chol, z), rtol=1e-12, atol=1e-12)

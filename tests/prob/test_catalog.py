@@ -150,11 +150,24 @@ CASES = {
     ),
     "beta_binomial": (
         ["alpha", "beta", "n"],
-        [(2, 3, 10, 4), (0.5, 0.5, 20, 0), (2, 3, 10, 10), (2, 3, 10, 11), (2, 3, 10, -1), (2, 3, 10, 2.5), (1e3, 1e3, 1e4, 5e3)],
+        [
+            (2, 3, 10, 4),
+            (0.5, 0.5, 20, 0),
+            (2, 3, 10, 10),
+            (2, 3, 10, 11),
+            (2, 3, 10, -1),
+            (2, 3, 10, 2.5),
+            (1e3, 1e3, 1e4, 5e3),
+        ],
         lambda x, a, b, n: stats.betabinom(n, a, b).logpmf(x),
         None,
     ),
-    "dirac_delta": (["c"], [(3, 3), (3, 2), (-0.5, -0.5)], lambda x, c: 0.0 if x == c else -inf, lambda x, c: float(x >= c)),
+    "dirac_delta": (
+        ["c"],
+        [(3, 3), (3, 2), (-0.5, -0.5)],
+        lambda x, c: 0.0 if x == c else -inf,
+        lambda x, c: float(x >= c),
+    ),
     "discrete_weibull": (
         ["q", "beta"],
         [(0.5, 1.5, 1), (0.9, 0.5, 20), (0.5, 1.5, 0), (0.5, 1.5, -1), (0.5, 1.5, 1.5)],
@@ -218,18 +231,46 @@ CASES = {
 }
 # PyMC's alternative parameterizations: label -> (name, keyword parameters, rows (values..., x), reference)
 ALTERNATIVES = {
-    "beta_mu_sigma": ("beta", ["mu", "sigma"], [(0.3, 0.1, 0.2), (0.5, 0.2, 0.9)],
-                      lambda x, m, s: stats.beta(m * (m * (1 - m) / s**2 - 1), (1 - m) * (m * (1 - m) / s**2 - 1)).logpdf(x)),
-    "gamma_mu_sigma": ("gamma", ["mu", "sigma"], [(2.0, 0.5, 1.5), (0.1, 1.0, 0.01)],
-                       lambda x, m, s: stats.gamma(m**2 / s**2, scale=s**2 / m).logpdf(x)),
-    "normal_tau": ("normal", ["mu", "tau"], [(0.5, 4.0, 1.0), (0.0, 1e-4, 30.0)], lambda x, m, t: stats.norm(m, t**-0.5).logpdf(x)),
-    "negative_binomial_mu_alpha": ("negative_binomial", ["mu", "alpha"], [(3.0, 2.0, 4), (1e3, 0.5, 0)],
-                                   lambda x, m, a: stats.nbinom(a, a / (m + a)).logpmf(x)),
-    "bernoulli_logit_p": ("bernoulli", ["logit_p"], [(0.3, 1), (-40.0, 1), (40.0, 0), (40.0, 1), (-800.0, 0)],
-                          lambda x, lp: -np.logaddexp(0, -lp) if x == 1 else -np.logaddexp(0, lp)),
-    "binomial_logit_p": ("binomial", ["n", "logit_p"], [(10, 0.3, 4), (10, -50.0, 0), (10, 50.0, 10), (10, 50.0, 9)],
-                         lambda x, n, lp: stats.binom(n, special.expit(lp)).logpmf(x) if abs(lp) < 30 else
-                         (x * -np.logaddexp(0, -lp) + (n - x) * -np.logaddexp(0, lp) + np.log(special.comb(n, x)))),
+    "beta_mu_sigma": (
+        "beta",
+        ["mu", "sigma"],
+        [(0.3, 0.1, 0.2), (0.5, 0.2, 0.9)],
+        lambda x, m, s: stats.beta(m * (m * (1 - m) / s**2 - 1), (1 - m) * (m * (1 - m) / s**2 - 1)).logpdf(x),
+    ),
+    "gamma_mu_sigma": (
+        "gamma",
+        ["mu", "sigma"],
+        [(2.0, 0.5, 1.5), (0.1, 1.0, 0.01)],
+        lambda x, m, s: stats.gamma(m**2 / s**2, scale=s**2 / m).logpdf(x),
+    ),
+    "normal_tau": (
+        "normal",
+        ["mu", "tau"],
+        [(0.5, 4.0, 1.0), (0.0, 1e-4, 30.0)],
+        lambda x, m, t: stats.norm(m, t**-0.5).logpdf(x),
+    ),
+    "negative_binomial_mu_alpha": (
+        "negative_binomial",
+        ["mu", "alpha"],
+        [(3.0, 2.0, 4), (1e3, 0.5, 0)],
+        lambda x, m, a: stats.nbinom(a, a / (m + a)).logpmf(x),
+    ),
+    "bernoulli_logit_p": (
+        "bernoulli",
+        ["logit_p"],
+        [(0.3, 1), (-40.0, 1), (40.0, 0), (40.0, 1), (-800.0, 0)],
+        lambda x, lp: -np.logaddexp(0, -lp) if x == 1 else -np.logaddexp(0, lp),
+    ),
+    "binomial_logit_p": (
+        "binomial",
+        ["n", "logit_p"],
+        [(10, 0.3, 4), (10, -50.0, 0), (10, 50.0, 10), (10, 50.0, 9)],
+        lambda x, n, lp: (
+            stats.binom(n, special.expit(lp)).logpmf(x)
+            if abs(lp) < 30
+            else (x * -np.logaddexp(0, -lp) + (n - x) * -np.logaddexp(0, lp) + np.log(special.comb(n, x)))
+        ),
+    ),
 }
 INVALID = {  # parameters outside PyMC's domain: NaN, never a number that looks valid
     "asymmetric_laplace": {"kappa": -1.0, "mu": 0.0, "b": 1.0},
@@ -490,11 +531,15 @@ def test_labeled_parameters_broadcast_by_name(backend):
     mu = dg.constant(np.array([0.5, 1.0, 4.0]), dims=(b,))
     zip_ = dg.dist.zero_inflated_poisson(psi, mu)
     gum = dg.dist.gumbel(mu, psi + 1.0)
-    lp_zip, lp_gum, draw = dg.function([], [zip_.logp(0), gum.logp(1.0), dg.rng(3).zero_inflated_poisson(psi, mu)], backend=backend)()
+    lp_zip, lp_gum, draw = dg.function(
+        [], [zip_.logp(0), gum.logp(1.0), dg.rng(3).zero_inflated_poisson(psi, mu)], backend=backend
+    )()
     assert lp_zip.dims == ("a", "b") and lp_gum.dims == ("b", "a") and draw.dims == ("a", "b")
     want = np.log((1 - psi.data[:, None]) + psi.data[:, None] * np.exp(-mu.data[None, :]))
     np.testing.assert_allclose(lp_zip.values, want, rtol=1e-12)
-    np.testing.assert_allclose(lp_gum.values, stats.gumbel_r(mu.data[:, None], psi.data[None, :] + 1).logpdf(1.0), rtol=1e-12)
+    np.testing.assert_allclose(
+        lp_gum.values, stats.gumbel_r(mu.data[:, None], psi.data[None, :] + 1).logpdf(1.0), rtol=1e-12
+    )
 
 
 def test_ordered_logistic_and_probit(backend):
@@ -509,8 +554,14 @@ def test_ordered_logistic_and_probit(backend):
     probit = dg.dist.ordered_probit(eta, cutpoints, 2.0, dim="cut")
     big = dg.Dim("big", size=3000)
     rng = dg.rng(7)
-    draws_ = [rng.ordered_logistic(0.4, cutpoints, dim=cut, extra_dims=(big,)), rng.ordered_probit(0.4, cutpoints, 2.0, dim=cut, extra_dims=(big,))]
-    f = _shared(("ordered", backend), lambda: dg.function([eta, y, cutpoints], [logistic.logp(y), probit.logp(y), *draws_], backend=backend))
+    draws_ = [
+        rng.ordered_logistic(0.4, cutpoints, dim=cut, extra_dims=(big,)),
+        rng.ordered_probit(0.4, cutpoints, 2.0, dim=cut, extra_dims=(big,)),
+    ]
+    f = _shared(
+        ("ordered", backend),
+        lambda: dg.function([eta, y, cutpoints], [logistic.logp(y), probit.logp(y), *draws_], backend=backend),
+    )
     etas, ys = np.array([0.5, -2.0, 3.0, 40.0, 0.0]), np.array([0, 1, 2, 3, 4])
     lp_logistic, lp_probit, d_logistic, d_probit = f(etas, ys, c)
     edges = np.concatenate([[-inf], c, [inf]])
@@ -519,8 +570,15 @@ def test_ordered_logistic_and_probit(backend):
         return np.log(cdf(edges[k + 1] - e) - cdf(edges[k] - e)) if 0 <= k <= 3 else -inf
 
     expit = special.expit
-    np.testing.assert_allclose(lp_logistic.values, [closed(expit, e, k) for e, k in zip(etas, ys)], rtol=1e-9, atol=1e-15)
-    np.testing.assert_allclose(lp_probit.values, [closed(lambda z: stats.norm.cdf(z / 2), e, k) for e, k in zip(etas, ys)], rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(
+        lp_logistic.values, [closed(expit, e, k) for e, k in zip(etas, ys)], rtol=1e-9, atol=1e-15
+    )
+    np.testing.assert_allclose(
+        lp_probit.values,
+        [closed(lambda z: stats.norm.cdf(z / 2), e, k) for e, k in zip(etas, ys)],
+        rtol=1e-9,
+        atol=1e-15,
+    )
     for d, cdf in ((d_logistic, expit), (d_probit, lambda z: stats.norm.cdf(z / 2))):
         assert d.dims == ("big",)
         p = np.diff(cdf(edges - 0.4))

@@ -16,7 +16,11 @@ BOUNDS = [(-2, 4), (0, 0), (3, 5)]
 @pytest.fixture(scope="module")
 def tails():
     """log pmf, log cdf and log sf of discrete_uniform(lower, upper) at x, compiled once (python backend)."""
-    lower, upper, x = dg.labeled("lower", dims=(), dtype="int64"), dg.labeled("upper", dims=(), dtype="int64"), dg.labeled("x", dims=(K,), dtype="int64")
+    lower, upper, x = (
+        dg.labeled("lower", dims=(), dtype="int64"),
+        dg.labeled("upper", dims=(), dtype="int64"),
+        dg.labeled("x", dims=(K,), dtype="int64"),
+    )
     d = dg.dist.discrete_uniform(lower, upper)
     return dg.function([lower, upper, x], [d.logp(x), d.logcdf(x), d.logsf(x)], backend="python")
 
@@ -42,7 +46,9 @@ def test_draws_are_uniform_on_the_integers_between_the_bounds():
 
 def test_truncated_draws_invert_its_quantiles():
     s = dg.rng_state("s")
-    _, draws = dg.dist.truncated(dg.dist.discrete_uniform(0, 9), lower=3, upper=5).draw(s, extra_dims=(dg.Dim("n", size=6000),))
+    _, draws = dg.dist.truncated(dg.dist.discrete_uniform(0, 9), lower=3, upper=5).draw(
+        s, extra_dims=(dg.Dim("n", size=6000),)
+    )
     values = dg.function([s], draws, backend="python")(dg.seed_state(1)).values
     assert set(np.unique(values)) == {3, 4, 5}
     assert st.chisquare(np.bincount(values)[3:]).pvalue > 1e-3

@@ -65,13 +65,13 @@ def _terms(name, row):
     lg, log, pi = mp.loggamma, mp.log, mp.pi
     if name == "normal":
         mu, s = p
-        return [-((x - mu) / s) ** 2 / 2, -log(s), -log(2 * pi) / 2]
+        return [-(((x - mu) / s) ** 2) / 2, -log(s), -log(2 * pi) / 2]
     if name == "halfnormal":
         (s,) = p
         return None if x < 0 else [log(2 / pi) / 2, -log(s), -((x / s) ** 2) / 2]
     if name == "lognormal":
         mu, s = p
-        return None if x <= 0 else [-log(x), -log(s), -log(2 * pi) / 2, -((log(x) - mu) / s) ** 2 / 2]
+        return None if x <= 0 else [-log(x), -log(s), -log(2 * pi) / 2, -(((log(x) - mu) / s) ** 2) / 2]
     if name == "student_t":
         nu, mu, s = p
         z = (x - mu) / s
@@ -318,9 +318,20 @@ def test_infinite_parameters_give_the_limit(backend):
 
 # student_t(inf, mu, sigma) is the normal: (mu, sigma, x) from the centre to where z * z overflows
 NORMAL_LIMIT_POINTS = [
-    (0.0, 1.0, 0.0), (-2.1, 0.01, -2.095), (3.0, 2.0, -1.0), (0.0, 1.0, 1e60), (0.0, 1.0, 1e100), (0.0, 1.0, -1e100),
-    (0.0, 1.0, 1.3e154), (5.0, 1e-300, 5.0), (0.0, 1e-300, 1.0), (0.0, 1e-300, 1e-300), (0.0, 1e-100, 1e100),
-    (1e300, 1e300, -1e300), (-4.0, 1e300, 1e300), (0.0, 1e-10, 1e145),
+    (0.0, 1.0, 0.0),
+    (-2.1, 0.01, -2.095),
+    (3.0, 2.0, -1.0),
+    (0.0, 1.0, 1e60),
+    (0.0, 1.0, 1e100),
+    (0.0, 1.0, -1e100),
+    (0.0, 1.0, 1.3e154),
+    (5.0, 1e-300, 5.0),
+    (0.0, 1e-300, 1.0),
+    (0.0, 1e-300, 1e-300),
+    (0.0, 1e-100, 1e100),
+    (1e300, 1e300, -1e300),
+    (-4.0, 1e300, 1e300),
+    (0.0, 1e-10, 1e145),
 ]
 
 
@@ -387,7 +398,9 @@ def _log_uniform(lo=-300.0, hi=300.0):
 
 _SIGNED = st.tuples(st.sampled_from([-1.0, 1.0]), _log_uniform()).map(lambda t: t[0] * t[1])
 _POSITIVE = _log_uniform()
-_UNIT = st.tuples(st.booleans(), _log_uniform(-300.0, -1e-3)).map(lambda t: 1.0 - t[1] if t[0] and t[1] > 1e-16 else t[1])
+_UNIT = st.tuples(st.booleans(), _log_uniform(-300.0, -1e-3)).map(
+    lambda t: 1.0 - t[1] if t[0] and t[1] > 1e-16 else t[1]
+)
 _COUNT = st.one_of(st.just(0.0), _log_uniform(0.0, 300.0).map(math.floor).map(float))
 
 
@@ -452,7 +465,9 @@ def vector_function(backend):
     case_c, case_d, case_m = dg.Dim("case_c"), dg.Dim("case_d"), dg.Dim("case_m")
     p, x = dg.labeled("cat_p", dims=(case_c, K)), dg.labeled("cat_x", dims=(case_c,), dtype="int64")
     a, s = dg.labeled("dir_a", dims=(case_d, K)), dg.labeled("dir_x", dims=(case_d, K))
-    mu, cov, y = (dg.labeled(n, dims=(case_m, *d)) for n, d in [("mvn_mu", (K,)), ("mvn_cov", (K, K2)), ("mvn_x", (K,))])
+    mu, cov, y = (
+        dg.labeled(n, dims=(case_m, *d)) for n, d in [("mvn_mu", (K,)), ("mvn_cov", (K, K2)), ("mvn_x", (K,))]
+    )
     outputs = [
         dg.dist.categorical(p, dim=K).logp(x),
         dg.dist.dirichlet(a, dim=K).logp(s),
@@ -469,7 +484,10 @@ def vector_logp(backend, cases):
     """{name: logp per case}; categorical cases are (p, x), dirichlet (a, x), multivariate_normal (mu, the
     covariance's diagonal, x)."""
     length = max([16, *(len(c) for c in cases.values())])  # one shape for jax, as `_columns`
-    rows = {name: list(cases.get(name, [])) + [filler] * (length - len(cases.get(name, []))) for name, filler in VECTOR_FILLER.items()}
+    rows = {
+        name: list(cases.get(name, [])) + [filler] * (length - len(cases.get(name, [])))
+        for name, filler in VECTOR_FILLER.items()
+    }
     cat, dirichlet, mvn = rows["categorical"], rows["dirichlet"], rows["multivariate_normal"]
     values = [
         np.array([c[0] for c in cat], dtype=float),
@@ -538,7 +556,9 @@ _TRIPLE = st.tuples(_POSITIVE, _POSITIVE, _POSITIVE)
 VECTOR_CASES = {
     "categorical": st.tuples(_TRIPLE, st.integers(0, 2)),
     "dirichlet": st.tuples(_TRIPLE, _TRIPLE.map(lambda w: tuple(v / (w[0] + w[1] + w[2]) for v in w))),
-    "multivariate_normal": st.tuples(st.tuples(_SIGNED, _SIGNED, _SIGNED), _TRIPLE, st.tuples(_SIGNED, _SIGNED, _SIGNED)),
+    "multivariate_normal": st.tuples(
+        st.tuples(_SIGNED, _SIGNED, _SIGNED), _TRIPLE, st.tuples(_SIGNED, _SIGNED, _SIGNED)
+    ),
 }
 
 

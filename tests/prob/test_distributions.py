@@ -153,7 +153,11 @@ LOGP_CASES = {
         _grid((0, 1, 0.5), (3, 1e-8, 3), (-2, 1e8, 1e9), (0, 2, 40.0), (1, 0.5, -np.inf), (0, -1, 0.0)),
         lambda x, mu, s: stats.norm(mu, s).logpdf(x),
     ),
-    "halfnormal": (["sigma"], _grid((1, 0.5), (1e-6, 1e-7), (3, -1), (1e6, 1.0)), lambda x, s: stats.halfnorm(scale=s).logpdf(x)),
+    "halfnormal": (
+        ["sigma"],
+        _grid((1, 0.5), (1e-6, 1e-7), (3, -1), (1e6, 1.0)),
+        lambda x, s: stats.halfnorm(scale=s).logpdf(x),
+    ),
     "lognormal": (
         ["mu", "sigma"],
         _grid((0, 1, 2), (1, 1e-3, np.e), (0, 1, 0), (0, 1, -1), (5, 20, 1e-30)),
@@ -164,13 +168,21 @@ LOGP_CASES = {
         _grid((3, 0, 1, 0.5), (0.5, 1, 2, 1e6), (1e4, 0, 1, -3), (1, 0, 1e-5, 1e-5), (1e10, 0, 1, 1), (1e300, 0, 1, 1)),
         lambda x, nu, mu, s: stats.t(nu, mu, s).logpdf(x),
     ),
-    "cauchy": (["alpha", "beta"], _grid((0, 1, 3), (0, 1e-6, 1e10), (2, 5, 2)), lambda x, a, b: stats.cauchy(a, b).logpdf(x)),
+    "cauchy": (
+        ["alpha", "beta"],
+        _grid((0, 1, 3), (0, 1e-6, 1e10), (2, 5, 2)),
+        lambda x, a, b: stats.cauchy(a, b).logpdf(x),
+    ),
     "uniform": (
         ["lower", "upper"],
         _grid((0, 1, 0.5), (-1e9, 1e9, 3), (0, 1, 1.5), (0, 1, -0.1), (2, 3, 3)),
         lambda x, lo, hi: stats.uniform(lo, hi - lo).logpdf(x),
     ),
-    "exponential": (["lam"], _grid((2, 0.3), (1e-8, 1e8), (3, -1), (1e5, 0)), lambda x, lam: stats.expon(scale=1 / lam).logpdf(x)),
+    "exponential": (
+        ["lam"],
+        _grid((2, 0.3), (1e-8, 1e8), (3, -1), (1e5, 0)),
+        lambda x, lam: stats.expon(scale=1 / lam).logpdf(x),
+    ),
     "gamma": (
         ["alpha", "beta"],
         _grid((2, 3, 0.5), (0.01, 1, 1e-5), (1e5, 1e3, 100), (1, 2, 0), (3, 1, 0), (2, 1, -1)),
@@ -186,7 +198,11 @@ LOGP_CASES = {
         _grid((2, 3, 0.3), (0.01, 0.02, 1e-6), (1e4, 2e4, 0.33), (1, 1, 0), (2, 1, 1), (2, 2, 1.5), (2, 2, -0.5)),
         lambda x, a, b: stats.beta(a, b).logpdf(x),
     ),
-    "bernoulli": (["p"], _grid((0.3, 1), (0.3, 0), (1e-12, 1), (1.0, 1), (0.5, 2)), lambda x, p: stats.bernoulli(p).logpmf(x)),
+    "bernoulli": (
+        ["p"],
+        _grid((0.3, 1), (0.3, 0), (1e-12, 1), (1.0, 1), (0.5, 2)),
+        lambda x, p: stats.bernoulli(p).logpmf(x),
+    ),
     "binomial": (
         ["n", "p"],
         _grid((10, 0.3, 3), (1e6, 0.5, 5e5), (1e6, 1e-7, 0), (5, 1.0, 5), (5, 0.4, 6), (5, 0.4, 2.5), (0, 0.3, 0)),
@@ -311,9 +327,21 @@ def new_gradient_cases():
     p, a, s = (dg.labeled(n, dims=(K,)) for n in ("cat_p", "dir_a", "dir_x"))
     cases.append(("categorical", dg.dist.categorical(p, dim=K).logp(1), [p], [p], [CAT_P]))
     cases.append(("dirichlet", dg.dist.dirichlet(a, dim=K).logp(s), [a, s], [a, s], [DIR_A, np.array([0.2, 0.3, 0.5])]))
-    mu, cov, x = dg.labeled("mvn_mu", dims=(row,)), dg.labeled("mvn_cov", dims=(row, col)), dg.labeled("mvn_x", dims=(row,))
+    mu, cov, x = (
+        dg.labeled("mvn_mu", dims=(row,)),
+        dg.labeled("mvn_cov", dims=(row, col)),
+        dg.labeled("mvn_x", dims=(row,)),
+    )
     mvn = dg.dist.multivariate_normal(mu, cov=cov, dims=(row, col)).logp(x)
-    cases.append(("multivariate_normal", mvn, [mu, cov, x], [mu, cov, x], [np.array([0.0, 1.0, -1.0]), COV, np.array([0.5, 0.0, 2.0])]))
+    cases.append(
+        (
+            "multivariate_normal",
+            mvn,
+            [mu, cov, x],
+            [mu, cov, x],
+            [np.array([0.0, 1.0, -1.0]), COV, np.array([0.5, 0.0, 2.0])],
+        )
+    )
     return cases
 
 
@@ -476,7 +504,13 @@ def test_softmax_and_log_softmax_match_scipy(backend):
     row = dg.Dim("row", size=2)
     x = dg.labeled("x", dims=(K, row))
     t = dg.tensor("t", shape=(3, 2))  # the positional layer: axis=, all axes by default (scipy)
-    outputs = [dg.softmax(x, K), dg.log_softmax(x, "k"), dg.softmax(t, axis=1), dg.log_softmax(t, axis=0), dg.softmax(t)]
+    outputs = [
+        dg.softmax(x, K),
+        dg.log_softmax(x, "k"),
+        dg.softmax(t, axis=1),
+        dg.log_softmax(t, axis=0),
+        dg.softmax(t),
+    ]
     f = dg.function([x, t], outputs, backend=backend)
     data = np.array([[1.0, -800.0], [2.0, 0.0], [3.0, 800.0]])
     sm, lsm, *positional = f(data, data)

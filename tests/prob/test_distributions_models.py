@@ -42,13 +42,31 @@ class _HalfT:
 
 # --- log densities vs scipy: name -> (parameter names, rows (params..., x), scipy logpdf)
 LOGP_CASES = {
-    "halfcauchy": (["beta"], [(1.0, 0.5), (2.0, 0.0), (1e-3, 1e8), (1.0, -1.0)], lambda x, b: stats.halfcauchy(scale=b).logpdf(x)),
-    "halfstudent_t": (["nu", "sigma"], [(3.0, 1.0, 0.5), (1.0, 2.0, 0.0), (30.0, 0.5, 4.0), (3.0, 1.0, -1.0)],
-                      lambda x, nu, s: _HalfT(nu, s).logpdf(x)),
-    "weibull": (["alpha", "beta"], [(1.5, 2.0, 1.0), (0.5, 1.0, 3.0), (5.0, 0.3, 0.2), (2.0, 1.0, 0.0), (2.0, 1.0, -1.0)],
-                lambda x, a, b: stats.weibull_min(a, scale=b).logpdf(x)),
-    "laplace": (["mu", "b"], [(0.0, 2.0, 1.0), (-3.0, 0.1, 5.0), (1.0, 1e3, -1e4)], lambda x, m, b: stats.laplace(m, b).logpdf(x)),
-    "logistic": (["mu", "s"], [(0.0, 2.0, 1.0), (1.0, 0.5, 300.0), (-2.0, 3.0, -800.0)], lambda x, m, s: stats.logistic(m, s).logpdf(x)),
+    "halfcauchy": (
+        ["beta"],
+        [(1.0, 0.5), (2.0, 0.0), (1e-3, 1e8), (1.0, -1.0)],
+        lambda x, b: stats.halfcauchy(scale=b).logpdf(x),
+    ),
+    "halfstudent_t": (
+        ["nu", "sigma"],
+        [(3.0, 1.0, 0.5), (1.0, 2.0, 0.0), (30.0, 0.5, 4.0), (3.0, 1.0, -1.0)],
+        lambda x, nu, s: _HalfT(nu, s).logpdf(x),
+    ),
+    "weibull": (
+        ["alpha", "beta"],
+        [(1.5, 2.0, 1.0), (0.5, 1.0, 3.0), (5.0, 0.3, 0.2), (2.0, 1.0, 0.0), (2.0, 1.0, -1.0)],
+        lambda x, a, b: stats.weibull_min(a, scale=b).logpdf(x),
+    ),
+    "laplace": (
+        ["mu", "b"],
+        [(0.0, 2.0, 1.0), (-3.0, 0.1, 5.0), (1.0, 1e3, -1e4)],
+        lambda x, m, b: stats.laplace(m, b).logpdf(x),
+    ),
+    "logistic": (
+        ["mu", "s"],
+        [(0.0, 2.0, 1.0), (1.0, 0.5, 300.0), (-2.0, 3.0, -800.0)],
+        lambda x, m, s: stats.logistic(m, s).logpdf(x),
+    ),
 }
 
 _CACHE = {}
@@ -160,12 +178,20 @@ def test_logcdf_and_logsf_match_scipy(backend):
 
 def test_incomplete_beta_tails_of_size_0_and_1(backend):
     """One function over a dim of unknown size, called with 0 and 1 values (and invalid parameters: NaN)."""
-    dists = [(dg.dist.student_t(3.5, 0.5, 1.5), stats.t(3.5, 0.5, 1.5)), (dg.dist.beta(2.5, 0.7), stats.beta(2.5, 0.7)),
-             (dg.dist.binomial(30.0, 0.2), stats.binom(30, 0.2)), (dg.dist.negative_binomial(2.5, 0.3), stats.nbinom(2.5, 0.3))]
+    dists = [
+        (dg.dist.student_t(3.5, 0.5, 1.5), stats.t(3.5, 0.5, 1.5)),
+        (dg.dist.beta(2.5, 0.7), stats.beta(2.5, 0.7)),
+        (dg.dist.binomial(30.0, 0.2), stats.binom(30, 0.2)),
+        (dg.dist.negative_binomial(2.5, 0.3), stats.nbinom(2.5, 0.3)),
+    ]
 
     def build():
         x = dg.labeled("x", dims=(dg.Dim("m"),))
-        invalid = [dg.dist.student_t(-1.0).logsf(x), dg.dist.beta(2.0, 0.0).logcdf(x), dg.dist.binomial(30.0, 1.5).logcdf(x)]
+        invalid = [
+            dg.dist.student_t(-1.0).logsf(x),
+            dg.dist.beta(2.0, 0.0).logcdf(x),
+            dg.dist.binomial(30.0, 1.5).logcdf(x),
+        ]
         return dg.function([x], [t for d, _ in dists for t in (d.logcdf(x), d.logsf(x))] + invalid, backend=backend)
 
     f = cached(("beta tails sizes", backend), build)
@@ -204,7 +230,9 @@ def test_log_ndtr_and_its_inverse_match_scipy(backend, zs):
     lp, back = cached(("ndtr", backend), build)(z)
     np.testing.assert_allclose(lp.values, special.log_ndtr(z), rtol=1e-12, atol=1e-300)
     inside = special.log_ndtr(z) < -1e-15  # where Phi(z) rounds to 1 no quantile can come back
-    np.testing.assert_allclose(back.values[inside], special.ndtri_exp(special.log_ndtr(z[inside])), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        back.values[inside], special.ndtri_exp(special.log_ndtr(z[inside])), rtol=1e-10, atol=1e-12
+    )
 
 
 # --- draws: one compiled function per backend
@@ -226,10 +254,22 @@ def truncated_cases():
     return {
         "truncnorm": (dg.dist.truncated(dg.dist.normal(0.0, 1.0), lower=0.5, upper=2.0), stats.truncnorm(a, b)),
         "truncnorm_far": (dg.dist.truncated(dg.dist.normal(0.0, 1.0), lower=8.0), stats.truncnorm(8.0, np.inf)),
-        "truncnorm_upper": (dg.dist.truncated(dg.dist.normal(1.0, 2.0), upper=0.0), stats.truncnorm(-np.inf, -0.5, 1.0, 2.0)),
-        "truncexp": (dg.dist.truncated(dg.dist.exponential(1.0), lower=1.0, upper=3.0), _Conditioned(stats.expon(), 1.0, 3.0)),
-        "truncinvgamma": (dg.dist.truncated(dg.dist.invgamma(3.0, 2.0), lower=1.5), _Conditioned(stats.invgamma(3.0, scale=2.0), 1.5, np.inf)),
-        "trunccauchy": (dg.dist.truncated(dg.dist.cauchy(0.0, 1.0), lower=-1.0, upper=5.0), _Conditioned(stats.cauchy(), -1.0, 5.0)),
+        "truncnorm_upper": (
+            dg.dist.truncated(dg.dist.normal(1.0, 2.0), upper=0.0),
+            stats.truncnorm(-np.inf, -0.5, 1.0, 2.0),
+        ),
+        "truncexp": (
+            dg.dist.truncated(dg.dist.exponential(1.0), lower=1.0, upper=3.0),
+            _Conditioned(stats.expon(), 1.0, 3.0),
+        ),
+        "truncinvgamma": (
+            dg.dist.truncated(dg.dist.invgamma(3.0, 2.0), lower=1.5),
+            _Conditioned(stats.invgamma(3.0, scale=2.0), 1.5, np.inf),
+        ),
+        "trunccauchy": (
+            dg.dist.truncated(dg.dist.cauchy(0.0, 1.0), lower=-1.0, upper=5.0),
+            _Conditioned(stats.cauchy(), -1.0, 5.0),
+        ),
     }
 
 
@@ -237,9 +277,14 @@ def bisected_cases():
     """Truncations whose quantiles bisect the incomplete beta function's tails: name -> (distribution, scipy's)."""
     t_cases = dg.constant(np.array([3.5, 2.5]), dims=(CASE,))
     return {  # the t's second case: a lower bound at P(T > 9) = 7e-5
-        "trunc_t": (dg.dist.truncated(dg.dist.student_t(t_cases, 0.0, 1.0), lower=_cases(-1.0, 9.0), upper=_cases(4.0, np.inf)),
-                    [_Conditioned(stats.t(3.5), -1.0, 4.0), _Conditioned(stats.t(2.5), 9.0, np.inf)]),
-        "trunc_beta": (dg.dist.truncated(dg.dist.beta(2.5, 0.7), lower=0.2, upper=0.9), [_Conditioned(stats.beta(2.5, 0.7), 0.2, 0.9)]),
+        "trunc_t": (
+            dg.dist.truncated(dg.dist.student_t(t_cases, 0.0, 1.0), lower=_cases(-1.0, 9.0), upper=_cases(4.0, np.inf)),
+            [_Conditioned(stats.t(3.5), -1.0, 4.0), _Conditioned(stats.t(2.5), 9.0, np.inf)],
+        ),
+        "trunc_beta": (
+            dg.dist.truncated(dg.dist.beta(2.5, 0.7), lower=0.2, upper=0.9),
+            [_Conditioned(stats.beta(2.5, 0.7), 0.2, 0.9)],
+        ),
     }
 
 
@@ -259,7 +304,9 @@ def bisected_draws(backend):
         outs = {k: rng.draw(dist, extra_dims=(N_BISECTED,)) for k, (dist, _) in bisected_cases().items()}
         counts = dg.dist.truncated(dg.dist.binomial(30, 0.2), lower=3, upper=9)
         outs["trunc_binom"] = rng.draw(counts, extra_dims=(N_BISECTED,))
-        outs["trunc_nbinom"] = rng.draw(dg.dist.truncated(dg.dist.negative_binomial(2.5, 0.3), lower=1), extra_dims=(N_BISECTED,))
+        outs["trunc_nbinom"] = rng.draw(
+            dg.dist.truncated(dg.dist.negative_binomial(2.5, 0.3), lower=1), extra_dims=(N_BISECTED,)
+        )
         return dict(zip(outs, dg.function([], list(outs.values()), backend=backend)()))
 
     return cached(("bisected draws", backend), build)
@@ -277,7 +324,9 @@ def test_truncated_draws_by_bisection_match_scipy(backend, name):
         assert ref.lo <= x[:, j].min() and x[:, j].max() <= ref.hi
 
 
-@pytest.mark.parametrize("name, ref, lo, hi", [("trunc_binom", stats.binom(30, 0.2), 3, 9), ("trunc_nbinom", stats.nbinom(2.5, 0.3), 1, 60)])
+@pytest.mark.parametrize(
+    "name, ref, lo, hi", [("trunc_binom", stats.binom(30, 0.2), 3, 9), ("trunc_nbinom", stats.nbinom(2.5, 0.3), 1, 60)]
+)
 def test_truncated_count_draws_by_bisection(backend, name, ref, lo, hi):
     k = bisected_draws(backend)[name].values
     assert k.dtype == np.int64 and k.min() >= lo and k.max() <= hi
@@ -334,7 +383,9 @@ def _univariate_draws(rng):
 def _truncated_draws(rng):
     outs = {name: rng.draw(dist, extra_dims=(N,)) for name, (dist, _) in truncated_cases().items()}
     # cases on one dim share one compiled quantile (the gamma's Newton steps, the counts' bisection)
-    outs["truncgamma"] = rng.truncated(dg.dist.gamma(_cases(2.0, 0.5), 1.0), lower=_cases(0.5, 40.0), upper=_cases(2.0, np.inf), extra_dims=(N,))
+    outs["truncgamma"] = rng.truncated(
+        dg.dist.gamma(_cases(2.0, 0.5), 1.0), lower=_cases(0.5, 40.0), upper=_cases(2.0, np.inf), extra_dims=(N,)
+    )
     outs["truncpois"] = rng.truncated(dg.dist.poisson(_cases(1.5, 2.0)), lower=_cases(1, 15), extra_dims=(N,))
     return outs
 
@@ -344,7 +395,9 @@ def _other_draws(rng):
     outs["censored"] = rng.censored(dg.dist.normal(0.0, 1.0), lower=-0.5, upper=1.0, extra_dims=(N,))
     w = dg.constant(W, dims=(COMP,))
     outs["mixture"] = rng.mixture(w, dg.dist.normal(dg.constant(MIX_MU, dims=(COMP,)), 1.0), dim=COMP, extra_dims=(N,))
-    outs["mixture_list"] = rng.mixture(w, [dg.dist.exponential(1.0), dg.dist.normal(3.0, 0.5)], dim=COMP, extra_dims=(N,))
+    outs["mixture_list"] = rng.mixture(
+        w, [dg.dist.exponential(1.0), dg.dist.normal(3.0, 0.5)], dim=COMP, extra_dims=(N,)
+    )
     outs["lkj_corr"] = rng.lkj_corr(2.0, dims=(ROW, COL), extra_dims=(N,))
     outs["lkj_cholesky_corr"] = rng.lkj_cholesky_corr(0.5, dims=(ROW, COL), packed=True, extra_dims=(N,))
     sd = dg.dist.halfnormal(dg.constant(np.array([1.0, 2.0, 0.5]), dims=(ROW,)))
@@ -411,7 +464,10 @@ def test_zero_truncated_poisson_and_censored_draws(backend):
 def test_mixture_draws_match_the_mixture_cdf(backend):
     d = draws(backend)
     assert d["mixture"].dims == ("n",)
-    assert _ks(d["mixture"].values, lambda x: W[0] * stats.norm.cdf(x, MIX_MU[0]) + W[1] * stats.norm.cdf(x, MIX_MU[1])) > 1e-3
+    assert (
+        _ks(d["mixture"].values, lambda x: W[0] * stats.norm.cdf(x, MIX_MU[0]) + W[1] * stats.norm.cdf(x, MIX_MU[1]))
+        > 1e-3
+    )
     cdf = lambda x: W[0] * stats.expon.cdf(x) + W[1] * stats.norm.cdf(x, 3.0, 0.5)  # noqa: E731
     assert _ks(d["mixture_list"].values, cdf) > 1e-3
 
@@ -500,19 +556,45 @@ def test_factory_log_densities(backend):
             stats.truncnorm(30.0, np.inf).logpdf(xs),
             _Conditioned(stats.gamma(2.0, scale=1 / 1.5), 0.0, 2.0).logpdf(xs),
             np.where((ks >= 1) & (ks <= 4), pois.logpmf(ks) - np.log(mass), -np.inf),
-            np.where(xs == -1.0, norm.logcdf(-1.0), np.where(xs == 3.0, norm.logsf(3.0), np.where((xs > -1) & (xs < 3), norm.logpdf(xs), -np.inf))),
+            np.where(
+                xs == -1.0,
+                norm.logcdf(-1.0),
+                np.where(xs == 3.0, norm.logsf(3.0), np.where((xs > -1) & (xs < 3), norm.logpdf(xs), -np.inf)),
+            ),
             np.where(ks == 3, np.log(pois.sf(2)), np.where(ks < 3, pois.logpmf(ks), -np.inf)),
             np.log(0.25 * stats.norm(MIX_MU[0], 1.5).pdf(xs) + 0.75 * stats.norm(MIX_MU[1], 1.5).pdf(xs)),
             np.log(0.25 * stats.expon.pdf(xs) + 0.75 * stats.laplace(MIX_MU[1], 0.5).pdf(xs)),
             _Conditioned(stats.t(3.5, 0.5, 2.0), -1.0, 3.0).logpdf(xs),
-            np.where(xs == -1.0, t.logcdf(-1.0), np.where(xs == 3.0, t.logsf(3.0), np.where((xs > -1) & (xs < 3), t.logpdf(xs), -np.inf))),
+            np.where(
+                xs == -1.0,
+                t.logcdf(-1.0),
+                np.where(xs == 3.0, t.logsf(3.0), np.where((xs > -1) & (xs < 3), t.logpdf(xs), -np.inf)),
+            ),
             _Conditioned(beta, 0.2, 0.9).logpdf(us),
-            np.where(us == 0.2, beta.logcdf(0.2), np.where(us == 0.9, beta.logsf(0.9), np.where((us > 0.2) & (us < 0.9), beta.logpdf(us), -np.inf))),
+            np.where(
+                us == 0.2,
+                beta.logcdf(0.2),
+                np.where(us == 0.9, beta.logsf(0.9), np.where((us > 0.2) & (us < 0.9), beta.logpdf(us), -np.inf)),
+            ),
             np.where((ks >= 1) & (ks <= 4), binom.logpmf(ks) - np.log(binom.cdf(4) - binom.cdf(0)), -np.inf),
             np.where(ks == 3, np.log(nbinom.sf(2)), np.where(ks < 3, nbinom.logpmf(ks), -np.inf)),
         ]
-    names = ["truncnorm", "truncnorm_far", "truncgamma", "truncpois", "censored", "censored_pois", "mixture", "mixture_list",
-             "trunc_t", "censored_t", "trunc_beta", "censored_beta", "trunc_binom", "censored_nbinom"]
+    names = [
+        "truncnorm",
+        "truncnorm_far",
+        "truncgamma",
+        "truncpois",
+        "censored",
+        "censored_pois",
+        "mixture",
+        "mixture_list",
+        "trunc_t",
+        "censored_t",
+        "trunc_beta",
+        "censored_beta",
+        "trunc_binom",
+        "censored_nbinom",
+    ]
     for name, g, wnt in zip(names, got, want, strict=True):
         np.testing.assert_allclose(g.values, wnt, rtol=1e-9, err_msg=name)
 
@@ -521,7 +603,9 @@ def test_factory_log_densities(backend):
 def lkj_log_c_pymc(eta, n):
     """PyMC's closed form of log c, the log of the integral of det(C)^(eta - 1) (PyMC adds it; the density subtracts it)."""
     k = np.arange(1, n)
-    return -(n - 1) * special.gammaln(eta + 0.5 * (n - 1)) + np.sum(0.5 * k * np.log(np.pi) + special.gammaln(eta + 0.5 * (n - 1 - k)))
+    return -(n - 1) * special.gammaln(eta + 0.5 * (n - 1)) + np.sum(
+        0.5 * k * np.log(np.pi) + special.gammaln(eta + 0.5 * (n - 1 - k))
+    )
 
 
 def lkj_log_c_beta(eta, n):
@@ -558,8 +642,15 @@ def test_lkj_log_densities_match_numpy_oracles(backend):
     cov_packed = dg.dist.lkj_cholesky_cov(eta, dg.dist.halfnormal(sd_sigma), dims=(ROW, COL), packed=True)
 
     def build():
-        outs = [corr.logp(c), packed.logp(packed.pack(c)), cholcorr.logp(dg.linalg.cholesky(c, dims=(ROW, COL))),
-                cov.logp(L), cov_packed.logp(cov_packed.pack(L)), cov.corr(L), cov.stds(L)]
+        outs = [
+            corr.logp(c),
+            packed.logp(packed.pack(c)),
+            cholcorr.logp(dg.linalg.cholesky(c, dims=(ROW, COL))),
+            cov.logp(L),
+            cov_packed.logp(cov_packed.pack(L)),
+            cov.corr(L),
+            cov.stds(L),
+        ]
         return dg.function([eta, c, L, sd_sigma], outs, backend=backend)
 
     f = cached(("lkj", backend), build)
@@ -575,15 +666,21 @@ def test_lkj_log_densities_match_numpy_oracles(backend):
         want_corr = (eta_v - 1) * np.linalg.slogdet(C)[1] - log_c
         np.testing.assert_allclose(float(got[0]), want_corr, rtol=1e-10)
         np.testing.assert_allclose(float(got[1]), want_corr, rtol=1e-10)
-        Lc = np.linalg.cholesky(C)  # the Jacobian of L -> L L^T: prod 2^n L_kk^(n - k) over k = 1..n (one-based), no 2^n on the strict lower part
+        Lc = np.linalg.cholesky(
+            C
+        )  # the Jacobian of L -> L L^T: prod 2^n L_kk^(n - k) over k = 1..n (one-based), no 2^n on the strict lower part
         want_chol = want_corr + np.sum((n - 1 - np.arange(n)) * np.log(np.diag(Lc)))
         np.testing.assert_allclose(float(got[2]), want_chol, rtol=1e-10)
         # PyMC's LKJCholeskyCov density, with the normalizer's sign that integrates to 1
         std = np.sqrt((Lcov**2).sum(1))
         cd = np.diag(Lcov) / std
         k = np.arange(n)
-        want_cov = (-log_c + np.sum((2 * eta_v - 3 + n - k) * np.log(cd)) + stats.halfnorm(scale=sigmas).logpdf(std).sum()
-                    + np.sum(np.log(cd) - k * np.log(std)))
+        want_cov = (
+            -log_c
+            + np.sum((2 * eta_v - 3 + n - k) * np.log(cd))
+            + stats.halfnorm(scale=sigmas).logpdf(std).sum()
+            + np.sum(np.log(cd) - k * np.log(std))
+        )
         np.testing.assert_allclose(float(got[3]), want_cov, rtol=1e-10)
         np.testing.assert_allclose(float(got[4]), want_cov, rtol=1e-10)
         np.testing.assert_allclose(got[5].values, C, rtol=1e-10)
@@ -625,7 +722,9 @@ def test_zerosum_normal_logp_matches_the_singular_normal(backend):
     center = np.eye(3) - 1 / 3
     got1, got2 = f(v1, v2, 1.7)
     want1 = stats.multivariate_normal(np.zeros(3), 1.7**2 * center, allow_singular=True).logpdf(v1)
-    want2 = stats.multivariate_normal(np.zeros(9), 1.7**2 * np.kron(center, center), allow_singular=True).logpdf(v2.ravel())
+    want2 = stats.multivariate_normal(np.zeros(9), 1.7**2 * np.kron(center, center), allow_singular=True).logpdf(
+        v2.ravel()
+    )
     assert float(got1) == pytest.approx(want1, rel=1e-10)
     assert float(got2) == pytest.approx(want2, rel=1e-10)
     assert float(f(v1 + 0.1, v2, 1.7)[0]) == -np.inf  # off the zero-sum subspace
@@ -635,12 +734,23 @@ def test_zerosum_normal_logp_matches_the_singular_normal(backend):
 def gradient_cases():
     def build():
         cases = []
-        for name, params, x in [("halfcauchy", [1.3], 0.8), ("halfstudent_t", [3.5, 1.2], 0.9), ("weibull", [1.7, 1.4], 0.9),
-                                ("laplace", [0.3, 1.1], 1.4), ("logistic", [0.3, 1.1], -0.4)]:
+        for name, params, x in [
+            ("halfcauchy", [1.3], 0.8),
+            ("halfstudent_t", [3.5, 1.2], 0.9),
+            ("weibull", [1.7, 1.4], 0.9),
+            ("laplace", [0.3, 1.1], 1.4),
+            ("logistic", [0.3, 1.1], -0.4),
+        ]:
             vs = [dg.labeled(f"g_{name}_{k}", dims=()) for k in range(len(params) + 1)]
             cases.append((name, getattr(dg.dist, name)(*vs[:-1]).logp(vs[-1]), vs, [*params, x]))
-        for name, params, x in [("normal", [0.3, 1.7], -0.4), ("cauchy", [0.3, 0.8], 1.2), ("exponential", [1.5], 0.7),
-                                ("weibull", [1.7, 1.4], 0.9), ("logistic", [0.3, 1.1], -0.4), ("laplace", [0.3, 1.1], 1.4)]:
+        for name, params, x in [
+            ("normal", [0.3, 1.7], -0.4),
+            ("cauchy", [0.3, 0.8], 1.2),
+            ("exponential", [1.5], 0.7),
+            ("weibull", [1.7, 1.4], 0.9),
+            ("logistic", [0.3, 1.1], -0.4),
+            ("laplace", [0.3, 1.1], 1.4),
+        ]:
             vs = [dg.labeled(f"t_{name}_{k}", dims=()) for k in range(len(params) + 1)]
             d = getattr(dg.dist, name)(*vs[:-1])
             cases.append((f"{name} logcdf", d.logcdf(vs[-1]), vs, [*params, x]))
@@ -670,13 +780,27 @@ def gradient_cases():
         mix = dg.dist.mixture(w, dg.dist.normal(mmu, 1.0), dim=COMP).logp(mx)
         cases.append(("mixture", mix, [w, mmu, mx], [np.array([0.4, 0.6]), np.array([-1.0, 1.5]), 0.2]))
         eta, c = dg.labeled("lkj_eta", dims=()), dg.labeled("lkj_c", dims=(ROW, COL))
-        cases.append(("lkj_corr", dg.dist.lkj_corr(eta, dims=(ROW, COL)).logp(c), [eta, c], [1.7, _random_corr(np.random.default_rng(3), 3)]))
+        cases.append(
+            (
+                "lkj_corr",
+                dg.dist.lkj_corr(eta, dims=(ROW, COL)).logp(c),
+                [eta, c],
+                [1.7, _random_corr(np.random.default_rng(3), 3)],
+            )
+        )
         ceta, L = dg.labeled("cov_eta", dims=()), dg.labeled("cov_L", dims=(ROW, COL))
         Lv = np.linalg.cholesky(np.array([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 0.5]]))
         cov = dg.dist.lkj_cholesky_cov(ceta, dg.dist.halfnormal(1.5), dims=(ROW, COL)).logp(L)
         cases.append(("lkj_cholesky_cov", cov, [ceta, L], [2.2, Lv]))
         zs, zx = dg.labeled("zs_sigma", dims=()), dg.labeled("zs_x", dims=(K,))
-        cases.append(("zerosum_normal", dg.dist.zerosum_normal(zs, dims=(K,)).logp(zx), [zs, zx], [1.3, np.array([0.5, -0.2, -0.3])]))
+        cases.append(
+            (
+                "zerosum_normal",
+                dg.dist.zerosum_normal(zs, dims=(K,)).logp(zx),
+                [zs, zx],
+                [1.3, np.array([0.5, -0.2, -0.3])],
+            )
+        )
         return cases
 
     return cached("gradient cases", build)
@@ -686,10 +810,14 @@ def test_gradients_match_finite_differences(backend):
     cases = gradient_cases()
     # a correlation's or a zero-sum vector's entries are not free: their cases differentiate w.r.t. the parameters
     # the censored value sits on its bound: d/d mu of the tail's log mass (moving the bound or the value leaves it)
-    wrts = [[v for v in vs if name not in ("lkj_corr", "zerosum_normal") or v.type.ndim == 0] for name, _, vs, _ in cases]
+    wrts = [
+        [v for v in vs if name not in ("lkj_corr", "zerosum_normal") or v.type.ndim == 0] for name, _, vs, _ in cases
+    ]
     wrts = [[vs[1]] if name == "censored" else wrt for (name, _, vs, _), wrt in zip(cases, wrts)]
     outputs = [g for (_, cost, _, _), wrt in zip(cases, wrts) for g in dg.grad(cost, wrt)]
-    f = cached(("grads", backend), lambda: dg.function([v for _, _, vs, _ in cases for v in vs], outputs, backend=backend))
+    f = cached(
+        ("grads", backend), lambda: dg.function([v for _, _, vs, _ in cases for v in vs], outputs, backend=backend)
+    )
     got = iter(f(*[v for *_, values in cases for v in values]))
     for (name, cost, vs, values), wrt in zip(cases, wrts):
         cost_fn = dg.function(vs, cost, backend="python")
@@ -704,88 +832,184 @@ def test_gradients_match_finite_differences(backend):
 
 # --- supports and the transforms they give (the model layer's key), and bad input
 EXPECTED_TRANSFORMS = {
-    "normal": T.Identity, "halfnormal": T.Log, "lognormal": T.Log, "student_t": T.Identity, "cauchy": T.Identity,
-    "uniform": T.Interval, "exponential": T.Log, "gamma": T.Log, "invgamma": T.Log, "beta": T.LogOdds,
-    "bernoulli": None, "binomial": None, "poisson": None, "negative_binomial": None, "categorical": None,
-    "dirichlet": T.Simplex, "multivariate_normal": T.Identity, "halfcauchy": T.Log, "halfstudent_t": T.Log,
-    "weibull": T.Log, "laplace": T.Identity, "logistic": T.Identity, "lkj_corr": T.Corr,
-    "lkj_cholesky_corr": T.CholeskyCorr, "lkj_cholesky_cov": T.CholeskyCov, "zerosum_normal": T.ZeroSum,
-    "discrete_uniform": None, "markov_chain": None,
+    "normal": T.Identity,
+    "halfnormal": T.Log,
+    "lognormal": T.Log,
+    "student_t": T.Identity,
+    "cauchy": T.Identity,
+    "uniform": T.Interval,
+    "exponential": T.Log,
+    "gamma": T.Log,
+    "invgamma": T.Log,
+    "beta": T.LogOdds,
+    "bernoulli": None,
+    "binomial": None,
+    "poisson": None,
+    "negative_binomial": None,
+    "categorical": None,
+    "dirichlet": T.Simplex,
+    "multivariate_normal": T.Identity,
+    "halfcauchy": T.Log,
+    "halfstudent_t": T.Log,
+    "weibull": T.Log,
+    "laplace": T.Identity,
+    "logistic": T.Identity,
+    "lkj_corr": T.Corr,
+    "lkj_cholesky_corr": T.CholeskyCorr,
+    "lkj_cholesky_cov": T.CholeskyCov,
+    "zerosum_normal": T.ZeroSum,
+    "discrete_uniform": None,
+    "markov_chain": None,
 }
-EXPECTED_TRANSFORMS.update({  # issue 39's univariate catalog
-    "flat": T.Identity, "halfflat": T.Log, "asymmetric_laplace": T.Identity, "chi_squared": T.Log, "ex_gaussian": T.Identity,
-    "gumbel": T.Identity, "kumaraswamy": T.LogOdds, "logitnormal": T.LogOdds, "moyal": T.Identity, "pareto": T.Interval,
-    "rice": T.Log, "skewnormal": T.Identity, "skew_student_t": T.Identity, "triangular": T.Interval, "vonmises": T.Interval,
-    "wald": T.Interval, "interpolated": T.Interval, "truncated_normal": T.Interval, "custom": T.Identity,
-    "beta_binomial": None, "dirac_delta": None, "discrete_weibull": None, "geometric": None, "hypergeometric": None,
-    "ordered_logistic": None, "ordered_probit": None, "zero_inflated_poisson": None, "zero_inflated_binomial": None,
-    "zero_inflated_negative_binomial": None, "hurdle_poisson": None, "hurdle_negative_binomial": None,
-    "hurdle_gamma": T.Log, "hurdle_lognormal": T.Log,
-})
+EXPECTED_TRANSFORMS.update(
+    {  # issue 39's univariate catalog
+        "flat": T.Identity,
+        "halfflat": T.Log,
+        "asymmetric_laplace": T.Identity,
+        "chi_squared": T.Log,
+        "ex_gaussian": T.Identity,
+        "gumbel": T.Identity,
+        "kumaraswamy": T.LogOdds,
+        "logitnormal": T.LogOdds,
+        "moyal": T.Identity,
+        "pareto": T.Interval,
+        "rice": T.Log,
+        "skewnormal": T.Identity,
+        "skew_student_t": T.Identity,
+        "triangular": T.Interval,
+        "vonmises": T.Interval,
+        "wald": T.Interval,
+        "interpolated": T.Interval,
+        "truncated_normal": T.Interval,
+        "custom": T.Identity,
+        "beta_binomial": None,
+        "dirac_delta": None,
+        "discrete_weibull": None,
+        "geometric": None,
+        "hypergeometric": None,
+        "ordered_logistic": None,
+        "ordered_probit": None,
+        "zero_inflated_poisson": None,
+        "zero_inflated_binomial": None,
+        "zero_inflated_negative_binomial": None,
+        "hurdle_poisson": None,
+        "hurdle_negative_binomial": None,
+        "hurdle_gamma": T.Log,
+        "hurdle_lognormal": T.Log,
+    }
+)
 _I, _J, _K = dg.Dim("si", size=3), dg.Dim("sj", size=3), dg.Dim("sk", size=3)
 _EXAMPLES = {  # an instance of each distribution whose constructor needs more than its defaults
-    "student_t": lambda: dg.dist.student_t(3.0), "gamma": lambda: dg.dist.gamma(2.0), "invgamma": lambda: dg.dist.invgamma(2.0),
-    "beta": lambda: dg.dist.beta(2.0, 3.0), "bernoulli": lambda: dg.dist.bernoulli(0.3), "binomial": lambda: dg.dist.binomial(5, 0.3),
-    "poisson": lambda: dg.dist.poisson(2.0), "negative_binomial": lambda: dg.dist.negative_binomial(3.0, 0.4),
+    "student_t": lambda: dg.dist.student_t(3.0),
+    "gamma": lambda: dg.dist.gamma(2.0),
+    "invgamma": lambda: dg.dist.invgamma(2.0),
+    "beta": lambda: dg.dist.beta(2.0, 3.0),
+    "bernoulli": lambda: dg.dist.bernoulli(0.3),
+    "binomial": lambda: dg.dist.binomial(5, 0.3),
+    "poisson": lambda: dg.dist.poisson(2.0),
+    "negative_binomial": lambda: dg.dist.negative_binomial(3.0, 0.4),
     "categorical": lambda: dg.dist.categorical(dg.constant(np.ones(3), dims=(_K,)), dim=_K),
     "dirichlet": lambda: dg.dist.dirichlet(dg.constant(np.ones(3), dims=(_K,)), dim=_K),
-    "multivariate_normal": lambda: dg.dist.multivariate_normal(dg.constant(np.zeros(3), dims=(_I,)), cov=dg.constant(np.eye(3), dims=(_I, _J)), dims=(_I, _J)),
-    "weibull": lambda: dg.dist.weibull(1.5, 2.0), "halfstudent_t": lambda: dg.dist.halfstudent_t(3.0),
-    "lkj_corr": lambda: dg.dist.lkj_corr(2.0, dims=(_I, _J)), "lkj_cholesky_corr": lambda: dg.dist.lkj_cholesky_corr(2.0, dims=(_I, _J)),
+    "multivariate_normal": lambda: dg.dist.multivariate_normal(
+        dg.constant(np.zeros(3), dims=(_I,)), cov=dg.constant(np.eye(3), dims=(_I, _J)), dims=(_I, _J)
+    ),
+    "weibull": lambda: dg.dist.weibull(1.5, 2.0),
+    "halfstudent_t": lambda: dg.dist.halfstudent_t(3.0),
+    "lkj_corr": lambda: dg.dist.lkj_corr(2.0, dims=(_I, _J)),
+    "lkj_cholesky_corr": lambda: dg.dist.lkj_cholesky_corr(2.0, dims=(_I, _J)),
     "lkj_cholesky_cov": lambda: dg.dist.lkj_cholesky_cov(2.0, dg.dist.halfnormal(1.0), dims=(_I, _J)),
     "zerosum_normal": lambda: dg.dist.zerosum_normal(1.0, dims=(_K,)),
     "discrete_uniform": lambda: dg.dist.discrete_uniform(1, 6),
-    "markov_chain": lambda: dg.dist.markov_chain(dg.constant(np.ones(3), dims=(_K,)), dg.constant(np.ones((3, 3)), dims=(_K, _J)),
-                                                 dim=_K, next_dim=_J, time=_I),
+    "markov_chain": lambda: dg.dist.markov_chain(
+        dg.constant(np.ones(3), dims=(_K,)), dg.constant(np.ones((3, 3)), dims=(_K, _J)), dim=_K, next_dim=_J, time=_I
+    ),
 }
-_EXAMPLES.update({
-    "asymmetric_laplace": lambda: dg.dist.asymmetric_laplace(2.0), "chi_squared": lambda: dg.dist.chi_squared(3.0),
-    "ex_gaussian": lambda: dg.dist.ex_gaussian(0.0, 1.0, 1.0), "kumaraswamy": lambda: dg.dist.kumaraswamy(2.0, 3.0),
-    "pareto": lambda: dg.dist.pareto(3.0, 1.0), "rice": lambda: dg.dist.rice(1.0), "skew_student_t": lambda: dg.dist.skew_student_t(2.0, 3.0),
-    "wald": lambda: dg.dist.wald(1.0, 2.0), "truncated_normal": lambda: dg.dist.truncated_normal(lower=0.0),
-    "interpolated": lambda: dg.dist.interpolated(dg.constant(np.arange(3.0), dims=(_K,)), dg.constant(np.ones(3), dims=(_K,)), dim=_K),
-    "custom": lambda: dg.dist.custom(logp=lambda x: -x * x),
-    "beta_binomial": lambda: dg.dist.beta_binomial(2.0, 3.0, 10), "dirac_delta": lambda: dg.dist.dirac_delta(3),
-    "discrete_weibull": lambda: dg.dist.discrete_weibull(0.5, 1.5), "geometric": lambda: dg.dist.geometric(0.3),
-    "hypergeometric": lambda: dg.dist.hypergeometric(20, 7, 12),
-    "ordered_logistic": lambda: dg.dist.ordered_logistic(0.0, dg.constant(np.array([-1.0, 0.0, 1.0]), dims=(_K,)), dim=_K),
-    "ordered_probit": lambda: dg.dist.ordered_probit(0.0, dg.constant(np.array([-1.0, 0.0, 1.0]), dims=(_K,)), dim=_K),
-    "zero_inflated_poisson": lambda: dg.dist.zero_inflated_poisson(0.7, 2.0),
-    "zero_inflated_binomial": lambda: dg.dist.zero_inflated_binomial(0.7, 10, 0.3),
-    "zero_inflated_negative_binomial": lambda: dg.dist.zero_inflated_negative_binomial(0.7, 2.5, 0.4),
-    "hurdle_poisson": lambda: dg.dist.hurdle_poisson(0.7, 2.0), "hurdle_negative_binomial": lambda: dg.dist.hurdle_negative_binomial(0.7, 2.5, 0.4),
-    "hurdle_gamma": lambda: dg.dist.hurdle_gamma(0.7, 2.0, 3.0), "hurdle_lognormal": lambda: dg.dist.hurdle_lognormal(0.7, 0.0, 1.0),
-})
+_EXAMPLES.update(
+    {
+        "asymmetric_laplace": lambda: dg.dist.asymmetric_laplace(2.0),
+        "chi_squared": lambda: dg.dist.chi_squared(3.0),
+        "ex_gaussian": lambda: dg.dist.ex_gaussian(0.0, 1.0, 1.0),
+        "kumaraswamy": lambda: dg.dist.kumaraswamy(2.0, 3.0),
+        "pareto": lambda: dg.dist.pareto(3.0, 1.0),
+        "rice": lambda: dg.dist.rice(1.0),
+        "skew_student_t": lambda: dg.dist.skew_student_t(2.0, 3.0),
+        "wald": lambda: dg.dist.wald(1.0, 2.0),
+        "truncated_normal": lambda: dg.dist.truncated_normal(lower=0.0),
+        "interpolated": lambda: dg.dist.interpolated(
+            dg.constant(np.arange(3.0), dims=(_K,)), dg.constant(np.ones(3), dims=(_K,)), dim=_K
+        ),
+        "custom": lambda: dg.dist.custom(logp=lambda x: -x * x),
+        "beta_binomial": lambda: dg.dist.beta_binomial(2.0, 3.0, 10),
+        "dirac_delta": lambda: dg.dist.dirac_delta(3),
+        "discrete_weibull": lambda: dg.dist.discrete_weibull(0.5, 1.5),
+        "geometric": lambda: dg.dist.geometric(0.3),
+        "hypergeometric": lambda: dg.dist.hypergeometric(20, 7, 12),
+        "ordered_logistic": lambda: dg.dist.ordered_logistic(
+            0.0, dg.constant(np.array([-1.0, 0.0, 1.0]), dims=(_K,)), dim=_K
+        ),
+        "ordered_probit": lambda: dg.dist.ordered_probit(
+            0.0, dg.constant(np.array([-1.0, 0.0, 1.0]), dims=(_K,)), dim=_K
+        ),
+        "zero_inflated_poisson": lambda: dg.dist.zero_inflated_poisson(0.7, 2.0),
+        "zero_inflated_binomial": lambda: dg.dist.zero_inflated_binomial(0.7, 10, 0.3),
+        "zero_inflated_negative_binomial": lambda: dg.dist.zero_inflated_negative_binomial(0.7, 2.5, 0.4),
+        "hurdle_poisson": lambda: dg.dist.hurdle_poisson(0.7, 2.0),
+        "hurdle_negative_binomial": lambda: dg.dist.hurdle_negative_binomial(0.7, 2.5, 0.4),
+        "hurdle_gamma": lambda: dg.dist.hurdle_gamma(0.7, 2.0, 3.0),
+        "hurdle_lognormal": lambda: dg.dist.hurdle_lognormal(0.7, 0.0, 1.0),
+    }
+)
 
 
 # the multivariate families and the time series (tests/prob/test_multivariate_families.py, test_timeseries.py)
 _T, _EYE = dg.Dim("st", size=4), dg.constant(np.eye(3), dims=(_I, _J))
 _W = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]])
-EXPECTED_TRANSFORMS.update({
-    "mv_student_t": T.Identity, "multinomial": None, "dirichlet_multinomial": None, "stick_breaking_weights": T.Simplex,
-    "car": T.Identity, "icar": T.Identity, "kronecker_normal": T.Identity, "matrix_normal": T.Identity,
-    "wishart": T.PositiveDefinite, "inverse_wishart": T.PositiveDefinite, "random_walk": T.Identity,
-    "gaussian_random_walk": T.Identity, "mv_gaussian_random_walk": T.Identity, "mv_student_t_random_walk": T.Identity,
-    "ar": T.Identity, "garch11": T.Identity, "euler_maruyama": T.Identity,
-})
-_EXAMPLES.update({
-    "mv_student_t": lambda: dg.dist.mv_student_t(3.0, 0.0, scale=_EYE, dims=(_I, _J)),
-    "multinomial": lambda: dg.dist.multinomial(5, dg.constant(np.ones(3), dims=(_K,)), dim=_K),
-    "dirichlet_multinomial": lambda: dg.dist.dirichlet_multinomial(5, dg.constant(np.ones(3), dims=(_K,)), dim=_K),
-    "stick_breaking_weights": lambda: dg.dist.stick_breaking_weights(1.0, dim=_K),
-    "car": lambda: dg.dist.car(0.0, _W, 0.5, 1.0, dim=_K), "icar": lambda: dg.dist.icar(_W, dim=_K),
-    "kronecker_normal": lambda: dg.dist.kronecker_normal(0.0, covs=[_EYE], dims=[(_I, _J)]),
-    "matrix_normal": lambda: dg.dist.matrix_normal(
-        0.0, rowcov=_EYE, colcov=_EYE.rename({"si": "sk", "sj": "sk2"}), rowdims=(_I, _J), coldims=("sk", "sk2")
-    ),
-    "wishart": lambda: dg.dist.wishart(4.0, _EYE, dims=(_I, _J)), "inverse_wishart": lambda: dg.dist.inverse_wishart(4.0, _EYE, dims=(_I, _J)),
-    "random_walk": lambda: dg.dist.random_walk(dg.dist.normal(), dg.dist.normal(), time=_T),
-    "gaussian_random_walk": lambda: dg.dist.gaussian_random_walk(time=_T),
-    "mv_gaussian_random_walk": lambda: dg.dist.mv_gaussian_random_walk(0.0, cov=_EYE, dims=(_I, _J), time=_T),
-    "mv_student_t_random_walk": lambda: dg.dist.mv_student_t_random_walk(3.0, 0.0, scale=_EYE, dims=(_I, _J), time=_T),
-    "ar": lambda: dg.dist.ar(0.5, time=_T), "garch11": lambda: dg.dist.garch11(0.1, 0.1, 0.5, 1.0, time=_T),
-    "euler_maruyama": lambda: dg.dist.euler_maruyama(0.1, lambda x: (-x, 1.0), time=_T),
-})
+EXPECTED_TRANSFORMS.update(
+    {
+        "mv_student_t": T.Identity,
+        "multinomial": None,
+        "dirichlet_multinomial": None,
+        "stick_breaking_weights": T.Simplex,
+        "car": T.Identity,
+        "icar": T.Identity,
+        "kronecker_normal": T.Identity,
+        "matrix_normal": T.Identity,
+        "wishart": T.PositiveDefinite,
+        "inverse_wishart": T.PositiveDefinite,
+        "random_walk": T.Identity,
+        "gaussian_random_walk": T.Identity,
+        "mv_gaussian_random_walk": T.Identity,
+        "mv_student_t_random_walk": T.Identity,
+        "ar": T.Identity,
+        "garch11": T.Identity,
+        "euler_maruyama": T.Identity,
+    }
+)
+_EXAMPLES.update(
+    {
+        "mv_student_t": lambda: dg.dist.mv_student_t(3.0, 0.0, scale=_EYE, dims=(_I, _J)),
+        "multinomial": lambda: dg.dist.multinomial(5, dg.constant(np.ones(3), dims=(_K,)), dim=_K),
+        "dirichlet_multinomial": lambda: dg.dist.dirichlet_multinomial(5, dg.constant(np.ones(3), dims=(_K,)), dim=_K),
+        "stick_breaking_weights": lambda: dg.dist.stick_breaking_weights(1.0, dim=_K),
+        "car": lambda: dg.dist.car(0.0, _W, 0.5, 1.0, dim=_K),
+        "icar": lambda: dg.dist.icar(_W, dim=_K),
+        "kronecker_normal": lambda: dg.dist.kronecker_normal(0.0, covs=[_EYE], dims=[(_I, _J)]),
+        "matrix_normal": lambda: dg.dist.matrix_normal(
+            0.0, rowcov=_EYE, colcov=_EYE.rename({"si": "sk", "sj": "sk2"}), rowdims=(_I, _J), coldims=("sk", "sk2")
+        ),
+        "wishart": lambda: dg.dist.wishart(4.0, _EYE, dims=(_I, _J)),
+        "inverse_wishart": lambda: dg.dist.inverse_wishart(4.0, _EYE, dims=(_I, _J)),
+        "random_walk": lambda: dg.dist.random_walk(dg.dist.normal(), dg.dist.normal(), time=_T),
+        "gaussian_random_walk": lambda: dg.dist.gaussian_random_walk(time=_T),
+        "mv_gaussian_random_walk": lambda: dg.dist.mv_gaussian_random_walk(0.0, cov=_EYE, dims=(_I, _J), time=_T),
+        "mv_student_t_random_walk": lambda: dg.dist.mv_student_t_random_walk(
+            3.0, 0.0, scale=_EYE, dims=(_I, _J), time=_T
+        ),
+        "ar": lambda: dg.dist.ar(0.5, time=_T),
+        "garch11": lambda: dg.dist.garch11(0.1, 0.1, 0.5, 1.0, time=_T),
+        "euler_maruyama": lambda: dg.dist.euler_maruyama(0.1, lambda x: (-x, 1.0), time=_T),
+    }
+)
 
 
 def test_every_distribution_states_its_support_and_its_transform_follows():
@@ -803,7 +1027,10 @@ def test_every_distribution_states_its_support_and_its_transform_follows():
 
 def _bounds(support):
     """The support's (lower, upper) as numbers, None for an open side."""
-    return [None if b is None else float(b.eval(backend="python") if hasattr(b, "eval") else b) for b in (support.lower, support.upper)]
+    return [
+        None if b is None else float(b.eval(backend="python") if hasattr(b, "eval") else b)
+        for b in (support.lower, support.upper)
+    ]
 
 
 def test_factories_derive_their_support():
@@ -819,7 +1046,9 @@ def test_factories_derive_their_support():
     assert dg.dist.mixture(w, [dg.dist.normal(), dg.dist.exponential()], dim=COMP).support is C.real
     counts = dg.dist.mixture(w, [dg.dist.poisson(1.0), dg.dist.poisson(5.0)], dim=COMP)
     assert counts.discrete and _bounds(counts.support) == [0.0, None]
-    spans = dg.dist.mixture(w, dg.dist.uniform(dg.constant([0.0, -1.0], dims=(COMP,)), dg.constant([2.0, 1.0], dims=(COMP,))), dim=COMP)
+    spans = dg.dist.mixture(
+        w, dg.dist.uniform(dg.constant([0.0, -1.0], dims=(COMP,)), dg.constant([2.0, 1.0], dims=(COMP,))), dim=COMP
+    )
     assert type(T.biject_to(spans.support)) is T.Interval
     assert _bounds(spans.support) == [-1.0, 2.0]
     assert set(spans.params) == {"w"}  # the bounds live in the support, not in the mixture's parameters
@@ -873,14 +1102,24 @@ def test_invalid_parameters_give_nan():
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.floats(-5, 5), st.floats(0.1, 5), st.floats(-8, 8), st.floats(0.05, 10), st.floats(0, 1)), min_size=1, max_size=10))
+@given(
+    st.lists(
+        st.tuples(st.floats(-5, 5), st.floats(0.1, 5), st.floats(-8, 8), st.floats(0.05, 10), st.floats(0, 1)),
+        min_size=1,
+        max_size=10,
+    )
+)
 def test_truncated_normal_logp_matches_scipy_over_bounds(backend, rows):
     """Bounds anywhere from the center to 16 sigma out: the mass comes from the tail that keeps it."""
 
     def build():
         i = dg.Dim("i")
         mu, sigma, lo, hi, x = (dg.labeled(k, dims=(i,)) for k in ("mu", "sigma", "lo", "hi", "x"))
-        return dg.function([mu, sigma, lo, hi, x], dg.dist.truncated(dg.dist.normal(mu, sigma), lower=lo, upper=hi).logp(x), backend=backend)
+        return dg.function(
+            [mu, sigma, lo, hi, x],
+            dg.dist.truncated(dg.dist.normal(mu, sigma), lower=lo, upper=hi).logp(x),
+            backend=backend,
+        )
 
     mu, sigma, lo, width, frac = (np.array(c) for c in zip(*rows))
     hi = lo + width

@@ -87,14 +87,18 @@ def _densities(v, p):
         "mvn_tau": dg.dist.multivariate_normal(p["mu"], tau=precision, dims=(I, J)).logp(v["x"]),
         "mvt": dg.dist.mv_student_t(p["nu"], p["mu"], scale=cov, dims=(I, J)).logp(v["x"]),
         "mvt_tau": dg.dist.mv_student_t(p["nu"], p["mu"], tau=precision, dims=(I, J)).logp(v["x"]),
-        "mvt_chol": dg.dist.mv_student_t(p["nu"], p["mu"], chol=dg.linalg.cholesky(cov, dims=(I, J)), dims=(I, J)).logp(v["x"]),
+        "mvt_chol": dg.dist.mv_student_t(p["nu"], p["mu"], chol=dg.linalg.cholesky(cov, dims=(I, J)), dims=(I, J)).logp(
+            v["x"]
+        ),
         "multinomial": dg.dist.multinomial(7, p["p"], dim=K).logp(v["counts"]),
         "dirichlet_multinomial": dg.dist.dirichlet_multinomial(7, p["a"], dim=K).logp(v["counts"]),
         "stick_breaking_weights": dg.dist.stick_breaking_weights(p["stick_alpha"], dim=K).logp(v["weights"]),
         "car": dg.dist.car(0.3, W, p["car_alpha"], p["tau"], dim=NODE).logp(v["y"]),
         "icar": dg.dist.icar(W, p["sigma"], dim=NODE).logp(v["y"]),
         "kronecker_normal": dg.dist.kronecker_normal(0.2, covs=kron, dims=[(A1, A2), (B1, B2)]).logp(v["z"]),
-        "kronecker_noise": dg.dist.kronecker_normal(0.2, covs=kron, sigma=p["noise"], dims=[(A1, A2), (B1, B2)]).logp(v["z"]),
+        "kronecker_noise": dg.dist.kronecker_normal(0.2, covs=kron, sigma=p["noise"], dims=[(A1, A2), (B1, B2)]).logp(
+            v["z"]
+        ),
         "matrix_normal": dg.dist.matrix_normal(
             0.2, rowcov=p["cov2"], colcov=_c(COV, B1, B2), rowdims=(A1, A2), coldims=(B1, B2)
         ).logp(v["z"]),
@@ -131,7 +135,9 @@ def _oracles():
         "multinomial": [stats.multinomial(7, P).logpmf(counts[b]) for b in batch],
         "dirichlet_multinomial": [stats.dirichlet_multinomial(ALPHA, 7).logpmf(counts[b]) for b in batch],
         "stick_breaking_weights": [_stick_oracle(weights[b], a) for b, a in zip(batch, [2.5, 0.7])],
-        "car": [stats.multivariate_normal(np.full(5, 0.3), np.linalg.inv(2.0 * (D - a * W))).logpdf(y) for a in (0.6, -0.2)],
+        "car": [
+            stats.multivariate_normal(np.full(5, 0.3), np.linalg.inv(2.0 * (D - a * W))).logpdf(y) for a in (0.6, -0.2)
+        ],
         "icar": _icar_oracle(y, 1.7),
         "kronecker_normal": stats.multivariate_normal(np.full(6, 0.2), kron).logpdf(z.ravel()),
         "kronecker_noise": stats.multivariate_normal(np.full(6, 0.2), kron + 0.49 * np.eye(6)).logpdf(z.ravel()),
@@ -143,7 +149,10 @@ def _oracles():
 
 def graph():
     def build():
-        v = {k: dg.labeled(k, dims=dims, dtype="int64" if k == "counts" else "float64") for k, (dims, _) in VALUES.items()}
+        v = {
+            k: dg.labeled(k, dims=dims, dtype="int64" if k == "counts" else "float64")
+            for k, (dims, _) in VALUES.items()
+        }
         p = {k: dg.labeled(k, dims=dims) for k, (dims, _) in PARAMS.items()}
         return v, p, _densities(v, p)
 
@@ -152,7 +161,10 @@ def graph():
 
 def _inputs():
     v, p, _ = graph()
-    return [*v.values(), *p.values()], [*(val for _, val in VALUES.values()), *(np.asarray(val, dtype=float) for _, val in PARAMS.values())]
+    return [*v.values(), *p.values()], [
+        *(val for _, val in VALUES.values()),
+        *(np.asarray(val, dtype=float) for _, val in PARAMS.values()),
+    ]
 
 
 def test_log_densities_match_scipy(backend):
@@ -177,7 +189,10 @@ GRADIENT_WRT = {
     "kronecker_normal": ["z", "cov2"],
     "kronecker_noise": ["z", "cov2", "noise"],
     "matrix_normal": ["z", "cov2"],
-    "wishart": ["nu", "cov"],  # w.r.t. the value: through the transform (the model test), as one entry moved alone leaves the support
+    "wishart": [
+        "nu",
+        "cov",
+    ],  # w.r.t. the value: through the transform (the model test), as one entry moved alone leaves the support
     "inverse_wishart": ["nu", "cov"],
 }
 
@@ -256,7 +271,12 @@ def test_draws_match_the_distributions(backend):
     assert counts.dtype == np.int64
     np.testing.assert_array_equal(counts.sum(-1), np.broadcast_to([7, 30], (N.size, 2)))
     for j in range(3):  # each count is binomial
-        assert stats.chisquare(np.bincount(counts[:, 0, j], minlength=8), stats.binom(7, P[j]).pmf(np.arange(8)) * N.size).pvalue > 1e-4
+        assert (
+            stats.chisquare(
+                np.bincount(counts[:, 0, j], minlength=8), stats.binom(7, P[j]).pmf(np.arange(8)) * N.size
+            ).pvalue
+            > 1e-4
+        )
     dm = d["dirichlet_multinomial"].values
     np.testing.assert_array_equal(dm.sum(-1), 7)
     margin = stats.betabinom(7, ALPHA[0], ALPHA.sum() - ALPHA[0]).pmf(np.arange(8)) * N.size
@@ -296,7 +316,9 @@ def test_positive_definite_transform_round_trips_with_its_jacobian():
     np.testing.assert_allclose(again.values, y0, rtol=1e-10, atol=1e-12)
     rows, cols = np.tril_indices(3)
     lower = dg.function([y], x, backend="python")
-    jac = np.stack([numeric_grad(lambda v, r=r, c=c: float(lower(v).values[r, c]), [y0], 0) for r, c in zip(rows, cols)])
+    jac = np.stack(
+        [numeric_grad(lambda v, r=r, c=c: float(lower(v).values[r, c]), [y0], 0) for r, c in zip(rows, cols)]
+    )
     np.testing.assert_allclose(float(log_jac), np.log(abs(np.linalg.det(jac))), rtol=1e-6)
 
 
@@ -312,7 +334,12 @@ def test_icar_spatial_model_matches_numpy():
     for _ in range(3):
         theta = RNG.normal(size=6) * 0.3
         s, ph = math.exp(theta[0]), theta[1:]
-        want = stats.halfnorm().logpdf(s) + theta[0] + _icar_oracle(ph, s) + stats.poisson(np.exp(1.0 + ph)).logpmf(counts).sum()
+        want = (
+            stats.halfnorm().logpdf(s)
+            + theta[0]
+            + _icar_oracle(ph, s)
+            + stats.poisson(np.exp(1.0 + ph)).logpmf(counts).sum()
+        )
         value, grad = logp(theta)
         np.testing.assert_allclose(value, want, rtol=1e-9)
         np.testing.assert_allclose(grad, numeric_grad(lambda th: logp(th)[0], [theta], 0), rtol=1e-5, atol=1e-5)
@@ -335,7 +362,9 @@ def test_wishart_and_multinomial_models():
     matrix, jac = dg.function([y], [t.backward(y), t.log_jac_det(y)], backend="python")(theta[:6])
     simplex = np.exp(np.append(theta[6:], 0.0)) / np.exp(np.append(theta[6:], 0.0)).sum()
     want = stats.wishart(5.0, COV).logpdf(matrix.values) + float(jac)
-    want += stats.dirichlet(ALPHA).logpdf(simplex) + np.log(simplex).sum() + stats.multinomial(7, simplex).logpmf([2, 1, 4])
+    want += (
+        stats.dirichlet(ALPHA).logpdf(simplex) + np.log(simplex).sum() + stats.multinomial(7, simplex).logpmf([2, 1, 4])
+    )
     np.testing.assert_allclose(value, want, rtol=1e-9)
 
 
@@ -386,7 +415,9 @@ def test_outside_the_support_and_invalid_parameters():
         dg.dist.dirichlet_multinomial(3, _c(ALPHA, K), dim=K).logp(dg.constant(np.array([-1, 2, 2]), dims=(K,))),
         dg.dist.stick_breaking_weights(1.0, dim=K).logp(_c([0.5, 0.6, -0.1], K)),
         dg.dist.wishart(4.0, cov, dims=(I, J)).logp(_c(-np.eye(3), I, J)),
-        dg.dist.inverse_wishart(4.0, cov, dims=(I, J)).logp(_c([[1.0, 2.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], I, J)),
+        dg.dist.inverse_wishart(4.0, cov, dims=(I, J)).logp(
+            _c([[1.0, 2.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], I, J)
+        ),
     ]
     invalid = [
         dg.dist.mv_student_t(-1.0, 0.0, scale=cov, dims=(I, J)).logp(_c(np.zeros(3), I)),

@@ -56,7 +56,9 @@ CASES = {
     ),
     "ar2": (
         {"rho": ((LAG,), RHO), "sigma": ((S,), [0.8, 1.3]), "constant": ((), 0.1)},
-        lambda v: dg.dist.ar(v["rho"], v["sigma"], constant=v["constant"], init_dist=dg.dist.normal(0.0, 2.0), lag=LAG, time=T),
+        lambda v: dg.dist.ar(
+            v["rho"], v["sigma"], constant=v["constant"], init_dist=dg.dist.normal(0.0, 2.0), lag=LAG, time=T
+        ),
     ),
     "ar1": (
         {"rho": ((S,), [0.5, 0.95]), "sigma": ((), 0.6)},
@@ -92,7 +94,9 @@ def _numpy_logp(name, p, x):
         return stats.norm(0, np.array(vol)).logpdf(x).sum()
     if name == "euler_maruyama":
         drift, diffusion = _sde(x[:-1], p["k"], p["s"])
-        return stats.norm().logpdf(x[0]) + stats.norm(x[:-1] + drift * 0.1, diffusion * math.sqrt(0.1)).logpdf(x[1:]).sum()
+        return (
+            stats.norm().logpdf(x[0]) + stats.norm(x[:-1] + drift * 0.1, diffusion * math.sqrt(0.1)).logpdf(x[1:]).sum()
+        )
     raise KeyError(name)
 
 
@@ -106,7 +110,10 @@ def _values(name):
 
 def _per_series(name, s):
     """The parameters of series s as numbers."""
-    return {k: (np.asarray(v, dtype=float)[s] if S in dims else np.asarray(v, dtype=float)) for k, (dims, v) in CASES[name][0].items()}
+    return {
+        k: (np.asarray(v, dtype=float)[s] if S in dims else np.asarray(v, dtype=float))
+        for k, (dims, v) in CASES[name][0].items()
+    }
 
 
 def logp_graph():
@@ -156,8 +163,12 @@ def _draw_function(backend):
             state, value = make({k: _c(v, *dims) for k, (dims, v) in params.items()}).draw(state, extra_dims=(N,))
             outs.append(value)
         cov = _c(COV, ROW, COL)
-        mvn = dg.dist.mv_gaussian_random_walk(_c([0.5, -0.5], ROW), cov=cov, dims=(ROW, COL), init_dist=dg.dist.normal(0.0, 1.0), time=T)
-        mvt = dg.dist.mv_student_t_random_walk(4.0, 0.0, scale=cov, dims=(ROW, COL), init_dist=dg.dist.normal(0.0, 1.0), time=T)
+        mvn = dg.dist.mv_gaussian_random_walk(
+            _c([0.5, -0.5], ROW), cov=cov, dims=(ROW, COL), init_dist=dg.dist.normal(0.0, 1.0), time=T
+        )
+        mvt = dg.dist.mv_student_t_random_walk(
+            4.0, 0.0, scale=cov, dims=(ROW, COL), init_dist=dg.dist.normal(0.0, 1.0), time=T
+        )
         for dist in (mvn, mvt):
             state, value = dist.draw(state, extra_dims=(N,))
             outs.append(value)
@@ -216,7 +227,9 @@ def test_vector_walk_log_densities_match_scipy(backend):
         cov = dg.labeled("cov", dims=(ROW, COL))
         init = dg.dist.normal(0.0, 1.0)
         outs = [
-            dg.dist.mv_gaussian_random_walk(_c([0.5, -0.5], ROW), cov=cov, dims=(ROW, COL), init_dist=init, time=T).logp(x),
+            dg.dist.mv_gaussian_random_walk(
+                _c([0.5, -0.5], ROW), cov=cov, dims=(ROW, COL), init_dist=init, time=T
+            ).logp(x),
             dg.dist.mv_gaussian_random_walk(0.0, tau=cov, dims=(ROW, COL), init_dist=init, time=T).logp(x),
             dg.dist.mv_student_t_random_walk(4.0, 0.0, scale=cov, dims=(ROW, COL), init_dist=init, time=T).logp(x),
         ]
@@ -225,9 +238,15 @@ def test_vector_walk_log_densities_match_scipy(backend):
     normal, precision, student = cached(("vector logp", backend), build)(XV, COV)
     first = stats.norm().logpdf(XV[0]).sum()
     steps = np.diff(XV, axis=0)
-    np.testing.assert_allclose(float(normal), first + stats.multivariate_normal([0.5, -0.5], COV).logpdf(steps).sum(), rtol=1e-10)
-    np.testing.assert_allclose(float(precision), first + stats.multivariate_normal([0, 0], np.linalg.inv(COV)).logpdf(steps).sum(), rtol=1e-10)
-    np.testing.assert_allclose(float(student), first + stats.multivariate_t([0, 0], COV, df=4).logpdf(steps).sum(), rtol=1e-10)
+    np.testing.assert_allclose(
+        float(normal), first + stats.multivariate_normal([0.5, -0.5], COV).logpdf(steps).sum(), rtol=1e-10
+    )
+    np.testing.assert_allclose(
+        float(precision), first + stats.multivariate_normal([0, 0], np.linalg.inv(COV)).logpdf(steps).sum(), rtol=1e-10
+    )
+    np.testing.assert_allclose(
+        float(student), first + stats.multivariate_t([0, 0], COV, df=4).logpdf(steps).sum(), rtol=1e-10
+    )
 
 
 def test_stochastic_volatility_model_matches_numpy():

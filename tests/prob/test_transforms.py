@@ -96,9 +96,13 @@ def test_round_trip_and_log_jacobian_vs_finite_differences(python_fns, name):
     def check(y):
         x, back, log_jac = fn(y)
         np.testing.assert_allclose(back.values, y, atol=1e-9)
-        np.testing.assert_allclose(np.broadcast_to(log_jac.values, (g.size,)) if log_jac.ndim == 0 else
-                                   log_jac.values.reshape(g.size, -1).sum(-1),
-                                   numeric_log_jac(fn, coords, kind, y), atol=1e-6)
+        np.testing.assert_allclose(
+            np.broadcast_to(log_jac.values, (g.size,))
+            if log_jac.ndim == 0
+            else log_jac.values.reshape(g.size, -1).sum(-1),
+            numeric_log_jac(fn, coords, kind, y),
+            atol=1e-6,
+        )
 
     check()
 
@@ -147,16 +151,26 @@ def test_a_named_transform_reads_the_distribution():
     sig = dg.dist.uniform(0.0, 3.0)
     t = T.transform_for(sig, (), "interval", "rv 'u'")
     assert isinstance(t, T.Interval)
-    assert isinstance(T.transform_for(dg.dist.dirichlet(dg.constant(np.ones(4), dims=(k,)), dim=k), (k,), "simplex", "w"), T.Simplex)
+    assert isinstance(
+        T.transform_for(dg.dist.dirichlet(dg.constant(np.ones(4), dims=(k,)), dim=k), (k,), "simplex", "w"), T.Simplex
+    )
     assert T.transform_for(dg.dist.normal(), (k,), "ordered", "cut").n == 4
-    assert isinstance(T.transform_for(dg.dist.halfnormal(), (), "interval", "s"), T.Interval)  # (0, inf) from the support
+    assert isinstance(
+        T.transform_for(dg.dist.halfnormal(), (), "interval", "s"), T.Interval
+    )  # (0, inf) from the support
     with pytest.raises(ValueError, match=r"rv 'sigma': unknown transform 'lg'"):
         T.transform_for(dg.dist.halfnormal(), (), "lg", "rv 'sigma'")
-    with pytest.raises(ValueError, match=r"rv 'x': the 'interval' transform needs a distribution with a lower or upper bound; the support of .* is real"):
+    with pytest.raises(
+        ValueError,
+        match=r"rv 'x': the 'interval' transform needs a distribution with a lower or upper bound; the support of .* is real",
+    ):
         T.transform_for(dg.dist.normal(), (), "interval", "rv 'x'")
     with pytest.raises(ValueError, match="Ordered"):
         T.transform_for(dg.dist.normal(), (g, k), "ordered", "rv 'x'")
-    with pytest.raises(ValueError, match=r"the 'zerosum' transform needs the distribution's dims; give transform=dg.transforms.ZeroSum\(dims\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"the 'zerosum' transform needs the distribution's dims; give transform=dg.transforms.ZeroSum\(dims\)",
+    ):
         T.transform_for(dg.dist.normal(), (k,), "zerosum", "rv 'x'")
 
 
@@ -167,7 +181,9 @@ def test_every_transform_is_public():
 
 def test_biject_to_dispatches_on_the_constraint():
     assert isinstance(T.biject_to(C.real), T.Identity) and isinstance(T.biject_to(C.positive), T.Log)
-    assert isinstance(T.biject_to(C.unit_interval), T.LogOdds) and isinstance(T.biject_to(C.interval(0.0, 2.0)), T.Interval)
+    assert isinstance(T.biject_to(C.unit_interval), T.LogOdds) and isinstance(
+        T.biject_to(C.interval(0.0, 2.0)), T.Interval
+    )
     assert T.biject_to(C.simplex(k)).dim == k and T.biject_to(C.zero_sum((k,))).dims == (k,)
     with pytest.raises(ValueError, match=r"biject_to: the support integer_interval\(lower=0, upper=None\) is discrete"):
         T.biject_to(C.nonnegative_integer)
@@ -182,11 +198,13 @@ def test_the_default_transform_for_lkj_covariance_and_one_sided_bounds():
     assert isinstance(t, T.CholeskyCov) and t.free_dims((r, c)) == (t.free,) and t.free.size == 6
     packed_dist = dg.dist.lkj_cholesky_cov(2.0, sd, dims=(r, c), packed=True)
     tp = T.transform_for(packed_dist, (packed_dist.packed_dim,), None, "chol")
-    assert T.transform_for(packed_dist, (packed_dist.packed_dim,), "cholesky_cov", "chol").packed_dim == packed_dist.packed_dim
+    assert (
+        T.transform_for(packed_dist, (packed_dist.packed_dim,), "cholesky_cov", "chol").packed_dim
+        == packed_dist.packed_dim
+    )
     assert tp.packed_dim == packed_dist.packed_dim
     above = dg.dist.truncated(dg.dist.normal(0.0, 1.0), lower=0.5)
     ti = T.transform_for(above, (), None, "t")
     assert isinstance(ti, T.Interval)
     f = dg.function([], [ti.backward(dg.constant(np.array(-30.0), dims=()))])
     assert float(f()[0]) > 0.5  # the open upper side: lower + exp(y)
-

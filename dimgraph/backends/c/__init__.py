@@ -32,6 +32,7 @@ import numpy as np
 from dataclasses import dataclass
 
 from dimgraph.backends import Backend, Compiled
+
 # Emitter families, mirroring dimgraph.core; each registers its ops with `registry.c_impl`.
 from dimgraph.backends.c import control, elemwise, extra, fused, join, random, reduce, shape, subtensor  # noqa: F401
 from dimgraph.backends.c.build import CCompileError, load  # noqa: F401

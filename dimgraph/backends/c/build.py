@@ -38,7 +38,17 @@ BACKEND_VERSION = "2"  # 2: records are HMACs under the user's cache key (`diskc
 # NOTE: -O2, not -O3: on a 4-node graph -O3 took 1.65 s against 0.72 s and the loops here gain little
 # from it; the unit-stride loops that matter carry `omp simd`. -ffp-contract=off keeps a*b+c two
 # roundings, as NumPy computes it; -fwrapv makes integer overflow wrap, as NumPy's does.
-FLAGS = ("-O2", "-march=native", "-std=gnu11", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-fopenmp-simd")
+FLAGS = (
+    "-O2",
+    "-march=native",
+    "-std=gnu11",
+    "-fPIC",
+    "-shared",
+    "-fwrapv",
+    "-fno-math-errno",
+    "-ffp-contract=off",
+    "-fopenmp-simd",
+)
 LIBS = ("-lm",)
 
 _loaded = {}  # key -> ctypes library, so one process dlopens each library once
@@ -144,8 +154,14 @@ def _load_verified(lib_path: Path, key: str):
         expected = record.read_bytes().strip()
     except FileNotFoundError:
         expected = None
-    if expected != diskcache.content_digest(key, data, lib_path.parent).encode():  # bytes: a damaged record need not be text
-        why = "no digest was recorded for it" if expected is None else f"its content does not match the digest in {record.name}"
+    if (
+        expected != diskcache.content_digest(key, data, lib_path.parent).encode()
+    ):  # bytes: a damaged record need not be text
+        why = (
+            "no digest was recorded for it"
+            if expected is None
+            else f"its content does not match the digest in {record.name}"
+        )
         diskcache.discard(lib_path, why)
         return None
     try:

@@ -125,7 +125,10 @@ def _evaluate_on_host(node, inputs):
     op = node.op
     ns, n = op.n_states, int(inputs[0])
     outs = [np.empty(np.shape(s), dtype=o.type.dtype) for s, o in zip(inputs[1 : 1 + ns], node.outputs)]
-    outs += [np.empty((n,) + np.shape(inputs[1 + k]), dtype=node.outputs[ns + m].type.dtype) for m, k in enumerate(op._traced())]
+    outs += [
+        np.empty((n,) + np.shape(inputs[1 + k]), dtype=node.outputs[ns + m].type.dtype)
+        for m, k in enumerate(op._traced())
+    ]
     _host_job(op, node, _host_body(op))(inputs, outs)
     return outs
 
@@ -153,7 +156,12 @@ def _copy_row(o, src, dst, row):
     nd = o.ndim(src)
     strides = {src: [o.stride(src, a) for a in range(nd)], dst: [o.stride(dst, a + 1) for a in range(nd)]}
     base = f"{row} * {o.stride(dst, 0)}"
-    return nest([o.shape(src, a) for a in range(nd)], strides, lambda q: [f"{o.ptr(dst)}[{base} + {q[dst]}] = ({o.ctype(dst)}){o.ptr(src)}[{q[src]}];"], prefix="r")
+    return nest(
+        [o.shape(src, a) for a in range(nd)],
+        strides,
+        lambda q: [f"{o.ptr(dst)}[{base} + {q[dst]}] = ({o.ctype(dst)}){o.ptr(src)}[{q[src]}];"],
+        prefix="r",
+    )
 
 
 def _call(o, inner, first, error_base):
@@ -194,7 +202,12 @@ def _loop(op, node):
         types += [init_types[k], state_types[k], body_types[k], state_types[k]]
     types += [(node.outputs[ns + m].type.dtype, node.outputs[ns + m].type.ndim) for m in range(len(traced))]
     S = 9  # the first state operand
-    init_j, state_j, out_j, tmp_j = (lambda k: S + 4 * k), (lambda k: S + 4 * k + 1), (lambda k: S + 4 * k + 2), (lambda k: S + 4 * k + 3)
+    init_j, state_j, out_j, tmp_j = (
+        (lambda k: S + 4 * k),
+        (lambda k: S + 4 * k + 1),
+        (lambda k: S + 4 * k + 2),
+        (lambda k: S + 4 * k + 3),
+    )
     trace_j = lambda m: S + 4 * ns + m  # noqa: E731
     deferred = _Deferred()
 
@@ -208,7 +221,9 @@ def _loop(op, node):
         key = 0
         deferred.keep(None)
         try:
-            tables, body_outs = inner.plan(ctx, [step, *finals, *ins[1 + ns :]], [None] * (1 + ns) + node.inputs[1 + ns :], restore=True)
+            tables, body_outs = inner.plan(
+                ctx, [step, *finals, *ins[1 + ns :]], [None] * (1 + ns) + node.inputs[1 + ns :], restore=True
+            )
             for k, (b, f) in enumerate(zip(body_outs, finals)):
                 check_state_shape(op.name, k, f.shape, b.shape)
                 flags[k] = any(np.may_share_memory(b, s) for s in finals)
@@ -260,7 +275,13 @@ def _loop(op, node):
         lines += ["  " + line for line in step] + ["}"]
         return "\n".join(lines)
 
-    return CImpl(types, code, plan, errors=[deferred.error_entry(f"{op}: a step failed")] + inner.program.errors, prelude=inner.preludes)
+    return CImpl(
+        types,
+        code,
+        plan,
+        errors=[deferred.error_entry(f"{op}: a step failed")] + inner.program.errors,
+        prelude=inner.preludes,
+    )
 
 
 # -- IfElse and OpFromGraph ------------------------------------------------------------------------
@@ -280,7 +301,10 @@ def _ifelse(op, node):
     branches = [InnerProgram(op.then_graph), InnerProgram(op.else_graph)]
     outs_t = [_tensor(node, v, f"output {j}") for j, v in enumerate(node.outputs)]
     nout = len(outs_t)
-    b_types = [[_tensor(node, v, f"branch output {j}") for j, v in enumerate(g.outputs)] for g in (op.then_graph, op.else_graph)]
+    b_types = [
+        [_tensor(node, v, f"branch output {j}") for j, v in enumerate(g.outputs)]
+        for g in (op.then_graph, op.else_graph)
+    ]
     # operands: cond, flags, then tables, else tables, then outputs, else outputs, outputs
     types = [(node.inputs[0].type.dtype, 0), ("int64", 1), *_TABLES, *_TABLES, *b_types[0], *b_types[1], *outs_t]
     first_out = 10 + 2 * nout
@@ -306,7 +330,9 @@ def _ifelse(op, node):
             if err is not None:
                 ctx.no_replay()  # the error is kept for this call only
             operands += tables
-            branch_outs += list(bouts) if bouts is not None and [a.shape for a in bouts] == [o.shape for o in outs] else outs
+            branch_outs += (
+                list(bouts) if bouts is not None and [a.shape for a in bouts] == [o.shape for o in outs] else outs
+            )
         return outs, operands + branch_outs + outs, True
 
     def code(o):
@@ -321,7 +347,10 @@ def _ifelse(op, node):
         lines.append("}")
         return "\n".join(lines)
 
-    errors = [failed[0].error_entry(f"{op}: the then branch failed"), failed[1].error_entry(f"{op}: the else branch failed")]
+    errors = [
+        failed[0].error_entry(f"{op}: the then branch failed"),
+        failed[1].error_entry(f"{op}: the else branch failed"),
+    ]
     errors += branches[0].program.errors + branches[1].program.errors
     return CImpl(types, code, plan, errors=errors, prelude=branches[0].preludes + branches[1].preludes)
 

@@ -33,9 +33,7 @@ def _elemwise(op, node):
     def plan(ctx, ins):
         if checked:
             node_shape(node, ins)
-        shape = tuple(
-            next((a.shape[ax] for j, a in enumerate(ins) if ax not in still[j]), 1) for ax in range(nd)
-        )
+        shape = tuple(next((a.shape[ax] for j, a in enumerate(ins) if ax not in still[j]), 1) for ax in range(nd))
         outs = [np.empty(shape, d) for d in out_dtypes]
         return outs, list(ins) + outs, True
 
@@ -63,4 +61,3 @@ def _dimshuffle(op, node):
         return [strided(x, shape, strides)], [], False
 
     return CImpl([], None, plan)
-

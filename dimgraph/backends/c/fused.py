@@ -7,7 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.backends.c.reduce import NOMEM, Values, check_nonempty, collapse_trailing, identity_of, reduce_code, reduced_view, trailing_reduced
+from dimgraph.backends.c.reduce import (
+    NOMEM,
+    Values,
+    check_nonempty,
+    collapse_trailing,
+    identity_of,
+    reduce_code,
+    reduced_view,
+    trailing_reduced,
+)
 from dimgraph.backends.c.registry import CImpl, c_impl
 from dimgraph.backends.c.scalar import NEGATIVE_POWER, compute_ctype, raises
 from dimgraph.core.broadcast import node_shape
@@ -37,5 +46,3 @@ def _careduce_elemwise(op, node):
         return reduce_code(o, nd, nin, op.reducer, out.type.dtype, op.axis, values) + check
 
     return CImpl(types, code, plan, errors=NOMEM + [NEGATIVE_POWER])
-
-

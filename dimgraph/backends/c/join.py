@@ -49,4 +49,3 @@ def _split(op, node):
         return np.split(x, np.cumsum(sizes)[:-1], axis=op.axis), [], False
 
     return CImpl([], None, plan)
-

@@ -39,7 +39,15 @@ from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, Solve
 from dimgraph.errors import ShapeError
 
 MATRIX_OPS = (Cholesky, SolveTriangular, Solve, Inv, Det, SlogDet, Eigh)
-ROUTINES = {Cholesky: "potrf", SolveTriangular: "trtrs", Solve: "gesv", Inv: "gesv", Det: "getrf", SlogDet: "getrf", Eigh: "syev"}
+ROUTINES = {
+    Cholesky: "potrf",
+    SolveTriangular: "trtrs",
+    Solve: "gesv",
+    Inv: "gesv",
+    Det: "getrf",
+    SlogDet: "getrf",
+    Eigh: "syev",
+}
 SIGNATURES = {  # C prototypes of the Fortran routines (T: the element type)
     "potrf": "void (*)(char *, int *, T *, int *, int *)",
     "trtrs": "void (*)(char *, char *, char *, int *, int *, T *, int *, T *, int *, int *)",
@@ -133,7 +141,9 @@ def _matrix_impl(op, node, nb):
                 return f"{o.ptr(j)}[q{j} + ({i}) * {o.stride(j, nb)}]"
             return f"{o.ptr(j)}[q{j} + ({i}) * {o.stride(j, nb)} + ({k}) * {o.stride(j, nb + 1)}]"
 
-        lines.append(f"  for (int j_ = 0; j_ < n; j_++) for (int i_ = 0; i_ < n; i_++) A[i_ + (int64_t)j_ * n] = {el(0, 'i_', 'j_')};")
+        lines.append(
+            f"  for (int j_ = 0; j_ < n; j_++) for (int i_ = 0; i_ < n; i_++) A[i_ + (int64_t)j_ * n] = {el(0, 'i_', 'j_')};"
+        )
         body = _body(op, el, n_in, t, f"(int){o.shape(1, nb + 1)}" if n_in == 2 and in_nd[1] == 2 else "1")
         lines += ["  " + line for line in body]
         lines.append("}")
@@ -360,4 +370,3 @@ def _einsum(op, node):
         return reduce_code(o, L, len(terms), "add", out.type.dtype, summed, values)
 
     return CImpl(types, code, plan, errors=NOMEM)
-

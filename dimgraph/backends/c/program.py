@@ -52,12 +52,16 @@ class Program:
             bases.append((slots, offsets))
             if impl.code is None:
                 continue
-            local = Operands(impl.operands, [s - slots[0] for s in slots], [f - offsets[0] for f in offsets] if offsets else [], 0)
+            local = Operands(
+                impl.operands, [s - slots[0] for s in slots], [f - offsets[0] for f in offsets] if offsets else [], 0
+            )
             code = impl.code(local)
             name = kernels.setdefault(code, (f"{prefix}_kernel{len(kernels)}", _comment(node)))[0]
             p0 = slots[0] if slots else 0
             m0 = offsets[0] if offsets else 0
-            calls.append(f"  if (R[{n}]) {{ const int rc = {name}(P + {p0}, M + {m0}); if (rc) return {len(errors)} + rc; }}")
+            calls.append(
+                f"  if (R[{n}]) {{ const int rc = {name}(P + {p0}, M + {m0}); if (rc) return {len(errors)} + rc; }}"
+            )
             errors.extend(impl.errors)
         functions = []
         for code, (name, comment) in kernels.items():
@@ -191,6 +195,4 @@ class Context:
         symbolic = [e for sh in shapes for e in sh if isinstance(e, Variable)]
         if symbolic:
             self.evaluate(symbolic)
-        return [
-            tuple(int(self.host[e]) if isinstance(e, Variable) else int(e) for e in sh) for sh in shapes
-        ]
+        return [tuple(int(self.host[e]) if isinstance(e, Variable) else int(e) for e in sh) for sh in shapes]

@@ -136,6 +136,7 @@ static int64_t dg_binomial(dg_stream *st, int64_t n, double p) {
 }
 """
 
+
 def _tables():
     """The ziggurat tables as C arrays (doubles printed exactly, as hex floats)."""
     ki = ", ".join(f"{int(v)}ull" for v in ziggurat.KI)

@@ -178,6 +178,7 @@ def _careduce(op, node):
 
     return CImpl(types, code, plan, errors=NOMEM)
 
+
 @c_impl.register(Argmax)
 def _argmax(op, node):
     x = node.inputs[0]

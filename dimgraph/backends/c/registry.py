@@ -91,4 +91,3 @@ class Operands:
 
     def fail(self, k):
         return f"return {self.error_base + k + 1};"
-

@@ -35,9 +35,18 @@ CTYPES = {
 }
 
 _SUFFIX = {
-    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "float16": "f32", "float32": "f32", "float64": "f64", "bool": "u8",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "float16": "f32",
+    "float32": "f32",
+    "float64": "f64",
+    "bool": "u8",
 }
 
 
@@ -69,7 +78,11 @@ TEMPLATES = {
     "pow": {"f": "pow{f}({0}, {1})", "*": "dg_pow_{t}({0}, {1})"},
     "neg": "(-{0})",
     "abs": {"f": "fabs{f}({0})", "u": "{0}", "b": "{0}", "*": "({0} < 0 ? -{0} : {0})"},
-    "sign": {"f": "({0} > 0 ? 1 : ({0} < 0 ? -1 : ({0} == 0 ? 0 : {0})))", "u": "({0} > 0)", "*": "(({0} > 0) - ({0} < 0))"},
+    "sign": {
+        "f": "({0} > 0 ? 1 : ({0} < 0 ? -1 : ({0} == 0 ? 0 : {0})))",
+        "u": "({0} > 0)",
+        "*": "(({0} > 0) - ({0} < 0))",
+    },
     "reciprocal": "(1 / {0})",
     "maximum": {"f": "((isnan({0}) || {0} >= {1}) ? {0} : {1})", "*": "({0} >= {1} ? {0} : {1})"},
     "minimum": {"f": "((isnan({0}) || {0} <= {1}) ? {0} : {1})", "*": "({0} <= {1} ? {0} : {1})"},
@@ -148,7 +161,9 @@ def as_composite(scalar_op, in_dtypes) -> Composite:
     if isinstance(scalar_op, Composite):
         return scalar_op
     n = len(in_dtypes)
-    return Composite(in_dtypes=tuple(np.dtype(d).name for d in in_dtypes), steps=((scalar_op, tuple(range(n))),), outs=(n,))
+    return Composite(
+        in_dtypes=tuple(np.dtype(d).name for d in in_dtypes), steps=((scalar_op, tuple(range(n))),), outs=(n,)
+    )
 
 
 def print_composite(comp: Composite, inputs, prefix="s") -> tuple:

@@ -59,4 +59,3 @@ def _shape(op, node):
         return [out], [], False
 
     return CImpl([], None, plan)
-

@@ -95,7 +95,7 @@ def _offsets(op, ctx, a, index_vars):
             coords, k = _distinct_positions(k, ax, n)
         small_key.append(k)
         weights.append(coords * stride)
-    for n, stride in axes[len(weights):]:  # axes the index leaves whole
+    for n, stride in axes[len(weights) :]:  # axes the index leaves whole
         weights.append(np.arange(n, dtype=np.int64) * stride)
     if len(small_key) == 1 and isinstance(small_key[0], np.ndarray):  # the common gather t[i]: no stand-in
         return np.asarray(weights[0][small_key[0]], order="C")
@@ -193,4 +193,3 @@ def _advanced_selection_ndim(op, node):
     """The ndim of `x[index]` for the advanced index of a set/inc node (that of the matching get)."""
     x, idx = node.inputs[0], node.inputs[2:]
     return AdvancedSubtensor(op.index).make_node(x, *idx).outputs[0].type.ndim
-

@@ -127,6 +127,10 @@ class collect:
         if all(d is None for *_, d in self.checks):
             return Flags(values, tuple((error, message) for _, error, message, _ in self.checks))
         # NOTE: with details, every message is a template (the others' braces escaped)
-        details = jnp.stack([jnp.zeros((), int) if d is None else jnp.asarray(d).reshape(()).astype(int) for *_, d in self.checks])
-        errors = tuple((e, m if d is not None else m.replace("{", "{{").replace("}", "}}")) for _, e, m, d in self.checks)
+        details = jnp.stack(
+            [jnp.zeros((), int) if d is None else jnp.asarray(d).reshape(()).astype(int) for *_, d in self.checks]
+        )
+        errors = tuple(
+            (e, m if d is not None else m.replace("{", "{{").replace("}", "}}")) for _, e, m, d in self.checks
+        )
         return Flags(values, errors, details)

@@ -182,8 +182,10 @@ def _conform(node, var, value):
     dtype, shape = var.type.dtype, var.type.shape
     if is_static(value):
         value = np.asarray(value)
-    if value.dtype != dtype or value.ndim != len(shape) or any(
-        s is not None and s != v for s, v in zip(shape, value.shape)
+    if (
+        value.dtype != dtype
+        or value.ndim != len(shape)
+        or any(s is not None and s != v for s, v in zip(shape, value.shape))
     ):
         raise RuntimeError(
             f"internal error in the jax backend: {node.op} gave {value.dtype}{tuple(value.shape)} "
@@ -287,12 +289,17 @@ def compile_graph(fgraph, output="numpy", shard=None, mesh=None):
         with x64_context(x64):
             # Python and NumPy values stay static (as `static_argnums` under the user's jit): a size or a
             # branch condition they set is known while tracing, as in the compiled function's own jit
-            args = [np.asarray(a, dtype=d) if is_static(a) else jax.numpy.asarray(a, dtype=d) for a, d in zip(args, in_dtypes)]
+            args = [
+                np.asarray(a, dtype=d) if is_static(a) else jax.numpy.asarray(a, dtype=d)
+                for a, d in zip(args, in_dtypes)
+            ]
             try:
                 outs = graph(*args)
             except NeedsStatic as need:
                 raise need.error from None
-            return [jax.numpy.asarray(o, dtype=_NARROW.get(np.dtype(o.dtype), o.dtype) if narrow else o.dtype) for o in outs]
+            return [
+                jax.numpy.asarray(o, dtype=_NARROW.get(np.dtype(o.dtype), o.dtype) if narrow else o.dtype) for o in outs
+            ]
 
     return JaxCompiled(
         run,
@@ -355,5 +362,7 @@ def _check_arguments(args, names, types):
     for name, arg, t in zip(names, args, types):
         shape = tuple(np.shape(arg))
         if len(shape) != t.ndim or any(s is not None and s != n for s, n in zip(t.shape, shape)):
-            expected = "(" + ", ".join("?" if s is None else str(s) for s in t.shape) + ("," if t.ndim == 1 else "") + ")"
+            expected = (
+                "(" + ", ".join("?" if s is None else str(s) for s in t.shape) + ("," if t.ndim == 1 else "") + ")"
+            )
             raise InputError(f"jax_fn: input {name!r}: expected shape {expected}, got shape {shape}")

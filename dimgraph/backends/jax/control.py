@@ -45,9 +45,14 @@ def _inner_function(graph):
                 outs = fn(*args)
             except NeedsStatic as need:  # positions of the inner graph mean nothing outside it
                 raise need.error from None
-        return tuple(jnp.asarray(o) for o in outs), [jnp.asarray(ok, dtype=bool).reshape(()) for ok, _, _, _ in found.checks], [
-            (e, m if d is None else m.format("an index")) for _, e, m, d in found.checks  # inner checks keep no detail
-        ]
+        return (
+            tuple(jnp.asarray(o) for o in outs),
+            [jnp.asarray(ok, dtype=bool).reshape(()) for ok, _, _, _ in found.checks],
+            [
+                (e, m if d is None else m.format("an index"))
+                for _, e, m, d in found.checks  # inner checks keep no detail
+            ],
+        )
 
     return run
 
@@ -85,13 +90,17 @@ def _loop(op, node):
             outs, oks, _ = ranged_body(jnp.asarray(i, dtype=jnp.int64), *carry[0], *consts)
             for k, (old, new) in enumerate(zip(carry[0], outs)):
                 if old.shape != new.shape:
-                    raise ValueError(f"{op.name}: state {k} has shape {old.shape} before a step and {new.shape} after it")
+                    raise ValueError(
+                        f"{op.name}: state {k} has shape {old.shape} before a step and {new.shape} after it"
+                    )
             return outs, tuple(a & b for a, b in zip(carry[1], oks))
 
         if is_static(n) and int(n) <= 0:  # no step: the body is not traced (it may index empty sequences)
             return list(states) + [jnp.zeros((0,) + states[k].shape, dtype=states[k].dtype) for k in traced]
         # the constants as the loop sees them (static ones stay static: their checks are made while tracing)
-        checks = _discover(lambda i, *carried: ranged_body(i, *carried, *consts), jnp.asarray(0, dtype=jnp.int64), *states)
+        checks = _discover(
+            lambda i, *carried: ranged_body(i, *carried, *consts), jnp.asarray(0, dtype=jnp.int64), *states
+        )
         carry = (states, tuple(jnp.asarray(True) for _ in checks))
         if until is not None:
             n = jnp.asarray(n, dtype=jnp.int64)
@@ -164,8 +173,10 @@ def _ifelse(op, node):
             return [jnp.asarray(o, dtype=dt) for o, dt in zip(outs, dtypes)]
         then_t, else_t = _branch_types(then_fn, args), _branch_types(else_fn, args)
         if then_t is None or else_t is None or [s for s, _ in then_t[1]] != [s for s, _ in else_t[1]]:
-            why = "one cannot be traced with these shapes" if then_t is None or else_t is None else (
-                f"they give shapes {[tuple(s) for s, _ in then_t[1]]} and {[tuple(s) for s, _ in else_t[1]]}"
+            why = (
+                "one cannot be traced with these shapes"
+                if then_t is None or else_t is None
+                else (f"they give shapes {[tuple(s) for s, _ in then_t[1]]} and {[tuple(s) for s, _ in else_t[1]]}")
             )
             raise DataDependentShape(
                 f"the {BACKEND} backend cannot compile {op} with a condition computed from input data: {why}, "

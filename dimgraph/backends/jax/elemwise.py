@@ -42,4 +42,3 @@ def _dimshuffle(op, node):
         return [x if x.shape == shape else jnp.reshape(x, shape)]
 
     return dimshuffle
-

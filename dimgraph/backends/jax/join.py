@@ -34,4 +34,3 @@ def _split(op, node):
         return [jax.lax.slice_in_dim(x, int(a), int(b), axis=op.axis) for a, b in zip(starts[:-1], starts[1:])]
 
     return split
-

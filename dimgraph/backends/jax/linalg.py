@@ -40,7 +40,9 @@ def _cholesky(op):
         _square("cholesky", a)
         # jnp reads the lower triangle; the upper factor reads a's upper one, the lower triangle of a.T
         chol = jnp.linalg.cholesky(a if op.lower else jnp.swapaxes(a, -1, -2), symmetrize_input=False)
-        chol = jnp.where(jnp.isnan(chol).any(axis=(-2, -1), keepdims=True), jnp.nan, chol)  # all NaN, as NumPy's rule here
+        chol = jnp.where(
+            jnp.isnan(chol).any(axis=(-2, -1), keepdims=True), jnp.nan, chol
+        )  # all NaN, as NumPy's rule here
         return [chol if op.lower else jnp.swapaxes(chol, -1, -2)]
 
     return fn
@@ -89,7 +91,9 @@ BATCHED = {
     Inv: _unary("inv", lambda op, a: jnp.linalg.inv(a)),
     Det: _unary("det", lambda op, a: jnp.linalg.det(a)),
     SlogDet: _unary("slogdet", lambda op, a: tuple(jnp.linalg.slogdet(a))),
-    Eigh: _unary("eigh", lambda op, a: tuple(jnp.linalg.eigh(a, UPLO="L" if op.lower else "U", symmetrize_input=False))),
+    Eigh: _unary(
+        "eigh", lambda op, a: tuple(jnp.linalg.eigh(a, UPLO="L" if op.lower else "U", symmetrize_input=False))
+    ),
 }
 
 
@@ -118,7 +122,9 @@ def _blockwise(op, node):
         for x, v in zip(inputs, node.inputs):
             for ax in range(nb):
                 if v.type.shape[ax] is None and x.shape[ax] != batch[ax]:
-                    raise ShapeError(f"{op}: batch axis {ax} has size {x.shape[ax]} where another input has {batch[ax]}")
+                    raise ShapeError(
+                        f"{op}: batch axis {ax} has size {x.shape[ax]} where another input has {batch[ax]}"
+                    )
         xs = [jnp.broadcast_to(jnp.asarray(x), batch + tuple(x.shape[nb:])) for x in inputs]
         return [jnp.asarray(o).astype(v.type.dtype) for o, v in zip(core_fn(*xs), node.outputs)]
 
@@ -135,7 +141,9 @@ def _vmapped(inner, nb):
             outs = inner(list(xs))
         checks[:] = [(e, m, d is not None) for _, e, m, d in c.checks]
         oks = [jnp.asarray(ok, dtype=bool).reshape(()) for ok, *_ in c.checks]
-        details = [jnp.zeros((), "int64") if d is None else jnp.asarray(d).reshape(()).astype("int64") for *_, d in c.checks]
+        details = [
+            jnp.zeros((), "int64") if d is None else jnp.asarray(d).reshape(()).astype("int64") for *_, d in c.checks
+        ]
         return list(outs), oks, details
 
     for _ in range(nb):

@@ -56,4 +56,3 @@ def _argmax(op, node):
         return [fn(x, axis=op.axis).astype(np.int64)]
 
     return argmax
-

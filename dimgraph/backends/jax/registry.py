@@ -91,4 +91,3 @@ def static_int(value, op, what) -> int:
         "not small enough to be compiled in as constants; use another backend for this graph",
         value,
     )
-

@@ -178,9 +178,26 @@ def _betaln(a, b):
 
 def _small_a_gammaincc(a, x):
     """Q(a, x) for a < 1/2 and x < a + 1 from its own series, as dimgraph.core.special.gamma_inc (jax's 1 - P goes negative)."""
-    horner = a * (-0.5772156649015329 + a * (0.8224670334241132 + a * (-0.40068563438653143 + a * (
-        0.27058080842778454 + a * (-0.207385551028674 + a * (0.16955717699740822 + a * (
-            -0.14404989676884614 + a * 0.12550966952474304)))))))
+    horner = a * (
+        -0.5772156649015329
+        + a
+        * (
+            0.8224670334241132
+            + a
+            * (
+                -0.40068563438653143
+                + a
+                * (
+                    0.27058080842778454
+                    + a
+                    * (
+                        -0.207385551028674
+                        + a * (0.16955717699740822 + a * (-0.14404989676884614 + a * 0.12550966952474304))
+                    )
+                )
+            )
+        )
+    )
     lgamma1p = jnp.where(a < 0.01, horner, jsp.gammaln(1.0 + a))
     e = a * jnp.log(x) - lgamma1p
     term, total = jnp.ones_like(x), jnp.zeros_like(x)

@@ -28,7 +28,9 @@ def _reshape(op, node):
         try:
             return [jnp.reshape(x, shape)]
         except TypeError as err:  # NumPy raises ValueError for sizes that do not fit
-            raise ValueError(f"cannot reshape array of shape {tuple(x.shape)} into shape {tuple(shape)} ({op})") from err
+            raise ValueError(
+                f"cannot reshape array of shape {tuple(x.shape)} into shape {tuple(shape)} ({op})"
+            ) from err
 
     return reshape
 
@@ -41,4 +43,3 @@ def _alloc(op, node):
         return [jnp.broadcast_to(value, shape)]
 
     return alloc
-

@@ -23,7 +23,6 @@ import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 
-
 def _entry_names(entry):
     if entry is None:
         return ()
@@ -48,7 +47,9 @@ class Placement:
         mesh = Mesh(mesh.devices, mesh.axis_names, axis_types=(AxisType.Auto,) * len(mesh.axis_names))
         unknown = [n for n in used if n not in mesh.axis_names]
         if unknown:
-            raise ValueError(f"shard= names mesh axes {unknown} that the mesh does not have; it has {list(mesh.axis_names)}")
+            raise ValueError(
+                f"shard= names mesh axes {unknown} that the mesh does not have; it has {list(mesh.axis_names)}"
+            )
         self.mesh = mesh
         self.specs = specs  # input position -> tuple of mesh-axis entries, one per axis
         self._cache = {}

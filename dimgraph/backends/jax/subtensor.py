@@ -81,7 +81,9 @@ def _basic_key(op, shape, scalars):
 def _selection_shape(shape, key):
     """The shape of `x[key]` for `x` of `shape`, found on a zero-stride NumPy stand-in (no memory)."""
     dummy = np.broadcast_to(np.zeros((), np.bool_), tuple(shape))
-    np_key = tuple(np.zeros(np.shape(k), np.int64) if not (is_static(k) or k is None or isinstance(k, slice)) else k for k in key)
+    np_key = tuple(
+        np.zeros(np.shape(k), np.int64) if not (is_static(k) or k is None or isinstance(k, slice)) else k for k in key
+    )
     return dummy[np_key].shape
 
 
@@ -219,7 +221,11 @@ def _advanced_key(op, node, x_shape, idx_values, idx_vars):
             a = jnp.asarray(a)
             ok = jnp.all(_inside(a, n))
             # the offending value is looked for only when the check fails (a second pass over the index)
-            first_bad = jax.lax.cond(ok, lambda a: a.ravel()[0], lambda a: a.ravel()[jnp.argmin(_inside(a, n).ravel())], a) if a.size else None
+            first_bad = (
+                jax.lax.cond(ok, lambda a: a.ravel()[0], lambda a: a.ravel()[jnp.argmin(_inside(a, n).ravel())], a)
+                if a.size
+                else None
+            )
             runtime_check(ok, IndexError, _escaped(op) + f": {_out_of_bounds('{}', axis, n)}", first_bad)
         key.append(a)
         arrays.append((tuple(a.shape), var.type.shape))

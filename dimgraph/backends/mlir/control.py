@@ -19,7 +19,9 @@ from dimgraph.core.loop import Loop
 @mlir_impl.register(Loop)
 def _loop(op, node, e, ins):
     if op.until is not None and op.traced:
-        raise MlirUnsupported(f"mlir backend: the while loop {op} traces states; only untraced while loops are supported")
+        raise MlirUnsupported(
+            f"mlir backend: the while loop {op} traces states; only untraced while loops are supported"
+        )
     n_states = op.n_states
     n_steps, init, consts = ins[0], ins[1 : 1 + n_states], ins[1 + n_states :]
     body = op.body
@@ -59,7 +61,12 @@ def _loop(op, node, e, ins):
         offsets = ", ".join([i] + ["0"] * row.ndim)
         sizes = ", ".join(["1"] + [str(d) for d in row.dims])
         strides = ", ".join(["1"] * (row.ndim + 1))
-        yielded.append(b.op(f"tensor.insert_slice {row.name} into {trace}[{offsets}] [{sizes}] [{strides}] : {row.type} into {tt}", "tr"))
+        yielded.append(
+            b.op(
+                f"tensor.insert_slice {row.name} into {trace}[{offsets}] [{sizes}] [{strides}] : {row.type} into {tt}",
+                "tr",
+            )
+        )
     # the yielded states must have the iter_args' types exactly
     for k, t in enumerate(state_types):
         v = Value(yielded[k], t.dtype, states[k].dims)
@@ -70,7 +77,9 @@ def _loop(op, node, e, ins):
     if op.until is None:
         lo, step = e.index(0), e.index(1)
         iter_args = ", ".join(f"{a} = {v}" for a, v in zip(args, inits))
-        e.emit(f"{head} = scf.for {i} = {lo} to {e.index(n)} step {step} iter_args({iter_args}) -> ({', '.join(types)}) {{")
+        e.emit(
+            f"{head} = scf.for {i} = {lo} to {e.index(n)} step {step} iter_args({iter_args}) -> ({', '.join(types)}) {{"
+        )
         e.lines.extend(b.lines)
         e.emit(f"  scf.yield {', '.join(yielded)} : {', '.join(types)}")
         e.emit("}")
@@ -116,7 +125,10 @@ def _ifelse(op, node, e, ins):
     for graph in (op.then_graph, op.else_graph):
         b = e.child()
         outs = emit_graph(b, graph.inputs, args, graph.outputs)
-        names = [b.cast(v, tuple(int(s) if s is not None else "?" for s in o.type.shape)).name for v, o in zip(outs, node.outputs)]
+        names = [
+            b.cast(v, tuple(int(s) if s is not None else "?" for s in o.type.shape)).name
+            for v, o in zip(outs, node.outputs)
+        ]
         branches.append((b, names))
     res = e.fresh("if")
     e.emit(f"{res}:{len(types)} = scf.if {flag} -> ({', '.join(types)}) {{")

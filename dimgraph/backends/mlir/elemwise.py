@@ -82,7 +82,14 @@ def copy(e, x: Value, dims, exprs) -> Value:
     """A new tensor of `dims` whose element at (d0, ...) is x at `exprs` (a transpose, broadcast or view)."""
     rank = len(dims)
     init = e.empty(dims, x.dtype)
-    (name,) = generic(e, rank, [(x, exprs)], [(init, tensor_type(dims, x.dtype), [f"d{k}" for k in range(rank)])], lambda b, a, o: [a[0]], stem="cp")
+    (name,) = generic(
+        e,
+        rank,
+        [(x, exprs)],
+        [(init, tensor_type(dims, x.dtype), [f"d{k}" for k in range(rank)])],
+        lambda b, a, o: [a[0]],
+        stem="cp",
+    )
     return Value(name, x.dtype, tuple(dims))
 
 
@@ -130,14 +137,21 @@ def _reduce(e, reducer, axis, dims, rank, operands, out_dtypes, values):
     for dt in out_dtypes:
         if reducer in ("maximum", "minimum"):
             for ax in axis:
-                e.fail_if(e.icmp("eq", dims[ax], 0), ValueError, "zero-size array to reduction operation which has no identity")
+                e.fail_if(
+                    e.icmp("eq", dims[ax], 0),
+                    ValueError,
+                    "zero-size array to reduction operation which has no identity",
+                )
     kept = [d for k, d in enumerate(dims) if k not in axis]
     out_exprs = [f"d{k}" for k in range(rank) if k not in axis]
     outs = []
     for dt in out_dtypes:
         init = e.empty(kept, dt)
         ident = _identity(e, reducer, dt)
-        filled = e.op(f"linalg.fill ins({ident} : {element(dt)}) outs({init} : {tensor_type(kept, dt)}) -> {tensor_type(kept, dt)}", "f")
+        filled = e.op(
+            f"linalg.fill ins({ident} : {element(dt)}) outs({init} : {tensor_type(kept, dt)}) -> {tensor_type(kept, dt)}",
+            "f",
+        )
         outs.append((filled, tensor_type(kept, dt), out_exprs))
     iterators = ["reduction" if k in axis else "parallel" for k in range(rank)]
 

@@ -154,7 +154,13 @@ class Emitter:
         return self.iop("ceildivsi", a, b, lambda x, y: -(-x // y))
 
     def icmp(self, pred, a, b) -> str | bool:
-        py = {"slt": lambda x, y: x < y, "sge": lambda x, y: x >= y, "ne": lambda x, y: x != y, "eq": lambda x, y: x == y, "sgt": lambda x, y: x > y}
+        py = {
+            "slt": lambda x, y: x < y,
+            "sge": lambda x, y: x >= y,
+            "ne": lambda x, y: x != y,
+            "eq": lambda x, y: x == y,
+            "sgt": lambda x, y: x > y,
+        }
         if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
             return py[pred](int(a), int(b))
         return self.op(f"arith.cmpi {pred}, {self.index(a)}, {self.index(b)} : index", "p")

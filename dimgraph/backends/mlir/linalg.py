@@ -50,14 +50,27 @@ def _matmul(op, node, e, ins):
     b_exprs = batch_exprs(tb) + [k, col] if cols else [k]
     init = e.empty(dims, out_dt)
     t = element(out_dt)
-    filled = e.op(f"linalg.fill ins({_identity(e, 'add', out_dt)} : {t}) outs({init} : {tensor_type(dims, out_dt)}) -> {tensor_type(dims, out_dt)}", "f")
+    filled = e.op(
+        f"linalg.fill ins({_identity(e, 'add', out_dt)} : {t}) outs({init} : {tensor_type(dims, out_dt)}) -> {tensor_type(dims, out_dt)}",
+        "f",
+    )
     float_out = np.dtype(out_dt).kind == "f"
 
     def body(g, x, o):
-        p = g.op(f"arith.{'mulf' if float_out else 'muli'} {convert(g, x[0], a.dtype, out_dt)}, {convert(g, x[1], b.dtype, out_dt)} : {t}")
+        p = g.op(
+            f"arith.{'mulf' if float_out else 'muli'} {convert(g, x[0], a.dtype, out_dt)}, {convert(g, x[1], b.dtype, out_dt)} : {t}"
+        )
         return [g.op(f"arith.{'addf' if float_out else 'addi'} {o[0]}, {p} : {t}")]
 
     iterators = ["parallel"] * (rank - 1) + ["reduction"]
     out_exprs = [f"d{j}" for j in range(rank - 1)]
-    (name,) = generic(e, rank, [(a, a_exprs), (b, b_exprs)], [(filled, tensor_type(dims, out_dt), out_exprs)], body, iterators, stem="mm")
+    (name,) = generic(
+        e,
+        rank,
+        [(a, a_exprs), (b, b_exprs)],
+        [(filled, tensor_type(dims, out_dt), out_exprs)],
+        body,
+        iterators,
+        stem="mm",
+    )
     return [Value(name, out_dt, dims)]

@@ -35,7 +35,11 @@ def constant(e: Emitter, c: Constant) -> Value:
     if data.size == 0:
         raise MlirUnsupported(f"mlir backend: an empty constant {c!r} is not supported")
     body = f'dense<"0x{data.tobytes().hex().upper()}">'
-    raw = Value(e.op(f"arith.constant {body} : {tensor_type(dims, store)}", "k"), store.name if dtype.kind == "b" else dtype.name, dims)
+    raw = Value(
+        e.op(f"arith.constant {body} : {tensor_type(dims, store)}", "k"),
+        store.name if dtype.kind == "b" else dtype.name,
+        dims,
+    )
     return _to_bool(e, raw) if dtype.kind == "b" else raw
 
 
@@ -54,11 +58,15 @@ def emit_graph(e: Emitter, inputs, values, outputs) -> list:
     for node in toposort(outputs, blockers=inputs):
         for var in (*node.inputs, *node.outputs):
             if not isinstance(var.type, TensorType):
-                raise MlirUnsupported(f"mlir backend: op {node.op} has a {type(var.type).__name__} operand (only tensors are supported)")
+                raise MlirUnsupported(
+                    f"mlir backend: op {node.op} has a {type(var.type).__name__} operand (only tensors are supported)"
+                )
         ins = [value_of(v) for v in node.inputs]
         outs = mlir_impl(node.op, node, e, ins)
         if len(outs) != len(node.outputs):
-            raise AssertionError(f"mlir backend: the emitter of {node.op} returned {len(outs)} values for {len(node.outputs)} outputs")
+            raise AssertionError(
+                f"mlir backend: the emitter of {node.op} returned {len(outs)} values for {len(node.outputs)} outputs"
+            )
         for var, val in zip(node.outputs, outs):
             env[id(var)] = as_type(e, val, var.type)
     return [value_of(v) for v in outputs]
@@ -79,7 +87,9 @@ def module_text(fgraph) -> tuple:
     args, values = [], []
     for k, var in enumerate(fgraph.inputs):
         if not isinstance(var.type, TensorType):
-            raise MlirUnsupported(f"mlir backend: input {k} is a {type(var.type).__name__} (only tensors are supported)")
+            raise MlirUnsupported(
+                f"mlir backend: input {k} is a {type(var.type).__name__} (only tensors are supported)"
+            )
         name = f"%arg{k}"
         bdt = boundary_dtype(var.type.dtype)
         args.append(f"{name}: {tensor_type(tuple(var.type.shape), bdt)}")
@@ -104,13 +114,26 @@ def module_text(fgraph) -> tuple:
 def _to_bool(e, v: Value) -> Value:
     ident = [f"d{k}" for k in range(v.ndim)]
     init = e.empty(v.dims, "bool")
-    (name,) = generic(e, v.ndim, [(v, ident)], [(init, tensor_type(v.dims, "bool"), ident)], lambda b, a, o: [b.op(f"arith.cmpi ne, {a[0]}, {b.const(0, 'i8')} : i8")], stem="b")
+    (name,) = generic(
+        e,
+        v.ndim,
+        [(v, ident)],
+        [(init, tensor_type(v.dims, "bool"), ident)],
+        lambda b, a, o: [b.op(f"arith.cmpi ne, {a[0]}, {b.const(0, 'i8')} : i8")],
+        stem="b",
+    )
     return Value(name, "bool", v.dims)
 
 
 def _from_bool(e, v: Value) -> Value:
     ident = [f"d{k}" for k in range(v.ndim)]
     init = e.empty(v.dims, "uint8")
-    (name,) = generic(e, v.ndim, [(v, ident)], [(init, tensor_type(v.dims, "uint8"), ident)], lambda b, a, o: [b.op(f"arith.extui {a[0]} : i1 to i8")], stem="b")
+    (name,) = generic(
+        e,
+        v.ndim,
+        [(v, ident)],
+        [(init, tensor_type(v.dims, "uint8"), ident)],
+        lambda b, a, o: [b.op(f"arith.extui {a[0]} : i1 to i8")],
+        stem="b",
+    )
     return Value(name, "uint8", v.dims)
-

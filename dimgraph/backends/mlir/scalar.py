@@ -41,7 +41,25 @@ SIGNED_CMP = {"eq": "eq", "neq": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "g
 UNSIGNED_CMP = {"eq": "eq", "neq": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
 LN2 = math.log(2.0)
 # Scalar ops this backend refuses (no exact MLIR op and no formula printed here), with what to use instead.
-UNSUPPORTED = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "erf", "erfc", "trigamma", "betaln", "gammainc", "gammaincc", "betainc", "betaincc", "floor_div", "mod", "arctan2")
+UNSUPPORTED = (
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "erf",
+    "erfc",
+    "trigamma",
+    "betaln",
+    "gammainc",
+    "gammaincc",
+    "betainc",
+    "betaincc",
+    "floor_div",
+    "mod",
+    "arctan2",
+)
 
 
 def convert(e, x: str, src, dst) -> str:
@@ -106,9 +124,14 @@ class Floats:
         (`numba/runtime.py`: Cody-Waite reduction x = k ln2 + r, degree-12 Taylor polynomial in fused
         multiply-adds, 2**k from exponent bits in two halves; at most 2 ulp from np.exp)."""
         e = self.e
-        xc = self.e.op(f"arith.minimumf {self.e.op(f'arith.maximumf {x}, {self.c(-800.0)} : f64')}, {self.c(800.0)} : f64")
+        xc = self.e.op(
+            f"arith.minimumf {self.e.op(f'arith.maximumf {x}, {self.c(-800.0)} : f64')}, {self.c(800.0)} : f64"
+        )
         k = self.fn("roundeven", self.mul(xc, self.c(1.4426950408889634)))
-        r = self.sub(self.sub(xc, self.mul(k, self.c(6.93147180369123816490e-01))), self.mul(k, self.c(1.90821492927058770002e-10)))
+        r = self.sub(
+            self.sub(xc, self.mul(k, self.c(6.93147180369123816490e-01))),
+            self.mul(k, self.c(1.90821492927058770002e-10)),
+        )
         p = self.c(1.0 / 479001600)
         for n in range(11, -1, -1):
             p = e.op(f"math.fma {r}, {p}, {self.c(1.0 / math.factorial(n))} : f64")
@@ -136,7 +159,11 @@ class Floats:
         u = self.fn("exp", x)
         um1 = self.sub(u, self.c(1.0))
         exact = self.div(self.mul(um1, x), self.fn("log", u))
-        edge = self.select(self.cmp("oeq", um1, self.c(-1.0)), self.c(-1.0), self.select(self.cmp("oeq", u, self.c(math.inf)), u, exact))
+        edge = self.select(
+            self.cmp("oeq", um1, self.c(-1.0)),
+            self.c(-1.0),
+            self.select(self.cmp("oeq", u, self.c(math.inf)), u, exact),
+        )
         return self.select(self.cmp("oeq", u, self.c(1.0)), x, edge)
 
     def _odd(self, x, magnitude):
@@ -147,6 +174,7 @@ class Floats:
     def sinh(self, x):
         """sinh |x| = (t + t / (t + 1)) / 2 with t = expm1 |x|; past 700 as (e^(|x|/2) / 2) e^(|x|/2), which
         overflows where sinh does (710.5), not where expm1 does (709.8)."""
+
         def magnitude(a):
             t = self.expm1(a)
             small = self.mul(self.c(0.5), self.add(t, self.div(t, self.add(t, self.c(1.0)))))
@@ -165,6 +193,7 @@ class Floats:
 
     def tanh(self, x):
         """tanh |x| = t / (t + 2) with t = expm1(2 |x|); 1 once |x| > 22 (where t overflows first)."""
+
         def magnitude(a):
             t = self.expm1(self.add(a, a))
             return self.select(self.cmp("ogt", a, self.c(22.0)), self.c(1.0), self.div(t, self.add(t, self.c(2.0))))
@@ -208,12 +237,19 @@ class Floats:
         series = self.c(1.0 / 156)
         for coef in (-691.0 / 360360, 1.0 / 1188, -1.0 / 1680, 1.0 / 1260, -1.0 / 360, 1.0 / 12):
             series = self.e.op(f"math.fma {iz2}, {series}, {self.c(coef)} : {self.t}")
-        stirling = self.add(self.add(self.sub(self.mul(self.sub(z, self.c(0.5)), self.fn("log", z)), z), self.c(0.5 * math.log(2 * math.pi))), self.mul(series, iz))
+        stirling = self.add(
+            self.add(
+                self.sub(self.mul(self.sub(z, self.c(0.5)), self.fn("log", z)), z), self.c(0.5 * math.log(2 * math.pi))
+            ),
+            self.mul(series, iz),
+        )
         positive = self.sub(stirling, self.fn("log", prod))
         reflected = self.sub(self.fn("log", self.div(self.c(math.pi), self.fn("absf", self.sinpi(x)))), positive)
         value = self.select(neg, reflected, positive)
         pole = self.e.op(f"arith.andi {self.cmp('ole', x, self.c(0.0))}, {self.is_int(x)} : i1")
-        value = self.select(self.e.op(f"arith.ori {pole}, {self.cmp('oeq', x, self.c(math.inf))} : i1"), self.c(math.inf), value)
+        value = self.select(
+            self.e.op(f"arith.ori {pole}, {self.cmp('oeq', x, self.c(math.inf))} : i1"), self.c(math.inf), value
+        )
         return self.select(self.cmp("oeq", x, self.c(-math.inf)), x, value)  # scipy: gammaln(-inf) = -inf
 
     def digamma(self, x):
@@ -395,11 +431,17 @@ def scalar_step(e, op, in_dtypes, args) -> tuple:
     operands = [convert(e, x, d, lt) for x, d, lt in zip(args, in_dtypes, loops)]
     lt = np.dtype(loops[0])
     if name in UNSUPPORTED:
-        raise MlirUnsupported(f"mlir backend: scalar op {name!r} has no MLIR lowering (it has no math-dialect op); use the numba, c or jax backend")
+        raise MlirUnsupported(
+            f"mlir backend: scalar op {name!r} has no MLIR lowering (it has no math-dialect op); use the numba, c or jax backend"
+        )
     result = _float_op(e, name, element(lt), operands) if lt.kind == "f" else _int_op(e, name, lt, operands)
     if result is None:
         raise MlirUnsupported(f"mlir backend: scalar op {name!r} is not supported for dtype {lt.name}")
-    res_dtype = "bool" if (name in SIGNED_CMP or name in BITWISE and lt.kind == "b" or name in ("isnan", "isinf", "isfinite")) else lt.name
+    res_dtype = (
+        "bool"
+        if (name in SIGNED_CMP or name in BITWISE and lt.kind == "b" or name in ("isnan", "isinf", "isfinite"))
+        else lt.name
+    )
     return convert(e, result, res_dtype, out), np.dtype(out).name
 
 
@@ -419,4 +461,6 @@ def check_composite(comp: Composite):
         if isinstance(op, Composite):
             check_composite(op)
         elif not isinstance(op, Cast) and op.name in UNSUPPORTED:
-            raise MlirUnsupported(f"mlir backend: scalar op {op.name!r} has no MLIR lowering (it has no math-dialect op); use the numba, c or jax backend")
+            raise MlirUnsupported(
+                f"mlir backend: scalar op {op.name!r} has no MLIR lowering (it has no math-dialect op); use the numba, c or jax backend"
+            )

@@ -41,18 +41,24 @@ def reshape(e, x: Value, dims) -> Value:
     dims = tuple(dims)
     t = element(x.dtype)
     if x.ndim == 0:
-        flat = Value(e.op(f"tensor.expand_shape {x.name} [] output_shape [1] : {x.type} into tensor<1x{t}>", "rs"), x.dtype, (1,))
+        flat = Value(
+            e.op(f"tensor.expand_shape {x.name} [] output_shape [1] : {x.type} into tensor<1x{t}>", "rs"), x.dtype, (1,)
+        )
     elif x.ndim == 1:
         flat = x
     else:
         size = e.product(x.dims)
         ftype = tensor_type((size,), x.dtype)
         group = ", ".join(str(k) for k in range(x.ndim))
-        flat = Value(e.op(f"tensor.collapse_shape {x.name} [[{group}]] : {x.type} into {ftype}", "rs"), x.dtype, (size,))
+        flat = Value(
+            e.op(f"tensor.collapse_shape {x.name} [[{group}]] : {x.type} into {ftype}", "rs"), x.dtype, (size,)
+        )
     total = e.product(dims)
     if not dims:
         one = e.cast(flat, (1,))
-        return Value(e.op(f"tensor.collapse_shape {one.name} [] : {one.type} into {tensor_type((), x.dtype)}", "rs"), x.dtype, ())
+        return Value(
+            e.op(f"tensor.collapse_shape {one.name} [] : {one.type} into {tensor_type((), x.dtype)}", "rs"), x.dtype, ()
+        )
     flat = e.cast(flat, (total,) if isinstance(total, int) else ("?",))
     flat = Value(flat.name, flat.dtype, (total,))
     if len(dims) == 1:
@@ -60,7 +66,11 @@ def reshape(e, x: Value, dims) -> Value:
     group = ", ".join(str(k) for k in range(len(dims)))
     shape = ", ".join(str(d) for d in dims)
     out_t = tensor_type(dims, x.dtype)
-    return Value(e.op(f"tensor.expand_shape {flat.name} [[{group}]] output_shape [{shape}] : {flat.type} into {out_t}", "rs"), x.dtype, dims)
+    return Value(
+        e.op(f"tensor.expand_shape {flat.name} [[{group}]] output_shape [{shape}] : {flat.type} into {out_t}", "rs"),
+        x.dtype,
+        dims,
+    )
 
 
 @mlir_impl.register(Reshape)
@@ -73,7 +83,9 @@ def _reshape(op, node, e, ins):
         known = e.product([e.iselect(e.icmp("eq", d, -1), 1, d) if not isinstance(d, int) else d for d in raw])
         rest = e.iop("divsi", size, known, lambda a, b: a // b)
         raw = [e.iselect(e.icmp("eq", d, -1), rest, d) if not isinstance(d, int) else d for d in raw]
-    e.same_size(size, e.product(raw), f"cannot reshape array of the input's size into shape {tuple(static)}", ValueError)
+    e.same_size(
+        size, e.product(raw), f"cannot reshape array of the input's size into shape {tuple(static)}", ValueError
+    )
     return [reshape(e, x, raw)]
 
 
@@ -101,7 +113,11 @@ def _join(op, node, e, ins):
     for k, v in enumerate(ins[1:], 1):
         for ax in range(first.ndim):
             if ax != axis:
-                e.same_size(first.dims[ax], v.dims[ax], f"Join: axis {ax} of the inputs has different sizes (only axis {axis} may differ)")
+                e.same_size(
+                    first.dims[ax],
+                    v.dims[ax],
+                    f"Join: axis {ax} of the inputs has different sizes (only axis {axis} may differ)",
+                )
     total = 0
     for v in ins:
         total = e.iadd(total, v.dims[axis])
@@ -113,7 +129,9 @@ def _join(op, node, e, ins):
         offsets = ", ".join(str(offset) if ax == axis else "0" for ax in range(v.ndim))
         sizes = ", ".join(str(d) for d in v.dims)
         strides = ", ".join("1" for _ in v.dims)
-        dest = e.op(f"tensor.insert_slice {v.name} into {dest}[{offsets}] [{sizes}] [{strides}] : {v.type} into {out_t}", "j")
+        dest = e.op(
+            f"tensor.insert_slice {v.name} into {dest}[{offsets}] [{sizes}] [{strides}] : {v.type} into {out_t}", "j"
+        )
         offset = e.iadd(offset, v.dims[axis])
     return [Value(dest, first.dtype, dims)]
 
@@ -129,7 +147,13 @@ def _split(op, node, e, ins):
         dims = tuple(n if ax == axis else d for ax, d in enumerate(x.dims))
         offsets = ", ".join(str(offset) if ax == axis else "0" for ax in range(x.ndim))
         text = f"[{offsets}] [{', '.join(str(d) for d in dims)}] [{', '.join('1' for _ in dims)}]"
-        outs.append(Value(e.op(f"tensor.extract_slice {x.name}{text} : {x.type} to {tensor_type(dims, x.dtype)}", "sp"), x.dtype, dims))
+        outs.append(
+            Value(
+                e.op(f"tensor.extract_slice {x.name}{text} : {x.type} to {tensor_type(dims, x.dtype)}", "sp"),
+                x.dtype,
+                dims,
+            )
+        )
         offset = e.iadd(offset, n)
     e.same_size(offset, x.dims[axis], f"{op}: the sizes do not add up to the axis length", ShapeError)
     return outs

@@ -70,7 +70,9 @@ def _basic_selection(op, e, x: Value, scalars):
             start, stop, step = part(start), part(stop), part(step)
             step = 1 if step is None else step
             if not isinstance(step, int) or step <= 0:
-                raise MlirUnsupported(f"mlir backend: {op} has a step that is not a positive constant ({step}); only such slices are supported")
+                raise MlirUnsupported(
+                    f"mlir backend: {op} has a step that is not a positive constant ({step}); only such slices are supported"
+                )
             lo, hi = _bound(e, start, n, 0), _bound(e, stop, n, n)
             size = e.imax(e.iceildiv(e.isub(hi, lo), step), 0)
             lo = e.imin(lo, n)
@@ -90,7 +92,11 @@ def _subtensor(op, node, e, ins):
     x = ins[0]
     offsets, sizes, strides, kept, with_new = _basic_selection(op, e, x, ins[1:])
     t = tensor_type(kept, x.dtype)
-    sel = Value(e.op(f"tensor.extract_slice {x.name}{_slice_text(offsets, sizes, strides)} : {x.type} to {t}", "sl"), x.dtype, tuple(kept))
+    sel = Value(
+        e.op(f"tensor.extract_slice {x.name}{_slice_text(offsets, sizes, strides)} : {x.type} to {t}", "sl"),
+        x.dtype,
+        tuple(kept),
+    )
     return [reshape(e, sel, with_new) if len(with_new) != len(kept) else sel]
 
 
@@ -105,7 +111,11 @@ def _broadcast_value(e, op, v: Value, v_static, dims) -> Value:
             exprs.append(0)
         else:
             exprs.append(f"d{lead + j}")
-            e.same_size(v.dims[j], dims[lead + j], mismatch_message(str(op), f"axis {j}", where="between the value and the selection"))
+            e.same_size(
+                v.dims[j],
+                dims[lead + j],
+                mismatch_message(str(op), f"axis {j}", where="between the value and the selection"),
+            )
     return copy(e, v, dims, exprs)
 
 
@@ -115,7 +125,14 @@ def _add(e, a: Value, b: Value) -> Value:
     t = element(a.dtype)
     op = "addf" if t.startswith("f") else ("ori" if t == "i1" else "addi")
     init = e.empty(a.dims, a.dtype)
-    (name,) = generic(e, rank, [(a, ident), (b, ident)], [(init, a.type, ident)], lambda g, x, o: [g.op(f"arith.{op} {x[0]}, {x[1]} : {t}")], stem="add")
+    (name,) = generic(
+        e,
+        rank,
+        [(a, ident), (b, ident)],
+        [(init, a.type, ident)],
+        lambda g, x, o: [g.op(f"arith.{op} {x[0]}, {x[1]} : {t}")],
+        stem="add",
+    )
     return Value(name, a.dtype, a.dims)
 
 
@@ -142,9 +159,11 @@ def _index_block(op, node, what):
     arrays = [k for k, entry in enumerate(op.index) if entry == ARRAY]
     if arrays != list(range(arrays[0], arrays[0] + len(arrays))):
         raise MlirUnsupported(f"mlir backend: {what} {op}: index arrays that are not adjacent are not supported")
-    for var in node.inputs[-len(arrays):]:
+    for var in node.inputs[-len(arrays) :]:
         if np.dtype(var.type.dtype).kind not in "iu":
-            raise MlirUnsupported(f"mlir backend: {what} {op}: a {var.type.dtype} (boolean mask) index is not supported; only integer arrays")
+            raise MlirUnsupported(
+                f"mlir backend: {what} {op}: a {var.type.dtype} (boolean mask) index is not supported; only integer arrays"
+            )
     return arrays[0], len(arrays)
 
 
@@ -178,7 +197,15 @@ def _check_bounds(e, idx: Value, n, axis):
         bad = b.op(f"arith.ori {low}, {high} : i1")
         return [b.op(f"arith.ori {o[0]}, {bad} : i1")]
 
-    (flag,) = generic(e, rank, [(idx, [f"d{k}" for k in range(rank)])], [(filled, "tensor<i1>", [])], body, ["reduction"] * rank, stem="oob")
+    (flag,) = generic(
+        e,
+        rank,
+        [(idx, [f"d{k}" for k in range(rank)])],
+        [(filled, "tensor<i1>", [])],
+        body,
+        ["reduction"] * rank,
+        stem="oob",
+    )
     e.fail_if(e.scalar(Value(flag, "bool", ())), IndexError, f"index out of bounds for axis {axis} with size {n}")
 
 
@@ -194,7 +221,9 @@ def _advanced_subtensor(op, node, e, ins):
     x, idx = ins[0], list(ins[1:])
     first, count = _index_block(op, node, "gather")
     if any(entry != ARRAY and entry != ("slice", None, None, None) for entry in op.index):
-        raise MlirUnsupported(f"mlir backend: gather {op} mixes index arrays with partial slices; only full slices are supported beside them")
+        raise MlirUnsupported(
+            f"mlir backend: gather {op} mixes index arrays with partial slices; only full slices are supported beside them"
+        )
     idx_vars = node.inputs[1:]
     block = _broadcast_dims(e, idx, idx_vars)
     for k, v in enumerate(idx):
@@ -219,7 +248,9 @@ def _advanced_subtensor(op, node, e, ins):
                 coords.append(b.op(f"linalg.index {out_axis} : index"))
         return [b.op(f"tensor.extract {x.name}[{', '.join(coords)}] : {x.type}")]
 
-    (name,) = generic(e, rank, operands, [(init, tensor_type(dims, x.dtype), [f"d{k}" for k in range(rank)])], body, stem="gather")
+    (name,) = generic(
+        e, rank, operands, [(init, tensor_type(dims, x.dtype), [f"d{k}" for k in range(rank)])], body, stem="gather"
+    )
     return [Value(name, x.dtype, tuple(dims))]
 
 
@@ -228,7 +259,9 @@ def _advanced_inc_subtensor(op, node, e, ins):
     x, v, idx = ins[0], ins[1], list(ins[2:])
     first, count = _index_block(op, node, "scatter")
     if first != 0 or count != 1 or any(entry != ("slice", None, None, None) for entry in op.index[1:]):
-        raise MlirUnsupported(f"mlir backend: scatter {op}: only one index array on the first axis (then full slices) is supported")
+        raise MlirUnsupported(
+            f"mlir backend: scatter {op}: only one index array on the first axis (then full slices) is supported"
+        )
     (i,) = idx
     _check_bounds(e, i, x.dims[0], 0)
     sel = list(i.dims) + list(x.dims[1:])
@@ -246,7 +279,9 @@ def _advanced_inc_subtensor(op, node, e, ins):
         bound = b.op(f"arith.index_cast {size} : index to {t}")
         return [b.op(f"arith.select {neg}, {b.op(f'arith.addi {raw}, {bound} : {t}')}, {raw} : {t}")]
 
-    (positions,) = generic(e, 2, [(flat, ["d0"])], [(init, tensor_type((n, 1), i.dtype), ["d0", "d1"])], wrap, stem="pos")
+    (positions,) = generic(
+        e, 2, [(flat, ["d0"])], [(init, tensor_type((n, 1), i.dtype), ["d0", "d1"])], wrap, stem="pos"
+    )
     et = element(x.dtype)
     u, orig, res = e.fresh("u"), e.fresh("orig"), e.fresh("sc")
     if op.mode == "inc":

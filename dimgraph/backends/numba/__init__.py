@@ -335,7 +335,9 @@ def build(plan: Plan, jit_graph=None):
     if tiers.available:
         performs = plan.performs
     else:
-        performs = tuple(dict.fromkeys(_comment(n.op) for name, n in plan.hosts if getattr(namespace[name], "performs", False)))
+        performs = tuple(
+            dict.fromkeys(_comment(n.op) for name, n in plan.hosts if getattr(namespace[name], "performs", False))
+        )
     tiers.performs = performs
     if performs and jit_graph is True:  # else once the function is hot (`graphjit.Tiers.count`)
         graphjit.warn_performs(performs)

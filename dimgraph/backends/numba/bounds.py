@@ -81,7 +81,9 @@ def _thread_id(typingctx):
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
-        return builder.call(cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, []), "pthread_self"), [])
+        return builder.call(
+            cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, []), "pthread_self"), []
+        )
 
     return types.int64(), codegen
 

@@ -291,7 +291,9 @@ class VerifiedCache(caching.FunctionCache):
     def __init__(self, py_func):
         super().__init__(py_func)
         self._cache_file = _VerifiedFile(
-            cache_path=self._cache_path, filename_base=self._impl.filename_base, source_stamp=self._cache_file._source_stamp
+            cache_path=self._cache_path,
+            filename_base=self._impl.filename_base,
+            source_stamp=self._cache_file._source_stamp,
         )
 
     def save_overload(self, sig, data):

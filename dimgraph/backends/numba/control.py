@@ -80,7 +80,7 @@ def print_inner(graph, fname):
     params = ", ".join(f"a{k}" for k in range(len(graph.inputs)))
     return (
         "\n".join(header)
-        + f"\n\n\n@numba.njit(cache=True, error_model=\"numpy\")\ndef {fname}({params}):\n"
+        + f'\n\n\n@numba.njit(cache=True, error_model="numpy")\ndef {fname}({params}):\n'
         + "\n".join(body + [f"    return ({results})"])
         + "\n"
     )
@@ -261,7 +261,9 @@ def _loop(op, node):
     for k in range(ns):
         lines.append(f"        s{k}, t{k} = t{k}, s{k}")
     for m, k in enumerate(traced):
-        lines.append(f"        tr{m}[step, ...] = s{k}" if node.inputs[1 + k].type.ndim else f"        tr{m}[step] = s{k}[()]")
+        lines.append(
+            f"        tr{m}[step, ...] = s{k}" if node.inputs[1 + k].type.ndim else f"        tr{m}[step] = s{k}[()]"
+        )
     outs = [f"s{k}" for k in range(ns)] + [f"tr{m}" for m in range(len(traced))]
     lines.append(f"    return {_ret(outs)}")
     return INNER_HEADER + print_inner(op.body, "body") + "\n\n" + "\n".join(lines) + "\n"

@@ -24,18 +24,20 @@ def _cumop(op, node):
     for idx in np.ndindex(y.shape[:-1]):
         row = y[idx]
         dst = z[idx]
-        acc = {dtype}({'0' if op.mode == 'add' else '1'})
+        acc = {dtype}({"0" if op.mode == "add" else "1"})
         for i in range(n):
             acc = {dtype}(acc {sym} {dtype}(row[i]))
             dst[i] = acc
     return out
 """
 
+
 @numba_kernel.register(extra.ARange)
 def _arange(op, node):
     return "from dimgraph.backends.numba.fallback import arange\n\n\ndef kernel(start, stop, step):\n" + (
         f"    return arange(start.item(), stop.item(), step.item(), {np_type(op.dtype)}(0))\n"
     )
+
 
 @numba_kernel.register(extra.Assert)
 def _assert(op, node):

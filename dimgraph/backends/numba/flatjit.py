@@ -87,7 +87,12 @@ def flat_text(graph_digest, shapes, dtypes, n_big, n_data, jit_options) -> str:
             lines.append(f"    grad[{start}] = r[{k + 1}][()]")
         start += n
     lines.append("    return r[0][()], grad")
-    return HEADER.format(graph=graph_digest) + "\n\n" + "\n".join(lines) + f"\n\n\nflat = numba.njit({jit_options})(flat)\n"
+    return (
+        HEADER.format(graph=graph_digest)
+        + "\n\n"
+        + "\n".join(lines)
+        + f"\n\n\nflat = numba.njit({jit_options})(flat)\n"
+    )
 
 
 CFUNC_SIGNATURE = "int64(int64, CPointer(float64), CPointer(float64), CPointer(float64), voidptr)"

@@ -23,7 +23,9 @@ def _indexed_loop(op, node):
     sinks, scatter_at, scatter_of = [], {}, iter(scatters)
     for k, ((out, kind, reducer), o) in enumerate(zip(op.results, node.outputs)):
         dtype = o.type.dtype
-        sinks.append((out, None if kind == "full" else (reducer, (0,), dtype) if kind == "reduce" else ("scatter", dtype)))
+        sinks.append(
+            (out, None if kind == "full" else (reducer, (0,), dtype) if kind == "reduce" else ("scatter", dtype))
+        )
         if kind == "scatter":  # the same index array into a table of the same static length: one check
             base, idx = next(scatter_of)
             for v, table in table_of.items():
@@ -44,8 +46,10 @@ def _indexed_loop(op, node):
 def _gather_elemwise(op, node):
     steps, outs = flatten(op.scalar_op, op.scalar_op.nin)
     bcast = [tuple(s == 1 for s in t.shape) for t in op.loop_types(node.inputs)]
-    sinks = [(r, None if op.reducer is None else (op.reducer, tuple(op.axis), o.type.dtype))
-             for r, o in zip(outs, node.outputs)]
+    sinks = [
+        (r, None if op.reducer is None else (op.reducer, tuple(op.axis), o.type.dtype))
+        for r, o in zip(outs, node.outputs)
+    ]
     return loop_kernel(
         bcast, list(op.scalar_op.in_dtypes), steps, sinks, op_name=str(op), gathered=op.gather_axes, reciprocals=True
     )

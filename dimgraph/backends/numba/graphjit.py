@@ -195,7 +195,8 @@ class Tiers:
     def describe(self) -> dict:
         """What `Function.summary()` shows of the numba backend's tiers."""
         state = {
-            "driver": "the Python driver" + ("" if not self.available else f" (the jitted graph compiles after {HOT_CALLS} calls)"),
+            "driver": "the Python driver"
+            + ("" if not self.available else f" (the jitted graph compiles after {HOT_CALLS} calls)"),
             "compiling": "the Python driver (the jitted graph is compiling)",
             "jitted": f"the jitted graph (compiled in {self.seconds or 0.0:.2f} s)",
         }.get(self.state, "the Python driver (the jitted graph did not compile)")
@@ -298,7 +299,9 @@ class Tiers:
 
         n_big = len(self.bigs)
         data_types = self.sig[n_big + len(shapes) :]
-        text = flatjit.flat_text(cache.digest(self.plan.jit_driver), shapes, dtypes, n_big, len(data_types), self.options)
+        text = flatjit.flat_text(
+            cache.digest(self.plan.jit_driver), shapes, dtypes, n_big, len(data_types), self.options
+        )
         dispatcher = _own(cache.load_module("f", text).flat)
         dispatcher.compile(self.sig[:n_big] + data_types + (numba.float64[::1],))
         dispatcher.disable_compile()
@@ -310,7 +313,9 @@ class Tiers:
         size = sum(int(np.prod(s, dtype=np.int64)) for s in shapes)
         if self.jit_now(list(params) + list(data)):
             try:
-                text = flatjit.flat_text(cache.digest(self.plan.jit_driver), shapes, dtypes, len(self.bigs), len(data), self.options)
+                text = flatjit.flat_text(
+                    cache.digest(self.plan.jit_driver), shapes, dtypes, len(self.bigs), len(data), self.options
+                )
                 flat = cache.load_module("f", text)  # its `flat` compiles for the C function's argument types
                 arguments = [(a.dtype.name, a.ndim) for a in self.bigs + tuple(data)]
                 module = cache.load_module("c", flatjit.cfunc_text(flat.digest, size, arguments))

@@ -140,7 +140,6 @@ def _elemwise(op, node):
     return call
 
 
-
 @host_impl.register(ShapeI)
 def _shape_i(op, node):
     i = op.i

@@ -14,8 +14,10 @@ def _join_kernel(op, node):
         return "def kernel(x0):\n    return x0.copy()\n"
     nd = node.inputs[0].type.ndim
     checks = [
-        (f"{a}.shape[{ax}] != x0.shape[{ax}]",
-         f"raise ShapeError('Join: axis {ax} of the inputs has different sizes (only axis {op.axis} may differ)')")
+        (
+            f"{a}.shape[{ax}] != x0.shape[{ax}]",
+            f"raise ShapeError('Join: axis {ax} of the inputs has different sizes (only axis {op.axis} may differ)')",
+        )
         for ax in range(nd)
         if ax != op.axis
         for a in args[1:]
@@ -25,6 +27,7 @@ def _join_kernel(op, node):
         + "".join(line + "\n" for line in guard_lines(checks, "    "))
         + f"    return np.concatenate({_tuple(args)}, axis={op.axis})\n"
     )
+
 
 @numba_kernel.register(join.Split)
 def _split_kernel(op, node):

@@ -23,7 +23,7 @@ from dimgraph.core.broadcast import mismatch_message
 from dimgraph.core.linalg import Einsum, MatMul
 from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
 
-HELPERS = '''
+HELPERS = """
 @numba.njit(cache=True)
 def _chol(a, lower):
     n = a.shape[0]
@@ -86,7 +86,7 @@ def _inv(a):
 @numba.njit(cache=True)
 def _eigh(a, lower):
     return np.linalg.eigh(np.ascontiguousarray(a if lower else a.T))
-'''
+"""
 
 
 def _core_call(op, args):

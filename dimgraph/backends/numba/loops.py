@@ -315,17 +315,27 @@ def loop_kernel(
     row_buffers = {
         k
         for k, (ref, red) in enumerate(outputs)
-        if red is not None and red[0] == "add" and tuple(red[1]) == (ndim - 1,) and costly[ref]
-        and np.dtype(red[2]).kind == "f" and not indexed
+        if red is not None
+        and red[0] == "add"
+        and tuple(red[1]) == (ndim - 1,)
+        and costly[ref]
+        and np.dtype(red[2]).kind == "f"
+        and not indexed
     }
     # A plain load summed over the innermost axis (x.sum(last dim), data.sel(...).sum("time")) is one call
     # of `rt.sum_row` on the row: its additions may be reassociated into vector partial sums.
     direct_rows = {
         k
         for k, (ref, red) in enumerate(outputs)
-        if red is not None and red[0] == "add" and tuple(red[1]) == (ndim - 1,) and ref < nin
-        and dtypes[ref] == red[2] == "float64" and not in_bcast[ref][ndim - 1] and gathered[ref] != ndim - 1
-        and k not in row_buffers and not any(_is_scatter(r) for _, r in outputs)
+        if red is not None
+        and red[0] == "add"
+        and tuple(red[1]) == (ndim - 1,)
+        and ref < nin
+        and dtypes[ref] == red[2] == "float64"
+        and not in_bcast[ref][ndim - 1]
+        and gathered[ref] != ndim - 1
+        and k not in row_buffers
+        and not any(_is_scatter(r) for _, r in outputs)
     }
 
     def row_of(k, v):

@@ -56,8 +56,10 @@ def matmul_kernel(op, node) -> str:
         sizes.append(size)
         unknown = [f"x{k}.shape[{ax}] != {size}" for k, ax, s in static if s is None and (k, ax) != source]
         if unknown:
-            checks += [f"    if {' or '.join(unknown)}:",
-                       f"        raise ShapeError({mismatch_message('matmul', f'batch axis {t}')!r})"]
+            checks += [
+                f"    if {' or '.join(unknown)}:",
+                f"        raise ShapeError({mismatch_message('matmul', f'batch axis {t}')!r})",
+            ]
     lines += checks
     rows = [f"x0.shape[{nda - 2}]"] if nda > 1 else []
     cols = [f"x1.shape[{ndb - 1}]"] if ndb > 1 else []
@@ -76,7 +78,11 @@ def matmul_kernel(op, node) -> str:
     a, b = operands
     if not sizes:  # one product
         if blas and nda == ndb == 1:
-            lines += [f"    out = np.empty((), dtype={np_type(dtype)})", f"    out[()] = np.dot({a}, {b})", "    return out"]
+            lines += [
+                f"    out = np.empty((), dtype={np_type(dtype)})",
+                f"    out[()] = np.dot({a}, {b})",
+                "    return out",
+            ]
         elif blas:
             lines.append(f"    return np.dot({a}, {b})")
         else:

@@ -51,9 +51,7 @@ def objmode_kernel(op, node) -> str:
     decl = ", ".join(f"o{k}=_t{k}" for k in range(len(outs)))
     return ObjmodeKernel(
         "from dimgraph.backends.numba.fallback import perform_caller\n\n"
-        f'_perform = perform_caller("{key}")\n'
-        + "\n".join(types)
-        + f"\n\n\ndef kernel({', '.join(args)}):\n"
+        f'_perform = perform_caller("{key}")\n' + "\n".join(types) + f"\n\n\ndef kernel({', '.join(args)}):\n"
         f"    with numba.objmode({decl}):\n"
         f"        {', '.join(outs)} = _perform({', '.join(args)})\n"
         f"    return {', '.join(outs)}\n"
@@ -175,8 +173,10 @@ def _dimshuffle(op, node):
 def _reshape(op, node):
     args = [f"s{k}" for k in range(op.ndim)]
     shape = _tuple(f"{a}.item()" for a in args)
-    return f"def kernel(x, {', '.join(args)}):\n    return rt_views.reshape(x, {shape})\n" if args else (
-        "def kernel(x):\n    return rt_views.reshape(x, ())\n"
+    return (
+        f"def kernel(x, {', '.join(args)}):\n    return rt_views.reshape(x, {shape})\n"
+        if args
+        else ("def kernel(x):\n    return rt_views.reshape(x, ())\n")
     )
 
 

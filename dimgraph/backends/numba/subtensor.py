@@ -65,6 +65,7 @@ def _subtensor(op, node):
         body = [f"    return rt_views.expand_view(x, {_tuple(shape)}, {_tuple(strides)})"]
     return f"def kernel({', '.join(args)}):\n" + "\n".join(body) + "\n"
 
+
 def _without_new_axes(op, node):
     """(index, value's static shape, lines) of a set/inc with new axes written as one without: the value
     comes as `v0`, and its axes that meet a new axis of the selection (size 1 there, checked) are read at
@@ -114,6 +115,7 @@ def _inc_subtensor(op, node):
     body.append("    return out")
     return f"def kernel({', '.join(args)}):\n" + "\n".join(body) + "\n"
 
+
 def _single_int_array(op, node, first):
     """The axis of the one integer index array when all other entries are full slices, else None."""
     entries = list(op.index)
@@ -123,6 +125,7 @@ def _single_int_array(op, node, first):
     if np.dtype(node.inputs[first].type.dtype).kind not in "iu":
         return None
     return arrays[0]
+
 
 @numba_kernel.register(sub.AdvancedSubtensor)
 def _advanced_subtensor(op, node):
@@ -160,6 +163,7 @@ def _advanced_subtensor(op, node):
                 o3[a, b, c] = x3[a, k, c]
     return out
 """
+
 
 @numba_kernel.register(sub.AdvancedIncSubtensor)
 def _advanced_inc_subtensor(op, node):
@@ -278,7 +282,9 @@ def general_advanced(op, node, first):
             else:
                 bounds.append(default if p is None else str(int(p)))
         start, stop, step = bounds
-        lines.append(f"    st{axis}, ln{axis} = _slice({start}, {stop}, {step}, x.shape[{axis}], {e[1] is not None}, {e[2] is not None})")
+        lines.append(
+            f"    st{axis}, ln{axis} = _slice({start}, {stop}, {step}, x.shape[{axis}], {e[1] is not None}, {e[2] is not None})"
+        )
         lines.append(f"    sp{axis} = {step}")
         if e[3] == sub.SYMBOLIC:
             lines += [f"    if sp{axis} == 0:", f"        raise ValueError('{name}: slice step cannot be zero')"]
@@ -302,7 +308,9 @@ def general_advanced(op, node, first):
         for n_arr, (ref, ndim, static, _, _) in enumerate(arrays):
             k = j - (nd - ndim)
             if k >= 0 and static[k] != 1:
-                message = mismatch_message(name, f"axis {j} of the index arrays", where=f"(index array {n_arr} does not stretch)")
+                message = mismatch_message(
+                    name, f"axis {j} of the index arrays", where=f"(index array {n_arr} does not stretch)"
+                )
                 lines += [f"    if {ref}.shape[{k}] != B{j}:", f"        raise ShapeError({message!r})"]
         bshape.append(f"B{j}")
     lines.append(f"    nB = {' * '.join(bshape) if bshape else '1'}")

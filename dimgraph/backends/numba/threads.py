@@ -68,7 +68,9 @@ def split_of(node) -> Split | None:
         for _ in scatters:
             cut += [False, True]
             base += [True, False]
-        combine = tuple("rows" if kind == "full" else reducer if kind == "reduce" else "scatter" for _, kind, reducer in op.results)
+        combine = tuple(
+            "rows" if kind == "full" else reducer if kind == "reduce" else "scatter" for _, kind, reducer in op.results
+        )
         if any(c == "rows" for c in combine):
             return None  # full-length results would be copied back together: no gain for a loop this light
         return Split(tuple(cut), tuple(base), combine)

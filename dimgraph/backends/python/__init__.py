@@ -59,8 +59,10 @@ def compile(fgraph, **options):
 def _check_result(node, var, value):
     """The reference backend verifies every op's result against its static type."""
     dtype, shape = var.type.dtype, var.type.shape
-    if value.dtype != dtype or value.ndim != len(shape) or any(
-        s is not None and s != v for s, v in zip(shape, value.shape)
+    if (
+        value.dtype != dtype
+        or value.ndim != len(shape)
+        or any(s is not None and s != v for s, v in zip(shape, value.shape))
     ):
         raise RuntimeError(
             f"internal error: {node.op} returned {value.dtype}{value.shape} but its type says {var.type}"

@@ -53,7 +53,9 @@ def unroll_blockwise(keep):
             flat = stack(r) if r else None
             if flat is None:
                 return None
-            new.append(reshape(flat, batch + tuple(static_or_symbolic(flat)[1:])))  # core sizes may be known at run time only
+            new.append(
+                reshape(flat, batch + tuple(static_or_symbolic(flat)[1:]))
+            )  # core sizes may be known at run time only
         return new
 
     return unroll

@@ -59,7 +59,12 @@ def _signless_zero(x, z):
 
 def _nonzero_finite_constant(v):
     data = const_data(v)
-    return data is not None and data.size > 0 and data.dtype.kind in "iuf" and bool(np.all(np.isfinite(data) & (data != 0)))
+    return (
+        data is not None
+        and data.size > 0
+        and data.dtype.kind in "iuf"
+        and bool(np.all(np.isfinite(data) & (data != 0)))
+    )
 
 
 CANON_RULES = [
@@ -279,8 +284,11 @@ def reduce_of_alloc(fgraph, node):
     stretched = [a for a in node.op.axis if padded.type.shape[a] == 1 and to_static(shape[a]) != 1]
     if not stretched or not all(_is_length(shape[a]) for a in stretched):
         return None
-    if not all(_same_entry(shape[a], value, a - pad) if a >= pad else to_static(shape[a]) == 1
-               for a in range(len(shape)) if a not in stretched):
+    if not all(
+        _same_entry(shape[a], value, a - pad) if a >= pad else to_static(shape[a]) == 1
+        for a in range(len(shape))
+        if a not in stretched
+    ):
         return None  # may broadcast (or fail) at run time: keep the explicit array
     static = all(to_static(shape[a]) for a in stretched)  # every stretched length known and not 0
     if node.op.scalar_op != "add" and not static:

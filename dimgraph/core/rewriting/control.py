@@ -157,7 +157,9 @@ def loop_dead_inputs(fgraph, node):
         changes["traced"] = tuple(keep.index(k) for k in op.traced if k in keep and used(trace_of[k]))
         changes["until"] = None if until is None else keep.index(until)
     new_op = dataclasses.replace(op, **changes)
-    new = new_op.make_node(node.inputs[0], *[node.inputs[1 + k] for k in keep], *[node.inputs[1 + ns + j] for j in consts]).outputs
+    new = new_op.make_node(
+        node.inputs[0], *[node.inputs[1 + k] for k in keep], *[node.inputs[1 + ns + j] for j in consts]
+    ).outputs
     repl = {node.outputs[k]: new[pos] for pos, k in enumerate(keep)}
     new_trace = {k: new[len(keep) + m] for m, k in enumerate(keep[p] for p in new_op._traced())}
     for k, tr in trace_of.items():
@@ -188,7 +190,12 @@ def loop_constant_states(fgraph, node):
         traced=tuple(keep.index(k) for k in op.traced),
         until=None if op.until is None else keep.index(op.until),
     )
-    new = new_op.make_node(node.inputs[0], *[node.inputs[1 + k] for k in keep], *node.inputs[1 + ns :], *[node.inputs[1 + k] for k in fixed]).outputs
+    new = new_op.make_node(
+        node.inputs[0],
+        *[node.inputs[1 + k] for k in keep],
+        *node.inputs[1 + ns :],
+        *[node.inputs[1 + k] for k in fixed],
+    ).outputs
     repl = {node.outputs[k]: new[pos] for pos, k in enumerate(keep)}
     repl.update({node.outputs[k]: node.inputs[1 + k] for k in fixed})
     repl.update({node.outputs[ns + m]: new[len(keep) + m] for m in range(len(op.traced))})
@@ -329,8 +336,12 @@ def loop_forward_accumulation(fgraph, node):
     reversed_reads = []
     for inner in body.nodes():
         if any(i is index for i in inner.inputs):
-            if not (is_scalar_op(inner, "sub") and inner.inputs[1] is index
-                    and id(inner.inputs[0]) in last and inner.outputs[0].type == index.type):
+            if not (
+                is_scalar_op(inner, "sub")
+                and inner.inputs[1] is index
+                and id(inner.inputs[0]) in last
+                and inner.outputs[0].type == index.type
+            ):
                 return None
             reversed_reads.append(inner.outputs[0])
     if not reversed_reads:
@@ -403,9 +414,17 @@ def loop_hoist_accumulated_constants(fgraph, node):
     readers = _readers(body)
     for k in range(ns):
         out, state = body.outputs[k], body.inputs[1 + k]
-        if k in op.traced or state.type.ndim != 0 or not _is_add(out.owner) or len(out.owner.inputs) != 2 or not any(i is state for i in out.owner.inputs):
+        if (
+            k in op.traced
+            or state.type.ndim != 0
+            or not _is_add(out.owner)
+            or len(out.owner.inputs) != 2
+            or not any(i is state for i in out.owner.inputs)
+        ):
             continue
-        if readers.get(id(state), set()) != {id(out.owner)}:  # read elsewhere in the body: its values there would change
+        if readers.get(id(state), set()) != {
+            id(out.owner)
+        }:  # read elsewhere in the body: its values there would change
             continue
         term = out.owner.inputs[1] if out.owner.inputs[0] is state else out.owner.inputs[0]
         parts = _signed_parts(term)
@@ -457,7 +476,12 @@ def _fuse_two(a, b):
         outs += op.body.apply([index, *st, *cs])
     na = a.op.n_states
     body = InnerGraph([index, *states[0], *states[1], *consts], outs)
-    op = Loop(body, na + b.op.n_states, traced=a.op.traced + tuple(na + k for k in b.op.traced), name=f"{a.op.name} + {b.op.name}")
+    op = Loop(
+        body,
+        na + b.op.n_states,
+        traced=a.op.traced + tuple(na + k for k in b.op.traced),
+        name=f"{a.op.name} + {b.op.name}",
+    )
     new = op.make_node(a.inputs[0], *a.inputs[1 : 1 + na], *b.inputs[1 : 1 + b.op.n_states], *const_values).outputs
     n_finals, nta = op.n_states, len(a.op.traced)
     pairs = [(a.outputs[k], new[k]) for k in range(na)] + [(a.outputs[na + m], new[n_finals + m]) for m in range(nta)]

@@ -96,7 +96,9 @@ class RewriteSpec:
             inc = rewrites.get("include")
             return cls(
                 include=None if inc is None else tuple([inc] if isinstance(inc, str) else inc),
-                exclude=tuple([rewrites["exclude"]] if isinstance(rewrites.get("exclude"), str) else rewrites.get("exclude", ())),
+                exclude=tuple(
+                    [rewrites["exclude"]] if isinstance(rewrites.get("exclude"), str) else rewrites.get("exclude", ())
+                ),
                 trace=rewrites.get("trace"),
                 egraph={} if egraph is True else (dict(egraph) if isinstance(egraph, dict) else None),
             )
@@ -181,7 +183,9 @@ def _pairs(node, result):
         return list(result.items())
     if isinstance(result, (list, tuple)):
         if len(result) != len(node.outputs):
-            raise RewriteError(f"a rewrite of {node.op} returned {len(result)} replacements for {len(node.outputs)} outputs")
+            raise RewriteError(
+                f"a rewrite of {node.op} returned {len(result)} replacements for {len(node.outputs)} outputs"
+            )
         return list(zip(node.outputs, result))
     return [(node.outputs[0], result)]
 

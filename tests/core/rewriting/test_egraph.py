@@ -71,7 +71,9 @@ def test_switch_becomes_masked_sets_when_the_mask_is_sparse():
     assert sum(isinstance(op, AdvancedSubtensor) for op in ops) == 2  # x[c] and y[c]
     assert sparse.rewrite_trace.counts["switch_as_masked_sets"] >= 1
     assert sparse.rewrite_trace.counts["lift_index"] >= 1
-    assert not any(isinstance(op, (AdvancedSubtensor, AdvancedIncSubtensor)) for op in ops_of(dense))  # 50%: where stays
+    assert not any(
+        isinstance(op, (AdvancedSubtensor, AdvancedIncSubtensor)) for op in ops_of(dense)
+    )  # 50%: where stays
     lazy, eager = graph_cost(sparse.fgraph, mask_fraction=0.02), graph_cost(dense.fgraph, mask_fraction=0.02)
     assert lazy.transcendental < 0.1 * eager.transcendental  # the length check's Assert passes x[c]'s size through
     rng = np.random.default_rng(0)
@@ -94,8 +96,12 @@ def test_masked_switch_runs_on_backends(backend):
     with pytest.raises((AssertionError, IndexError), match="different lengths|did not match"):
         f(np.zeros(0), np.zeros(2))
     m = dg.tensor("m", shape=(None, 3))  # a mask over two axes, one of them static
-    g = dg.function([m], dg.where(m > 2, dg.exp(m) * dg.sin(m), m), rewrites={"egraph": {"mask_fraction": 0.01, **UNTIMED}},
-                    backend=backend)
+    g = dg.function(
+        [m],
+        dg.where(m > 2, dg.exp(m) * dg.sin(m), m),
+        rewrites={"egraph": {"mask_fraction": 0.01, **UNTIMED}},
+        backend=backend,
+    )
     assert any(isinstance(op, AdvancedIncSubtensor) for op in ops_of(g))
     mv = np.linspace(-4, 4, 12).reshape(4, 3)
     np.testing.assert_allclose(g(mv), np.where(mv > 2, np.exp(mv) * np.sin(mv), mv), rtol=1e-12)
@@ -166,8 +172,10 @@ def rule_graphs(draw):
     x, y = dg.tensor("x", shape=declared, dtype=dt), dg.tensor("y", shape=declared, dtype=dt)
     idx = dg.tensor("i", shape=(None,), dtype="int64")
     size = int(np.prod(shape))
-    values = [np.array(draw(st.lists(st.sampled_from(SPECIAL), min_size=size, max_size=size)), dt).reshape(shape)
-              for _ in range(2)]
+    values = [
+        np.array(draw(st.lists(st.sampled_from(SPECIAL), min_size=size, max_size=size)), dt).reshape(shape)
+        for _ in range(2)
+    ]
     if declared[0] is None and draw(st.integers(0, 3)) == 0:
         values[1] = np.concatenate([values[1], np.ones((1,) + shape[1:], dt)])
     values.append(np.array(draw(st.lists(st.integers(-n, n - 1), max_size=4)) if n else [], "int64"))
@@ -196,7 +204,7 @@ def rule_graphs(draw):
         except IndexError:  # a static index out of range for a sliced term
             continue
         pool.append(out)
-    return [x, y, idx], values, pool[-draw(st.integers(1, 2)):], draw(st.sampled_from([0.001, 0.5]))
+    return [x, y, idx], values, pool[-draw(st.integers(1, 2)) :], draw(st.sampled_from([0.001, 0.5]))
 
 
 @given(rule_graphs())
@@ -249,13 +257,19 @@ def test_rules_can_be_excluded_by_name_and_tag():
     x = dg.vector("x")
     f = dg.function([x], dg.log(1 + x), rewrites={"egraph": True, "exclude": ["log1p"]}, backend="python")
     assert "log1p" not in scalar_names(f)
-    g = dg.function([x], dg.where(x > 0, dg.sin(x), x), rewrites={"egraph": {"mask_fraction": 0.01}, "exclude": ["egraph"]},
-                    backend="python")
+    g = dg.function(
+        [x],
+        dg.where(x > 0, dg.sin(x), x),
+        rewrites={"egraph": {"mask_fraction": 0.01}, "exclude": ["egraph"]},
+        backend="python",
+    )
     assert not any(isinstance(op, AdvancedIncSubtensor) for op in ops_of(g))
 
 
-@pytest.mark.parametrize("budget, status", [({"node_limit": 3}, "node budget"), ({"time_limit": 0.0}, "time budget"),
-                                            ({"iter_limit": 0}, "iteration budget")])
+@pytest.mark.parametrize(
+    "budget, status",
+    [({"node_limit": 3}, "node budget"), ({"time_limit": 0.0}, "time budget"), ({"iter_limit": 0}, "iteration budget")],
+)
 def test_over_budget_falls_back_to_the_phase_order(budget, status, caplog):
     x = dg.vector("x")
     out = dg.log(1 + dg.exp(x) * 1)
@@ -303,7 +317,9 @@ def test_scan_graphs_keep_their_control_flow_rewrites():
 
     t = dg.Dim("t", size=4)
     eps = dg.labeled("eps", dims=(t,))
-    final, trace = dg.scan(lambda x, e: 0.5 * x + dg.log(1 + e * e), init=dg.constant(0.0, dims=()), sequences=eps, dim=t)
+    final, trace = dg.scan(
+        lambda x, e: 0.5 * x + dg.log(1 + e * e), init=dg.constant(0.0, dims=()), sequences=eps, dim=t
+    )
     f = dg.function([eps], final, rewrites=EGRAPH, backend="python")
     assert f.rewrite_trace.counts["scan_to_loop"] == 1
     assert any(isinstance(op, Loop) for op in ops_of(f)) and not any(isinstance(op, Scan) for op in ops_of(f))

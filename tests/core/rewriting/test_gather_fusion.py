@@ -94,8 +94,11 @@ def test_labeled_sel_sum_matches_xarray_and_makes_no_copy(backend):
     country, time_ = dg.Dim("country", coords=pd.Index(labels)), dg.Dim("time", size=7)
     data = dg.labeled("data", dims=(country, time_))
     picked, positions = ["c4", "c0", "c5"], [-1, 0, 2]  # out of order; negatives count from the end
-    outputs = [data.sel(country=picked).sum("time"), data.isel(country=positions).max("country"),
-               dg.exp(data.sel(country=picked)).mean("country")]
+    outputs = [
+        data.sel(country=picked).sum("time"),
+        data.isel(country=positions).max("country"),
+        dg.exp(data.sel(country=picked)).mean("country"),
+    ]
     f = dg.function([data], outputs, backend=backend)
     values = np.random.default_rng(0).normal(size=(6, 7))
     ref = xr.DataArray(values, dims=("country", "time"), coords={"country": labels})
@@ -141,7 +144,9 @@ def test_index_checked_once_per_value_and_gather_on_outer_axis_stays_contiguous(
     inner = dg.function([table, idx], table[:, :, idx].sum(axis=1))
     outer_src, inner_src = outer.source.split("---- kernels ----")[1], inner.source.split("---- kernels ----")[1]
     # the gathered table read row by row in place: a contiguous innermost loop, or the row summed whole
-    assert outer_src.count("check_index") == 1 and ("t0[k0, j1, j2]" in outer_src or "rt.sum_row(t0[kr0, j1, :])" in outer_src)
+    assert outer_src.count("check_index") == 1 and (
+        "t0[k0, j1, j2]" in outer_src or "rt.sum_row(t0[kr0, j1, :])" in outer_src
+    )
     # an inner gathered axis: its positions checked in one pass before the loops
     assert inner_src.count("check_index") == 1 and "kp0[jk] = rt_views.check_index(x0[jk], tn0, 2)" in inner_src
     values = np.arange(24.0).reshape(2, 3, 4)

@@ -80,8 +80,14 @@ def test_hierarchical_logp_and_gradient_is_one_loop_on_numba():
     r = (y - (mu[g] + beta * x)) / dg.exp(log_sigma)
     logp, grads = dg.value_and_grad((-0.5 * r * r).sum() - log_sigma * 7, [mu, beta, log_sigma])
     rng = np.random.default_rng(0)
-    values = [rng.normal(size=5), np.asarray(0.3), np.asarray(-0.2), rng.normal(size=7), rng.normal(size=7),
-              rng.integers(0, 5, 7)]
+    values = [
+        rng.normal(size=5),
+        np.asarray(0.3),
+        np.asarray(-0.2),
+        rng.normal(size=7),
+        rng.normal(size=7),
+        rng.integers(0, 5, 7),
+    ]
     f = dg.function([mu, beta, log_sigma, x, y, g], [logp, *grads], backend="numba")
     assert len(ops(f, IndexedLoop)) == 1
     assert not ops(f, AdvancedSubtensor) and not ops(f, AdvancedIncSubtensor)  # no full-length temporaries
@@ -179,7 +185,9 @@ def test_integer_loop_values_reduce_in_numpy_dtypes(backend):
 
 def test_perform_and_gradient_of_the_op_itself():
     sq = Composite(in_dtypes=("float64", "float64"), steps=((ScalarOp("mul"), (0, 1)),), outs=(2,))
-    loop = IndexedLoop(sq, gathered=(True, False), results=((0, "reduce", "add"), (0, "scatter", None), (0, "full", None)))
+    loop = IndexedLoop(
+        sq, gathered=(True, False), results=((0, "reduce", "add"), (0, "scatter", None), (0, "full", None))
+    )
     idx = np.array([1, 0, 1, 1])
 
     def fn(table, x, base):
@@ -193,7 +201,9 @@ def test_perform_and_gradient_of_the_op_itself():
 def test_a_hand_built_indexed_loop_runs_on_every_backend(backend):
     """Backends with no kernel for it (c) expand it into the ops it fuses; jax traces them."""
     double = Composite(in_dtypes=("float64",), steps=((ScalarOp("add"), (0, 0)),), outs=(1,))
-    loop = IndexedLoop(double, gathered=(True,), results=((0, "reduce", "add"), (0, "scatter", None), (0, "full", None)))
+    loop = IndexedLoop(
+        double, gathered=(True,), results=((0, "reduce", "add"), (0, "scatter", None), (0, "full", None))
+    )
     table, idx = dg.vector("table"), dg.tensor("idx", shape=(None,), dtype="int64")
     f = dg.function([table, idx], loop(idx, table, dg.core.zeros((3,)), idx), backend=backend)
     total, scattered, full = f(np.array([1.0, 2.0, 3.0]), np.array([2, 2, -3]))

@@ -137,7 +137,9 @@ def test_array_streams_are_limited_and_scalars_and_full_sums_do_not_count():
     g = dg.function([x, *scalars], terms)
     (loop,) = ops(g, CAReduceElemwise)
     assert len(loop.outputs) == len(terms)
-    np.testing.assert_allclose(g(*vals[:1], *vals[len(vs) :]), [np.exp(vals[0] * 1.0 * c).sum() for c in vals[len(vs) :]])
+    np.testing.assert_allclose(
+        g(*vals[:1], *vals[len(vs) :]), [np.exp(vals[0] * 1.0 * c).sum() for c in vals[len(vs) :]]
+    )
 
 
 def test_reduce_of_elemwise_is_one_node_and_a_near_miss_is_not():

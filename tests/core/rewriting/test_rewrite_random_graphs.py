@@ -64,10 +64,16 @@ def graphs(draw, over_constants=False):
             }[form]()
         elif kind == "shape" and v.type.ndim > 0:
             op = draw(st.sampled_from(["T", "expand", "flatten"]))
-            out = {"T": lambda: transpose(v), "expand": lambda: expand_dims(v, 0).sum(0), "flatten": lambda: reshape(v, (-1,))}[op]()
+            out = {
+                "T": lambda: transpose(v),
+                "expand": lambda: expand_dims(v, 0).sum(0),
+                "flatten": lambda: reshape(v, (-1,)),
+            }[op]()
         elif kind == "reduce" and v.type.ndim > 0:
             axis = draw(st.integers(0, v.type.ndim - 1))
-            red = draw(st.sampled_from(["sum", "prod"] + (["max", "min"] if v.type.shape[axis] not in (0, None) else [])))
+            red = draw(
+                st.sampled_from(["sum", "prod"] + (["max", "min"] if v.type.shape[axis] not in (0, None) else []))
+            )
             out = getattr(dg.core, red)(v, axis=axis)
         else:
             continue

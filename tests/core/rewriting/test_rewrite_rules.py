@@ -219,7 +219,9 @@ def test_merge_takes_commutative_inputs_as_a_set_and_keeps_order_elsewhere(name)
     f = compiled([x, y], [fn(x, y), fn(y, x)], ["merge"])
     assert f.fgraph.outputs[0] is f.fgraph.outputs[1] and len(f.fgraph.nodes) == 1
     xv, yv = np.array([1.0, np.nan, -2.0]), np.array([0.5, 1.0, -2.0])
-    np.testing.assert_array_equal(f(xv, yv)[1], getattr(np, {"mul": "multiply", "eq": "equal", "neq": "not_equal"}.get(name, name))(yv, xv))
+    np.testing.assert_array_equal(
+        f(xv, yv)[1], getattr(np, {"mul": "multiply", "eq": "equal", "neq": "not_equal"}.get(name, name))(yv, xv)
+    )
     g = compiled([x, y], [x - y, y - x], ["merge"])  # not commutative: two values
     assert g.fgraph.outputs[0] is not g.fgraph.outputs[1]
     np.testing.assert_array_equal(g(xv, yv)[1], yv - xv)
@@ -317,12 +319,18 @@ def test_reduce_of_alloc(dtype):
         a[0, 1] = np.inf
     for n_rows in (0, 1, 5):
         full = np.broadcast_to(a, (n_rows, 3))
-        for got, want in zip(f(a, np.zeros((n_rows, 2))), [full.sum(), full.sum(axis=0), a.max(axis=0), full.sum(axis=1)]):
+        for got, want in zip(
+            f(a, np.zeros((n_rows, 2))), [full.sum(), full.sum(axis=0), a.max(axis=0), full.sum(axis=1)]
+        ):
             np.testing.assert_array_equal(got, want)
             assert got.dtype == np.asarray(want).dtype
     n = dg.scalar("n", dtype="int64")
-    h = dg.function([v, n, r], [broadcast_to(v, (n, 3)).sum(axis=0), spread.max(axis=0)],
-                    backend="python", rewrites={"include": ["reduce_of_alloc"], "trace": True})
+    h = dg.function(
+        [v, n, r],
+        [broadcast_to(v, (n, 3)).sum(axis=0), spread.max(axis=0)],
+        backend="python",
+        rewrites={"include": ["reduce_of_alloc"], "trace": True},
+    )
     assert h.rewrite_trace.counts["reduce_of_alloc"] == 0
     with pytest.raises(ValueError, match="non-negative"):
         h(a, -1, np.zeros((1, 2)))
@@ -333,8 +341,11 @@ def test_reduce_of_alloc(dtype):
     assert g.rewrite_trace.counts["reduce_of_alloc"] == 0  # w may be 1 long and broadcast at run time
     assert g(np.array([2.0]), 4) == 24.0
     m = dg.scalar("m", dtype="int64")
-    k = dg.function([w, r, m], broadcast_to(w, (dg.core.shape_of(r)[0], m)).sum(axis=0),
-                    rewrites={"include": ["reduce_of_alloc"], "trace": True})
+    k = dg.function(
+        [w, r, m],
+        broadcast_to(w, (dg.core.shape_of(r)[0], m)).sum(axis=0),
+        rewrites={"include": ["reduce_of_alloc"], "trace": True},
+    )
     assert k.rewrite_trace.counts["reduce_of_alloc"] == 0  # the kept axis m need not be w's length
     with pytest.raises(ValueError):
         k(np.ones(3), np.zeros((2, 2)), 4)

@@ -10,7 +10,9 @@ from dimgraph.core.subtensor import AdvancedIncSubtensor, IncSubtensor
 EFFECT, OBS = dg.Dim("effect", coords=["a", "b", "c"]), dg.Dim("obs")
 C, X = dg.labeled("c", dims=(EFFECT, OBS)), dg.labeled("x", dims=(OBS,))
 IDX = dg.labeled("idx", dims=(OBS,), dtype="int64")
-COST = (C.sel(effect="a") * X + C.sel(effect="b") * X**2 + dg.exp(C.isel(effect=2)) + C.isel(obs=IDX).sum("effect")).sum()
+COST = (
+    C.sel(effect="a") * X + C.sel(effect="b") * X**2 + dg.exp(C.isel(effect=2)) + C.isel(obs=IDX).sum("effect")
+).sum()
 
 
 def _scatters(f):

@@ -109,7 +109,13 @@ class GraphCost:
 
     @property
     def total(self):
-        return ELEMENT * self.elements + KERNEL * self.kernels + self.transcendental + ARITH * self.arithmetic + self.masked
+        return (
+            ELEMENT * self.elements
+            + KERNEL * self.kernels
+            + self.transcendental
+            + ARITH * self.arithmetic
+            + self.masked
+        )
 
     def __str__(self):
         return (
@@ -216,8 +222,8 @@ def node_cost(op, out_type, out_size, children, mask_fraction=MASK_FRACTION):
         if cid in seen:
             continue
         seen.add(cid)
-        fusable = kind in (ELEMWISE, REDUCE) and ckind == ELEMWISE and (
-            ctype == out_type if kind == ELEMWISE else k == 0
+        fusable = (
+            kind in (ELEMWISE, REDUCE) and ckind == ELEMWISE and (ctype == out_type if kind == ELEMWISE else k == 0)
         )
         if fusable:
             continue

@@ -265,4 +265,6 @@ def _constness(var):
     """2 for a constant, 1 for a DimShuffle of one (what `const_data` sees through), else 0."""
     if isinstance(var, Constant):
         return 2
-    return int(var.owner is not None and isinstance(var.owner.op, DimShuffle) and isinstance(var.owner.inputs[0], Constant))
+    return int(
+        var.owner is not None and isinstance(var.owner.op, DimShuffle) and isinstance(var.owner.inputs[0], Constant)
+    )

@@ -51,7 +51,9 @@ def choose(eg, mask_fraction):
                 if cid not in best or total < best[cid][0] - 1e-9 * abs(total):
                     best[cid] = (total, enode, kind_of(enode.op))
                     changed = True
-                elif local > 0 and total <= best[cid][0] + 1e-9 * abs(total) and _age(eg, enode) > _age(eg, best[cid][1]):
+                elif (
+                    local > 0 and total <= best[cid][0] + 1e-9 * abs(total) and _age(eg, enode) > _age(eg, best[cid][1])
+                ):
                     best[cid] = (best[cid][0], enode, kind_of(enode.op))  # a tie goes to the rewritten form
         if not changed:
             return best

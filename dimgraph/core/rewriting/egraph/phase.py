@@ -83,7 +83,9 @@ class EGraphPhase:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise ValueError(f"rewrites['egraph']: {key} must be a non-negative number, got {value!r}")
         if not 0 < self.options["mask_fraction"] <= 1:
-            raise ValueError(f"rewrites['egraph']: mask_fraction must be in (0, 1], got {self.options['mask_fraction']!r}")
+            raise ValueError(
+                f"rewrites['egraph']: mask_fraction must be in (0, 1], got {self.options['mask_fraction']!r}"
+            )
         rewriters = [rw for phase in self.phases for rw in phase.rewriters]
         # Control-flow rewrites read the graph's clients (which traces are read), a fact of one graph
         # and not of an e-graph: they run on the extracted graph, as a canonicalize phase of their own.

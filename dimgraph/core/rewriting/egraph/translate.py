@@ -119,7 +119,9 @@ def join(eg, cid, new, trace_name, stats, mark=False):
 
 def tracked(eg, tracks):
     """`(class id, e-node)` of every e-node whose op is one of `tracks`, listed before a rule adds any."""
-    return [(c, e) for c, cls in list(eg.classes.items()) for e in cls.nodes if e.op != LEAF and isinstance(e.op, tracks)]
+    return [
+        (c, e) for c, cls in list(eg.classes.items()) for e in cls.nodes if e.op != LEAF and isinstance(e.op, tracks)
+    ]
 
 
 def keeps_type(old, new):
@@ -182,7 +184,9 @@ class NodeRewrite:
     def run(self, eg, stats):
         changed = False
         for cid, enode in tracked(eg, self.tracks):
-            for inputs in itertools.islice(itertools.product(*(members(eg, c) for c in enode.children)), MAX_COMBINATIONS):
+            for inputs in itertools.islice(
+                itertools.product(*(members(eg, c) for c in enode.children)), MAX_COMBINATIONS
+            ):
                 key = (enode, tuple(id(r) for r in inputs))
                 if key in self.done:
                     continue
