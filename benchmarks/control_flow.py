@@ -25,8 +25,8 @@ import argparse
 import gc
 import json
 import math
-import statistics
 import os
+import statistics
 import subprocess
 import sys
 import tempfile

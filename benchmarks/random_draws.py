@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 import os
 import sys
+import time
 
 import numpy as np
 

@@ -138,7 +138,7 @@ def hand_numba(name, args):
         @numba.njit(cache=True)
         def hier(mu, beta, ls, x, y, g):
             inv = 1.0 / math.exp(ls)
-            lp, dmu, db, dls = 0.0, np.zeros(mu.shape[0]), 0.0, 0.0
+            lp, dmu, db = 0.0, np.zeros(mu.shape[0]), 0.0
             for i in range(x.shape[0]):
                 z = (y[i] - (mu[g[i]] + beta * x[i])) * inv
                 lp += z * z

@@ -602,7 +602,7 @@ def lkj_user(**kwargs):
     chol_packed, z, mu, log_sigma = base.params
     gidx, x_v, y_v = base.data_vars
     effect, effect_c = x_v.dims[1], z.dims[1]
-    obs, group, packed = x_v.dims[0], z.dims[0], chol_packed.dims[0]
+    obs, packed = x_v.dims[0], chol_packed.dims[0]
     E = effect.size
     rows, cols = np.tril_indices(E)
     diag_pos = np.cumsum(np.arange(1, E + 1)) - 1

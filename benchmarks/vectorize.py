@@ -34,7 +34,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import dimgraph as dg  # noqa: E402
 from benchmarks.timing import first_call, median_time  # noqa: E402
 
-
 # -- 1. posterior predictive --------------------------------------------------------------
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 import textwrap
 
-from dimgraph.core.graph import Constant
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.fused import CAReduceElemwise
+from dimgraph.core.graph import Constant
 from dimgraph.core.reduce import CAReduce
 
 

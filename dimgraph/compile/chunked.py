@@ -27,12 +27,10 @@ import warnings
 
 import numpy as np
 
+from dimgraph.core.random import RNGStateType, seed_state
+from dimgraph.core.shared import DEFAULT_CONTEXT, SharedContext
 from dimgraph.errors import InputError
-from dimgraph.core.shared import DEFAULT_CONTEXT
-from dimgraph.core.random import RNGStateType
-from dimgraph.core.shared import SharedContext
 from dimgraph.labeled.basic import is_dataarray
-from dimgraph.core.random import seed_state
 
 
 class ChunkWarning(UserWarning):

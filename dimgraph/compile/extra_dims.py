@@ -14,24 +14,22 @@ of the extra dims (a posterior predictive), as separate calls would.
 from __future__ import annotations
 
 from dimgraph.compile.chunked import is_lazy, lazy_call
+from dimgraph.compile.random import default_updates
 from dimgraph.compile.signature import Signature
 from dimgraph.core.io import TensorInput
-from dimgraph.errors import InputError
-from dimgraph.labeled.io import LabeledInput
-from dimgraph.labeled.basic import is_dataarray
-from dimgraph.compile.random import default_updates
-from dimgraph.core.shape import ShapeI
-from dimgraph.core.shape_ops import broadcast_to
-from dimgraph.core.shape import static_or_symbolic
 from dimgraph.core.loop import loop_draws_over_batch
 from dimgraph.core.random import draw_over_batch
+from dimgraph.core.shape import ShapeI, static_or_symbolic
+from dimgraph.core.shape_ops import broadcast_to
 from dimgraph.core.vectorize import pad, vectorize_graph
-from dimgraph.labeled.basic import from_positional
+from dimgraph.errors import InputError
+from dimgraph.labeled.basic import from_positional, is_dataarray
 from dimgraph.labeled.dims import Dim
+from dimgraph.labeled.io import LabeledInput
 from dimgraph.labeled.ops import ToPositional
+from dimgraph.labeled.twins import positional_twin
 from dimgraph.labeled.type import LabeledType
 from dimgraph.labeled.vectorize import _to_batched_positional
-from dimgraph.labeled.twins import positional_twin
 from dimgraph.lower import lower
 
 

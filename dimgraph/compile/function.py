@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from dimgraph import config
 from dimgraph.backends import get_backend
 from dimgraph.compile import warm
 from dimgraph.compile.chunked import is_lazy, lazy_call
@@ -23,22 +24,20 @@ from dimgraph.compile.random import default_updates
 from dimgraph.compile.sharding import resolve_shard
 from dimgraph.compile.signature import Signature, dataset_names
 from dimgraph.compile.summary import function_html, function_repr, function_summary
-from dimgraph.core.io import TensorInput, TensorOutput
-from dimgraph.core.shared import DEFAULT_CONTEXT, SharedMixin
+from dimgraph.core.basic import constant
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.graph import Constant, Variable, ancestors, graph_inputs, register_evaluator
-from dimgraph.core.rewriting import rewrite_graph
+from dimgraph.core.io import TensorInput, TensorOutput
+from dimgraph.core.math import cast
 from dimgraph.core.random import is_rng_state
+from dimgraph.core.rewriting import rewrite_graph
+from dimgraph.core.shared import DEFAULT_CONTEXT, SharedMixin
 from dimgraph.core.type import TensorType
 from dimgraph.errors import InputError
-from dimgraph.progress import Progress
-from dimgraph import config
-from dimgraph.lower import lower_io
 from dimgraph.labeled.ops import LabeledOp
-from dimgraph.core.basic import constant
-from dimgraph.lower import lower_update
-from dimgraph.core.math import cast
+from dimgraph.lower import lower_io, lower_update
 from dimgraph.printing import dprint
+from dimgraph.progress import Progress
 
 _log = logging.getLogger("dimgraph")
 

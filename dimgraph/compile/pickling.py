@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+
 from dimgraph.core.shared import DEFAULT_CONTEXT
 
 

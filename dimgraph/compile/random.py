@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.core.shared import SharedTensor
-from dimgraph.core.random import RNGStateType, seed_sequence, seed_state
-from dimgraph.prob.registry import DISTRIBUTIONS
 from dimgraph.core.graph import graph_inputs
+from dimgraph.core.random import RNGStateType, seed_sequence, seed_state
+from dimgraph.core.shared import SharedTensor
+from dimgraph.prob.registry import DISTRIBUTIONS
 
 
 class SharedRNGState(SharedTensor):

@@ -35,12 +35,12 @@ import pickle
 import sys
 from pathlib import Path
 
+from dimgraph import config
 from dimgraph.backends import diskcache
 from dimgraph.core.digest import Encoder, Unstable
 from dimgraph.core.graph import ancestors
 from dimgraph.core.graph import graph_digest as structural_digest
 from dimgraph.labeled.twins import twin_of
-from dimgraph import config
 
 _log = logging.getLogger("dimgraph")
 FORMAT = "dimgraph-warm-4"  # bump when the record's layout or the encoding changes (2: HMAC header, 3: core.digest, 4: Signature)

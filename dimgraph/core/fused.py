@@ -16,13 +16,13 @@ import numpy as np
 from dimgraph.core.basic import as_tensor
 from dimgraph.core.broadcast import node_shape
 from dimgraph.core.elemwise import Elemwise
-from dimgraph.errors import IndexOutOfBounds, ShapeError
 from dimgraph.core.graph import Op
 from dimgraph.core.reduce import REDUCERS, CAReduce
 from dimgraph.core.scalar import Composite
 from dimgraph.core.shape import build
 from dimgraph.core.subtensor import ARRAY, FULL_SLICE, AdvancedIncSubtensor, AdvancedSubtensor
 from dimgraph.core.type import TensorType
+from dimgraph.errors import IndexOutOfBounds, ShapeError
 
 # The ufunc that combines two partial reductions.
 COMBINE = {

@@ -21,7 +21,6 @@ import numpy as np
 
 from dimgraph.errors import InputError
 
-
 PYTHON_SCALARS = (bool, int, float, complex)
 
 

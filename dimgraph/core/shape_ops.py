@@ -109,7 +109,7 @@ class Alloc(Op):
 
     def infer_shape(self, inputs, input_shapes):
         entries = []
-        value, value_shape = inputs[0], input_shapes[0]
+        value = inputs[0]
         offset = len(inputs) - 1 - value.type.ndim
         for k, v in enumerate(inputs[1:]):
             known = to_static(v)

@@ -31,7 +31,8 @@ from dimgraph.core.basic import as_tensor, constant, is_float, is_python_scalar
 from dimgraph.core.broadcast import broadcast_shape
 from dimgraph.core.graph import Constant, Op, Variable
 from dimgraph.core.math import eq, maximum, minimum, where
-from dimgraph.core.reduce import sum as reduce_sum, sum_to
+from dimgraph.core.reduce import sum as reduce_sum
+from dimgraph.core.reduce import sum_to
 from dimgraph.core.shape import build, product, shape_of, static_or_symbolic, to_static
 from dimgraph.core.shape_ops import pin_shape, reshape, zeros, zeros_like
 from dimgraph.errors import ShapeError

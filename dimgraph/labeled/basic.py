@@ -8,14 +8,14 @@ silent broadcast dim.
 from __future__ import annotations
 
 import numpy as np
-from dimgraph.lazy import pandas as pd
 
+from dimgraph.core.basic import constant as positional_constant
 from dimgraph.core.graph import Variable
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import Dim, as_dim_tuple, clash, fmt_dims
 from dimgraph.labeled.ops import FromPositional, is_labeled
 from dimgraph.labeled.type import LabeledType
-from dimgraph.core.basic import constant as positional_constant
+from dimgraph.lazy import pandas as pd
 
 
 def labeled(name, dims, dtype="float64"):

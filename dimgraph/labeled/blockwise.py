@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dimgraph.core.blockwise import Blockwise
 from dimgraph.core.graph import Apply
 from dimgraph.core.type import TensorType
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import clash, fmt_dims
 from dimgraph.labeled.ops import LabeledOp, _check_labeled
 from dimgraph.labeled.type import LabeledType
-from dimgraph.core.blockwise import Blockwise
 
 
 @dataclass(frozen=True)

@@ -19,18 +19,17 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from dimgraph.lazy import pandas as pd
 
 from dimgraph.core.graph import Apply
-from dimgraph.errors import DimError
-from dimgraph.labeled.dims import Dim, clash, dim_refs, fmt_dims, resolve_dims, unify_dims
-from dimgraph.labeled.ops import LabeledOp, _check_labeled, _names, is_labeled
-from dimgraph.labeled.type import LabeledType
 from dimgraph.core.linalg import dot as core_dot
+from dimgraph.errors import DimError
 from dimgraph.labeled.basic import constant
+from dimgraph.labeled.dims import Dim, clash, dim_refs, fmt_dims, resolve_dims, unify_dims
 from dimgraph.labeled.indexing import isel
 from dimgraph.labeled.math import any_labeled, as_operand
+from dimgraph.labeled.ops import LabeledOp, _check_labeled, _names, is_labeled
 from dimgraph.labeled.shape import broadcast_to_dims, full_like, rename
+from dimgraph.labeled.type import LabeledType
 
 
 def _label(x, k):

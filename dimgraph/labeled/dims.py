@@ -16,9 +16,9 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from dimgraph.lazy import pandas as pd
 
 from dimgraph.errors import DimError
+from dimgraph.lazy import pandas as pd
 
 MAX_SIZE = 2**63  # sizes are int64 lengths: a Dim's size is below it
 

@@ -45,14 +45,13 @@ import numpy as np
 
 from dimgraph.core.graph import Apply, Constant, Variable
 from dimgraph.core.subtensor import SYMBOLIC
-from dimgraph.core.type import TensorType
 from dimgraph.errors import DimError
+from dimgraph.labeled.basic import as_labeled, constant, from_positional, is_dataarray
 from dimgraph.labeled.dims import Dim, ProductDim, clash, derived_dim, fmt_dims, resolve_dims, unify_dims
 from dimgraph.labeled.labels import positions
+from dimgraph.labeled.math import as_operand, astype, operands
 from dimgraph.labeled.ops import Arange, LabeledOp, is_labeled
 from dimgraph.labeled.type import LabeledType
-from dimgraph.labeled.basic import as_labeled, constant, from_positional, is_dataarray
-from dimgraph.labeled.math import as_operand, astype, operands
 
 # ---------------------------------------------------------------------------
 # ops

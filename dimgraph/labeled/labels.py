@@ -17,10 +17,10 @@ an index: negative labels count from the end, a slice excludes its stop.
 from __future__ import annotations
 
 import numpy as np
-from dimgraph.lazy import pandas as pd
 
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import Dim
+from dimgraph.lazy import pandas as pd
 
 
 class LabelNotFound(KeyError, IndexError):

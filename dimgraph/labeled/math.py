@@ -18,10 +18,10 @@ from dimgraph.core import reduce as core_reduce
 from dimgraph.core.basic import is_python_scalar
 from dimgraph.core.graph import Variable
 from dimgraph.core.scalar import PUBLIC_NAMES, Cast, ScalarOp
+from dimgraph.errors import DimError
 from dimgraph.labeled.basic import as_labeled, constant, from_positional, is_dataarray
 from dimgraph.labeled.dims import resolve_dims
 from dimgraph.labeled.ops import LabeledCumulative, LabeledDiff, LabeledElemwise, LabeledReduce, is_labeled
-from dimgraph.errors import DimError
 
 
 def as_operand(x, what="operand"):

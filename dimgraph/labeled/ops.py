@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from dimgraph.core.basic import as_tensor
 from dimgraph.core.graph import Apply, Op
 from dimgraph.core.scalar import ScalarOp
 from dimgraph.core.type import TensorType
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import Dim, as_dim_tuple, clash, derived_dim, fmt_dims, unify_dims
 from dimgraph.labeled.type import LabeledType
-from dimgraph.core.basic import as_tensor
 
 
 def is_labeled(x) -> bool:

@@ -15,8 +15,8 @@ import numpy as np
 from dimgraph.core.graph import Apply, Variable
 from dimgraph.core.random import PRIMITIVES, RNGStateType, is_rng_state, mark_draw
 from dimgraph.errors import DimError
-from dimgraph.labeled.dims import Dim, as_dim_tuple, fmt_dims, unify_dims
 from dimgraph.labeled.basic import is_dataarray
+from dimgraph.labeled.dims import as_dim_tuple, fmt_dims, unify_dims
 from dimgraph.labeled.math import astype, operands
 from dimgraph.labeled.ops import LabeledOp, is_labeled
 from dimgraph.labeled.type import LabeledType

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.core import shape_ops as core_shape
+from dimgraph.core.extra import arange as core_arange
 from dimgraph.core.graph import Constant, Variable
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import Dim, as_dim_tuple, fmt_dims, resolve_dims, unify_dims
@@ -25,7 +26,6 @@ from dimgraph.labeled.ops import (
     ToPositional,
     Transpose,
 )
-from dimgraph.core.extra import arange as core_arange
 
 
 def transpose(x, *dims):

@@ -23,18 +23,18 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from dimgraph.lazy import pandas as pd
 
 from dimgraph.core.graph import Apply, Variable
 from dimgraph.errors import DimError
-from dimgraph.labeled.dims import Dim, ProductDim, clash, fmt_dims, resolve_dims
-from dimgraph.labeled.ops import LabeledOp, _check_dims_in, _check_labeled, _names
-from dimgraph.labeled.type import LabeledType
 from dimgraph.labeled.basic import constant, is_dataarray
+from dimgraph.labeled.dims import Dim, ProductDim, clash, fmt_dims, resolve_dims
 from dimgraph.labeled.indexing import isel, sel
 from dimgraph.labeled.labels import LabelNotFound, positions
 from dimgraph.labeled.math import as_operand
+from dimgraph.labeled.ops import LabeledOp, _check_dims_in, _check_labeled, _names
 from dimgraph.labeled.shape import transpose
+from dimgraph.labeled.type import LabeledType
+from dimgraph.lazy import pandas as pd
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ import numpy as np
 from dimgraph.core import operands
 from dimgraph.core.digest import Encoder, sha
 from dimgraph.core.graph import Constant, Variable
+from dimgraph.core.shape import ShapeI
 from dimgraph.labeled import indexing as lindex
 from dimgraph.labeled import math as lmath
 from dimgraph.labeled import shape as lshape
-from dimgraph.labeled.dims import fmt_dims, unify_dims
-from dimgraph.core.shape import ShapeI
 from dimgraph.labeled.combine import dot
+from dimgraph.labeled.dims import fmt_dims, unify_dims
 from dimgraph.labeled.shift import roll, shift
 from dimgraph.labeled.stacking import ravel, stack, unstack
 

@@ -17,10 +17,14 @@ again. Results then put the batch dims first, their own dims after.
 
 from __future__ import annotations
 
+from dimgraph.core.elemwise import DimShuffle
 from dimgraph.core.graph import Variable, ancestors, rebuild_node
 from dimgraph.core.vectorize import vectorize_graph as positional_vectorize_graph
 from dimgraph.errors import DimError
+from dimgraph.labeled.basic import as_labeled, is_dataarray
+from dimgraph.labeled.combine import Concat, concat_dims
 from dimgraph.labeled.dims import clash, dim_refs, fmt_dims
+from dimgraph.labeled.indexing import Isel, IselUpdate, MaskPositions, entry_inputs
 from dimgraph.labeled.ops import (
     Arange,
     BroadcastTo,
@@ -31,12 +35,8 @@ from dimgraph.labeled.ops import (
     Transpose,
     is_labeled,
 )
-from dimgraph.labeled.twins import twin_of
-from dimgraph.core.elemwise import DimShuffle
-from dimgraph.labeled.basic import as_labeled, is_dataarray
-from dimgraph.labeled.combine import Concat, concat_dims
-from dimgraph.labeled.indexing import Isel, IselUpdate, MaskPositions, entry_inputs
 from dimgraph.labeled.shape import broadcast_to_dims
+from dimgraph.labeled.twins import twin_of
 from dimgraph.labeled.type import LabeledType
 
 

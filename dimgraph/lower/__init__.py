@@ -20,21 +20,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dimgraph.core.graph import Variable, ancestors, rebuild_node, toposort
+from dimgraph.core.io import TensorInput, TensorOutput
 from dimgraph.core.shape import ShapeI
 from dimgraph.core.type import TensorType
 from dimgraph.errors import DimError
 from dimgraph.labeled.dims import fmt_dims
+from dimgraph.labeled.io import LabeledInput
 from dimgraph.labeled.ops import LabeledOp, is_labeled
+from dimgraph.labeled.shape import broadcast_to_dims
 from dimgraph.labeled.twins import positional_twin
 from dimgraph.lower import blockwise as _blockwise  # noqa: F401  (registers the LabeledBlockwise rule)
 from dimgraph.lower import combine as _combine  # noqa: F401  (registers stack/unstack/concat/dot rules)
 from dimgraph.lower import indexing as _indexing  # noqa: F401  (registers the indexing rules)
 from dimgraph.lower import random as _random  # noqa: F401  (registers the random-draw rule)
-from dimgraph.lower.rules import lowering
-from dimgraph.core.io import TensorInput, TensorOutput
-from dimgraph.labeled.io import LabeledInput
 from dimgraph.lower.io import LabeledOutput, indexer_checks, label_checks, shared_size_checks, size_checks
-from dimgraph.labeled.shape import broadcast_to_dims
+from dimgraph.lower.rules import lowering
 
 
 def lower(outputs, inputs=(), given=()):

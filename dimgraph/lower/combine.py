@@ -20,13 +20,12 @@ from dimgraph.core.linalg import Einsum, normalize_subscripts
 from dimgraph.core.shape import ShapeI
 from dimgraph.core.shape_ops import broadcast_to, reshape
 from dimgraph.errors import DimError
+from dimgraph.labeled.basic import is_dataarray
 from dimgraph.labeled.combine import Concat, Dot
-from dimgraph.labeled.dims import product_index
+from dimgraph.labeled.dims import derivation_of, product_index
+from dimgraph.labeled.ops import is_labeled
 from dimgraph.labeled.stacking import Stack, Unstack
 from dimgraph.lower.rules import align, lowering
-from dimgraph.labeled.dims import derivation_of
-from dimgraph.labeled.ops import is_labeled
-from dimgraph.labeled.basic import is_dataarray
 
 
 def _sizes(x, dims, ctx):

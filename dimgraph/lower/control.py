@@ -21,9 +21,9 @@ from dimgraph.core.extra import assert_op
 from dimgraph.core.graph import Constant, Variable, toposort
 from dimgraph.core.ifelse import ifelse as core_ifelse
 from dimgraph.core.loop import loop_from_graph, scan_from_graph
+from dimgraph.core.math import eq, ge, le, minimum
 from dimgraph.core.opfromgraph import check_distinct_inputs
 from dimgraph.core.opfromgraph import op_from_graph as core_op_from_graph
-from dimgraph.core.math import eq, ge, le, minimum
 from dimgraph.core.random import draws_made, is_rng_state
 from dimgraph.core.shape import ShapeI
 from dimgraph.core.subtensor import getitem
@@ -31,8 +31,8 @@ from dimgraph.core.type import TensorType
 from dimgraph.errors import DimError, ShapeError
 from dimgraph.labeled.basic import constant as labeled_constant
 from dimgraph.labeled.basic import from_positional
-from dimgraph.labeled.math import astype
 from dimgraph.labeled.dims import Dim, fmt_dims, resolve_dims
+from dimgraph.labeled.math import astype
 from dimgraph.labeled.ops import is_labeled
 from dimgraph.labeled.shape import broadcast, broadcast_to_dims
 from dimgraph.labeled.type import LabeledType

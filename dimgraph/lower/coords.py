@@ -16,10 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.core.graph import Constant, toposort
-from dimgraph.labeled.ops import FromPositional, is_labeled
-from dimgraph.labeled.indexing import entry_inputs
-from dimgraph.labeled.indexing import Isel, IselUpdate
-from dimgraph.labeled.ops import BroadcastTo, Squeeze
+from dimgraph.labeled.indexing import Isel, IselUpdate, entry_inputs
+from dimgraph.labeled.ops import BroadcastTo, FromPositional, Squeeze, is_labeled
 
 
 class StaticCoord:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.core import gradient as core
-from dimgraph.core.basic import constant
+from dimgraph.core.basic import constant, is_float
 from dimgraph.core.gradient import check_cost, check_wrt, jacobian_positional, named_after, vjp
-from dimgraph.core.basic import is_float
 from dimgraph.labeled.basic import from_positional
 from dimgraph.labeled.ops import is_labeled
 from dimgraph.lower import lower

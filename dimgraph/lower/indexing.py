@@ -15,8 +15,8 @@ from dimgraph.core.basic import constant as positional_constant
 from dimgraph.core.elemwise import DimShuffle
 from dimgraph.core.extra import arange, assert_op
 from dimgraph.core.math import eq
-from dimgraph.core.shape_ops import broadcast_to
 from dimgraph.core.shape import ShapeI
+from dimgraph.core.shape_ops import broadcast_to
 from dimgraph.core.subtensor import (
     ARRAY,
     FULL_SLICE,

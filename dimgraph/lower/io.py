@@ -11,20 +11,19 @@ carry along dims that reach the output untouched (xarray arithmetic's rule).
 from __future__ import annotations
 
 import numpy as np
-from dimgraph.lazy import pandas as pd
 
 from dimgraph.core.graph import Constant, ancestors
 from dimgraph.core.subtensor import SYMBOLIC
 from dimgraph.errors import IndexOutOfBounds, InputError
 from dimgraph.labeled.basic import is_dataarray
 from dimgraph.labeled.dims import ProductDim, derivation_of
+from dimgraph.labeled.indexing import Isel, IselUpdate, entry_inputs, n_inputs
 from dimgraph.labeled.io import first_difference
-from dimgraph.labeled.ops import is_labeled
+from dimgraph.labeled.ops import LabeledDiff, Relabel, is_labeled
 from dimgraph.labeled.twins import positional_twin
+from dimgraph.lazy import pandas as pd
 from dimgraph.lower.combine import ProductLabels
 from dimgraph.lower.coords import InputCoords, PickedCoord, output_coords
-from dimgraph.labeled.indexing import Isel, IselUpdate, entry_inputs, n_inputs
-from dimgraph.labeled.ops import LabeledDiff, Relabel
 
 
 class LabeledOutput:

@@ -14,7 +14,7 @@ import numpy as np
 
 from dimgraph.core import reduce as core_reduce
 from dimgraph.core.elemwise import DimShuffle, Elemwise
-from dimgraph.core.extra import CumOp, assert_op
+from dimgraph.core.extra import CumOp, arange, assert_op
 from dimgraph.core.extra import diff as core_diff
 from dimgraph.core.math import as_float, cast, eq, exp, invert, isnan, log, sqrt, where
 from dimgraph.core.shape import ShapeI
@@ -34,7 +34,6 @@ from dimgraph.labeled.ops import (
     ToPositional,
     Transpose,
 )
-from dimgraph.core.extra import arange
 
 
 @singledispatch

@@ -49,11 +49,11 @@ from dimgraph.labeled.ops import (
 )
 from dimgraph.labeled.vectorize import vectorize_graph
 from dimgraph.lower.control import scan
+from dimgraph.model import hmm_posterior
 from dimgraph.prob.constraints import IntegerInterval
 from dimgraph.prob.discrete import Categorical
 from dimgraph.prob.factories import Truncated
 from dimgraph.prob.timeseries import MarkovChain
-from dimgraph.model import hmm_posterior
 
 MAX_PRODUCT_SUPPORT = 4096  # support values per entry of latents marginalized together
 

@@ -27,19 +27,16 @@ import numpy as np
 
 from dimgraph.compile.flat import FlatParams, flat_value_and_grad
 from dimgraph.compile.function import function
-from dimgraph.errors import InputError
+from dimgraph.core.graph import graph_inputs
 from dimgraph.labeled.basic import constant, is_dataarray
+from dimgraph.labeled.math import as_operand, astype
+from dimgraph.labeled.shape import transpose
+from dimgraph.labeled.vectorize import vectorize_graph
+from dimgraph.model import marginal, predictive, results, samplers
+from dimgraph.model.variables import DataVariable, Deterministic, Entries, FreeVariable, ObservedVariable, variable_dims
 from dimgraph.prob.base import Distribution
 from dimgraph.prob.registry import DISTRIBUTIONS
 from dimgraph.prob.transforms import transform_for
-from dimgraph.labeled.vectorize import vectorize_graph
-from dimgraph.model import marginal
-from dimgraph.model.variables import DataVariable, Deterministic, Entries, FreeVariable, ObservedVariable, variable_dims
-from dimgraph.labeled.shape import transpose
-from dimgraph.core.graph import graph_inputs
-from dimgraph.labeled.math import as_operand, astype
-from dimgraph.model import predictive
-from dimgraph.model import results, samplers
 
 
 class Model:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import warnings
 
 from dimgraph.compile.function import function
-from dimgraph.errors import NoDrawsError
 from dimgraph.core.random import rng_state, seed_state
+from dimgraph.errors import NoDrawsError
 from dimgraph.labeled.dims import Dim
 from dimgraph.labeled.vectorize import vectorize_graph
 from dimgraph.model import marginal, results

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from dimgraph.compile.function import function
 from dimgraph.model import results
 from dimgraph.model.predictive import data_groups
-from dimgraph.compile.function import function
 
 SAMPLERS = ("nutpie", "blackjax")
 

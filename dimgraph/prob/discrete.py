@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.labeled import math as lmath
+from dimgraph.labeled.dims import Dim, resolve_dims
 from dimgraph.labeled.math import xlog1py
 from dimgraph.labeled.random import primitive_draw
-from dimgraph.labeled.dims import Dim, resolve_dims
 from dimgraph.labeled.shape import arange
 from dimgraph.prob import constraints
 from dimgraph.prob.base import Distribution, _as_float, _check_option, _CoreDim, _count, _finite, _invalid_to_nan

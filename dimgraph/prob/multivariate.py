@@ -28,7 +28,8 @@ import numpy as np
 
 from dimgraph.core.graph import Variable
 from dimgraph.errors import DimError
-from dimgraph.labeled import linalg, math as lmath
+from dimgraph.labeled import linalg
+from dimgraph.labeled import math as lmath
 from dimgraph.labeled.basic import constant, is_dataarray
 from dimgraph.labeled.dims import Dim, as_dim_tuple, fmt_dims, resolve_dims
 from dimgraph.labeled.math import softmax

@@ -31,7 +31,8 @@ import math
 
 import numpy as np
 
-from dimgraph.labeled import linalg, math as lmath
+from dimgraph.labeled import linalg
+from dimgraph.labeled import math as lmath
 from dimgraph.labeled.basic import constant
 from dimgraph.labeled.dims import Dim, resolve_dims
 from dimgraph.labeled.shape import arange

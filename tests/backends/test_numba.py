@@ -269,7 +269,8 @@ def column_reductions():
 
 @pytest.mark.parametrize("case", COLUMN_CASES, ids=lambda c: "-".join(map(str, c)))
 def test_column_reductions_are_one_pass_with_numpys_results(column_reductions, case):
-    from hypothesis import given, strategies as st
+    from hypothesis import given
+    from hypothesis import strategies as st
     from hypothesis.extra.numpy import arrays, from_dtype
 
     reducer, dtype, columns = case

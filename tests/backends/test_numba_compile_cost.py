@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import dimgraph as dg
-from dimgraph.backends import numba as nb_backend
+from dimgraph.backends import numba as nb_backend  # noqa: F401  (registers the backend)
 
 pytest.importorskip("numba")
 

@@ -10,7 +10,6 @@ agree with the python backend.
 import warnings
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -5,9 +5,9 @@ import warnings
 import numpy as np
 import pytest
 import xarray as xr
+from conftest import BACKENDS
 
 import dimgraph as dg
-from conftest import BACKENDS
 from dimgraph.compile.chunked import ChunkWarning
 
 dask = pytest.importorskip("dask")

@@ -17,8 +17,8 @@ from hypothesis.extra import numpy as hnp
 
 import dimgraph as dg
 from dimgraph.core import digest
-from dimgraph.core.graph import graph_digest
 from dimgraph.core.fgraph import FunctionGraph
+from dimgraph.core.graph import graph_digest
 from dimgraph.core.inner import InnerGraph
 from dimgraph.core.loop import Scan
 from dimgraph.core.rewriting import rewrite_graph

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 import dimgraph as dg
 from dimgraph.core import ARange, Assert, CumOp, arange, assert_op, cumprod, cumsum, diff
 
-
 CUM_AXES = [None, 0, 1, -1]
 
 

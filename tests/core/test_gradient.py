@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from vjp_checks import NodeVJP, given
 
 import dimgraph as dg
-from dimgraph.testing import numeric_grad
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.scalar import SCALAR_SPECS, Cast, Composite, NoDerivative, ScalarOp
 from dimgraph.core.shape_ops import broadcast_to, reshape
+from dimgraph.testing import numeric_grad
 
 F64 = "float64"
 seeds = st.integers(0, 2**32 - 1)

@@ -16,11 +16,11 @@ import pytest
 import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from labeled_strategies import dataarray, dims_strategy, examples
 
 import dimgraph as dg
 from dimgraph.labeled.combine import Concat, Dot
 from dimgraph.testing import numeric_grad
-from labeled_strategies import dataarray, dims_strategy, examples
 
 
 def assert_same(got, expected, rtol=0.0):

@@ -17,10 +17,10 @@ import pytest
 import xarray as xr
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
+from labeled_strategies import dataarray, dims_strategy, examples, few
 
 import dimgraph as dg
 from dimgraph.labeled.indexing import Isel, IselUpdate
-from labeled_strategies import dataarray, dims_strategy, examples, few
 
 SIZES = (0, 1, 2, 3, 4, 4)  # the data sizes of drawn dims
 # ---------------------------------------------------------------------------

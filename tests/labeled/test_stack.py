@@ -16,11 +16,11 @@ import pytest
 import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from labeled_strategies import dataarray, dims_strategy, examples
 
 import dimgraph as dg
 from dimgraph.labeled.stacking import Stack, Unstack
 from dimgraph.testing import numeric_grad
-from labeled_strategies import dataarray, dims_strategy, examples
 
 
 def xr_stack(da, **new):

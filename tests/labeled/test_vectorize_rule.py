@@ -18,11 +18,10 @@ import pytest
 import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from labeled_strategies import examples
 
 import dimgraph as dg
 from dimgraph.core.graph import ancestors
-
-from labeled_strategies import examples
 
 A = dg.Dim("a", coords=["p", "q"])
 B = dg.Dim("b", size=3)

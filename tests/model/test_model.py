@@ -64,7 +64,7 @@ def test_constrained_logp_plus_jacobian_is_the_unconstrained_density(model, back
 def test_transform_override_ordered_and_simplex_jacobians():
     cut = dg.Dim("cut", size=3)
     m = dg.Model()
-    c = m.normal("c", 0.0, 2.0, dims=(cut,), transform="ordered")
+    m.normal("c", 0.0, 2.0, dims=(cut,), transform="ordered")
     m.dirichlet("w", dg.constant(np.array([2.0, 3.0, 4.0]), dims=(group,)), dim=group)
     fn = m.logp_fn("python")
     assert fn.names == ["c_ordered__", "w_simplex__"]

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from scipy import integrate, special, stats
 
 import dimgraph as dg
-from dimgraph.prob import constraints as C, transforms as T
+from dimgraph.prob import constraints as C
+from dimgraph.prob import transforms as T
 from dimgraph.prob.tails import log_ndtr, ndtri_exp
 from dimgraph.testing import numeric_grad
 

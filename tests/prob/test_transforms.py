@@ -3,10 +3,12 @@ of the inverse transform (the backward map onto the constrained coordinates the 
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import dimgraph as dg
-from dimgraph.prob import constraints as C, transforms as T
+from dimgraph.prob import constraints as C
+from dimgraph.prob import transforms as T
 
 g = dg.Dim("g", size=2)
 k = dg.Dim("k", size=4)

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import ctypes
 import time
+from dataclasses import dataclass
 
 import numpy as np
-
-from dataclasses import dataclass
 
 from dimgraph.backends import Backend, Compiled
 

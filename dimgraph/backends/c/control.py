@@ -33,10 +33,10 @@ import threading
 
 import numpy as np
 
-from dimgraph.backends.c.loops import copy_code, nest
-from dimgraph.backends.c.registry import CImpl, MissingEmitter, c_impl
 from dimgraph.backends.c.inner import InnerProgram, StepDependent
+from dimgraph.backends.c.loops import copy_code, nest
 from dimgraph.backends.c.program import HOST_EVALUATION
+from dimgraph.backends.c.registry import CImpl, MissingEmitter, c_impl
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import LoopOp, check_state_shape

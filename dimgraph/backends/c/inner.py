@@ -24,8 +24,8 @@ import hashlib
 import numpy as np
 
 from dimgraph.backends.c.loops import nest
-from dimgraph.backends.c.registry import CImpl, c_impl
 from dimgraph.backends.c.program import Context, Program
+from dimgraph.backends.c.registry import CImpl, c_impl
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.fgraph import FunctionGraph
 from dimgraph.core.graph import Constant

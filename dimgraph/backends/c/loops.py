@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from numpy.lib.stride_tricks import as_strided
 
-
 # ---------------------------------------------------------------------------
 # loop printing
 

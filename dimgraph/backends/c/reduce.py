@@ -121,7 +121,7 @@ def reduce_code(o, nd, nin, reducer, out_dtype, axes, value_lines):
         else:
             lines.append(f"for (int64_t r_ = 0; r_ < {n}; r_++) {{")
             lines += indent(value_lines(q, "r_"))
-            lines += indent([f"w_[r_] = v_;"] if scratch else [f"a_ = {combine};"])
+            lines += indent(["w_[r_] = v_;"] if scratch else [f"a_ = {combine};"])
             lines.append("}")
             if scratch:
                 lines.append(f"a_ = a_ + dg_pairwise_{'f64' if ct == 'double' else 'f32'}(w_, {n}, 1);")

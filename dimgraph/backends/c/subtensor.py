@@ -20,8 +20,8 @@ from dimgraph.core.subtensor import (
     _advanced_key,
     _basic_key,
     _check_index_broadcast,
-    check_value_shape,
     _key_inputs,
+    check_value_shape,
 )
 
 

@@ -34,9 +34,11 @@ from typing import Callable
 import jax
 import numpy as np
 
-# Entry families, mirroring dimgraph.core; each registers its ops with `registry.jax_impl`.
-from dimgraph.backends.jax import control, elemwise, extra, fused, join, linalg, random, reduce, shape, subtensor  # noqa: F401
 from dimgraph.backends import Compiled, memory
+
+# Entry families, mirroring dimgraph.core; each registers its ops with `registry.jax_impl`.
+from dimgraph.backends.jax import control, elemwise, extra, fused, join, linalg, random, reduce, subtensor  # noqa: F401
+from dimgraph.backends.jax import shape as _shape_entries  # noqa: F401  (registers; `shape` is a local name here)
 from dimgraph.backends.jax.checks import collect
 from dimgraph.backends.jax.registry import (
     FOLD_LIMIT,

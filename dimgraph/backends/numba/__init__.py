@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dimgraph.backends import Backend, Compiled
 from dimgraph import config
+from dimgraph.backends import Backend, Compiled
 from dimgraph.backends.numba import cache, fallback, graphjit, progress, threads
 
 cache.install_locator()  # before the kernel families below make their helpers' caches
@@ -47,13 +47,13 @@ from dimgraph.backends.numba.ops import JIT_OPTIONS, KERNEL_FOOTER, KERNEL_HEADE
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.extra import Assert
-from dimgraph.core.graph import Apply, Constant
-from dimgraph.core.rewriting import OPT_IN
-from dimgraph.core.subtensor import Subtensor
 from dimgraph.core.fused import CAReduceElemwise
+from dimgraph.core.graph import Apply, Constant
 from dimgraph.core.reduce import CAReduce
+from dimgraph.core.rewriting import OPT_IN
 from dimgraph.core.shape import Shape, ShapeI
 from dimgraph.core.shape_ops import Alloc, Reshape
+from dimgraph.core.subtensor import Subtensor
 
 # The loop printer writes a multi-output reduce-of-elemwise as one pass with several accumulators.
 BACKEND = Backend("numba", __name__, options=("jit_graph",), rewrites_opt_in=OPT_IN, flat_entry=True)

@@ -30,12 +30,12 @@ from dimgraph.backends.numba.ops import KERNEL_FOOTER, KERNEL_HEADER, numba_kern
 from dimgraph.backends.numba.scalar import flatten, np_type, render_step
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.graph import Constant
-from dimgraph.core.scalar import ScalarOp
-from dimgraph.core.subtensor import Subtensor
-from dimgraph.core.type import TensorType
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.loop import LoopOp
 from dimgraph.core.opfromgraph import OpFromGraph
+from dimgraph.core.scalar import ScalarOp
+from dimgraph.core.subtensor import Subtensor
+from dimgraph.core.type import TensorType
 
 INNER_HEADER = (
     "from dimgraph.backends.numba.cache import constant as _constant\n"

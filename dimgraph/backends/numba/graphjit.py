@@ -43,9 +43,8 @@ import threading
 import time
 import warnings
 
-from numba.core.errors import NumbaWarning
-
 import numpy as np
+from numba.core.errors import NumbaWarning
 
 from dimgraph.backends.numba import cache, flatjit
 from dimgraph.backends.numba.ops import ObjmodeKernel, holds_scalars, numba_kernel, scalar_elemwise

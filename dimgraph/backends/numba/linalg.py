@@ -248,7 +248,7 @@ def _batched_core(op, node, nb):
     got = "".join(o + ", " for o in outs)
     lines.append(f"    n = {' * '.join(['1'] + [f'batch[{ax}]' for ax in range(nb)])}")
     first = ["0"] * nb
-    lines.append(f"    if n == 0:")
+    lines.append("    if n == 0:")
     for j, c in enumerate(core.outputs):
         shape = "".join(("0" if s is None else str(s)) + ", " for s in c.type.shape)
         lines.append(f"        return_{j} = np.empty(batch + ({shape}), dtype={np_type(c.type.dtype)})")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.backends.numba.ops import _tuple, numba_kernel, objmode_kernel
+from dimgraph.backends.numba.ops import _tuple, numba_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core import subtensor as sub
 from dimgraph.core.broadcast import mismatch_message

@@ -30,7 +30,6 @@ from dimgraph.core.rewriting.engine import (  # noqa: F401
 )
 from dimgraph.core.rewriting.pattern import Pat, rule  # noqa: F401
 
-
 # Rewrites producing ops that a compiled backend must declare it can run (`Backend.rewrites_opt_in`).
 OPT_IN = ("multi_output_reduce_fusion", "indexed_loop_fusion", "gather_fusion")
 

@@ -14,16 +14,15 @@ import numpy as np
 from dimgraph.core import math as dgm
 from dimgraph.core.basic import constant
 from dimgraph.core.elemwise import DimShuffle, Elemwise
+from dimgraph.core.extra import Assert, CumOp
+from dimgraph.core.fused import CAReduceElemwise
 from dimgraph.core.graph import Constant, Op
-from dimgraph.core.reduce import CAReduce
+from dimgraph.core.join import Join
+from dimgraph.core.reduce import Argmax, CAReduce
 from dimgraph.core.rewriting.engine import node_rewriter
 from dimgraph.core.rewriting.pattern import Pat, const_data, rule
 from dimgraph.core.scalar import Cast
 from dimgraph.core.shape import Shape, ShapeI, shape_of, to_static
-from dimgraph.core.extra import Assert, CumOp
-from dimgraph.core.fused import CAReduceElemwise
-from dimgraph.core.join import Join
-from dimgraph.core.reduce import Argmax
 from dimgraph.core.shape_ops import Alloc, Reshape, full_like
 from dimgraph.core.subtensor import AdvancedIncSubtensor, AdvancedSubtensor, IncSubtensor, Subtensor
 

@@ -57,8 +57,8 @@ from dimgraph.core.graph import Constant, ancestors, clone_graph
 from dimgraph.core.ifelse import IfElse
 from dimgraph.core.inner import InnerGraph
 from dimgraph.core.loop import Loop, Scan
-from dimgraph.core.opfromgraph import OpFromGraph
 from dimgraph.core.math import ge
+from dimgraph.core.opfromgraph import OpFromGraph
 from dimgraph.core.reduce import CAReduce
 from dimgraph.core.rewriting.engine import GraphRewriter, RewriteSpec, node_rewriter
 from dimgraph.core.rewriting.pattern import is_scalar_op

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.fused import CAReduceElemwise, GatherElemwise, IndexedLoop
 from dimgraph.core.graph import ancestors
-from dimgraph.core.rewriting.engine import node_rewriter
 from dimgraph.core.reduce import CAReduce
+from dimgraph.core.rewriting.engine import node_rewriter
 from dimgraph.core.scalar import Composite
 from dimgraph.core.subtensor import ARRAY, FULL_SLICE, AdvancedIncSubtensor, AdvancedSubtensor
 

@@ -17,10 +17,10 @@ same objects).
 from __future__ import annotations
 
 from dimgraph.core.rewriting.egraph.cost import kind_of, node_cost
+from dimgraph.core.rewriting.egraph.egraph import LEAF
 from dimgraph.core.shape import ShapeI
 from dimgraph.core.shape_ops import reshape
 from dimgraph.core.type import TensorType
-from dimgraph.core.rewriting.egraph.egraph import LEAF
 
 
 class ExtractionError(RuntimeError):

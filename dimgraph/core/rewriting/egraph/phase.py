@@ -16,12 +16,12 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from dimgraph.core.rewriting.db import MERGE
 from dimgraph.core.rewriting.egraph.cost import MASK_FRACTION, estimate_size
 from dimgraph.core.rewriting.egraph.egraph import LEAF, EGraph
 from dimgraph.core.rewriting.egraph.extract import ExtractionError, build, choose
 from dimgraph.core.rewriting.egraph.rules import EGRAPH_RULES, ERule
 from dimgraph.core.rewriting.egraph.translate import NodeRewrite, PatRewrite
-from dimgraph.core.rewriting.db import MERGE
 from dimgraph.core.rewriting.engine import GlobalPhase, LocalPhase
 from dimgraph.core.rewriting.pattern import Rule
 

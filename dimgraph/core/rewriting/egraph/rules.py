@@ -30,6 +30,8 @@ from dimgraph.core.basic import constant
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.extra import assert_op
 from dimgraph.core.reduce import CAReduce
+from dimgraph.core.rewriting.egraph.egraph import LEAF
+from dimgraph.core.rewriting.egraph.translate import join, tracked
 from dimgraph.core.scalar import Cast, ScalarOp
 from dimgraph.core.shape import ShapeI, shape_of, to_static
 from dimgraph.core.shape_ops import Alloc, zeros
@@ -42,8 +44,6 @@ from dimgraph.core.subtensor import (
     AdvancedSubtensor,
     Subtensor,
 )
-from dimgraph.core.rewriting.egraph.egraph import LEAF
-from dimgraph.core.rewriting.egraph.translate import join, tracked
 
 
 def _plain_elemwise(op):
