@@ -29,7 +29,13 @@ ABSTRACT = {"Op", "LabeledOp"}
 UNSUPPORTED: dict = {"numba": {}, "c": {}, "jax": {}}
 # Ops whose numba entry runs (for some nodes) the op's Python `perform` in object mode inside the jitted
 # graph, each with why it cannot have a nopython form and what that costs: none.
-NO_NOPYTHON_FORM: dict = {}
+NO_NOPYTHON_FORM: dict = {
+    # A Blockwise of IfElse or a loop (vectorized control flow): per batch element a loop's traces may differ in
+    # length (a ShapeError) and an untaken branch must not run; its `perform` keeps both. Cost: one Python call
+    # per such node per call. Every other Blockwise is a nopython batch loop.
+    "Blockwise": "vectorized IfElse / loops run per element by perform",
+    "dimgraph.backends.numba.linalg._blockwise": "vectorized IfElse / loops run per element by perform",
+}
 
 
 def _modules(package):

@@ -51,9 +51,9 @@ class Custom(Distribution):
         support = constraints.real if support is None else support
         if not isinstance(support, constraints.Constraint):
             raise TypeError(f"{what}: support must be a dg.constraints value (real, positive, ...), got {support!r}")
-        dims = (dims,) if isinstance(dims, Dim) else tuple(dims)
+        dims = (dims,) if isinstance(dims, (Dim, str)) else tuple(dims)  # a lone string is one dim name
         if any(not isinstance(d, Dim) for d in dims):
-            raise TypeError(f"{what}: dims must be Dim objects, got {dims}")
+            raise TypeError(f"{what}: dims must be Dim objects, got {[getattr(d, 'name', d) for d in dims]}")
         self.names = tuple(params)
         super().__init__(**params)
         self._logp, self._draw, self._logcdf, self._logsf = logp, draw, logcdf, logsf

@@ -126,6 +126,27 @@ CASES = {
     "dg.dist.lkj_cholesky_cov": lambda: dg.dist.lkj_cholesky_cov(2.0, dg.dist.halfnormal(1.0), dims="ab"),
     "dg.dist.mixture": lambda: dg.dist.mixture(_x(), [dg.dist.normal(0.0, 1.0)] * 2, dim="ab"),
     "dg.dist.markov_chain": lambda: dg.dist.markov_chain(_x(), _x(), dim="ab", next_dim="b", time=dg.Dim("t", size=3)),
+    "dg.dist.car": lambda: dg.dist.car(0.0, np.eye(2), 0.5, 1.0, dim="ab"),
+    "dg.dist.icar": lambda: dg.dist.icar(np.ones((2, 2)) - np.eye(2), dim="ab"),
+    "dg.dist.custom": lambda: dg.dist.custom(lambda v: -v * v, dims="ab").logp(_x()),
+    "dg.dist.multinomial": lambda: dg.dist.multinomial(3, _x(), dim="ab"),
+    "dg.dist.dirichlet_multinomial": lambda: dg.dist.dirichlet_multinomial(3, _x(), dim="ab"),
+    "dg.dist.stick_breaking_weights": lambda: dg.dist.stick_breaking_weights(1.0, dim="ab"),
+    "dg.dist.interpolated": lambda: dg.dist.interpolated(_x(), _x(), dim="ab"),
+    "dg.dist.ordered_logistic": lambda: dg.dist.ordered_logistic(0.0, _x(), dim="ab"),
+    "dg.dist.ordered_probit": lambda: dg.dist.ordered_probit(0.0, _x(), dim="ab"),
+    "dg.dist.mv_student_t": lambda: dg.dist.mv_student_t(
+        3.0, dg.constant(np.zeros(2), dims=(A,)), scale=_x(), dims="ab"
+    ),
+    "dg.dist.wishart": lambda: dg.dist.wishart(3.0, _x(), dims="ab"),
+    "dg.dist.inverse_wishart": lambda: dg.dist.inverse_wishart(3.0, _x(), dims="ab"),
+    "dg.dist.kronecker_normal": lambda: dg.dist.kronecker_normal(0.0, covs=[_x()], dims="ab"),
+    "dg.dist.mv_gaussian_random_walk": lambda: dg.dist.mv_gaussian_random_walk(
+        0.0, cov=_x(), dims="ab", time=dg.Dim("t", size=3)
+    ),
+    "dg.dist.mv_student_t_random_walk": lambda: dg.dist.mv_student_t_random_walk(
+        3.0, 0.0, scale=_x(), dims="ab", time=dg.Dim("t", size=3)
+    ),
     "dg.dist.zerosum_normal": lambda: dg.dist.zerosum_normal(1.0, dims="ab").draw(dg.rng_state("s"))[1],
     "dist.draw": lambda: dg.dist.normal(0.0, 1.0).draw(dg.rng_state("s"), extra_dims="ab"),
     "rng.draw": lambda: dg.rng(0).draw(dg.dist.normal(0.0, 1.0), extra_dims="ab"),

@@ -16,11 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.backends.numba.matmul import matmul_kernel
-from dimgraph.backends.numba.ops import numba_kernel
+from dimgraph.backends.numba.ops import numba_kernel, objmode_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.blockwise import Blockwise
 from dimgraph.core.broadcast import mismatch_message
+from dimgraph.core.ifelse import IfElse
 from dimgraph.core.linalg import Einsum, MatMul
+from dimgraph.core.loop import LoopOp
 from dimgraph.core.matrix import Cholesky, Det, Eigh, Inv, SlogDet, Solve, SolveTriangular
 
 HELPERS = """
@@ -211,6 +213,10 @@ for _type in MATRIX_OPS:
 def _blockwise(op, node):
     if isinstance(op.core_op, MATRIX_OPS):
         return _matrix_kernel(op.core_op, node, op.batch_ndim(node))
+    if isinstance(op.core_op, (IfElse, LoopOp)):
+        # Control flow per batch element: a loop's traces may differ in length between elements (a ShapeError),
+        # and a lazy branch must stay unrun; the op's own `perform` keeps both (registered with the plan).
+        return objmode_kernel(op, node)
     return _batched_core(op, node, op.batch_ndim(node))
 
 

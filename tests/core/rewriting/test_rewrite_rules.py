@@ -84,6 +84,7 @@ def test_every_rule_has_a_test():
         "elemwise_of_alloc", "reduce_of_alloc", "indexed_loop_fusion",
         "gather_fusion",  # tests/core/rewriting/test_gather_fusion.py
         "blockwise_without_batch",  # tests/core/test_matrix.py
+        "scatter_into_sum",  # tests/core/rewriting/test_scatter_into_sum.py
         # tests/core/test_control.py
         "scan_to_loop", "loop_dead_inputs", "loop_constant_states", "loop_invariant_code_motion", "inline_op_from_graph", "inner_graph_rewrite",
         "loop_forward_accumulation", "loop_inline_constants", "loop_hoist_accumulated_constants", "loop_fusion",
