@@ -20,7 +20,7 @@ import jax.scipy.special as jsp
 import numpy as np
 
 from dimgraph.backends.jax.checks import runtime_check
-from dimgraph.core.scalar import Cast, Composite, loop_dtypes
+from dimgraph.core.scalar import Cast, Composite, ScalarOp, loop_dtypes  # noqa: F401  (ScalarOp: the docstring examples)
 
 
 def cast(x, dtype):
