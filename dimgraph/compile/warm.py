@@ -100,12 +100,21 @@ def _gradient_sources(outputs):
 
 
 def _registries_are_ours(backend) -> bool:
-    """Whether every rewrite and every kernel printer in use comes from dimgraph (whose source is digested)."""
+    """Whether every rewrite and every kernel printer in use comes from dimgraph (whose source is digested).
+
+    A printer registered for an op type defined elsewhere only prints that op, and a graph holding
+    it gets no digest anyway (the strict encoder refuses ops that are not dimgraph's): such entries
+    leave other graphs' warm starts alone. One registered for a dimgraph type (or `object`) does not.
+    """
     db = sys.modules.get("dimgraph.core.rewriting.db")  # not imported yet: it holds dimgraph's rewrites only
     functions = [rw.fn for rw in db.all_rewriters().values()] if db is not None else []
     for registry in backend.registries:
-        functions += list(registry.values())
-    return all(getattr(fn, "__module__", "").startswith("dimgraph.") for fn in functions)
+        functions += [fn for key, fn in registry.items() if _ours(key) or key is object]
+    return all(_ours(fn) for fn in functions)
+
+
+def _ours(thing) -> bool:
+    return getattr(thing, "__module__", "").startswith("dimgraph.")
 
 
 @functools.lru_cache(maxsize=None)

@@ -20,6 +20,7 @@ import dimgraph as dg
 from dimgraph.backends import get_backend
 from dimgraph.compile import warm
 from dimgraph.core.digest import Encoder, Unstable
+from dimgraph.core.elemwise import Elemwise
 
 pytest.importorskip("numba")
 ROOT = str(Path(__file__).resolve().parents[2])
@@ -101,6 +102,40 @@ def test_what_the_digest_cannot_vouch_for_gets_none():
     series = dg.labeled("series", dims=(t,))
     assert _digest([series], [series.diff("t")]) is None  # labels derived by a function
     assert warm.graph_digest([x], [x + 1], get_backend("python"), SETTINGS) is None  # a backend without plans
+
+
+class _Registered:
+    """A backend whose registries hold one extra printer: the warm start reads only `warm_tag` and these."""
+
+    def __init__(self, key, fn):
+        self.numba = _numba()
+        self.registries = self.numba.registries + ({key: fn},)
+
+    def warm_tag(self):
+        return self.numba.warm_tag()
+
+
+class _TheirOp(dg.core.graph.Op):
+    pass
+
+
+def _their_printer(op, node):
+    return None
+
+
+@pytest.mark.parametrize(
+    "key, digested",
+    [
+        (_TheirOp, True),  # prints only their op, which no digested graph can hold
+        (Elemwise, False),  # overrides how dimgraph's own op compiles
+        (object, False),  # the fallback every op reaches
+    ],
+)
+def test_printers_registered_from_outside_refuse_the_digest_only_where_they_apply(key, digested):
+    inputs, outputs = _model()
+    assert _digest(inputs, outputs) is not None
+    got = warm.graph_digest(inputs, outputs, _Registered(key, _their_printer), SETTINGS)
+    assert (got == _digest(inputs, outputs)) if digested else got is None
 
 
 def test_a_second_compile_is_a_warm_start_with_the_same_results(cache_root):
