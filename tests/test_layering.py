@@ -70,12 +70,6 @@ LAZY_IN_LABELED = {
 LAZY_WITHOUT_CIRCLE = {
     "dimgraph.backends": {
         ("dimgraph.backends.jax", "dimgraph.backends.jax.compiler"),  # jax itself loads only when the backend is used
-        # the backend files are being rewritten (issue 40, the flat-function interface): hoisted there
-        ("dimgraph.backends", "dimgraph.backends.memory"),
-        ("dimgraph.backends.numba", "dimgraph.backends.python"),
-        ("dimgraph.backends.numba.cache", "dimgraph.backends.ziggurat"),
-        ("dimgraph.backends.numba.cache", "dimgraph.core.scalar"),
-        ("dimgraph.backends.numba.cache", "dimgraph.core.special"),
     },
     "dimgraph.core": {
         # the loop rewrites: hoisting this module's lazy imports together broke the package's load (through its

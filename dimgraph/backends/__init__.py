@@ -23,6 +23,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, runtime_checkable
 
+from dimgraph.backends import memory
+
 _LOADERS = {
     "python": "dimgraph.backends.python",
     "numba": "dimgraph.backends.numba",
@@ -114,8 +116,6 @@ class Backend:
 
     def compile(self, fgraph, **options) -> Compiled:
         """The `Compiled` running `fgraph` (a `MemoryError` first when it holds a value this machine cannot)."""
-        from dimgraph.backends import memory
-
         self.check_options(options)
         memory.check_graph(fgraph)
         compiled = self.implementation().compile(fgraph, **options)

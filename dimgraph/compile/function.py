@@ -109,7 +109,14 @@ class Function:
     def entry(self):
         """The backend's own entry, `entry(*arrays) -> result` (a bare array for one output, a tuple for
         several), for a caller that converted and checked the inputs' arrays itself (no shared variables),
-        or None; numba's changes once its jitted graph is ready (`tiers`)."""
+        or None; numba's changes once its jitted graph is ready (`tiers`).
+
+        >>> import dimgraph as dg, numpy as np
+        >>> x = dg.tensor("x", shape=(2,))
+        >>> f = dg.function([x], x * 2, backend="numba")
+        >>> f.entry(np.array([1.0, 2.0])).tolist(), f.tiers is not None
+        ([2.0, 4.0], True)
+        """
         return self._compiled.fast
 
     @property

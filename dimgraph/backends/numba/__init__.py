@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph import config
-from dimgraph.backends import Backend, Compiled
+from dimgraph.backends import Backend, Compiled, python
 from dimgraph.backends.numba import cache, fallback, graphjit, progress, threads
 
 cache.install_locator()  # before the kernel families below make their helpers' caches
@@ -140,8 +140,6 @@ def compile(fgraph, **options):
     on the python backend instead; its `source` says so.
     """
     if not _numba_can_hold(fgraph):
-        from dimgraph.backends import python
-
         note = "# numba backend: this graph holds a dtype Numba cannot hold (float16 or complex);\n# it runs on the python backend.\n"
         return NumbaCompiled(python.compile(fgraph, **options).run, source=note)
     return build(plan(fgraph), **options)
