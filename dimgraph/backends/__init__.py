@@ -123,6 +123,8 @@ class Backend:
             raise TypeError(
                 f"{self.name} backend: compile returned {type(compiled).__name__}, not a dimgraph.backends.Compiled"
             )
+        if compiled.tiers is not None and not isinstance(compiled.tiers, Tiers):
+            raise TypeError(f"{self.name} backend: its Compiled.tiers does not implement dimgraph.backends.Tiers")
         return compiled
 
     def build(self, plan, **options) -> Compiled:

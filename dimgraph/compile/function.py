@@ -109,7 +109,7 @@ class Function:
     def entry(self):
         """The backend's own entry, `entry(*arrays) -> result` (a bare array for one output, a tuple for
         several), for a caller that converted and checked the inputs' arrays itself (no shared variables),
-        or None; numba's changes once its jitted graph is ready (`tiers`).
+        or None (numba: the driver; its jitted graph comes later, through `tiers.promote`).
 
         >>> import dimgraph as dg, numpy as np
         >>> x = dg.tensor("x", shape=(2,))
