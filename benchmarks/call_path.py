@@ -27,7 +27,7 @@ def settle(call, function, seconds=120.0):
     """Call until the function's calls have settled on their entry (numba: the jitted graph, compiled
     after `graphjit.HOT_CALLS` calls on a background thread); returns the seconds that took."""
     t0 = time.perf_counter()
-    tiers = getattr(function._compiled, "tiers", None)
+    tiers = function.tiers
     if tiers is None:
         call()
         return time.perf_counter() - t0

@@ -9,6 +9,27 @@ class InputError(ValueError):
     """Data given to a compiled function that does not fit its declared input."""
 
 
+class UnlistedInput(InputError):
+    """A graph that reads an input its compiled function does not list: `UnlistedInput(shown, inputs)`,
+    `shown` the input as the message shows it (its name's repr), `inputs` the names of those listed.
+
+    The message is made from the fields (as `IndexOutOfBounds`'s), so a caller that lists
+    its inputs under other names (`flat_value_and_grad`: the parameters, not the vector
+    holding them) raises it with those.
+    """
+
+    def __str__(self):
+        if len(self.args) != 2:
+            return super().__str__()
+        shown, inputs = self.args
+        return f"the outputs depend on input {shown}, which is not among the function inputs {list(inputs)}"
+
+
+class NoMatchingEntry(TypeError):
+    """Arguments of types a compiled entry was not compiled for (numba's jitted graph and flat entry, which
+    compile no more once ready): the caller takes its general path, which converts them or names what is wrong."""
+
+
 class BackendUnavailable(RuntimeError):
     """A backend that cannot run on this machine (missing package, missing compiler)."""
 

@@ -68,38 +68,8 @@ LAZY_IN_LABELED = {
 # Function-level imports that close no load-time circle, by package, each with why it stays lazy for now.
 # Every other function-level import in the package must close one (`test_every_lazy_import_closes_a_circle`).
 LAZY_WITHOUT_CIRCLE = {
-    "dimgraph.compile": {
-        ("dimgraph.compile.flat", t)
-        for t in (
-            "dimgraph.core.graph",
-            "dimgraph.labeled.io",
-            "dimgraph.lower.io",
-            "dimgraph.compile.function",
-            "dimgraph.lower.gradient",
-        )
-    }
-    | {
-        ("dimgraph.compile.flat_graph", t)
-        for t in (
-            "dimgraph.compile.function",
-            "dimgraph.core.basic",
-            "dimgraph.core.join",
-            "dimgraph.core.math",
-            "dimgraph.core.shape_ops",
-            "dimgraph.lower.gradient",
-            "dimgraph.core.graph",
-            "dimgraph.labeled.basic",
-            "dimgraph.labeled.twins",
-        )
-    },  # the flat-function modules are being rewritten into one declared interface (issue 40): hoisted there
     "dimgraph.backends": {
         ("dimgraph.backends.jax", "dimgraph.backends.jax.compiler"),  # jax itself loads only when the backend is used
-        # the backend files are being rewritten (issue 40, the flat-function interface): hoisted there
-        ("dimgraph.backends", "dimgraph.backends.memory"),
-        ("dimgraph.backends.numba", "dimgraph.backends.python"),
-        ("dimgraph.backends.numba.cache", "dimgraph.backends.ziggurat"),
-        ("dimgraph.backends.numba.cache", "dimgraph.core.scalar"),
-        ("dimgraph.backends.numba.cache", "dimgraph.core.special"),
     },
     "dimgraph.core": {
         # the loop rewrites: hoisting this module's lazy imports together broke the package's load (through its

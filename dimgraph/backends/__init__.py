@@ -23,6 +23,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, runtime_checkable
 
+from dimgraph.backends import memory
+
 _LOADERS = {
     "python": "dimgraph.backends.python",
     "numba": "dimgraph.backends.numba",
@@ -31,6 +33,34 @@ _LOADERS = {
     "mlir": "dimgraph.backends.mlir",
 }
 DEFAULT_BACKEND = "numba"
+
+
+@runtime_checkable
+class Tiers(Protocol):
+    """The entries of a backend whose calls change entry over time (numba's `graphjit.Tiers`: the Python
+    driver, then the jitted graph), and the flat entries built on its faster one (`Backend.flat_entry`).
+
+    `promote(callback)` calls `callback(fast, run, fallback, seconds)` once the faster entry is ready:
+    its `fast(*arrays)` and `run(list)`, `fallback(arrays)` answering a `dimgraph.errors.NoMatchingEntry`
+    that `fast` raised (arguments of types it was not compiled for), and its compile seconds.
+    For a graph of outputs `[value, *gradients]` over inputs `[*parameters, *data]`,
+    `flat(shapes, dtypes, callback)` calls `callback(entry)` once `entry(*data, theta) -> (value, gradient)`
+    is compiled (parameters of `shapes` and `dtypes` laid out in one float64 `theta`; a `theta` or data
+    of other types raise `NoMatchingEntry`), and `cfunc(shapes, dtypes, params, data)` is the C-callable
+    log density and gradient with `data` bound.
+    """
+
+    kernel_timings: dict  # {kernel: seconds}, filled by the first call
+    performs: tuple  # the ops run by their Python `perform` (`f.timings["perform"]`)
+
+    def promote(self, callback): ...
+
+    def describe(self) -> dict:
+        """{what: value} for `Function.summary()` (which entry calls take, what did not compile)."""
+
+    def flat(self, shapes, dtypes, callback): ...
+
+    def cfunc(self, shapes, dtypes, params, data): ...
 
 
 @dataclass(frozen=True)
@@ -43,28 +73,14 @@ class Compiled:
 
     run: Callable  # run(list of arrays) -> list of arrays
     source: str | None = None  # the generated source, shown by `Function.source` (None: nothing is printed)
-    fast: Callable | None = (
-        None  # fast(*arrays) -> bare array, or tuple for several outputs: the entry `Function` calls directly
-    )
-    timings: dict = field(default_factory=dict)  # {kernel: seconds}, filled by the first call (numba)
-    exports: dict = field(
-        default_factory=dict
-    )  # {attribute: make(function)}: extras set on the `Function` (jax: jax_fn)
+    # fast(*arrays) -> bare array, or tuple for several outputs: the entry `Function` calls directly
+    fast: Callable | None = None
+    # {attribute: make(function)}: extras set on the `Function` (jax: jax_fn)
+    exports: dict = field(default_factory=dict)
     plan: object = (
         None  # what `Backend.build(plan, **options)` rebuilds this from in a warm process (None: no warm start)
     )
-    # promote(callback): `callback(fast, run, fallback, seconds)` once a faster entry is ready (numba: the
-    # jitted graph); `fallback(arrays, err)` answers a TypeError of that `fast` (see `numba/graphjit.py`).
-    promote: Callable | None = None
-    # Flat entries (numba): flat(shapes, dtypes, callback) calls `callback(entry)` once `entry(theta, *data)
-    # -> (value, gradient)` is compiled for a graph of outputs [value, *grads]; cfunc(shapes, dtypes,
-    # params, data) -> the C-callable logp and gradient with `data` bound (`numba/flatjit.py`).
-    flat: Callable | None = None
-    cfunc: Callable | None = None
-    # describe() -> {what: value} for `Function.summary()` (numba: which entry calls take, the nodes run
-    # by `perform`); performs: the ops run by their Python `perform` (`f.timings["perform"]`).
-    describe: Callable | None = None
-    performs: tuple = ()
+    tiers: Tiers | None = None  # a faster entry later, and flat entries on it (numba); None: `fast` is the one
 
 
 @dataclass(frozen=True)
@@ -77,7 +93,7 @@ class Backend:
     rewrites_opt_in: tuple = ()  # the opt-in rewrites (`dimgraph.core.rewriting.OPT_IN`) whose fused ops it runs
     rewrites_exclude: tuple = ()  # rewrite names or tags it cannot run
     cleanups: tuple = ()  # rewrites run last (e.g. expanding an op it has no kernel for)
-    # Its `Compiled` has `flat`/`cfunc` (numba): `flat_value_and_grad` compiles the graph of [value, *grads]
+    # Its `Compiled.tiers` has flat entries (numba): `flat_value_and_grad` compiles the graph of [value, *grads]
     # and the backend compiles theta's unpacking around it; for the others it compiles the flat graph itself.
     flat_entry: bool = False
 
@@ -100,8 +116,6 @@ class Backend:
 
     def compile(self, fgraph, **options) -> Compiled:
         """The `Compiled` running `fgraph` (a `MemoryError` first when it holds a value this machine cannot)."""
-        from dimgraph.backends import memory
-
         self.check_options(options)
         memory.check_graph(fgraph)
         compiled = self.implementation().compile(fgraph, **options)
@@ -109,6 +123,8 @@ class Backend:
             raise TypeError(
                 f"{self.name} backend: compile returned {type(compiled).__name__}, not a dimgraph.backends.Compiled"
             )
+        if compiled.tiers is not None and not isinstance(compiled.tiers, Tiers):
+            raise TypeError(f"{self.name} backend: its Compiled.tiers does not implement dimgraph.backends.Tiers")
         return compiled
 
     def build(self, plan, **options) -> Compiled:

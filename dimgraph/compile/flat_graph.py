@@ -1,8 +1,8 @@
 """The flat graph: `(theta, *data) -> (value, flat gradient)` compiled as one graph.
 
 `flat_value_and_grad` builds it for the backends without a flat entry of their own
-(c, jax, python; numba compiles its entry around the graph of `[value, *gradients]`,
-`dimgraph.compile.flat`). Each parameter is read from its slice of the one float64
+(c, jax, python, mlir; numba compiles its entry around the graph of `[value, *gradients]`,
+`dimgraph.compile.flat_entry`; both are a `flat_function.FlatFunction`). Each parameter is read from its slice of the one float64
 input `theta` (sliced, reshaped, cast to its dtype, given its dims by graph ops),
 and the gradients are concatenated into one vector by graph ops. So the backend
 compiles the unpacking and the packing with the rest (the c backend into its one
@@ -15,11 +15,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.compile.flat_data import FlatData
-from dimgraph.errors import InputError
+from dimgraph.compile.flat_function import FlatFunction, positional
+from dimgraph.compile.function import function as compile_function
+from dimgraph.core.basic import constant, tensor
+from dimgraph.core.graph import clone_graph
+from dimgraph.core.join import concatenate
+from dimgraph.core.math import cast
+from dimgraph.core.shape_ops import reshape
+from dimgraph.errors import InputError, UnlistedInput
+from dimgraph.labeled.basic import from_positional
+from dimgraph.labeled.twins import twin_of
+from dimgraph.lower.gradient import value_and_grad
 
 
-class FlatGraphFunction:
+class FlatGraphFunction(FlatFunction):
     """`fn(theta, **data) -> (value, flat gradient)` over the compiled flat graph; see `flat_value_and_grad`.
 
     `flat_function` is the compiled `(theta, *data) -> (value, flat gradient)`;
@@ -28,80 +37,31 @@ class FlatGraphFunction:
     """
 
     def __init__(self, layout, flat_function):
-        self.layout = layout
+        super().__init__(layout, flat_function, 1, [np.empty(layout.size)])
         self.flat_function = flat_function
         self.function = ParameterCall(self)
-        signature = flat_function.signature
-        self.data = FlatData([v.name for v in flat_function.inputs[1:]], signature.inputs[1:], signature,
-                             [np.empty(layout.size)])  # fmt: skip
-        self._theta_shape = (layout.size,)
-        compiled = flat_function._compiled
-        # taken after the first call, which the compiled function times (it may compile)
-        plain = self.data.fast is not None
-        self._entry_after_first = compiled.fast if plain and compiled.promote is None else None
-        self._entry = None
+        # the backend's entry, taken after the first call (which the compiled function times: it may compile)
+        plain = self.data.fast is not None and flat_function.tiers is None
+        self._entry_after_first = flat_function.entry if plain else None
 
-    def __call__(self, theta, trust_input=False, **data):
+    def _checked(self, theta, trust_input, data):
         if type(theta) is not np.ndarray or theta.dtype != np.float64 or theta.shape != self._theta_shape:
             theta = self.layout.check(theta)
-        if self._entry is not None:
-            arrays = self.data.trusted(data) if trust_input else self.data.arrays(data)
-            if arrays is not None:
-                return self._run(theta, arrays, data)
         self._check_names(data)
         value, grad = self.flat_function(theta, trust_input=trust_input, **data)
         self._entry = self._entry_after_first
         return float(value), grad if type(grad) is np.ndarray else np.asarray(grad)
 
-    def _run(self, theta, arrays, data):
-        """The backend's positional entry on a checked `theta` and the data `arrays` (converted and checked)."""
-        try:
-            value, grad = self._entry(theta, *arrays)
-        except IndexError as err:  # the function's failure checks name the input at fault
-            self.data.name_index_error(data, arrays, err)
-            raise
-        return float(value), grad if type(grad) is np.ndarray else np.asarray(grad)
+    def _with_data(self, arrays):
+        entry, layout, theta_shape = self._entry, self.layout, self._theta_shape
 
-    def bind(self, **data):
-        """`theta -> (value, gradient)` with the data inputs given here, converted and checked once (see
-        `FlatFunction.bind`): a call is the backend's one call of the flat graph.
+        def call(theta):
+            if type(theta) is not np.ndarray or theta.dtype != np.float64 or theta.shape != theta_shape:
+                theta = layout.check(theta)
+            value, grad = entry(theta, *arrays)
+            return float(value), grad if type(grad) is np.ndarray else np.asarray(grad)
 
-        >>> import dimgraph as dg, numpy as np
-        >>> g = dg.Dim("g", size=2)
-        >>> mu, y = dg.labeled("mu", dims=(g,)), dg.labeled("y", dims=(g,))
-        >>> fn = dg.flat_value_and_grad(-((mu - y) ** 2).sum(), [mu], inputs=[y], backend="c")
-        >>> value, grad = fn.bind(y=np.array([1.0, 2.0]))(np.zeros(2))
-        >>> value, grad.tolist()
-        (-5.0, [2.0, 4.0])
-        """
-        return BoundFlatGraph(self, data)
-
-    def _check_names(self, data):
-        """An InputError naming a missing or unexpected data input (the parameters are in theta)."""
-        inputs = self.layout.names + self.data.names
-        for key in data:
-            if key in self.layout.names:
-                raise InputError(f"input {key!r} given twice (in theta and by name)")
-            if key not in self.data.names:
-                raise InputError(f"unexpected input {key!r}; the inputs are {inputs}")
-        missing = [name for name in self.data.names if name not in data]
-        if missing:
-            raise InputError(f"missing inputs {missing}; the inputs are {inputs}")
-
-    def cfunc(self, **data):
-        raise NotImplementedError(
-            f"cfunc: the C-callable function needs the numba backend; this function runs on {self.function.backend!r}"
-        )
-
-    def ravel(self, values) -> np.ndarray:
-        return self.layout.ravel(values)
-
-    def unravel(self, theta, batch_dims=()) -> dict:
-        return self.layout.unravel(theta, batch_dims)
-
-    @property
-    def size(self) -> int:
-        return self.layout.size
+        return call
 
     def __reduce__(self):  # the backend's entry comes again from the unpickled compiled function
         return FlatGraphFunction, (self.layout, self.flat_function)
@@ -141,37 +101,22 @@ class ParameterCall:
 def flat_graph_function(layout, cost, inputs, backend, options) -> FlatGraphFunction:
     """`fn(theta, **data)` of the 0-d `cost` over the parameters of `layout` (a `FlatParams`), compiled as
     one graph of `theta` and `inputs`."""
-    from dimgraph.compile.function import function
-    from dimgraph.core.basic import constant
-    from dimgraph.core.join import concatenate
-    from dimgraph.core.math import cast
-    from dimgraph.core.shape_ops import reshape
-    from dimgraph.lower.gradient import value_and_grad
-
     if any(v is p for v in inputs for p in layout.params):
         raise ValueError(f"an input is listed twice in {layout.params + inputs}")
     theta, cost, pieces = _read_from_vector(layout, cost, inputs)
     value, grads = value_and_grad(cost, pieces)
-    flat = [reshape(g if g.type.dtype == "float64" else cast(g, "float64"), (-1,)) for g in map(_positional, grads)]
+    flat = [reshape(g if g.type.dtype == "float64" else cast(g, "float64"), (-1,)) for g in map(positional, grads)]
     flat_grad = concatenate(flat) if len(flat) > 1 else flat[0] if flat else constant(np.zeros(0))
     try:
-        compiled = function([theta] + inputs, [_positional(value), flat_grad], backend=backend, **options)
-    except InputError as err:  # an input the cost reads is not given: named among the parameters, not theta
-        given = [v.name for v in inputs]
-        raise InputError(str(err).replace(str([theta.name] + given), str(layout.names + given))) from None
+        compiled = compile_function([theta] + inputs, [positional(value), flat_grad], backend=backend, **options)
+    except UnlistedInput as err:  # an input the cost reads is not given: listed with the parameters, not theta
+        raise UnlistedInput(err.args[0], layout.names + [v.name for v in inputs]) from None
     return FlatGraphFunction(layout, compiled)
 
 
 def _read_from_vector(layout, cost, inputs):
     """`(theta, cost, pieces)`: `cost` with each parameter read from its slice of one float64 vector
     `theta` (`pieces`, in the parameters' order, are what it reads them as: the gradient's `wrt`)."""
-    from dimgraph.core.basic import tensor
-    from dimgraph.core.graph import clone_graph
-    from dimgraph.core.math import cast
-    from dimgraph.core.shape_ops import reshape
-    from dimgraph.labeled.basic import from_positional
-    from dimgraph.labeled.twins import twin_of
-
     taken = {v.name for v in inputs}
     name = next(n for n in ("theta", "flat_theta", "flat_params_vector") if n not in taken)
     theta = tensor(name, shape=(layout.size,), dtype="float64")
@@ -190,29 +135,3 @@ def _read_from_vector(layout, cost, inputs):
         pieces.append(piece)
     _, (cost,), _ = clone_graph([cost], [], replace=replace)
     return theta, cost, pieces
-
-
-def _positional(v):
-    return v.to_positional() if hasattr(v.type, "dims") else v
-
-
-class BoundFlatGraph:
-    """`logp(theta) -> (value, gradient)`: a flat graph with its data bound (`FlatGraphFunction.bind`)."""
-
-    def __init__(self, fn, data):
-        fn.data.check_names(data, "bind")
-        self.fn = fn
-        self._data = data
-        self._arrays = fn.data.arrays(data)  # converted and checked once (None: every call takes `fn`'s path)
-
-    def __call__(self, theta):
-        fn = self.fn
-        if fn._entry is None or self._arrays is None:  # the first call (it may compile), or shared variables
-            return fn(theta, **self._data)
-        if type(theta) is not np.ndarray or theta.dtype != np.float64 or theta.shape != fn._theta_shape:
-            theta = fn.layout.check(theta)
-        return fn._run(theta, self._arrays, self._data)
-
-    @property
-    def size(self) -> int:
-        return self.fn.size

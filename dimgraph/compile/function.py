@@ -33,7 +33,7 @@ from dimgraph.core.random import is_rng_state
 from dimgraph.core.rewriting import rewrite_graph
 from dimgraph.core.shared import DEFAULT_CONTEXT, SharedMixin
 from dimgraph.core.type import TensorType
-from dimgraph.errors import InputError
+from dimgraph.errors import NoMatchingEntry, UnlistedInput
 from dimgraph.labeled.ops import LabeledOp
 from dimgraph.lower import lower_io, lower_update
 from dimgraph.printing import dprint
@@ -72,7 +72,9 @@ class Function:
         self._compiled = compiled
         self._run = compiled.run
         self.source = compiled.source
-        self.timings = {"kernels": compiled.timings, "perform": compiled.performs, **timings}
+        tiers = compiled.tiers
+        kernels, performs = (tiers.kernel_timings, tiers.performs) if tiers is not None else ({}, ())
+        self.timings = {"kernels": kernels, "perform": performs, **timings}
         self._n_inputs = len(inputs)
         # The common call (every input positional, arrays or labeled arrays, no shared variables, no updates,
         # no size checks) skips binding and contexts: `compiled.fast(*arrays)` is the backend's own entry
@@ -90,8 +92,8 @@ class Function:
         self._fallback = None
         for attr, make in compiled.exports.items():  # backend extras built on the Function (jax: f.jax_fn)
             setattr(self, attr, make(self))
-        if compiled.promote is not None:  # a faster entry later (numba: the jitted graph)
-            compiled.promote(self._promote)
+        if tiers is not None:  # a faster entry later (numba: the jitted graph)
+            tiers.promote(self._promote)
 
     def _promote(self, fast, run, fallback, seconds):
         """Switch calls to the backend's faster entry (called once it is ready, maybe from another thread)."""
@@ -102,6 +104,26 @@ class Function:
             self._fast_after_first = fast
             if self._fast is not None:
                 self._fast = fast
+
+    @property
+    def entry(self):
+        """The backend's own entry, `entry(*arrays) -> result` (a bare array for one output, a tuple for
+        several), for a caller that converted and checked the inputs' arrays itself (no shared variables),
+        or None (numba: the driver; its jitted graph comes later, through `tiers.promote`).
+
+        >>> import dimgraph as dg, numpy as np
+        >>> x = dg.tensor("x", shape=(2,))
+        >>> f = dg.function([x], x * 2, backend="numba")
+        >>> f.entry(np.array([1.0, 2.0])).tolist(), f.tiers is not None
+        ([2.0, 4.0], True)
+        """
+        return self._compiled.fast
+
+    @property
+    def tiers(self):
+        """The backend's entries beyond its first (`dimgraph.backends.Tiers`: numba's jitted graph, which
+        calls take, and the flat entries on it), or None where the backend has one entry."""
+        return self._compiled.tiers
 
     @property
     def fgraph(self):
@@ -188,10 +210,8 @@ class Function:
                 except IndexError as err:
                     self.signature.name_index_error(arrays, args, err)
                     raise
-                except TypeError as err:  # the backend's faster entry refused these types: its fallback answers
-                    if self._fallback is None:
-                        raise
-                    out = self._fallback(arrays, err)
+                except NoMatchingEntry:  # the backend's faster entry refused these types: its fallback answers
+                    out = self._fallback(arrays)
                 return out if self._fast_wrap is None else self._fast_wrap(out, args)
         if self._first_call:
             return self._timed_first_call(args, ctx, trust_input, kwargs)
@@ -443,10 +463,7 @@ def _rewritten(inputs, outputs, updates, rewrites, backend_contract, return_nump
             and v not in set(shared)
             and v not in set(pos_inputs)
         ):
-            raise InputError(
-                f"the outputs depend on input {v.name or v!r}, which is not among the function inputs "
-                f"{[i.name for i in inputs]}"
-            )
+            raise UnlistedInput(repr(v.name or v), [i.name for i in inputs])
     fgraph = FunctionGraph(pos_inputs + shared, pos_outputs + pos_updates)
     t_rewrite = time.perf_counter()
     rewrite_graph(fgraph, rewrites, backend=backend_contract)

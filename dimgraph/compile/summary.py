@@ -65,12 +65,11 @@ def function_html(f) -> str:
 
 
 def function_summary(f) -> str:
-    """Lines of `f.summary()`: facts, the backend's own (`Compiled.describe`), the ops run by `perform`,
+    """Lines of `f.summary()`: facts, the backend's own (`Tiers.describe`), the ops run by `perform`,
     seconds per compile phase."""
     nodes, fused = graph_size(f.fgraph)
     lines = [f"dimgraph.Function: {f.backend}, {nodes} nodes ({fused} fused kernels)"]
-    describe = f._compiled.describe
-    lines += [f"{k}: {v}" for k, v in (describe() if describe is not None else {}).items()]
+    lines += [f"{k}: {v}" for k, v in (f.tiers.describe() if f.tiers is not None else {}).items()]
     performs = f.timings.get("perform") or ()
     lines.append(f"run by Python perform: {', '.join(performs) if performs else 'none'}")
     phases = [f"{k} {v:.3f} s" for k, v in f.timings.items() if isinstance(v, float)]

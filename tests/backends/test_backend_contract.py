@@ -62,3 +62,13 @@ def test_a_module_missing_part_of_the_contract_is_named(monkeypatch):
     ):
         get_backend("partial").compile(FunctionGraph([], []))
     assert not isinstance(module, BackendModule)
+
+
+def test_a_compiled_whose_tiers_miss_part_of_the_protocol_is_refused(monkeypatch):
+    """`Compiled.tiers` is a `dimgraph.backends.Tiers` (numba's `graphjit.Tiers`) or None, checked at compile."""
+    module = importlib.import_module(get_backend("python").module)
+    monkeypatch.setattr(module, "compile", lambda fgraph, **options: Compiled(lambda args: args, tiers=object()))
+    with pytest.raises(TypeError, match="python backend: its Compiled.tiers does not implement"):
+        get_backend("python").compile(FunctionGraph([], []))
+    x = dg.scalar("x")
+    assert isinstance(dg.function([x], x + 1, backend="numba").tiers, backends.Tiers)

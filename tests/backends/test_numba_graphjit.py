@@ -56,6 +56,26 @@ def test_the_jitted_flat_entry_matches_the_python_backend(flat_fns, theta):
     np.testing.assert_allclose(grad, want_grad, rtol=1e-11, atol=1e-12)
 
 
+def test_the_entries_refuse_other_types_by_a_typed_error(flat_fns):
+    """The jitted graph and the flat entry refuse types they were not compiled for by dimgraph's
+    `NoMatchingEntry` (no message text read), which the calls answer by their checked path."""
+    jitted, reference = flat_fns
+    theta = np.linspace(-1, 1, 7).astype(np.float32)
+    jitted(theta.astype(np.float64), **DATA)
+    arrays = jitted.data.arrays(DATA)
+    with pytest.raises(dg.errors.NoMatchingEntry, match="No matching definition"):
+        jitted._with_data(arrays)(theta)
+    params = [a.astype(np.float32) for a in jitted.layout.arrays(theta.astype(np.float64))]
+    jitted_graph = []
+    jitted.function.tiers.promote(lambda fast, *_: jitted_graph.append(fast))  # (ready: called at once)
+    with pytest.raises(dg.errors.NoMatchingEntry):
+        jitted_graph[0](*params, *arrays)
+    want = reference(theta, **DATA)
+    for value, grad in (jitted.bind(**DATA)(theta), jitted(theta, **DATA)):
+        assert value == pytest.approx(want[0], rel=1e-12)
+        np.testing.assert_allclose(grad, want[1], rtol=1e-11, atol=1e-12)
+
+
 def test_the_jitted_graph_runs_no_node_by_perform(flat_fns):
     jitted, _ = flat_fns
     assert jitted.function.timings["perform"] == ()

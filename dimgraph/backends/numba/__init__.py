@@ -22,8 +22,8 @@ which runs row blocks on a thread pool (kernels are `nogil`).
 `compile` is `build(plan(fgraph))`: the `Plan` (texts, host nodes, large constants)
 pickles, so a warm process (`dimgraph.compile.warm`) builds the callable from it
 without the graph. Both return a `NumbaCompiled`: the driver (`fast`), the source
-(shown by `Function.source`), the kernel digests, the first call's kernel timings,
-the plan and the tiers (`graphjit.Tiers`).
+(shown by `Function.source`), the kernel digests, the plan and the tiers
+(`graphjit.Tiers`: the jitted graph, the flat entries, the first call's kernel timings).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dimgraph import config
-from dimgraph.backends import Backend, Compiled
+from dimgraph.backends import Backend, Compiled, python
 from dimgraph.backends.numba import cache, fallback, graphjit, progress, threads
 
 cache.install_locator()  # before the kernel families below make their helpers' caches
@@ -140,8 +140,6 @@ def compile(fgraph, **options):
     on the python backend instead; its `source` says so.
     """
     if not _numba_can_hold(fgraph):
-        from dimgraph.backends import python
-
         note = "# numba backend: this graph holds a dtype Numba cannot hold (float16 or complex);\n# it runs on the python backend.\n"
         return NumbaCompiled(python.compile(fgraph, **options).run, source=note)
     return build(plan(fgraph), **options)
@@ -305,7 +303,6 @@ def build(plan: Plan, jit_graph=None):
     namespace.update(_big=plan.big, _constant=cache.constant, _kernel=dispatchers.__getitem__, _splitter=splitter)
     exec(builtins.compile(plan.driver, "<dimgraph numba graph>", "exec"), namespace)  # noqa: S102 - our own text
     driver = namespace["graph"]
-    timings = {}  # "k3 (its op)": seconds of its calls during the first call (Numba compile or cache load)
     untimed = [{f"k{k}": label for k, label in enumerate(plan.labels)}]
     single = plan.n_results == 1
     # Einsums and LAPACK calls run by BLAS/LAPACK through NumPy on the driver; the jitted graph runs printed
@@ -315,6 +312,7 @@ def build(plan: Plan, jit_graph=None):
     tiers = graphjit.Tiers(
         plan, driver, dispatchers, tuple(plan.big[b] for b in plan.jit_big), splitters, jit_graph, JIT_OPTIONS, blas
     )
+    timings = tiers.kernel_timings  # "k3 (its op)": seconds of its calls during the first call (compile or load)
 
     def run(args):
         if untimed:  # the first call compiles the kernels: time each one
@@ -347,16 +345,10 @@ def build(plan: Plan, jit_graph=None):
         # Function's positional fast path calls the driver (a bare array for one output, a tuple for
         # several), then the jitted graph once `tiers` promotes it.
         fast=fast,
-        timings=timings,
         kernel_digests=tuple(dispatchers),
         host_ops=tuple(name for name, _ in plan.hosts),
         plan=plan,
-        promote=tiers.promote,
-        flat=tiers.flat,
-        cfunc=tiers.cfunc,
         tiers=tiers,
-        describe=tiers.describe,
-        performs=performs,
     )
 
 
@@ -364,7 +356,6 @@ def build(plan: Plan, jit_graph=None):
 class NumbaCompiled(Compiled):
     kernel_digests: tuple = ()  # the digests of the graph's kernels (their modules in the disk cache)
     host_ops: tuple = ()  # the names of the ops the driver runs on the host (NumPy `perform`)
-    tiers: object = None  # `graphjit.Tiers`: which entry calls take, the driver's or the jitted graph's
 
 
 # The rest of the backend contract (`dimgraph.backends.BackendModule`), which the warm start reads:

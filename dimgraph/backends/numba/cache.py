@@ -53,9 +53,10 @@ from numba.core.compiler_lock import global_compiler_lock
 from numba.core.dispatcher import Dispatcher
 from numba.core.runtime import rtsys
 
-from dimgraph.backends import diskcache
+from dimgraph.backends import diskcache, ziggurat
 from dimgraph.backends.numba import bounds, fallback, runtime, views
 from dimgraph.backends.numba import random as random_helpers  # the samplers RandomDraw kernels call
+from dimgraph.core import scalar, special
 from dimgraph.version import __version__
 
 SEAL = "hmac-sha256"  # how `_VerifiedFile` seals Numba's files: a change must not meet files sealed the old way
@@ -71,9 +72,6 @@ def version_tag() -> str:
     Numba's cache does not notice a change in a function that a cached function
     calls, so the helper modules' text is part of every key.
     """
-    from dimgraph.backends import ziggurat
-    from dimgraph.core import scalar, special
-
     helpers = hashlib.blake2b(SEAL.encode(), digest_size=6)
     for mod in (runtime, views, bounds, fallback, scalar, special, random_helpers, ziggurat):
         helpers.update(Path(mod.__file__).read_bytes())

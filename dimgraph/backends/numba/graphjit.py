@@ -49,7 +49,7 @@ from numba.core.errors import NumbaWarning
 from dimgraph.backends.numba import cache, flatjit
 from dimgraph.backends.numba.ops import ObjmodeKernel, holds_scalars, numba_kernel, scalar_elemwise
 from dimgraph.backends.numba.scalar import np_type
-from dimgraph.errors import PerformanceWarning
+from dimgraph.errors import NoMatchingEntry, PerformanceWarning
 
 _log = logging.getLogger("dimgraph.numba")
 
@@ -142,10 +142,11 @@ def _name_called(line):
 class Tiers:
     """Which entry a compiled graph's calls take: the Python driver, then the jitted graph (module docstring).
 
-    `promote(callback)` registers `callback(fast, run, fallback, seconds)`, called once the jitted graph
-    is ready (from the compiling thread): its `fast(*arrays)` and `run(list)`, `fallback(arrays, err)`
-    for a `TypeError` that `fast` raised (the driver's result for types it was not compiled for), and
-    the seconds its compile (or load from the disk cache) took.
+    It is the numba backend's `dimgraph.backends.Tiers`: `promote(callback)` registers
+    `callback(fast, run, fallback, seconds)`, called once the jitted graph is ready (from the compiling
+    thread): its `fast(*arrays)` and `run(list)`, `fallback(arrays)` for a `NoMatchingEntry` that `fast`
+    raised (the driver's result for types it was not compiled for), and the seconds its compile (or load
+    from the disk cache) took.
     """
 
     def __init__(self, plan, driver, kernels, bigs, splitters, mode, options, blas=False):
@@ -155,6 +156,7 @@ class Tiers:
         self._kernels = kernels  # the driver's kernels by digest: loaded, so the jitted graph's module finds them
         self.splitters, self.mode = splitters, mode
         self.performs = ()  # the ops the entry calls settle on runs by `perform` (set by `build`)
+        self.kernel_timings = {}  # "k3 (its op)": seconds of its calls during the first call (filled by `build`)
         self.calls = 0
         self.state = "driver"  # driver -> compiling -> jitted (or failed: why)
         self.seconds = None  # compile seconds of the jitted graph, once it is ready
@@ -348,14 +350,12 @@ class Tiers:
         """`run` on the jitted graph (the driver for argument types it was not compiled for)."""
         try:
             out = self._entry(*arrays)
-        except TypeError as err:
-            out = self.fallback(arrays, err)
+        except NoMatchingEntry:
+            out = self.driver(*arrays)
         return [out] if self.plan.n_results == 1 else list(out)
 
-    def fallback(self, arrays, err):
-        """The driver's result when `err` is the jitted graph's refusal of `arrays`' types; else `err` raised."""
-        if not _no_match(err):
-            raise err
+    def fallback(self, arrays):
+        """The driver's result for `arrays`, whose types the jitted graph refused (`NoMatchingEntry`)."""
         return self.driver(*arrays)
 
 
@@ -384,14 +384,20 @@ os.register_at_fork(before=wait_for_compiles)
 atexit.register(wait_for_compiles)
 
 
-def _no_match(err) -> bool:
-    """Whether a TypeError is a jitted function's refusal of its argument types (compiling is off)."""
-    return str(err).startswith("No matching definition")
-
-
 def _own(shared):
-    """A dispatcher of its own for a generated module's jitted function (same code, same disk cache)."""
+    """A dispatcher of its own for a generated module's jitted function (same code, same disk cache), whose
+    refusal of argument types it was not compiled for is a `NoMatchingEntry`."""
     import numba
 
     options = {k: v for k, v in shared.targetoptions.items() if k != "nopython"}
-    return cache.verified(numba.njit(cache=True, **options)(shared.py_func))
+    dispatcher = cache.verified(numba.njit(cache=True, **options)(shared.py_func))
+    # Numba's C dispatcher calls this method when no compiled signature matches and compiling is off
+    dispatcher._explain_matching_error = functools.partial(_refuse, dispatcher)
+    return dispatcher
+
+
+def _refuse(dispatcher, *args, **kws):
+    """Numba's `_explain_matching_error`, raising dimgraph's `NoMatchingEntry` (Numba's own raises a bare
+    TypeError, told apart from an error of the code only by its text)."""
+    found = ", ".join(str(dispatcher.typeof_pyval(a)) for a in args)
+    raise NoMatchingEntry(f"No matching definition for argument type(s) {found}")
