@@ -1,0 +1,1 @@
+"""The compile layer: lowering, rewriting and a backend turned into one cached callable (`dg.function`)."""
