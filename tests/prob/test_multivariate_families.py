@@ -109,9 +109,7 @@ def _densities(v, p):
         ).logp(v["z"]),
         "wishart": dg.dist.wishart(p["nu"], cov, dims=(I, J)).logp(v["spd"]),
         "inverse_wishart": dg.dist.inverse_wishart(p["nu"], cov, dims=(I, J)).logp(v["spd"]),
-        "ordered_multinomial": dg.dist.ordered_multinomial(p["eta"], p["cut"], 7, dim=K, cut_dim=CUT).logp(
-            v["counts"]
-        ),
+        "ordered_multinomial": dg.dist.ordered_multinomial(p["eta"], p["cut"], 7, dim=K, cut_dim=CUT).logp(v["counts"]),
         "normal_mixture": dg.dist.normal_mixture(p["p"], p["a"], p["sigma"], dim=K).logp(v["x"]),
         "normal_mixture_tau": dg.dist.normal_mixture(p["p"], p["a"], tau=p["tau"], dim=K).logp(v["x"]),
     }
