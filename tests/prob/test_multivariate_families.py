@@ -418,6 +418,21 @@ def test_bad_input_is_a_clear_error():
         dg.dist.multinomial(_c([1, 2, 3], K), _c(P, K), dim=K)
     with pytest.raises(dg.DimError, match=r"multinomial: the value must be on the categories' dim 'k'"):
         dg.dist.multinomial(3, _c(P, K), dim=K).logp(3)
+    cuts = _c(CUTS, CUT)
+    with pytest.raises(
+        TypeError, match=r"ordered_multinomial: give the cutpoints' dim as cut_dim= \(one of \(cut: 2\)\)"
+    ):
+        dg.dist.ordered_multinomial(0.0, cuts, 3, dim=K)
+    with pytest.raises(TypeError, match=r"ordered_multinomial: give the categories' dim as dim= \(a Dim of size 3"):
+        dg.dist.ordered_multinomial(0.0, cuts, 3, cut_dim=CUT)
+    with pytest.raises(dg.DimError, match=r"ordered_multinomial: 2 cutpoints make 3 categories, so dim= must be"):
+        dg.dist.ordered_multinomial(0.0, cuts, 3, dim=A1, cut_dim=CUT)
+    with pytest.raises(dg.DimError, match=r"ordered_multinomial: eta, cutpoints and n must not be on the categories'"):
+        dg.dist.ordered_multinomial(_c(ALPHA, K), cuts, 3, dim=K, cut_dim=CUT)
+    with pytest.raises(TypeError, match=r"normal_mixture: give sigma or tau, not both"):
+        dg.dist.normal_mixture(_c(P, K), _c(ALPHA, K), 1.0, tau=2.0, dim=K)
+    with pytest.raises(dg.DimError, match=r"mixture: the components' parameters must be on dim 'k'"):
+        dg.dist.normal_mixture(_c(P, K), 0.0, 1.0, dim=K)
     with pytest.raises(TypeError, match=r"stick_breaking_weights: give the weights' dim as dim="):
         dg.dist.stick_breaking_weights(1.0)
     with pytest.raises(ValueError, match=r"icar: W must be symmetric"):
@@ -456,6 +471,9 @@ def test_outside_the_support_and_invalid_parameters():
         dg.dist.inverse_wishart(4.0, cov, dims=(I, J)).logp(
             _c([[1.0, 2.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], I, J)
         ),
+        dg.dist.ordered_multinomial(0.0, _c(CUTS, CUT), 3, dim=K, cut_dim=CUT).logp(  # sums to 4
+            dg.constant(np.array([1, 1, 2]), dims=(K,))
+        ),
     ]
     invalid = [
         dg.dist.mv_student_t(-1.0, 0.0, scale=cov, dims=(I, J)).logp(_c(np.zeros(3), I)),
@@ -463,6 +481,9 @@ def test_outside_the_support_and_invalid_parameters():
         dg.dist.car(0.0, W, 1.5, 1.0, dim=NODE).logp(_c(np.zeros(5), NODE)),
         dg.dist.icar(W, -1.0, dim=NODE).logp(_c(np.zeros(5), NODE)),
         dg.dist.wishart(1.0, cov, dims=(I, J)).logp(_c(np.eye(3), I, J)),  # nu <= p - 1
+        dg.dist.ordered_multinomial(0.0, _c([0.5, -0.5], CUT), 3, dim=K, cut_dim=CUT).logp(  # decreasing cutpoints
+            dg.constant(np.array([1, 1, 1]), dims=(K,))
+        ),
     ]
     got = dg.function([], outs + invalid, backend="python")()
     for value in got[: len(outs)]:
