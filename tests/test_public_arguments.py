@@ -309,6 +309,14 @@ CUSTOM.update(
         "mv_student_t": (lambda **p: dg.dist.mv_student_t(dims=(_R, _C), **p), {"nu": 3.0, "mu": 0.0, "scale": _EYE}),
         "multinomial": (lambda **p: dg.dist.multinomial(dim=_K, **p), {"n": 3, "p": _P}),
         "dirichlet_multinomial": (lambda **p: dg.dist.dirichlet_multinomial(dim=_K, **p), {"n": 3, "a": _P}),
+        "ordered_multinomial": (
+            lambda **p: dg.dist.ordered_multinomial(dim="cat", cut_dim=_K, **p),
+            {"eta": 0.0, "cutpoints": dg.constant(np.array([-1.0, 1.0]), dims=(_K,)), "n": 3},
+        ),
+        "normal_mixture": (
+            lambda **p: dg.dist.normal_mixture(dim=_K, **p),
+            {"w": _P, "mu": dg.constant(np.array([-1.0, 1.0]), dims=(_K,)), "sigma": 1.0},
+        ),
         "stick_breaking_weights": (lambda **p: dg.dist.stick_breaking_weights(dim=_K, **p), {"alpha": 1.0}),
         "car": (lambda **p: dg.dist.car(W=_W, dim=_K, **p), {"mu": 0.0, "alpha": 0.5, "tau": 1.0}),
         "icar": (lambda **p: dg.dist.icar(_W, dim=_K, **p), {"sigma": 1.0, "zero_sum_stdev": 0.001}),

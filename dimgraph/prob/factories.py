@@ -1,4 +1,5 @@
-"""Distributions made from others: `Mixture` (components on a named dim), `Censored` and `Truncated`.
+"""Distributions made from others: `Mixture` (components on a named dim, `NormalMixture` its normal case),
+`Censored` and `Truncated`.
 
 Each wraps distributions of `dg.dist` and is one itself (`logp`, `draw`,
 `support`), so it can be observed, sampled or wrapped again.
@@ -331,3 +332,22 @@ class Mixture(Distribution):
                 state, v = draw_on(comp, state, out)
                 value = v if value is None else lmath.where(which == k, v, value)
         return state, _invalid_draws(value, self.valid()).transpose(*out)
+
+
+@register("normal_mixture")
+class NormalMixture(Mixture):
+    """Normal components on `dim`: `mu` and `sigma` (or `tau`, the precision) on it, weighted by `w` (PyMC's
+    `NormalMixture(w, mu, sigma)`); the `mixture` of `normal(mu, sigma)`.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> comp = dg.Dim("comp", size=2)
+    >>> w, mu = dg.constant(np.array([0.3, 0.7]), dims=(comp,)), dg.constant(np.array([-2.0, 2.0]), dims=(comp,))
+    >>> round(float(dg.dist.normal_mixture(w, mu, 1.0, dim=comp).logp(0.0).eval(backend="python")), 6)
+    -2.918939
+    """
+
+    def __init__(self, w, mu, sigma=None, tau=None, dim=None):
+        if sigma is not None and tau is not None:
+            raise TypeError("normal_mixture: give sigma or tau, not both")
+        normal = Normal(mu, 1.0 if sigma is None else sigma) if tau is None else Normal(mu, tau=tau)
+        super().__init__(w, normal, dim=dim)

@@ -49,7 +49,7 @@ from dimgraph.prob.base import (
     param_dims,
 )
 from dimgraph.prob.continuous import Beta
-from dimgraph.prob.discrete import _is_count
+from dimgraph.prob.discrete import OrderedLogistic, _is_count
 from dimgraph.prob.registry import register
 
 _LOG_PI, _HALF_LOG_2PI = math.log(math.pi), 0.5 * math.log(2 * math.pi)
@@ -635,6 +635,11 @@ class _Counts(Distribution):
         density = lmath.where(inside, self.log_pmf(safe, lmath.where(inside, n, 0.0)), -np.inf)
         return _invalid_to_nan(density, self.valid(**self.params), check, type(self).__name__.lower())
 
+    def _multinomial_log_pmf(self, x, n, log_p):
+        """log n! + sum over dim of x log p - log x! (0 log 0 = 0: a category of probability 0 may count 0)."""
+        terms = lmath.where(x == 0, 0.0, x * lmath.where(x == 0, 0.0, log_p))
+        return lmath.gammaln(n + 1) + (terms - lmath.gammaln(x + 1)).sum(self.dim)
+
     def _multinomial(self, state, dims, n, p):
         """Counts by sequential binomials: category k takes Binomial(n left, p_k / mass left)."""
         pos = arange(self.dim)
@@ -675,9 +680,7 @@ class Multinomial(_Counts):
 
     def log_pmf(self, x, n):
         p = self.params["p"]
-        log_p = lmath.log(p) - lmath.log(p.sum(self.dim))
-        terms = lmath.where(x == 0, 0.0, x * lmath.where(x == 0, 0.0, log_p))
-        return lmath.gammaln(n + 1) + (terms - lmath.gammaln(x + 1)).sum(self.dim)
+        return self._multinomial_log_pmf(x, n, lmath.log(p) - lmath.log(p.sum(self.dim)))
 
     def sample(self, state, dims, n, p):
         return self._multinomial(state, dims, n, p / p.sum(self.dim))
@@ -711,6 +714,56 @@ class DirichletMultinomial(_Counts):
     def sample(self, state, dims, n, a):
         state, lg = _loggamma(state, a, dims)
         return self._multinomial(state, dims, n, softmax(lg, self.dim))
+
+
+@register("ordered_multinomial")
+class OrderedMultinomial(_Counts):
+    """Counts over the K categories `dim` of `n` ordinal outcomes, each `eta` plus logistic noise cut at the
+    K - 1 increasing `cutpoints` on `cut_dim`, as `ordered_logistic` (PyMC's `OrderedMultinomial(eta, cutpoints,
+    n)`). `dim` is a Dim of size K, or a name for one.
+
+    >>> import dimgraph as dg, numpy as np
+    >>> cut = dg.Dim("cut", size=2)
+    >>> d = dg.dist.ordered_multinomial(0.5, dg.constant(np.array([-1.0, 1.0]), dims=(cut,)), 4, dim="k", cut_dim=cut)
+    >>> round(float(d.logp(dg.constant(np.array([1, 2, 1]), dims=(d.dim,))).eval(backend="python")), 6)
+    -1.832391
+    """
+
+    names = ("eta", "cutpoints", "n")
+
+    def __init__(self, eta, cutpoints, n, dim=None, cut_dim=None):
+        what = "ordered_multinomial"
+        eta, cutpoints, n = labeled_params({"eta": eta, "cutpoints": cutpoints, "n": n}, what)
+        if cut_dim is None:
+            raise TypeError(f"{what}: give the cutpoints' dim as cut_dim= (one of {fmt_dims(cutpoints.dims)})")
+        self.ordinal = OrderedLogistic(eta, cutpoints, dim=cut_dim)
+        size = self.ordinal.dim.size + 1
+        if dim is None:
+            raise TypeError(f"{what}: give the categories' dim as dim= (a Dim of size {size}, or a name for one)")
+        category = Dim(dim, size=size) if isinstance(dim, str) else dim
+        if not isinstance(category, Dim) or category.size != size:
+            raise DimError(
+                f"{what}: {self.ordinal.dim.size} cutpoints make {size} categories, so dim= must be a Dim of "
+                f"size {size} or a name; got {dim!r}"
+            )
+        if any(category in v.dims for v in (eta, cutpoints, n)):
+            raise DimError(f"{what}: eta, cutpoints and n must not be on the categories' dim {category.name!r}")
+        self.log_p = self.ordinal.logp(arange(category))  # log P(category k) on (dim, eta's dims)
+        super().__init__(n, lmath.exp(self.log_p), category)
+        self.params = {"eta": eta, "cutpoints": cutpoints, "n": n}
+
+    def valid(self, eta, cutpoints, n):
+        increasing = self.ordinal.valid(eta, cutpoints)
+        return _is_count(n) if increasing is None else increasing & _is_count(n)
+
+    def log_pmf(self, x, n):
+        return self._multinomial_log_pmf(x, n, self.log_p)
+
+    def _out_dims(self, dims):
+        return tuple(self.dim if d == self.ordinal.dim else d for d in dims)
+
+    def sample(self, state, dims, eta, cutpoints, n):
+        return self._multinomial(state, self._out_dims(dims), n, lmath.exp(self.log_p))
 
 
 @register("stick_breaking_weights")

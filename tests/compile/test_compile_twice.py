@@ -73,6 +73,7 @@ SCALAR.update(
         "hurdle_negative_binomial": ([0.7, 2.5, 0.4], 0.0, False),
         "hurdle_gamma": ([0.7, 2.0, 3.0], 0.5, True),
         "hurdle_lognormal": ([0.7, 0.0, 1.0], 1.5, True),
+        "polya_gamma": ([1.5, 0.8], 0.3, True),
     }
 )
 
@@ -196,6 +197,15 @@ def _family_case(name):
         col = dg.constant(np.eye(3), dims=(K, dg.Dim("k2", size=3)))
         cost = dg.dist.matrix_normal(0.0, rowcov=cov, colcov=col, rowdims=(ROW, COL), coldims=(K, col.dims[1])).logp(x)
         return [cov, x], cost, [cov, x], [COV, np.arange(9.0).reshape(3, 3) / 9]
+    if name == "ordered_multinomial":
+        eta, cut = _labeled(("eta", ()), ("cut", (COMP,)))
+        counts = dg.constant(np.array([1, 0, 3]), dims=(K,))
+        cost = dg.dist.ordered_multinomial(eta, cut, 4, dim=K, cut_dim=COMP).logp(counts)
+        return [eta, cut], cost, [eta, cut], [0.4, np.array([-1.0, 0.5])]
+    if name == "normal_mixture":
+        w, mu, sigma, x = _labeled(("w", (COMP,)), ("mu", (COMP,)), ("sigma", ()), ("x", ()))
+        cost = dg.dist.normal_mixture(w, mu, sigma, dim=COMP).logp(x)
+        return [w, mu, sigma, x], cost, [w, mu, sigma, x], [np.array([0.4, 0.6]), np.array([-1.0, 1.5]), 1.3, 0.2]
     if name in ("multinomial", "dirichlet_multinomial"):
         (w,) = _labeled(("w", (K,)))
         counts = dg.constant(np.array([1, 0, 3]), dims=(K,))

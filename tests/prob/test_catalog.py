@@ -7,7 +7,7 @@ One compiled function per backend evaluates every log density and tail, one ever
 
 import numpy as np
 import pytest
-from scipy import special, stats
+from scipy import integrate, special, stats
 
 import dimgraph as dg
 from dimgraph.testing import numeric_grad
@@ -52,6 +52,36 @@ def _hurdle(ref):
         return np.log(psi) + (d.logpmf(x) if hasattr(d, "pmf") else d.logpdf(x)) - positive
 
     return fn
+
+
+def _polya_gamma_pdf(x, h, z, terms=400):
+    """PG(h, z)'s density: the PG(h, 0) series 2^(h-1) / Gamma(h) sum_n (-1)^n Gamma(n + h) / n! (2n + h)
+    exp(-(2n + h)^2 / (8x)) / sqrt(2 pi x^3) (Polson, Scott and Windle 2013), tilted by cosh(z/2)^h exp(-z^2 x / 2)."""
+    if x <= 0:
+        return 0.0
+    n = np.arange(terms)
+    t = 2 * n + h
+    series = ((-1.0) ** n * np.exp(special.gammaln(n + h) - special.gammaln(n + 1) - t * t / (8 * x)) * t).sum()
+    tilt = np.cosh(z / 2) ** h * np.exp(-z * z * x / 2)
+    return 2 ** (h - 1) / special.gamma(h) * series / np.sqrt(2 * np.pi * x**3) * tilt
+
+
+def _polya_gamma_cdf(x, h, z):
+    return (
+        integrate.quad(_polya_gamma_pdf, 0, x, args=(h, z), epsabs=1e-14, epsrel=1e-12, limit=200)[0] if x > 0 else 0.0
+    )
+
+
+class _PolyaGammaLaw:
+    """PG(h, z)'s cdf for KS: the density integrated numerically between grid points, interpolated between them."""
+
+    def __init__(self, h, z, top=8.0, points=801):
+        grid = np.linspace(0.0, top, points)
+        pieces = [integrate.quad(_polya_gamma_pdf, a, b, args=(h, z), epsabs=1e-13)[0] for a, b in zip(grid, grid[1:])]
+        self.grid, self.values = grid, np.concatenate([[0.0], np.cumsum(pieces)])
+
+    def cdf(self, x):
+        return np.interp(x, self.grid, self.values, right=1.0)
 
 
 # name -> (parameter names, rows (parameters..., x), the reference log density, the reference cdf or None)
@@ -147,6 +177,13 @@ CASES = {
         [(1, 2, 0, 0.5), (1, 2, 0.5, 1.0), (2, 0.5, 0, 10), (1, 2, 0, 0), (1, 2, 0.5, 0.3), (1, 100, 0, 1.5)],
         lambda x, mu, lam, a: stats.invgauss(mu / lam, loc=a, scale=lam).logpdf(x),
         lambda x, mu, lam, a: stats.invgauss(mu / lam, loc=a, scale=lam).cdf(x),
+    ),
+    "polya_gamma": (
+        ["h", "z"],
+        [(1, 0, 0.3), (1, 0, 0.05), (1, 0, 1.0), (2.5, 1.5, 0.3), (0.5, -3, 0.1), (4, 10, 0.4), (1, 50, 0.02)]
+        + [(1, 0, 0.0), (1, 0, -1.0), (0.7, 2, 1e-3)],
+        _masked(lambda x, h, z: np.log(_polya_gamma_pdf(x, h, z)), lambda x, h, z: x > 0),
+        lambda x, h, z: _polya_gamma_cdf(x, h, z),
     ),
     "beta_binomial": (
         ["alpha", "beta", "n"],
@@ -282,6 +319,7 @@ INVALID = {  # parameters outside PyMC's domain: NaN, never a number that looks 
     "rice": {"nu": -1.0, "sigma": 1.0},
     "triangular": {"lower": 0.0, "c": 2.0, "upper": 1.0},
     "vonmises": {"mu": 0.0, "kappa": -1.0},
+    "polya_gamma": {"h": -1.0, "z": 0.0},
     "wald": {"mu": -1.0, "lam": 1.0},
     "beta_binomial": {"alpha": 1.0, "beta": 1.0, "n": 2.5},
     "geometric": {"p": 1.5},
@@ -382,6 +420,7 @@ GRADS = {
     "truncated_normal": ([0.3, 1.5, -1.0, 2.0], 0.5, ["mu", "sigma", "lower", "upper", "x"]),
     "vonmises": ([0.5, 2.0], -0.3, ["mu", "kappa", "x"]),
     "wald": ([1.0, 2.0, 0.2], 0.9, ["mu", "lam", "alpha", "x"]),
+    "polya_gamma": ([1.5, 0.8], 0.3, ["h", "z", "x"]),
     "beta_binomial": ([2.0, 3.0, 10.0], 4.0, ["alpha", "beta"]),
     "discrete_weibull": ([0.5, 1.5], 2.0, ["q", "beta"]),
     "geometric": ([0.25], 3.0, ["p"]),
@@ -439,6 +478,7 @@ CONTINUOUS_DRAWS = {
     "wald": ({"mu": 1.0, "lam": 2.0, "alpha": 0.5}, stats.invgauss(0.5, loc=0.5, scale=2.0)),
     "kumaraswamy": ({"a": 2.0, "b": 3.0}, stats.beta(1.0, 3.0)),  # X^2 ~ Beta(1, 3) for a = 2: checked on x**2
     "logitnormal": ({"mu": 0.3, "sigma": 0.8}, stats.norm(0.3, 0.8)),  # checked on logit(x)
+    "polya_gamma": ({"h": 2.5, "z": 1.5}, _PolyaGammaLaw(2.5, 1.5)),
 }
 DRAWN_AS = {"kumaraswamy": np.square, "logitnormal": special.logit}
 DISCRETE_DRAWS = {
@@ -515,6 +555,27 @@ def test_hurdle_gamma_draws_zeros_and_gammas(backend):
     x = draws(backend)["hurdle_gamma"].values
     assert abs((x == 0).mean() - 0.3) < 5 * np.sqrt(0.21 / N.size)
     assert stats.kstest(x[x > 0], stats.gamma(2.0, scale=1 / 3.0).cdf).pvalue > 1e-3
+
+
+def test_polya_gamma_reference_and_pymc_values():
+    """The reference density integrates to 1 with mean h tanh(z/2) / (2z); the log density is PyMC's (6.4.0,
+    its polyagamma package's) at two points."""
+    for h, z in ((2.5, 1.5), (1.0, 1e-9)):
+        mass = integrate.quad(_polya_gamma_pdf, 0, 40, args=(h, z), limit=200)[0]
+        mean = integrate.quad(lambda x: x * _polya_gamma_pdf(x, h, z), 0, 40, limit=200)[0]
+        np.testing.assert_allclose([mass, mean], [1.0, h * np.tanh(z / 2) / (2 * z)], rtol=1e-9)
+    pymc = {(0.3, 1.0, 0.0): 0.3574148512344202, (0.3, 2.5, 1.5): 0.5337693387408879}
+    got = dg.function([], [dg.dist.polya_gamma(h, z).logp(x) for x, h, z in pymc], backend="python")()
+    np.testing.assert_allclose([float(g) for g in got], list(pymc.values()), rtol=1e-12)
+
+
+def test_polya_gamma_draws_have_its_moments(backend):
+    """Mean h tanh(z/2) / (2z) and variance h (sinh z - z) / (4 z^3 cosh^2(z/2)): the tail's stand-in keeps both."""
+    x = draws(backend)["polya_gamma"].values
+    h, z = 2.5, 1.5
+    mean, var = h * np.tanh(z / 2) / (2 * z), h * (np.sinh(z) - z) / (4 * z**3 * np.cosh(z / 2) ** 2)
+    assert abs(x.mean() - mean) < 5 * np.sqrt(var / N.size)
+    assert abs(x.var() / var - 1) < 0.2
 
 
 def test_improper_densities_have_no_draws():

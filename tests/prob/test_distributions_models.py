@@ -893,6 +893,8 @@ EXPECTED_TRANSFORMS.update(
         "hurdle_negative_binomial": None,
         "hurdle_gamma": T.Log,
         "hurdle_lognormal": T.Log,
+        "polya_gamma": T.Log,
+        "normal_mixture": T.Identity,
     }
 )
 _I, _J, _K = dg.Dim("si", size=3), dg.Dim("sj", size=3), dg.Dim("sk", size=3)
@@ -954,6 +956,9 @@ _EXAMPLES.update(
         "hurdle_negative_binomial": lambda: dg.dist.hurdle_negative_binomial(0.7, 2.5, 0.4),
         "hurdle_gamma": lambda: dg.dist.hurdle_gamma(0.7, 2.0, 3.0),
         "hurdle_lognormal": lambda: dg.dist.hurdle_lognormal(0.7, 0.0, 1.0),
+        "normal_mixture": lambda: dg.dist.normal_mixture(
+            dg.constant(np.ones(3), dims=(_K,)), dg.constant(np.arange(3.0), dims=(_K,)), dim=_K
+        ),
     }
 )
 
@@ -966,6 +971,7 @@ EXPECTED_TRANSFORMS.update(
         "mv_student_t": T.Identity,
         "multinomial": None,
         "dirichlet_multinomial": None,
+        "ordered_multinomial": None,
         "stick_breaking_weights": T.Simplex,
         "car": T.Identity,
         "icar": T.Identity,
@@ -987,6 +993,9 @@ _EXAMPLES.update(
         "mv_student_t": lambda: dg.dist.mv_student_t(3.0, 0.0, scale=_EYE, dims=(_I, _J)),
         "multinomial": lambda: dg.dist.multinomial(5, dg.constant(np.ones(3), dims=(_K,)), dim=_K),
         "dirichlet_multinomial": lambda: dg.dist.dirichlet_multinomial(5, dg.constant(np.ones(3), dims=(_K,)), dim=_K),
+        "ordered_multinomial": lambda: dg.dist.ordered_multinomial(
+            0.0, dg.constant(np.array([-1.0, 1.0]), dims=(dg.Dim("scut", size=2),)), 5, dim=_K, cut_dim="scut"
+        ),
         "stick_breaking_weights": lambda: dg.dist.stick_breaking_weights(1.0, dim=_K),
         "car": lambda: dg.dist.car(0.0, _W, 0.5, 1.0, dim=_K),
         "icar": lambda: dg.dist.icar(_W, dim=_K),

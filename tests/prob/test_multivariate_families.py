@@ -1,6 +1,7 @@
 """The multivariate families: the multivariate normal in precision form, the multivariate Student-t, the
-multinomial and Dirichlet-multinomial, stick-breaking weights, CAR and ICAR, the Kronecker and matrix normal,
-Wishart and inverse Wishart (and the `positive_definite` transform they sample with).
+multinomial, Dirichlet-multinomial and ordered multinomial, stick-breaking weights, CAR and ICAR, the Kronecker
+and matrix normal, Wishart and inverse Wishart (and the `positive_definite` transform they sample with), and the
+normal mixture (a mixture of normals on a component dim).
 
 Oracles: scipy.stats (multivariate_normal, multivariate_t, multinomial, dirichlet_multinomial, matrix_normal,
 wishart, invwishart, beta for the sticks), NumPy closed forms (CAR and ICAR as normals with their precisions),
@@ -21,6 +22,7 @@ from dimgraph.testing import numeric_grad
 RNG = np.random.default_rng(20261201)
 I, J = dg.Dim("i", size=3), dg.Dim("j", size=3)
 K = dg.Dim("k", size=3)
+CUT = dg.Dim("cut", size=2)  # the ordered multinomial's cutpoints: K - 1 of them
 B = dg.Dim("batch", size=2)
 NODE = dg.Dim("node", coords=["a", "b", "c", "d", "e"])
 A1, A2, B1, B2 = dg.Dim("a", size=2), dg.Dim("a2", size=2), dg.Dim("b", size=3), dg.Dim("b2", size=3)
@@ -75,7 +77,10 @@ PARAMS = {
     "sigma": ((), 1.7),
     "cov2": ((A1, A2), COV2),
     "noise": ((), 0.7),
+    "eta": ((B,), [0.3, -1.0]),
+    "cut": ((CUT,), [-0.5, 0.8]),
 }
+ETA, CUTS = np.array([0.3, -1.0]), np.array([-0.5, 0.8])
 
 
 def _densities(v, p):
@@ -104,6 +109,9 @@ def _densities(v, p):
         ).logp(v["z"]),
         "wishart": dg.dist.wishart(p["nu"], cov, dims=(I, J)).logp(v["spd"]),
         "inverse_wishart": dg.dist.inverse_wishart(p["nu"], cov, dims=(I, J)).logp(v["spd"]),
+        "ordered_multinomial": dg.dist.ordered_multinomial(p["eta"], p["cut"], 7, dim=K, cut_dim=CUT).logp(v["counts"]),
+        "normal_mixture": dg.dist.normal_mixture(p["p"], p["a"], p["sigma"], dim=K).logp(v["x"]),
+        "normal_mixture_tau": dg.dist.normal_mixture(p["p"], p["a"], tau=p["tau"], dim=K).logp(v["x"]),
     }
 
 
@@ -119,6 +127,15 @@ def _stick_oracle(w, alpha):
     left = 1 - np.concatenate([[0.0], np.cumsum(w[:-1])])
     v = w[:-1] / left[:-1]
     return stats.beta(1, alpha).logpdf(v).sum() - np.log(left[:-1]).sum()
+
+
+def _ordered_probabilities(eta):
+    """P(k) of the ordered logistic: sigmoid(c_k - eta) - sigmoid(c_(k-1) - eta), c_(-1) = -inf, c_(K-1) = inf."""
+    return np.diff(np.concatenate([[0.0], 1 / (1 + np.exp(-(CUTS - eta))), [1.0]]))
+
+
+def _normal_mixture(x, sigma):
+    return np.log((P[None, :] * stats.norm(ALPHA[None, :], sigma).pdf(x[:, None])).sum(1))
 
 
 def _oracles():
@@ -144,6 +161,9 @@ def _oracles():
         "matrix_normal": stats.matrix_normal(np.full((2, 3), 0.2), COV2, COV).logpdf(z),
         "wishart": [stats.wishart(nu, COV).logpdf(spd) for nu in NUS],
         "inverse_wishart": [stats.invwishart(nu, COV).logpdf(spd) for nu in NUS],
+        "ordered_multinomial": [stats.multinomial(7, _ordered_probabilities(ETA[b])).logpmf(counts[b]) for b in batch],
+        "normal_mixture": _normal_mixture(x, 1.7),
+        "normal_mixture_tau": _normal_mixture(x, 2.0**-0.5),
     }
 
 
@@ -194,6 +214,9 @@ GRADIENT_WRT = {
         "cov",
     ],  # w.r.t. the value: through the transform (the model test), as one entry moved alone leaves the support
     "inverse_wishart": ["nu", "cov"],
+    "ordered_multinomial": ["eta", "cut"],
+    "normal_mixture": ["x", "p", "a", "sigma"],
+    "normal_mixture_tau": ["tau"],
 }
 
 
@@ -234,6 +257,8 @@ def _draws(backend):
             ),
             "wishart": dg.dist.wishart(_c(NUS, B), cov, dims=(I, J)),
             "inverse_wishart": dg.dist.inverse_wishart(9.0, cov, dims=(I, J)),
+            "ordered_multinomial": dg.dist.ordered_multinomial(_c(ETA, B), _c(CUTS, CUT), 7, dim=K, cut_dim=CUT),
+            "normal_mixture": dg.dist.normal_mixture(_c(P, K), _c(ALPHA, K), 1.7, dim=K),
         }
         state, outs = s, []
         for dist in dists.values():
@@ -298,6 +323,19 @@ def test_draws_match_the_distributions(backend):
         np.testing.assert_allclose(wish[:, b].mean(0), nu * COV, rtol=0.1, atol=0.1 * nu)
         for j in range(3):  # a diagonal entry is sigma_jj chi^2(nu)
             assert _ks(wish[:, b, j, j] / COV[j, j], stats.chi2(nu).cdf) > 1e-3
+    om = d["ordered_multinomial"]
+    assert om.dims == ("n", "batch", "k") and om.dtype == np.int64
+    np.testing.assert_array_equal(om.values.sum(-1), 7)
+    for b in range(2):  # each count is binomial
+        for j in range(3):
+            pmf = stats.binom(7, _ordered_probabilities(ETA[b])[j]).pmf(np.arange(8)) * N.size
+            keep = pmf >= 5
+            counts = np.bincount(om.values[:, b, j], minlength=8)
+            obs, exp = np.append(counts[keep], counts[~keep].sum()), np.append(pmf[keep], pmf[~keep].sum())
+            assert stats.chisquare(obs, exp).pvalue > 1e-4
+    mix = d["normal_mixture"]
+    assert mix.dims == ("n",)
+    assert _ks(mix.values, lambda v: (P * stats.norm(ALPHA, 1.7).cdf(np.asarray(v)[:, None])).sum(1)) > 1e-3
     inv = d["inverse_wishart"].values
     for j in range(3):  # a diagonal entry is inverse gamma((nu - p + 1) / 2, psi_jj / 2)
         assert _ks(inv[:, j, j], stats.invgamma((9.0 - 3 + 1) / 2, scale=COV[j, j] / 2).cdf) > 1e-3
@@ -380,6 +418,21 @@ def test_bad_input_is_a_clear_error():
         dg.dist.multinomial(_c([1, 2, 3], K), _c(P, K), dim=K)
     with pytest.raises(dg.DimError, match=r"multinomial: the value must be on the categories' dim 'k'"):
         dg.dist.multinomial(3, _c(P, K), dim=K).logp(3)
+    cuts = _c(CUTS, CUT)
+    with pytest.raises(
+        TypeError, match=r"ordered_multinomial: give the cutpoints' dim as cut_dim= \(one of \(cut: 2\)\)"
+    ):
+        dg.dist.ordered_multinomial(0.0, cuts, 3, dim=K)
+    with pytest.raises(TypeError, match=r"ordered_multinomial: give the categories' dim as dim= \(a Dim of size 3"):
+        dg.dist.ordered_multinomial(0.0, cuts, 3, cut_dim=CUT)
+    with pytest.raises(dg.DimError, match=r"ordered_multinomial: 2 cutpoints make 3 categories, so dim= must be"):
+        dg.dist.ordered_multinomial(0.0, cuts, 3, dim=A1, cut_dim=CUT)
+    with pytest.raises(dg.DimError, match=r"ordered_multinomial: eta, cutpoints and n must not be on the categories'"):
+        dg.dist.ordered_multinomial(_c(ALPHA, K), cuts, 3, dim=K, cut_dim=CUT)
+    with pytest.raises(TypeError, match=r"normal_mixture: give sigma or tau, not both"):
+        dg.dist.normal_mixture(_c(P, K), _c(ALPHA, K), 1.0, tau=2.0, dim=K)
+    with pytest.raises(dg.DimError, match=r"mixture: the components' parameters must be on dim 'k'"):
+        dg.dist.normal_mixture(_c(P, K), 0.0, 1.0, dim=K)
     with pytest.raises(TypeError, match=r"stick_breaking_weights: give the weights' dim as dim="):
         dg.dist.stick_breaking_weights(1.0)
     with pytest.raises(ValueError, match=r"icar: W must be symmetric"):
@@ -418,6 +471,9 @@ def test_outside_the_support_and_invalid_parameters():
         dg.dist.inverse_wishart(4.0, cov, dims=(I, J)).logp(
             _c([[1.0, 2.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], I, J)
         ),
+        dg.dist.ordered_multinomial(0.0, _c(CUTS, CUT), 3, dim=K, cut_dim=CUT).logp(  # sums to 4
+            dg.constant(np.array([1, 1, 2]), dims=(K,))
+        ),
     ]
     invalid = [
         dg.dist.mv_student_t(-1.0, 0.0, scale=cov, dims=(I, J)).logp(_c(np.zeros(3), I)),
@@ -425,6 +481,9 @@ def test_outside_the_support_and_invalid_parameters():
         dg.dist.car(0.0, W, 1.5, 1.0, dim=NODE).logp(_c(np.zeros(5), NODE)),
         dg.dist.icar(W, -1.0, dim=NODE).logp(_c(np.zeros(5), NODE)),
         dg.dist.wishart(1.0, cov, dims=(I, J)).logp(_c(np.eye(3), I, J)),  # nu <= p - 1
+        dg.dist.ordered_multinomial(0.0, _c([0.5, -0.5], CUT), 3, dim=K, cut_dim=CUT).logp(  # decreasing cutpoints
+            dg.constant(np.array([1, 1, 1]), dims=(K,))
+        ),
     ]
     got = dg.function([], outs + invalid, backend="python")()
     for value in got[: len(outs)]:

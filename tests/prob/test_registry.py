@@ -1,6 +1,8 @@
 """The distribution registry is the catalog: each class files itself once, every surface reads it."""
 
 import inspect
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -79,3 +81,61 @@ def test_an_unknown_name_is_a_clear_error():
         dg.rng(0).nromal  # noqa: B018
     with pytest.raises(AttributeError, match="Model.multivariate_normal: MultivariateNormal takes its own dims="):
         dg.Model().multivariate_normal  # noqa: B018
+
+
+# pymc.distributions.__all__, read from PyMC 6.4.0 (Python 3.12, `make bench-peers-env`)
+PYMC_DISTRIBUTIONS = [
+    "AR", "CAR", "GARCH11", "ICAR", "AsymmetricLaplace", "Bernoulli", "Beta", "BetaBinomial", "Binomial",
+    "Categorical", "Cauchy", "Censored", "ChiSquared", "Continuous", "CustomDist", "DensityDist", "DiracDelta",
+    "Dirichlet", "DirichletMultinomial", "Discrete", "DiscreteUniform", "DiscreteWeibull", "Distribution",
+    "EulerMaruyama", "ExGaussian", "Exponential", "Flat", "Gamma", "GaussianRandomWalk", "Geometric", "Gumbel",
+    "HalfCauchy", "HalfFlat", "HalfNormal", "HalfStudentT", "HurdleGamma", "HurdleLogNormal",
+    "HurdleNegativeBinomial", "HurdlePoisson", "HyperGeometric", "Interpolated", "InverseGamma", "KroneckerNormal",
+    "Kumaraswamy", "LKJCholeskyCov", "LKJCorr", "Laplace", "LogNormal", "Logistic", "LogitNormal", "Lognormal",
+    "MatrixNormal", "Mixture", "Moyal", "Multinomial", "MvGaussianRandomWalk", "MvNormal", "MvStudentT",
+    "MvStudentTRandomWalk", "NegativeBinomial", "Normal", "NormalMixture", "OrderedLogistic", "OrderedMultinomial",
+    "OrderedProbit", "Pareto", "Poisson", "PolyaGamma", "RandomWalk", "Rice", "Simulator", "SkewNormal",
+    "SkewStudentT", "StickBreakingWeights", "StudentT", "SymbolicRandomVariable", "Triangular", "Truncated",
+    "TruncatedNormal", "Uniform", "VonMises", "Wald", "Weibull", "Wishart", "WishartBartlett",
+    "ZeroInflatedBinomial", "ZeroInflatedNegativeBinomial", "ZeroInflatedPoisson", "ZeroSumNormal",
+]  # fmt: skip
+
+
+def _catalog_tables():
+    """[(header, rows as {column: cell})] of docs/api.md's distribution catalog, backticks stripped."""
+    text = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    section = text.split("## The distribution catalog", 1)[1].split("\n## ", 1)[0]
+    tables, header = [], None
+    for line in section.splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [c.strip().strip("`").strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+            tables.append((header, []))
+        elif not set(line) <= set("|- "):
+            tables[-1][1].append(dict(zip(header, cells)))
+    return tables
+
+
+def test_every_pymc_distribution_has_a_counterpart_or_a_documented_reason():
+    counterparts, reasons, listed = {}, {}, set()
+    for header, rows in _catalog_tables():
+        for row in rows:
+            if header[0] == "PyMC":  # the names without a distribution of their own, and why
+                reasons[row["PyMC"]] = row
+                continue
+            listed.add(row[header[0]])
+            pymc = re.match(r"[A-Za-z_]\w*", row["PyMC"])  # "(none)", "(pymc-extras ...)": no counterpart
+            if pymc:
+                counterparts[pymc.group()] = row[header[0]]
+    assert len(PYMC_DISTRIBUTIONS) == 89 == len(set(PYMC_DISTRIBUTIONS))
+    assert [n for n in PYMC_DISTRIBUTIONS if n not in counterparts and n not in reasons] == []
+    assert not set(counterparts) & set(reasons) and set(reasons) <= set(PYMC_DISTRIBUTIONS)
+    for pymc, name in counterparts.items():
+        assert name in DISTRIBUTIONS, f"{pymc}: the catalog names {name!r}, which is not registered"
+    for pymc, row in reasons.items():
+        assert row["here"] == "(none)" or row["here"] in DISTRIBUTIONS, pymc
+        assert len(row["why"].split()) >= 8, f"{pymc}: say why"
+    assert set(DISTRIBUTIONS) <= listed  # and every registered distribution is in the catalog
