@@ -38,7 +38,11 @@ $(PEERS)/.installed-stamp: pyproject.toml
 	@[ -n "$(PY312)" ] || { echo "bench-peers-env: needs Python 3.12 (pyenv's 3.12.1 or python3.12 on PATH)"; exit 1; }
 	$(PY312) -m venv $(PEERS)
 	$(PEERS_PY) -m pip install --upgrade pip >/dev/null
-	$(PEERS_PY) -m pip install 'pymc>=6,<7' pytensor pymc-extras nutpie numba jax jaxlib scipy
+	$(PEERS_PY) -m pip install 'pymc>=6,<7' pytensor nutpie numba jax jaxlib scipy
+	# pymc-extras (benchmarks/marginal.py) pins pymc<6.4, whose LKJ normalizer is not 6.4's (the sampler suite's
+	# lkj rows check PyMC against hand NumPy); its marginalize runs on 6.4, so 6.4 goes back in after it
+	$(PEERS_PY) -m pip install pymc-extras
+	$(PEERS_PY) -m pip install 'pymc>=6.4,<7'
 	$(PEERS_PY) -m pip install -e '.[jax]'
 	touch $@
 
