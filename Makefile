@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run lint test bench bench-peers-env bench-sampler clean
+.PHONY: run lint test bench bench-peers-env bench-sampler bench-marginal clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,9 @@ bench-peers-env: $(PEERS)/.installed-stamp
 
 bench-sampler: $(PEERS)/.installed-stamp
 	$(PEERS_PY) benchmarks/sampler.py
+
+bench-marginal: $(PEERS)/.installed-stamp
+	$(PEERS_PY) benchmarks/marginal.py
 
 clean:
 	rm -rf $(VENV) $(PEERS) build *.egg-info
