@@ -283,6 +283,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--per-call", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--no-sample", action="store_true")
     parser.add_argument("--repeats", type=int, default=1, help="cold/warm process pairs per compile / sample row")
@@ -292,16 +293,17 @@ def main():
 
     print(f"Python {sys.version.split()[0]}; pymc {pymc.__version__}, pymc-extras {pymc_extras.__version__}")
     results, labels = {}, []
-    for name in args.models:
+    for name in args.models if args.per_call else ():
         model = MODELS[name]()
         impls = implementations(model)
         check_agreement(model, impls)
         print(f"{name}: {model.theta.size} parameters; every implementation agrees with hand NumPy to {RTOL:g}")
         results[name], _ = sampler.per_call(impls, model.theta, args.rounds)
         labels += [k for k in impls if k not in labels]
-    print("\n### Marginal logp + gradient per call, us (numba; medians of interleaved rounds, one process)\n")
-    print("| model | " + " | ".join(labels) + " | dg / pymc-extras | dg / hand numba |")
-    print("|---|" + "---:|" * (len(labels) + 2))
+    if results:
+        print("\n### Marginal logp + gradient per call, us (numba; medians of interleaved rounds, one process)\n")
+        print("| model | " + " | ".join(labels) + " | dg / pymc-extras | dg / hand numba |")
+        print("|---|" + "---:|" * (len(labels) + 2))
     for name, t in results.items():
         cells = [sampler.fmt_us(t[k]) if k in t else "" for k in labels]
         ratios = [f"{t['dg m.marginalize'] / t[k]:.2f}x" if k in t else "" for k in ("pymc-extras numba", "hand numba")]
