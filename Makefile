@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run lint test bench bench-peers-env bench-sampler clean
+.PHONY: run lint test bench bench-peers-env bench-sampler bench-marginal clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ $(PEERS)/.installed-stamp: pyproject.toml
 	$(PY312) -m venv $(PEERS)
 	$(PEERS_PY) -m pip install --upgrade pip >/dev/null
 	$(PEERS_PY) -m pip install 'pymc>=6,<7' pytensor nutpie numba jax jaxlib scipy
+	# pymc-extras (benchmarks/marginal.py) pins pymc<6.4, whose LKJ normalizer is not 6.4's (the sampler suite's
+	# lkj rows check PyMC against hand NumPy); its marginalize runs on 6.4, so 6.4 goes back in after it
+	$(PEERS_PY) -m pip install pymc-extras
+	$(PEERS_PY) -m pip install 'pymc>=6.4,<7'
 	$(PEERS_PY) -m pip install -e '.[jax]'
 	touch $@
 
@@ -46,6 +50,9 @@ bench-peers-env: $(PEERS)/.installed-stamp
 
 bench-sampler: $(PEERS)/.installed-stamp
 	$(PEERS_PY) benchmarks/sampler.py
+
+bench-marginal: $(PEERS)/.installed-stamp
+	$(PEERS_PY) benchmarks/marginal.py
 
 clean:
 	rm -rf $(VENV) $(PEERS) build *.egg-info

@@ -1,8 +1,12 @@
 """The sampler suite: what a gradient-based sampler feels, per logp + gradient call, on models of
 the sizes samplers run (`sampler_models.py`: radon-style hierarchical regression, eight schools
-non-centered, LKJ correlated varying effects, an AR(1) through `dg.scan`).
+non-centered, LKJ correlated varying effects (the catalog-free form and the one a user writes with
+`linalg.diagonal`, `dot` and `sel`), an AR(1) through `dg.scan`, and, written as users write them
+when the catalog does not help, crossed effects read by two data indexers, a random walk by `cumsum`
+and a mixture by `logsumexp`).
 
-For each model: dimgraph's `flat_value_and_grad` on each backend, hand NumPy, hand `numba.njit`,
+For each model: dimgraph's `flat_value_and_grad` on each backend, the same density as a user's
+`dg.Model` (`m.logp_fn()`, numba: "dg model"), hand NumPy, hand `numba.njit`,
 hand `jax.jit(jax.value_and_grad(...))` on NumPy inputs, and PyMC 6's compiled
 `logp_dlogp_function` (numba mode) where PyMC is importable, all in this process. First every
 implementation's log density and gradient are checked against hand NumPy (1e-8 relative) at the
@@ -10,11 +14,14 @@ model's test point; then per-call medians of interleaved rounds, compile times (
 caches; warm: the caches the cold process left; fresh processes, CPU seconds) and nutpie's wall
 time (4 chains x 2000: 1000 tune + 1000 draws) through `nutpie.from_pyfunc` and through nutpie's
 native model calling `fn.cfunc` (the route `dg.Model.sample` takes on numba) beside
-`nutpie.compile_pymc_model`.
+`nutpie.compile_pymc_model`; and `m.sample` end to end (the user's `dg.Model`, compile included, 4 chains x
+(1000 tune + 1000 draws)) beside PyMC + nutpie (`compile_pymc_model` + `nutpie.sample`), cold and warm
+caches, fresh processes.
 
     make bench-sampler                                      # PyMC and nutpie rows: runs in .venv-peers
     .venv/bin/python benchmarks/sampler.py --no-compile     # dimgraph and hand rows only (Python 3.11)
     .venv-peers/bin/python benchmarks/sampler.py --models radon --backends jax c --no-nutpie
+    .venv-peers/bin/python benchmarks/sampler.py --no-per-call --no-compile --no-nutpie    # m.sample rows only
 """
 
 from __future__ import annotations
@@ -61,6 +68,8 @@ def implementations(model, backends, with_pymc):
     for backend in backends:
         fn = model.flat(backend)
         impls[f"dg {backend}"] = fn.bind(**model.data)  # the data bound once, as a sampler holds them
+    if "numba" in backends and model.dg_model is not None:
+        impls["dg model"] = model_function(model)
     impls["hand numpy"] = model.numpy_fn
     impls["hand numba"] = model.numba_fn
     if has("jax"):
@@ -79,6 +88,42 @@ def implementations(model, backends, with_pymc):
     if with_pymc:
         impls["pymc numba"] = pymc_function(model)
     return impls
+
+
+def in_order(point, order):
+    """The flat vector of `point`'s arrays in `order`."""
+    return np.concatenate([np.ravel(point[n]) for n in order]).astype(np.float64)
+
+
+def from_order(vector, order, point):
+    """`vector` (`point`'s arrays in `order`) back in `point`'s own order: this model's flat layout."""
+    start, parts = 0, {}
+    for n in order:
+        parts[n] = vector[start : start + np.size(point[n])]
+        start += np.size(point[n])
+    return np.concatenate([np.ravel(parts[n]) for n in point])
+
+
+def model_function(model):
+    """A user's `dg.Model` of the same density: `m.logp_fn()` (numba), timed on its own flat vector (built once)."""
+    m = model.dg_model()
+    fn, to_point = m.logp_fn(), model.dg_point or model.pymc_point
+    order = m.unconstrained_names
+    cached = {}
+
+    def dg_model(theta):
+        key = theta.tobytes()
+        if key not in cached:
+            cached.clear()
+            cached[key] = in_order(to_point(theta), order)
+        return fn(cached[key])
+
+    def check(theta):
+        value, grad = fn(in_order(to_point(theta), order))
+        return float(value), from_order(grad, order, to_point(theta))
+
+    dg_model.check = check
+    return dg_model
 
 
 def pymc_function(model):
@@ -160,9 +205,11 @@ def fmt_us(seconds):
 def print_per_call(results, labels, what="medians of interleaved rounds"):
     print(f"\n### Per logp + gradient call, us ({what}, one process)\n")
     print(
-        "| model | " + " | ".join(labels) + " | numba / PyMC | numba / hand numba | jax / hand jax | c / hand NumPy |"
+        "| model | "
+        + " | ".join(labels)
+        + " | numba / PyMC | numba / hand numba | model / numba | jax / hand jax | c / hand NumPy |"
     )
-    print("|---|" + "---:|" * (len(labels) + 4))
+    print("|---|" + "---:|" * (len(labels) + 5))
     for name, times in results.items():
         cells = [fmt_us(times[k]) if k in times else "" for k in labels]
 
@@ -172,6 +219,7 @@ def print_per_call(results, labels, what="medians of interleaved rounds"):
         ratios = [
             ratio("dg numba", "pymc numba"),
             ratio("dg numba", "hand numba"),
+            ratio("dg model", "dg numba"),
             ratio("dg jax", "hand jax"),
             ratio("dg c", "hand numpy"),
         ]
@@ -202,6 +250,10 @@ if which == "pymc":
     f.set_extra_values({{}})
     x = np.concatenate([np.ravel(v) for v in pm_model.initial_point().values()])
     call = lambda: f(x)
+elif which == "model":  # a user's `dg.Model`: `m.logp_fn()` on numba, the default backend
+    m = model.dg_model()
+    fn, x = m.logp_fn(), model.model_theta(m, model.theta)
+    call = lambda: fn(x)
 else:
     fn = model.flat(which)
     call = lambda: fn(model.theta, **model.data)
@@ -213,8 +265,8 @@ print(json.dumps(dict(wall=(w2 - w1) - (w3 - w2), cpu=(c2 - c1) - (c3 - c2))))
 """
 
 
-def fresh(which, name, env):
-    code = _FRESH.format(here=str(HERE), root=str(ROOT), which=which, name=name)
+def fresh(which, name, env, template=_FRESH):
+    code = template.format(here=str(HERE), root=str(ROOT), which=which, name=name)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=1200)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])
@@ -240,14 +292,90 @@ def compile_times(names, whats, repeats):
     return out
 
 
+# -- m.sample end to end, fresh processes ---------------------------------------------------------
+
+_SAMPLE = """
+import json, os, sys, time, warnings
+sys.path[:0] = [{here!r}, {root!r}]
+warnings.simplefilter("ignore")
+
+def cpu():
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+import numpy as np
+import nutpie
+import sampler_models
+which, name = {which!r}, {name!r}
+model = sampler_models.MODELS[name]()  # imports and the data: not counted
+if which == "pymc":
+    import pymc
+w1, c1 = time.perf_counter(), cpu()
+if which == "pymc":  # PyMC + nutpie: the model, compile_pymc_model (numba), nutpie.sample
+    compiled = nutpie.compile_pymc_model(model.pymc_model())
+    w2 = time.perf_counter()
+    trace = nutpie.sample(compiled, chains=4, tune=1000, draws=1000, cores=4, seed=1, progress_bar=False)
+    divergences = int(trace.sample_stats["diverging"].sum())
+else:  # a user's dg.Model, m.sample (nutpie over the compiled C function on numba)
+    m = model.dg_model()
+    w2 = w1
+    idata = m.sample(draws=1000, tune=1000, chains=4, seed=1, cores=4)
+    divergences = int(idata.sample_stats["diverging"].sum())
+w3, c3 = time.perf_counter(), cpu()
+print(json.dumps(dict(wall=w3 - w1, cpu=c3 - c1, compile=w2 - w1, divergences=divergences)))
+"""
+
+
+def sample_times(names, repeats):
+    """{(model, what): ((cold wall, cold CPU), (warm wall, warm CPU))} for `m.sample` ("dg") and PyMC + nutpie
+    ("pymc"), 4 chains x (1000 tune + 1000 draws), compile included: medians of `repeats` cold/warm pairs of
+    fresh processes (cold: empty dimgraph, pytensor and Numba caches; warm: what the cold process left)."""
+    out = {}
+    for name in names:
+        for which in ("dg", "pymc"):
+            pairs = []
+            for _ in range(repeats):
+                with tempfile.TemporaryDirectory() as tmp:
+                    env = dict(os.environ, DIMGRAPH_CACHE_DIR=tmp, PYTENSOR_FLAGS=f"compiledir={tmp}/pytensor",
+                               NUMBA_CACHE_DIR=f"{tmp}/numba")  # fmt: skip
+                    pairs.append([fresh(which, name, env, _SAMPLE) for _ in ("cold", "warm")])
+            out[name, which] = tuple(
+                tuple(statistics.median(p[k][key] for p in pairs) for key in ("wall", "cpu")) for k in (0, 1)
+            )
+            (cw, cc), (ww, wc) = out[name, which]
+            print(f"  sample {name} {which}: cold {cw:.2f} s ({cc:.2f} CPU s) / warm {ww:.2f} s ({wc:.2f} CPU s), "
+                  f"{pairs[0][0]['divergences']} divergences", flush=True)  # fmt: skip
+    return out
+
+
+def print_sample(times, names):
+    print(
+        "\n### m.sample end to end vs PyMC + nutpie (compile_pymc_model + nutpie.sample): 4 chains x (1000 tune + "
+        "1000 draws), wall s (CPU s), cold / warm caches, fresh processes; imports and data excluded\n"
+    )
+    print(
+        "| model | dg m.sample cold | PyMC + nutpie cold | cold ratio | dg m.sample warm | PyMC + nutpie warm | warm ratio |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name in names:
+        (dcw, dcc), (dww, dwc) = times[name, "dg"]
+        (pcw, pcc), (pww, pwc) = times[name, "pymc"]
+        print(f"| {name} | {dcw:.2f} ({dcc:.2f}) | {pcw:.2f} ({pcc:.2f}) | {dcw / pcw:.2f}x "
+              f"| {dww:.2f} ({dwc:.2f}) | {pww:.2f} ({pwc:.2f}) | {dww / pww:.2f}x |")  # fmt: skip
+
+
 def print_compile(times, names, whats):
     print(
         "\n### Compile + first call, CPU s (children's included), cold / warm (fresh processes; imports and data excluded)\n"
     )
-    print("| model | " + " | ".join(whats) + " |")
-    print("|---|" + "---:|" * len(whats))
+    ratios = [w for w in whats if w != "pymc"] if "pymc" in whats else []
+    print("| model | " + " | ".join(whats) + "".join(f" | {w} / pymc cold | {w} / pymc warm" for w in ratios) + " |")
+    print("|---|" + "---:|" * (len(whats) + 2 * len(ratios)))
     for name in names:
-        print(f"| {name} | " + " | ".join(f"{times[name, w][0]:.2f} / {times[name, w][1]:.2f}" for w in whats) + " |")
+        cells = [f"{times[name, w][0]:.2f} / {times[name, w][1]:.2f}" for w in whats]
+        for w in ratios:
+            cells += [f"{times[name, w][k] / times[name, 'pymc'][k]:.2f}x" for k in (0, 1)]
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 # -- nutpie ---------------------------------------------------------------------------------------
@@ -312,6 +440,14 @@ def main():
     parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds per model (median)")
     parser.add_argument("--no-compile", action="store_true", help="skip the fresh-process compile rows")
     parser.add_argument("--compile-repeats", type=int, default=1)
+    parser.add_argument(
+        "--compile-whats", nargs="+", choices=list(BACKENDS) + ["model", "pymc"],
+        help="what the compile rows build (default: the backends, `model` (a dg.Model's logp_fn) and pymc)",
+    )  # fmt: skip
+    parser.add_argument("--per-call", action=argparse.BooleanOptionalAction, default=True,
+                        help="the per-call rows (--no-per-call: compile / sample rows only)")  # fmt: skip
+    parser.add_argument("--no-sample", action="store_true", help="skip the m.sample vs PyMC + nutpie rows")
+    parser.add_argument("--sample-repeats", type=int, default=1)
     parser.add_argument("--no-nutpie", action="store_true", help="skip nutpie's wall times")
     parser.add_argument("--nutpie-backends", nargs="+", default=["numba", "c"], choices=list(BACKENDS))
     parser.add_argument("--no-pymc", action="store_true", help="leave PyMC out even where it is installed")
@@ -332,10 +468,11 @@ def main():
         import pytensor
 
         print(f"pymc {pymc.__version__}, pytensor {pytensor.__version__}")
-    labels = [f"dg {b}" for b in backends] + ["hand numpy", "hand numba"] + (["hand jax"] if has("jax") else [])
+    labels = [f"dg {b}" for b in backends] + (["dg model"] if "numba" in backends else [])
+    labels += ["hand numpy", "hand numba"] + (["hand jax"] if has("jax") else [])
     labels += ["pymc numba"] if with_pymc else []
     results, fastest = {}, {}
-    for name in args.models:
+    for name in args.models if args.per_call else ():
         model = MODELS[name]()
         impls = implementations(model, backends, with_pymc)
         check_agreement(model, impls)
@@ -344,12 +481,17 @@ def main():
             flush=True,
         )
         results[name], fastest[name] = per_call(impls, model.theta, args.rounds)
-    print_per_call(results, labels)
-    print_per_call(fastest, labels, "fastest round: on a shared machine interference only adds time")
+    if results:
+        print_per_call(results, labels)
+        print_per_call(fastest, labels, "fastest round: on a shared machine interference only adds time")
     if not args.no_compile:
-        whats = [b for b in backends if b != "python"] + (["pymc"] if with_pymc else [])
+        whats = args.compile_whats or (
+            [b for b in backends if b != "python"] + ["model"] + (["pymc"] if with_pymc else [])
+        )
         times = compile_times(args.models, whats, args.compile_repeats)
         print_compile(times, args.models, whats)
+    if not args.no_sample and has("nutpie") and with_pymc:
+        print_sample(sample_times(args.models, args.sample_repeats), args.models)
     if not args.no_nutpie and has("nutpie") and "radon" in args.models:
         print("\n### nutpie, radon, 4 chains x (1000 tune + 1000 draws), 2 cores: compile s / sampling wall s\n")
         for label, (c, w) in nutpie_times(MODELS["radon"](), args.nutpie_backends, with_pymc).items():

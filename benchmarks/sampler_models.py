@@ -38,6 +38,13 @@ class Model:
     jax_data: tuple  # the data arguments of `jax_logp`, NumPy arrays
     pymc_model: Callable | None = None  # () -> pm.Model
     pymc_point: Callable | None = None  # theta -> {value variable name: array}
+    dg_model: Callable | None = None  # () -> dg.Model: the same log density as a user's `dg.Model` (`m.sample`)
+    dg_point: Callable | None = None  # theta -> {unconstrained name: array} of `dg_model` (default: pymc_point)
+
+    def model_theta(self, m, theta):
+        """`theta` (this model's flat layout) in `m`'s flat layout (`m.unconstrained_names`): the same point."""
+        point = (self.dg_point or self.pymc_point)(theta)
+        return np.concatenate([np.ravel(point[n]) for n in m.unconstrained_names]).astype(np.float64)
 
     def flat(self, backend):
         return dg.flat_value_and_grad(self.cost, self.params, inputs=self.data_vars, backend=backend)
@@ -192,10 +199,20 @@ def radon(n_obs=919, n_county=85, seed=0):
         point.update(a=theta[5 : 5 + K], b=theta[5 + K :])
         return point
 
+    def dg_model():
+        m = dg.Model()
+        ma, mb = m.normal("mu_a", 0.0, 10.0), m.normal("mu_b", 0.0, 10.0)
+        sa, sb, sy = (m.halfnormal(n, 5.0) for n in ("sigma_a", "sigma_b", "sigma_y"))
+        av = m.normal("a", ma, sa, dims=(county,))
+        bv = m.normal("b", mb, sb, dims=(county,))
+        ci, fl = m.data("county_idx", county_idx, dims=(obs,)), m.data("floor", floor, dims=(obs,))
+        m.observe("y", dg.dist.normal(av.isel(county=ci) + bv.isel(county=ci) * fl, sy), data=y, dims=(obs,))
+        return m
+
     data = {"county_idx": county_idx, "floor": floor, "y": y}
     return Model(
         "radon", cost, params, [idx, floor_v, y_v], data, theta, numpy_fn,
-        lambda t: _numba(t, county_idx, floor, y), jax_logp, (county_idx, floor, y), pymc_model, pymc_point,
+        lambda t: _numba(t, county_idx, floor, y), jax_logp, (county_idx, floor, y), pymc_model, pymc_point, dg_model,
     )  # fmt: skip
 
 
@@ -284,9 +301,17 @@ def eight_schools():
     def pymc_point(theta):
         return {"mu": np.asarray(theta[0]), "tau_log__": np.asarray(theta[1]), "theta_tilde": theta[2:]}
 
+    def dg_model():
+        m = dg.Model()
+        mu_ = m.normal("mu", 0.0, 5.0)
+        tau_ = m.halfcauchy("tau", 5.0)
+        tt = m.normal("theta_tilde", 0.0, 1.0, dims=(school,))
+        m.observe("y", dg.dist.normal(mu_ + tau_ * tt, m.data("sigma", sigma, dims=(school,))), data=y, dims=(school,))
+        return m
+
     return Model(
         "eight_schools", cost, [mu, log_tau, theta_tilde], [y_v, sigma_v], {"y": y, "sigma": sigma}, theta,
-        numpy_fn, lambda t: _numba(t, y, sigma), jax_logp, (y, sigma), pymc_model, pymc_point,
+        numpy_fn, lambda t: _numba(t, y, sigma), jax_logp, (y, sigma), pymc_model, pymc_point, dg_model,
     )  # fmt: skip
 
 
@@ -499,10 +524,24 @@ def lkj(n_obs=600, n_group=30, n_effect=3, eta=2.0, seed=1):
             "sigma_log__": np.asarray(theta[-1]),
         }
 
+    def dg_model():  # the catalog's LKJ-Cholesky prior (PyMC's packed layout), as a `dg.Model` user writes it
+        m = dg.Model()
+        chol = m.rv("chol", dg.dist.lkj_cholesky_cov(eta, dg.dist.exponential(1.0), dims=(effect, effect_c)))
+        zv = m.normal("z", 0.0, 1.0, dims=(group, effect_c))
+        muv = m.normal("mu", 0.0, 5.0, dims=(effect,))
+        sv = m.halfnormal("sigma", 1.0)
+        gi, xv = m.data("group_idx", group_idx, dims=(obs,)), m.data("x", X, dims=(obs, effect))
+        betav = (chol * zv).sum(effect_c)  # (effect, group)
+        m.observe("y", dg.dist.normal((xv * (muv + betav.isel(group=gi))).sum(effect), sv), data=y, dims=(obs,))
+        return m
+
+    def dg_point(theta):
+        return {("chol_cholesky_cov__" if n.startswith("chol") else n): v for n, v in pymc_point(theta).items()}
+
     params = [chol_packed, z, mu, log_sigma]
     return Model(
         "lkj", cost, params, [gidx, x_v, y_v], {"group_idx": group_idx, "x": X, "y": y}, theta, numpy_fn,
-        lambda t: _numba(t, group_idx, X, y), jax_logp, (group_idx, X, y), pymc_model, pymc_point,
+        lambda t: _numba(t, group_idx, X, y), jax_logp, (group_idx, X, y), pymc_model, pymc_point, dg_model, dg_point,
     )  # fmt: skip
 
 
@@ -586,9 +625,19 @@ def ar1(T=1000, seed=2):
         return {"mu": np.asarray(theta[0]), "rho": np.asarray(theta[1]), "sigma_log__": np.asarray(theta[2])}
 
     data = {"y_prev": y[:-1].copy(), "y_next": y[1:].copy()}
+
+    def dg_model():
+        m = dg.Model()
+        m_, rh = m.normal("mu", 0.0, 1.0), m.normal("rho", 0.0, 0.5)
+        s = m.halfnormal("sigma", 1.0)
+        previous = m.data("y_prev", data["y_prev"], dims=(time_,))
+        _, pred = dg.scan(lambda p, prev: m_ + rh * (prev - m_), init=dg.zeros_like(m_), sequences=previous, dim=time_)
+        m.observe("y", dg.dist.normal(pred, s), data=data["y_next"], dims=(time_,))
+        return m
+
     return Model(
         "ar1", cost, [mu, rho, log_sigma], [y_prev, y_next], data, theta, numpy_fn, lambda t: _numba(t, y),
-        jax_logp, (data["y_prev"], data["y_next"]), pymc_model, pymc_point,
+        jax_logp, (data["y_prev"], data["y_next"]), pymc_model, pymc_point, dg_model,
     )  # fmt: skip
 
 
@@ -619,34 +668,467 @@ def lkj_user(**kwargs):
     )
     columns = [dg.labeled(f"x_{name}", dims=(obs,)) for name in effect.coords]
     diag_mask = dg.constant(is_diag, dims=(packed,))
-    values = dg.where(diag_mask > 0, dg.exp(chol_packed), chol_packed)
-    L = values.isel(packed=dg.constant(table, dims=(effect, effect_c))) * dg.constant(lower, dims=(effect, effect_c))
-    sd = dg.sqrt(dg.dot(L, L, dim="effect_c"))
-    log_corr_diag = dg.log(dg.linalg.diagonal(L, dims=(effect, effect_c))) - dg.log(sd)
-    lkj_logp = (
-        norm
-        + (dg.constant(2 * eta - 3 + E - np.arange(E) + 1.0, dims=(effect,)) * log_corr_diag).sum()
-        - (dg.constant(np.arange(E).astype(float), dims=(effect,)) * dg.log(sd)).sum()
-        + dg.dist.exponential(1.0).logp(sd).sum()
-        + (chol_packed * diag_mask).sum()
-    )
-    beta = dg.dot(L, z, dim="effect_c")  # (effect, group)
-    coef = (mu + beta).isel(group=gidx)  # (effect, obs)
-    y_hat = sum(coef.sel(effect=name) * column for name, column in zip(effect.coords, columns))
+
+    def hand_lkj(chol_packed):
+        """(L, its log density with the Jacobians) from the packed factor, log diagonal."""
+        values = dg.where(diag_mask > 0, dg.exp(chol_packed), chol_packed)
+        L = values.isel(packed=dg.constant(table, dims=(effect, effect_c))) * dg.constant(
+            lower, dims=(effect, effect_c)
+        )
+        sd = dg.sqrt(dg.dot(L, L, dim="effect_c"))
+        log_corr_diag = dg.log(dg.linalg.diagonal(L, dims=(effect, effect_c))) - dg.log(sd)
+        return L, (
+            norm
+            + (dg.constant(2 * eta - 3 + E - np.arange(E) + 1.0, dims=(effect,)) * log_corr_diag).sum()
+            - (dg.constant(np.arange(E).astype(float), dims=(effect,)) * dg.log(sd)).sum()
+            + dg.dist.exponential(1.0).logp(sd).sum()
+            + (chol_packed * diag_mask).sum()
+        )
+
+    def predictor(L, z, mu, gidx, columns):
+        beta = dg.dot(L, z, dim="effect_c")  # (effect, group)
+        coef = (mu + beta).isel(group=gidx)  # (effect, obs)
+        return sum(coef.sel(effect=name) * column for name, column in zip(effect.coords, columns))
+
+    L, lkj_logp = hand_lkj(chol_packed)
     cost = (
         lkj_logp
         + dg.dist.normal(0.0, 1.0).logp(z).sum()
         + dg.dist.normal(0.0, 5.0).logp(mu).sum()
         + dg.dist.halfnormal(1.0).logp(dg.exp(log_sigma)) + log_sigma
-        + dg.dist.normal(y_hat, dg.exp(log_sigma)).logp(y_v).sum()
+        + dg.dist.normal(predictor(L, z, mu, gidx, columns), dg.exp(log_sigma)).logp(y_v).sum()
     )  # fmt: skip
     x = base.data["x"]
     data = {"group_idx": base.data["group_idx"], "y": base.data["y"]}
     data.update((f"x_{name}", np.ascontiguousarray(x[:, j])) for j, name in enumerate(effect.coords))
+
+    def dg_model():  # the factor's prior written by hand as a potential on a flat packed vector
+        m = dg.Model()
+        packed_v = m.flat("chol_packed", dims=(packed,))
+        L_m, lkj_m = hand_lkj(packed_v)
+        m.potential("lkj", lkj_m)
+        zv = m.normal("z", 0.0, 1.0, dims=z.dims)
+        muv = m.normal("mu", 0.0, 5.0, dims=(effect,))
+        sv = m.halfnormal("sigma", 1.0)
+        gi = m.data("group_idx", data["group_idx"], dims=(obs,))
+        cols = [m.data(f"x_{name}", data[f"x_{name}"], dims=(obs,)) for name in effect.coords]
+        m.observe("y", dg.dist.normal(predictor(L_m, zv, muv, gi, cols), sv), data=data["y"], dims=(obs,))
+        return m
+
+    def dg_point(theta):
+        return {("chol_packed" if n.startswith("chol") else n): v for n, v in base.pymc_point(theta).items()}
+
     return Model(
         "lkj_user", cost, base.params, [gidx, y_v, *columns], data, base.theta, base.numpy_fn, base.numba_fn,
-        base.jax_logp, base.jax_data, base.pymc_model, base.pymc_point,
+        base.jax_logp, base.jax_data, base.pymc_model, base.pymc_point, dg_model, dg_point,
     )  # fmt: skip
 
 
-MODELS = {"radon": radon, "eight_schools": eight_schools, "lkj": lkj, "lkj_user": lkj_user, "ar1": ar1}
+# ------------------------------------------------------------------------------------- crossed effects
+def crossed(n_obs=1000, n_batch=20, n_machine=12, seed=3):
+    """Crossed effects indexed by two data indexers (issue 37's most common multilevel shape, written as a
+    user writes it): y ~ N(mu + alpha[batch] + gamma[machine] + sigma_c * z[batch, machine], sigma_y), the
+    cell effect read by `cell.isel(batch=b, machine=k)`; alpha ~ N(0, sigma_a), gamma ~ N(0, sigma_g),
+    z ~ N(0, 1), mu ~ N(0, 5), HalfNormal(1) scales: 5 + 20 + 12 + 240 = 277 parameters, 1000 observations."""
+    import numba
+
+    B, M, N = n_batch, n_machine, n_obs
+    rng = np.random.default_rng(seed)
+    b_idx = rng.integers(0, B, N).astype(np.int64)
+    k_idx = rng.integers(0, M, N).astype(np.int64)
+    y = (
+        2.0 + rng.normal(0, 0.5, B)[b_idx] + rng.normal(0, 0.3, M)[k_idx]
+        + rng.normal(0, 0.2, (B, M))[b_idx, k_idx] + rng.normal(0, 0.4, N)
+    )  # fmt: skip
+    batch = dg.Dim("batch", coords=[f"b{j}" for j in range(B)])
+    machine = dg.Dim("machine", coords=[f"m{j}" for j in range(M)])
+    obs = dg.Dim("obs")
+    mu = dg.labeled("mu", dims=())
+    scales = [dg.labeled(f"log_sigma_{n}", dims=()) for n in "agcy"]
+    alpha, gamma = dg.labeled("alpha", dims=(batch,)), dg.labeled("gamma", dims=(machine,))
+    z = dg.labeled("z_cell", dims=(batch, machine))
+    b_v = dg.labeled("batch_idx", dims=(obs,), dtype="int64")
+    k_v = dg.labeled("machine_idx", dims=(obs,), dtype="int64")
+    y_v = dg.labeled("y", dims=(obs,))
+    sa, sg, sc, sy = (dg.exp(ls) for ls in scales)
+    cell = sc * z
+    y_hat = mu + alpha.isel(batch=b_v) + gamma.isel(machine=k_v) + cell.isel(batch=b_v, machine=k_v)
+    half = dg.dist.halfnormal(1.0)
+    cost = (
+        dg.dist.normal(0.0, 5.0).logp(mu)
+        + sum(half.logp(dg.exp(ls)) + ls for ls in scales)
+        + dg.dist.normal(0.0, sa).logp(alpha).sum()
+        + dg.dist.normal(0.0, sg).logp(gamma).sum()
+        + dg.dist.normal(0.0, 1.0).logp(z).sum()
+        + dg.dist.normal(y_hat, sy).logp(y_v).sum()
+    )  # fmt: skip
+    params = [mu, *scales, alpha, gamma, z]
+    theta = np.concatenate(
+        [[1.8, -0.7, -1.1, -1.5, -0.9], rng.normal(0, 0.5, B), rng.normal(0, 0.3, M), rng.normal(0, 1, B * M)]
+    )
+    o_a, o_g, o_z = 5, 5 + B, 5 + B + M
+    const = -math.log(5.0) - 0.5 * LOG_2PI - (B + M + B * M + N) * 0.5 * LOG_2PI
+
+    def numpy_fn(theta):
+        m, lsa, lsg, lsc, lsy = theta[:5]
+        al, ga, zm = theta[o_a:o_g], theta[o_g:o_z], theta[o_z:].reshape(B, M)
+        s_a, s_g, s_c, s_y = np.exp([lsa, lsg, lsc, lsy])
+        hn = [_halfnormal_log(ls, 1.0) for ls in (lsa, lsg, lsc, lsy)]
+        r = (y - m - al[b_idx] - ga[k_idx] - s_c * zm[b_idx, k_idx]) / s_y
+        logp = (
+            const - 0.5 * (m / 5) ** 2 + sum(v for v, _ in hn)
+            - 0.5 * al @ al / s_a**2 - B * lsa - 0.5 * ga @ ga / s_g**2 - M * lsg
+            - 0.5 * np.sum(zm * zm) - 0.5 * r @ r - N * lsy
+        )  # fmt: skip
+        dy = r / s_y
+        dcell = np.bincount(b_idx * M + k_idx, dy, B * M).reshape(B, M)
+        grad = np.empty_like(theta)
+        grad[0] = -m / 25 + dy.sum()
+        grad[1] = hn[0][1] + al @ al / s_a**2 - B
+        grad[2] = hn[1][1] + ga @ ga / s_g**2 - M
+        grad[3] = hn[2][1] + s_c * np.sum(zm * dcell)
+        grad[4] = hn[3][1] + r @ r - N
+        grad[o_a:o_g] = -al / s_a**2 + np.bincount(b_idx, dy, B)
+        grad[o_g:o_z] = -ga / s_g**2 + np.bincount(k_idx, dy, M)
+        grad[o_z:] = (-zm + s_c * dcell).ravel()
+        return logp, grad
+
+    @numba.njit
+    def _numba(theta, b_idx, k_idx, y):
+        m = theta[0]
+        s_a, s_g, s_c, s_y = np.exp(theta[1]), np.exp(theta[2]), np.exp(theta[3]), np.exp(theta[4])
+        grad = np.zeros_like(theta)
+        logp = const - 0.5 * (m / 5) ** 2
+        for j in range(1, 5):
+            s = np.exp(theta[j])
+            logp += HALF_LOG_2_OVER_PI - 0.5 * s * s + theta[j]
+            grad[j] = 1.0 - s * s
+        grad[0] = -m / 25
+        ssa = 0.0
+        for j in range(B):
+            a = theta[o_a + j]
+            ssa += a * a
+            grad[o_a + j] = -a / (s_a * s_a)
+        ssg = 0.0
+        for j in range(M):
+            g = theta[o_g + j]
+            ssg += g * g
+            grad[o_g + j] = -g / (s_g * s_g)
+        ssz = 0.0
+        for j in range(B * M):
+            zz = theta[o_z + j]
+            ssz += zz * zz
+            grad[o_z + j] = -zz
+        ssr = szd = 0.0
+        for i in range(y.shape[0]):
+            b, k = b_idx[i], k_idx[i]
+            zc = theta[o_z + b * M + k]
+            r = (y[i] - m - theta[o_a + b] - theta[o_g + k] - s_c * zc) / s_y
+            d = r / s_y
+            ssr += r * r
+            szd += zc * d
+            grad[0] += d
+            grad[o_a + b] += d
+            grad[o_g + k] += d
+            grad[o_z + b * M + k] += s_c * d
+        logp += -0.5 * ssa / (s_a * s_a) - B * theta[1] - 0.5 * ssg / (s_g * s_g) - M * theta[2]
+        logp += -0.5 * ssz - 0.5 * ssr - y.shape[0] * theta[4]
+        grad[1] += ssa / (s_a * s_a) - B
+        grad[2] += ssg / (s_g * s_g) - M
+        grad[3] += s_c * szd
+        grad[4] += ssr - y.shape[0]
+        return logp, grad
+
+    def jax_logp(theta, b_idx, k_idx, y):
+        import jax.numpy as jnp
+
+        m, ls = theta[0], theta[1:5]
+        s = jnp.exp(ls)
+        al, ga, zm = theta[o_a:o_g], theta[o_g:o_z], theta[o_z:].reshape(B, M)
+        r = (y - m - al[b_idx] - ga[k_idx] - s[2] * zm[b_idx, k_idx]) / s[3]
+        return (
+            const - 0.5 * (m / 5) ** 2 + jnp.sum(HALF_LOG_2_OVER_PI - 0.5 * s * s + ls)
+            - 0.5 * al @ al / s[0] ** 2 - B * ls[0] - 0.5 * ga @ ga / s[1] ** 2 - M * ls[1]
+            - 0.5 * jnp.sum(zm * zm) - 0.5 * r @ r - y.shape[0] * ls[3]
+        )  # fmt: skip
+
+    def pymc_model():
+        import pymc as pm
+
+        coords = {"batch": [f"b{j}" for j in range(B)], "machine": [f"m{j}" for j in range(M)]}
+        with pm.Model(coords=coords) as model:
+            m = pm.Normal("mu", 0.0, 5.0)
+            s_a, s_g, s_c, s_y = (pm.HalfNormal(f"sigma_{n}", 1.0) for n in "agcy")
+            al = pm.Normal("alpha", 0.0, s_a, dims="batch")
+            ga = pm.Normal("gamma", 0.0, s_g, dims="machine")
+            zm = pm.Normal("z_cell", 0.0, 1.0, dims=("batch", "machine"))
+            pm.Normal("y", m + al[b_idx] + ga[k_idx] + s_c * zm[b_idx, k_idx], s_y, observed=y)
+        return model
+
+    def pymc_point(theta):
+        point = {"mu": np.asarray(theta[0])}
+        point.update((f"sigma_{n}_log__", np.asarray(theta[1 + j])) for j, n in enumerate("agcy"))
+        point.update(alpha=theta[o_a:o_g], gamma=theta[o_g:o_z], z_cell=theta[o_z:].reshape(B, M))
+        return point
+
+    def dg_model():
+        m = dg.Model()
+        mv = m.normal("mu", 0.0, 5.0)
+        s_a, s_g, s_c, s_y = (m.halfnormal(f"sigma_{n}", 1.0) for n in "agcy")
+        al = m.normal("alpha", 0.0, s_a, dims=(batch,))
+        ga = m.normal("gamma", 0.0, s_g, dims=(machine,))
+        zm = m.normal("z_cell", 0.0, 1.0, dims=(batch, machine))
+        b_, k_ = m.data("batch_idx", b_idx, dims=(obs,)), m.data("machine_idx", k_idx, dims=(obs,))
+        mean = mv + al.isel(batch=b_) + ga.isel(machine=k_) + (s_c * zm).isel(batch=b_, machine=k_)
+        m.observe("y", dg.dist.normal(mean, s_y), data=y, dims=(obs,))
+        return m
+
+    data = {"batch_idx": b_idx, "machine_idx": k_idx, "y": y}
+    return Model(
+        "crossed", cost, params, [b_v, k_v, y_v], data, theta, numpy_fn, lambda t: _numba(t, b_idx, k_idx, y),
+        jax_logp, (b_idx, k_idx, y), pymc_model, pymc_point, dg_model,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------- cumsum random walk
+def random_walk(T=300, seed=4):
+    """A Gaussian random walk written by `cumsum` (no catalog distribution): level = mu0 + sigma_w *
+    cumsum(eps), eps ~ N(0, 1), y ~ N(level, sigma_y); mu0 ~ N(0, 5), HalfNormal(1) scales: 303 parameters."""
+    import numba
+
+    rng = np.random.default_rng(seed)
+    y = 1.0 + np.cumsum(rng.normal(0, 0.3, T)) + rng.normal(0, 0.5, T)
+    time_ = dg.Dim("time", size=T)
+    mu0 = dg.labeled("mu0", dims=())
+    log_sw, log_sy = dg.labeled("log_sigma_w", dims=()), dg.labeled("log_sigma_y", dims=())
+    eps = dg.labeled("eps", dims=(time_,))
+    y_v = dg.labeled("y", dims=(time_,))
+    level = mu0 + dg.exp(log_sw) * eps.cumsum("time")
+    half = dg.dist.halfnormal(1.0)
+    cost = (
+        dg.dist.normal(0.0, 5.0).logp(mu0)
+        + half.logp(dg.exp(log_sw)) + log_sw
+        + half.logp(dg.exp(log_sy)) + log_sy
+        + dg.dist.normal(0.0, 1.0).logp(eps).sum()
+        + dg.dist.normal(level, dg.exp(log_sy)).logp(y_v).sum()
+    )  # fmt: skip
+    theta = np.concatenate([[1.1, -1.0, -0.8], rng.normal(0, 1, T)])
+    const = -math.log(5.0) - 0.5 * LOG_2PI + 2 * HALF_LOG_2_OVER_PI - 2 * T * 0.5 * LOG_2PI
+
+    def numpy_fn(theta):
+        m, lsw, lsy, e = theta[0], theta[1], theta[2], theta[3:]
+        sw, sy = math.exp(lsw), math.exp(lsy)
+        walk = np.cumsum(e)
+        r = (y - m - sw * walk) / sy
+        logp = (
+            const - 0.5 * (m / 5) ** 2 - 0.5 * sw * sw + lsw - 0.5 * sy * sy + lsy - 0.5 * e @ e - 0.5 * r @ r - T * lsy
+        )
+        dl = r / sy
+        grad = np.empty_like(theta)
+        grad[0] = -m / 25 + dl.sum()
+        grad[1] = 1 - sw * sw + sw * (walk @ dl)
+        grad[2] = 1 - sy * sy + r @ r - T
+        grad[3:] = -e + sw * np.cumsum(dl[::-1])[::-1]
+        return logp, grad
+
+    @numba.njit
+    def _numba(theta, y):
+        m, lsw, lsy = theta[0], theta[1], theta[2]
+        sw, sy = np.exp(lsw), np.exp(lsy)
+        grad = np.empty_like(theta)
+        dl = np.empty(T)
+        walk = ssr = sse = swd = sdl = 0.0
+        for t in range(T):
+            e = theta[3 + t]
+            walk += e
+            r = (y[t] - m - sw * walk) / sy
+            sse += e * e
+            ssr += r * r
+            dl[t] = r / sy
+            swd += walk * dl[t]
+            sdl += dl[t]
+        back = 0.0
+        for t in range(T - 1, -1, -1):
+            back += dl[t]
+            grad[3 + t] = -theta[3 + t] + sw * back
+        grad[0] = -m / 25 + sdl
+        grad[1] = 1 - sw * sw + sw * swd
+        grad[2] = 1 - sy * sy + ssr - T
+        logp = const - 0.5 * (m / 5) ** 2 - 0.5 * sw * sw + lsw - 0.5 * sy * sy + lsy - 0.5 * sse - 0.5 * ssr - T * lsy
+        return logp, grad
+
+    def jax_logp(theta, y):
+        import jax.numpy as jnp
+
+        m, lsw, lsy, e = theta[0], theta[1], theta[2], theta[3:]
+        sw, sy = jnp.exp(lsw), jnp.exp(lsy)
+        r = (y - m - sw * jnp.cumsum(e)) / sy
+        return (
+            const - 0.5 * (m / 5) ** 2 - 0.5 * sw * sw + lsw - 0.5 * sy * sy + lsy - 0.5 * e @ e - 0.5 * r @ r - T * lsy
+        )
+
+    def pymc_model():
+        import pymc as pm
+        import pytensor.tensor as pt
+
+        with pm.Model(coords={"time": range(T)}) as model:
+            m = pm.Normal("mu0", 0.0, 5.0)
+            sw, sy = pm.HalfNormal("sigma_w", 1.0), pm.HalfNormal("sigma_y", 1.0)
+            e = pm.Normal("eps", 0.0, 1.0, dims="time")
+            pm.Normal("y", m + sw * pt.cumsum(e), sy, observed=y)
+        return model
+
+    def pymc_point(theta):
+        names = ("mu0", "sigma_w_log__", "sigma_y_log__")
+        return {**{n: np.asarray(v) for n, v in zip(names, theta[:3])}, "eps": theta[3:]}
+
+    def dg_model():
+        m = dg.Model()
+        mv = m.normal("mu0", 0.0, 5.0)
+        sw, sy = m.halfnormal("sigma_w", 1.0), m.halfnormal("sigma_y", 1.0)
+        e = m.normal("eps", 0.0, 1.0, dims=(time_,))
+        m.observe("y", dg.dist.normal(mv + sw * e.cumsum("time"), sy), data=y, dims=(time_,))
+        return m
+
+    return Model(
+        "random_walk", cost, [mu0, log_sw, log_sy, eps], [y_v], {"y": y}, theta, numpy_fn, lambda t: _numba(t, y),
+        jax_logp, (y,), pymc_model, pymc_point, dg_model,
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------- logsumexp mixture
+MIXTURE_MEANS = np.array([-2.0, 0.0, 3.0])  # the components' prior means (they break the labels' symmetry)
+
+
+def mixture_data(n_obs=1000, seed=5):
+    """A three-component normal mixture's observations."""
+    rng = np.random.default_rng(seed)
+    label = rng.choice(3, n_obs, p=[0.3, 0.5, 0.2])
+    return rng.normal(np.array([-2.2, 0.1, 3.1])[label], np.array([0.6, 0.8, 0.5])[label])
+
+
+def mixture(n_obs=1000, seed=5):
+    """A three-component normal mixture written by `logsumexp` (the label summed out by hand):
+    log w = logits - logsumexp(logits), y_i ~ sum_k w_k N(mu_k, sigma_k); logits ~ N(0, 1),
+    mu ~ N((-2, 0, 3), 1), sigma ~ HalfNormal(2): 9 parameters, 1000 observations x 3 components."""
+    import numba
+
+    y = mixture_data(n_obs, seed)
+    K, N = 3, n_obs
+    comp = dg.Dim("comp", coords=["low", "mid", "high"])
+    obs = dg.Dim("obs")
+    logits, mu = dg.labeled("logits", dims=(comp,)), dg.labeled("mu", dims=(comp,))
+    log_sigma = dg.labeled("log_sigma", dims=(comp,))
+    y_v = dg.labeled("y", dims=(obs,))
+    sigma = dg.exp(log_sigma)
+
+    def mixture_logp(logits, mu, sigma, y):
+        log_w = logits - dg.logsumexp(logits, "comp")
+        return dg.logsumexp(log_w + dg.dist.normal(mu, sigma).logp(y), "comp")  # on obs
+
+    cost = (
+        dg.dist.normal(0.0, 1.0).logp(logits).sum()
+        + dg.dist.normal(dg.constant(MIXTURE_MEANS, dims=(comp,)), 1.0).logp(mu).sum()
+        + (dg.dist.halfnormal(2.0).logp(sigma) + log_sigma).sum()
+        + mixture_logp(logits, mu, sigma, y_v).sum()
+    )
+    theta = np.array([0.1, 0.4, -0.3, -2.1, 0.2, 2.9, -0.4, -0.2, -0.6])
+    const = -2 * K * 0.5 * LOG_2PI + K * (HALF_LOG_2_OVER_PI - math.log(2.0)) - N * 0.5 * LOG_2PI
+
+    def numpy_fn(theta):
+        lg, m, ls = theta[:K], theta[K : 2 * K], theta[2 * K :]
+        s = np.exp(ls)
+        top = lg.max()
+        log_w = lg - (top + math.log(np.exp(lg - top).sum()))
+        zz = (y[:, None] - m) / s
+        terms = log_w - 0.5 * zz * zz - ls  # (N, K), less N * 0.5 log 2 pi (in const)
+        peak = terms.max(1, keepdims=True)
+        lse = peak[:, 0] + np.log(np.exp(terms - peak).sum(1))
+        resp = np.exp(terms - lse[:, None])
+        R = resp.sum(0)
+        logp = const - 0.5 * lg @ lg - 0.5 * (m - MIXTURE_MEANS) @ (m - MIXTURE_MEANS) + np.sum(ls - 0.125 * s * s)
+        logp += lse.sum()
+        grad = np.empty_like(theta)
+        grad[:K] = -lg + R - N * np.exp(log_w)
+        grad[K : 2 * K] = -(m - MIXTURE_MEANS) + (resp * zz).sum(0) / s
+        grad[2 * K :] = 1 - 0.25 * s * s + (resp * (zz * zz - 1)).sum(0)
+        return logp, grad
+
+    @numba.njit
+    def _numba(theta, y):
+        lg, m, ls = theta[:K], theta[K : 2 * K], theta[2 * K :]
+        s = np.exp(ls)
+        top = lg.max()
+        log_w = lg - (top + np.log(np.exp(lg - top).sum()))
+        R, dm, dls = np.zeros(K), np.zeros(K), np.zeros(K)
+        terms, zz = np.empty(K), np.empty(K)
+        total = 0.0
+        for i in range(y.shape[0]):
+            peak = -np.inf
+            for k in range(K):
+                zz[k] = (y[i] - m[k]) / s[k]
+                terms[k] = log_w[k] - 0.5 * zz[k] * zz[k] - ls[k]
+                peak = max(peak, terms[k])
+            acc = 0.0
+            for k in range(K):
+                terms[k] = np.exp(terms[k] - peak)
+                acc += terms[k]
+            total += peak + np.log(acc)
+            for k in range(K):
+                r = terms[k] / acc
+                R[k] += r
+                dm[k] += r * zz[k]
+                dls[k] += r * (zz[k] * zz[k] - 1)
+        grad = np.empty_like(theta)
+        logp = const + total
+        for k in range(K):
+            d = m[k] - MIXTURE_MEANS[k]
+            logp += -0.5 * lg[k] * lg[k] - 0.5 * d * d + ls[k] - 0.125 * s[k] * s[k]
+            grad[k] = -lg[k] + R[k] - y.shape[0] * np.exp(log_w[k])
+            grad[K + k] = -d + dm[k] / s[k]
+            grad[2 * K + k] = 1 - 0.25 * s[k] * s[k] + dls[k]
+        return logp, grad
+
+    def jax_logp(theta, y):
+        import jax.numpy as jnp
+        from jax.scipy.special import logsumexp
+
+        lg, m, ls = theta[:K], theta[K : 2 * K], theta[2 * K :]
+        s = jnp.exp(ls)
+        log_w = lg - logsumexp(lg)
+        zz = (y[:, None] - m) / s
+        prior = -0.5 * lg @ lg - 0.5 * (m - MIXTURE_MEANS) @ (m - MIXTURE_MEANS) + jnp.sum(ls - 0.125 * s * s)
+        return const + prior + logsumexp(log_w - 0.5 * zz * zz - ls, axis=1).sum()
+
+    def pymc_model():
+        import pymc as pm
+
+        with pm.Model(coords={"comp": ["low", "mid", "high"]}) as model:
+            lg = pm.Normal("logits", 0.0, 1.0, dims="comp")
+            m = pm.Normal("mu", MIXTURE_MEANS, 1.0, dims="comp")
+            s = pm.HalfNormal("sigma", 2.0, dims="comp")
+            log_w = lg - pm.math.logsumexp(lg)
+            pm.Potential("y", pm.math.logsumexp(log_w + pm.logp(pm.Normal.dist(m, s), y[:, None]), axis=1).sum())
+        return model
+
+    def pymc_point(theta):
+        return {"logits": theta[:K], "mu": theta[K : 2 * K], "sigma_log__": theta[2 * K :]}
+
+    def dg_model():
+        m = dg.Model()
+        lg = m.normal("logits", 0.0, 1.0, dims=(comp,))
+        mv = m.normal("mu", dg.constant(MIXTURE_MEANS, dims=(comp,)), 1.0, dims=(comp,))
+        s = m.halfnormal("sigma", 2.0, dims=(comp,))
+        m.potential("mixture", mixture_logp(lg, mv, s, m.data("y", y, dims=(obs,))))
+        return m
+
+    return Model(
+        "mixture", cost, [logits, mu, log_sigma], [y_v], {"y": y}, theta, numpy_fn, lambda t: _numba(t, y),
+        jax_logp, (y,), pymc_model, pymc_point, dg_model,
+    )  # fmt: skip
+
+
+MODELS = {
+    "radon": radon, "eight_schools": eight_schools, "lkj": lkj, "lkj_user": lkj_user, "ar1": ar1,
+    "crossed": crossed, "random_walk": random_walk, "mixture": mixture,
+}  # fmt: skip
