@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import xarray as xr
 
 from dimgraph.backends import get_backend
 from dimgraph.compile.flat_entry import flat_entry_function
@@ -109,6 +108,8 @@ class FlatParams:
             raise InputError(
                 f"theta: expected shape (*{batch_dims}, {self.size}) for batch dims {batch_dims}, got {theta.shape}"
             )
+        import xarray as xr  # `import dimgraph` loads no xarray (tests/test_import.py)
+
         out = {}
         for p, name, shape, where, dtype in zip(self.params, self.names, self.shapes, self.slices, self.dtypes):
             one = self._wrap(p, np.zeros(shape))  # the parameter's dims and coords

@@ -130,6 +130,8 @@ CASES = {
     "dg.dist.icar": lambda: dg.dist.icar(np.ones((2, 2)) - np.eye(2), dim="ab"),
     "dg.dist.custom": lambda: dg.dist.custom(lambda v: -v * v, dims="ab").logp(_x()),
     "dg.dist.multinomial": lambda: dg.dist.multinomial(3, _x(), dim="ab"),
+    "dg.dist.normal_mixture": lambda: dg.dist.normal_mixture(_x(), 0.0, 1.0, dim="ab"),
+    "dg.dist.ordered_multinomial": lambda: dg.dist.ordered_multinomial(0.0, _x(), 3, dim="ab", cut_dim="ab"),
     "dg.dist.dirichlet_multinomial": lambda: dg.dist.dirichlet_multinomial(3, _x(), dim="ab"),
     "dg.dist.stick_breaking_weights": lambda: dg.dist.stick_breaking_weights(1.0, dim="ab"),
     "dg.dist.interpolated": lambda: dg.dist.interpolated(_x(), _x(), dim="ab"),

@@ -385,8 +385,8 @@ def test_no_log_density_runs_a_node_through_perform_on_numba():
     for got, w in zip(f(*values), want):
         np.testing.assert_allclose(np.asarray(got), np.asarray(w), rtol=1e-12, atol=1e-14)
     assert f._compiled.tiers.state == "jitted"
-    vectors = logp_function("numba")._compiled
-    assert vectors.performs == () and vectors.plan.performs == ()
+    vectors = logp_function("numba")
+    assert vectors.tiers.performs == () and vectors._compiled.plan.performs == ()
 
 
 def test_same_seed_same_numbers_and_contexts_are_independent(backend):
