@@ -7,11 +7,14 @@
   compile time), with the same errors raised.
 """
 
+import re
+
 import numpy as np
 import pytest
 
 import dimgraph as dg
 from dimgraph.backends import numba as nb_backend  # noqa: F401  (registers the backend)
+from dimgraph.backends.numba.flatjit import flat_text
 
 pytest.importorskip("numba")
 
@@ -188,3 +191,52 @@ def test_an_objmode_kernel_names_its_op_by_a_key_that_runs_its_perform():
     got = perform_caller(key)(np.array([True, False]), np.array([[1.0, 2.0, 3.0]]))
     got = got[0] if isinstance(got, (tuple, list)) else got
     np.testing.assert_array_equal(got, [[2.0, 4.0, 6.0], [0.0, 1.0, 2.0]])
+
+
+# `a[1:] = b`, `a[...] = b`, `a[0, :] += b`: an array stored into a slice
+_SLICE_STORE = re.compile(r"^\s*\w+\[[^\]]*(:|\.\.\.)[^\]]*\]\s*\+?=\s")
+ROW, COL, TIME = dg.Dim("row", size=3), dg.Dim("col", size=2), dg.Dim("time", size=4)
+
+
+def _slice_stores(source):
+    return [line for line in source.splitlines() if _SLICE_STORE.match(line)]
+
+
+def test_no_printed_kernel_stores_an_array_into_a_slice():
+    """A slice store makes Numba compile its shape-mismatch message (about 4.5 CPU s once per cold process):
+    allocations, set/inc of slices, loop states and traces and the flat entry's gradient copy element by
+    element instead, with the same values."""
+    x, v = dg.tensor("x", shape=(None, 3)), dg.tensor("v", shape=(3,))
+    n = dg.tensor("n", shape=(), dtype="int64")
+    outs = [
+        dg.core.set_subtensor(x[1:], v),
+        dg.core.inc_subtensor(x[::2, 1:], v[1:]),
+        dg.core.set_subtensor(x[:, None][1:], v[None]),
+        dg.core.full((n, 3), 2.5) + x[0],
+    ]
+    f = dg.function([x, v, n], outs, backend="numba", jit_graph=True)
+    xv, vv = np.arange(15.0).reshape(5, 3), np.array([1.0, -2.0, 4.0])
+    want = dg.function([x, v, n], outs, backend="python")(xv, vv, np.int64(2))
+    for got, w in zip(f(xv, vv, np.int64(2)), want):
+        np.testing.assert_array_equal(got, w)
+
+    s0, e = dg.labeled("s0", dims=(ROW,)), dg.labeled("e", dims=(TIME, ROW))
+    last, path = dg.scan(lambda s, step: 0.5 * s + step, s0, sequences=[e], dim=TIME)
+    fw = dg.function([s0, e], [last, path], backend="numba", jit_graph=True)
+    s0v, ev = np.array([1.0, -1.0, 2.0]), np.arange(12.0).reshape(4, 3)
+    states = [s0v]
+    for step in ev:
+        states.append(0.5 * states[-1] + step)
+    got_last, got_path = fw(s0v, ev)
+    np.testing.assert_array_equal(got_path, np.array(states[1:]))
+    np.testing.assert_array_equal(got_last, states[-1])
+
+    a = dg.labeled("a", dims=(ROW, COL))
+    cost = (dg.sin(a) * dg.constant(np.arange(6.0).reshape(3, 2), dims=(ROW, COL))).sum()
+    flat = dg.flat_value_and_grad(cost, [a], backend="numba", jit_graph=True)
+    theta = np.linspace(-1.0, 1.0, 6)
+    value, grad = flat(theta)
+    np.testing.assert_allclose(grad, np.cos(theta) * np.arange(6.0), rtol=1e-15)
+    assert flat.function.tiers.state == "jitted"
+    for source in (f.source, fw.source, flat_text("0" * 24, [(3, 2), (), (5,)], ["float64"] * 3, 0, 1, "cache=True")):
+        assert not _slice_stores(source), _slice_stores(source)

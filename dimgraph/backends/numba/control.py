@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from dimgraph.backends.numba import cache
-from dimgraph.backends.numba.ops import KERNEL_FOOTER, KERNEL_HEADER, numba_kernel
+from dimgraph.backends.numba.ops import KERNEL_FOOTER, KERNEL_HEADER, copy_lines, numba_kernel
 from dimgraph.backends.numba.scalar import flatten, np_type, render_step
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.graph import Constant
@@ -257,13 +257,12 @@ def _loop(op, node):
         lines.append(f"        if r[{k}].shape != s{k}.shape:")
         lines.append(f'            raise ValueError("{op.name}: state {k} changes its shape across a step")')
     for k in range(ns):
-        lines.append(f"        t{k}[...] = r[{k}]")
+        lines.append(f"        r{k} = r[{k}]")
+        lines += copy_lines(f"t{k}", f"r{k}", node.inputs[1 + k].type.ndim, indent="        ")
     for k in range(ns):
         lines.append(f"        s{k}, t{k} = t{k}, s{k}")
     for m, k in enumerate(traced):
-        lines.append(
-            f"        tr{m}[step, ...] = s{k}" if node.inputs[1 + k].type.ndim else f"        tr{m}[step] = s{k}[()]"
-        )
+        lines += copy_lines(f"tr{m}", f"s{k}", node.inputs[1 + k].type.ndim, indent="        ", lead=("step",))
     outs = [f"s{k}" for k in range(ns)] + [f"tr{m}" for m in range(len(traced))]
     lines.append(f"    return {_ret(outs)}")
     return INNER_HEADER + print_inner(op.body, "body") + "\n\n" + "\n".join(lines) + "\n"

@@ -158,6 +158,24 @@ def _tuple(items):
     return "(" + "".join(f"{i}, " for i in items) + ")"
 
 
+def copy_lines(dst, src, ndim, indent="    ", lead=(), src_at=None, assign="="):
+    """Lines storing (`assign`: or adding, "+=") `src` into `dst` element by element over `dst`'s last
+    `ndim` axes, as loops `j0, j1, ...` (`lead`: the fixed indices before them; `src_at`: how `src` is
+    indexed, the loop indices unless given).
+
+    `dst[...] = src` (an array stored into a slice) makes Numba compile its shape-mismatch message,
+    about 4.5 s of CPU once in every process that compiles such a kernel cold; loops cost none of it.
+    """
+    lines, inner = [], indent
+    for ax in range(ndim):
+        lines.append(f"{inner}for j{ax} in range({dst}.shape[{len(lead) + ax}]):")
+        inner += "    "
+    loops = [f"j{ax}" for ax in range(ndim)]
+    at = ", ".join([*lead, *loops]) or "()"
+    read = (", ".join(loops) if src_at is None else src_at) or "()"
+    return lines + [f"{inner}{dst}[{at}] {assign} {src}[{read}]"]
+
+
 @numba_kernel.register(DimShuffle)
 def _dimshuffle(op, node):
     shape = _tuple("1" if o == "x" else f"x.shape[{o}]" for o in op.order)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dimgraph.backends.numba.ops import _tuple, numba_kernel
+from dimgraph.backends.numba.ops import _tuple, copy_lines, numba_kernel
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core import subtensor as sub
 from dimgraph.core.broadcast import mismatch_message
@@ -101,7 +101,8 @@ def _inc_subtensor(op, node):
     item = f"out[{', '.join(key) if key else '()'}]"
     sym = "+=" if op.mode == "inc" else "="
     body = lines + checks + ["    out = x.copy()"]
-    if node.outputs[0].type.ndim - sum(not isinstance(e, tuple) for e in index) == 0:
+    sel_ndim = node.outputs[0].type.ndim - sum(not isinstance(e, tuple) for e in index)
+    if sel_ndim == 0:
         body.append(f"    {item} {sym} v[()]")  # a single element
     else:
         body.append(f"    sel = {item}")
@@ -111,7 +112,9 @@ def _inc_subtensor(op, node):
                 message = mismatch_message(str(op), f"axis {k} of the value", where="from the selection's")
                 body.append(f"    if v.shape[{k}] != sel.shape[{offset} + {k}]:")
                 body.append(f"        raise ShapeError({message!r})")
-        body.append(f"    sel[...] {sym} v" if op.mode == "set" else "    sel += v")
+        off = sel_ndim - len(v_shape)
+        read = ", ".join("0" if size == 1 else f"j{off + k}" for k, size in enumerate(v_shape))
+        body += copy_lines("sel", "v", sel_ndim, src_at=read, assign=sym)
     body.append("    return out")
     return f"def kernel({', '.join(args)}):\n" + "\n".join(body) + "\n"
 
