@@ -18,7 +18,7 @@ import numpy as np
 
 from dimgraph.core.basic import as_tensor, tensor
 from dimgraph.core.extra import assert_op
-from dimgraph.core.graph import Constant, Variable, toposort
+from dimgraph.core.graph import Constant, Variable, rebuild_node, toposort
 from dimgraph.core.ifelse import ifelse as core_ifelse
 from dimgraph.core.loop import loop_from_graph, scan_from_graph
 from dimgraph.core.math import eq, ge, le, minimum
@@ -251,12 +251,87 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     _check_step_draws(outs, [*body.user_states, *slices], since, name)
     if len(outs) != len(init):
         raise ValueError(f"{name}: the step returns {len(outs)} values for {len(init)} states")
-    new = lower(body.checked(outs, init), given=body.given)
+    checked = body.checked(outs, init)
+    new = lower(checked, given=body.given)
     finals, traces = scan_from_graph(body.index, body.states, seq_inner, new, n, start, seq_outer, name=name)
     if labeled:
         finals = [f if is_rng_state(v) else from_positional(f, v.type.dims) for f, v in zip(finals, init)]
         traces = [t if is_rng_state(v) else from_positional(t, (dim, *v.type.dims)) for t, v in zip(traces, init)]
+        _LabeledScan([*body.user_states, *users], checked, init, seqs, n_steps, dim, name).keep_on(finals + traces)
     return (finals[0], traces[0]) if single else (finals, traces)
+
+
+class _LabeledScan:
+    """What a labeled scan was built from (its step's labeled graph, its initial states and sequences), kept on
+    its results so `dg.vectorize_graph` rebuilds it by name on batched values.
+
+    The loop itself is positional: vectorized as such, a batch dim its states already have (the prior
+    predictive's `draw`, aligned) would come back as one more leading axis ('draw' twice), and its closures'
+    batch axes would meet the states' own axis of that dim as an outer product. Rebuilt from the labeled step,
+    every dim is matched by name, then the scan is lowered anew (a batch dim reaches a state once).
+    """
+
+    def __init__(self, placeholders, step_outputs, init, sequences, n_steps, dim, name):
+        self.placeholders, self.step_outputs = placeholders, step_outputs
+        self.init, self.sequences, self.n_steps, self.dim, self.name = init, sequences, n_steps, dim, name
+        self.results = []
+
+    def keep_on(self, results):
+        self.results = results
+        for k, r in enumerate(results):
+            r.tag["labeled_scan"] = (self, k)
+
+    def vectorized(self, vectorize, carriers):
+        """The results (finals, then traces) rebuilt on `vectorize(variables, more_replacements)` of the initial
+        states, sequences and step; None where the step count gains dims (the positional loop takes a count per
+        entry). A state the batch reaches only through the step starts repeated over the batch dims it gains
+        (labeled by `carriers`, the batched values), found by stepping again until no state gains more."""
+        counted = isinstance(self.n_steps, Variable)
+        n_init = len(self.init)
+        *new_values, n_steps = vectorize([*self.init, *self.sequences, *([self.n_steps] if counted else [])]) + (
+            [] if counted else [self.n_steps]
+        )
+        if counted and n_steps.type != self.n_steps.type:
+            return None
+        new_init, new_seqs = new_values[:n_init], new_values[n_init:]
+        slices = [
+            LabeledType(p.type.dtype, tuple(d for d in s.type.dims if d != self.dim)).make_variable(name=p.name)
+            for p, s in zip(self.placeholders[n_init:], new_seqs)
+        ]
+        while True:
+            stand_ins = [
+                p if is_rng_state(p) else LabeledType(p.type.dtype, v.type.dims).make_variable(name=p.name)
+                for p, v in zip(self.placeholders, new_init)
+            ] + slices
+            labeled = {p: q for p, q in zip(self.placeholders, stand_ins) if p is not q}
+            step_outputs = vectorize(self.step_outputs, labeled)
+            grown = [
+                (k, tuple(d for d in o.type.dims if d not in v.type.dims))
+                for k, (o, v) in enumerate(zip(step_outputs, new_init))
+                if not is_rng_state(v) and set(o.type.dims) - set(v.type.dims)
+            ]
+            if not grown:
+                break
+            for k, gained in grown:
+                new_init[k] = broadcast_to_dims(new_init[k], gained + new_init[k].type.dims, like=carriers)
+        old = [*self.init, *self.sequences, *self.step_outputs]
+        if all(a is b for a, b in zip(new_init + new_seqs + step_outputs, old)):
+            return self.results
+
+        def step(*values):
+            return _substituted(step_outputs, dict(zip(stand_ins, values)))
+
+        finals, traces = scan(step, new_init, new_seqs, n_steps=n_steps, dim=self.dim, name=self.name)
+        return [*finals, *traces]
+
+
+def _substituted(outputs, mapping):
+    """`outputs` with the keys of `mapping` swapped for its values (of the same dims), every node between rebuilt."""
+    memo = {id(k): v for k, v in mapping.items()}
+    for node in toposort(outputs, blockers=list(mapping)):
+        new = rebuild_node(node, [memo.get(id(i), i) for i in node.inputs])
+        memo.update((id(o), n) for o, n in zip(node.outputs, new.outputs))
+    return [memo.get(id(o), o) for o in outputs]
 
 
 def _not_on_step_dim(name, j, seq, dim):

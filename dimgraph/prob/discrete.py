@@ -16,17 +16,13 @@ from dimgraph.labeled.shape import arange
 from dimgraph.prob import constraints
 from dimgraph.prob.base import Distribution, _as_float, _check_option, _CoreDim, _count, _finite, _invalid_to_nan
 from dimgraph.prob.registry import register
-from dimgraph.prob.tails import log_diff_exp, log_ndtr, log_regularized_beta, log_regularized_gamma
+from dimgraph.prob.tails import halvings, log_diff_exp, log_ndtr, log_regularized_beta, log_regularized_gamma
 
 
 def _count_quantile(reached, hi, steps=40):
     """The smallest count k >= 0 where `reached(k)` holds (it holds from some k on, at the latest at `hi`), by
     bisection between -1 and `hi` (2**steps above the count reached exactly)."""
-    lo = -1.0 + 0 * hi
-    for _ in range(steps):
-        mid = lmath.floor((lo + hi) / 2)
-        done = reached(mid)
-        lo, hi = lmath.where(done, lo, mid), lmath.where(done, mid, hi)
+    _, hi = halvings(lmath.floor, reached, -1.0 + 0 * hi, hi, steps)
     return lmath.ceil(hi)
 
 

@@ -14,6 +14,8 @@ import math
 import numpy as np
 
 from dimgraph.labeled import math as lmath
+from dimgraph.labeled.dims import Dim
+from dimgraph.lower.control import scan
 
 _SQRT1_2 = math.sqrt(0.5)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -171,8 +173,20 @@ def bisect(reached, lo, hi, steps=64):
     Quantiles without a closed form: 64 halvings of the bracket reach the spacing of doubles from a
     bracket as wide as a transformed coordinate's (the logit of a beta value, the asinh of a t value).
     """
-    for _ in range(steps):
-        mid = (lo + hi) / 2
-        done = reached(mid)
-        lo, hi = lmath.where(done, lo, mid), lmath.where(done, mid, hi)
+    lo, hi = halvings(lambda mid: mid, reached, lo, hi, steps)
     return (lo + hi) / 2
+
+
+def halvings(midpoint, reached, lo, hi, steps):
+    """The bracket (lo, hi) after `steps` halvings at `midpoint((lo + hi) / 2)`, keeping the side where `reached`
+    turns true: one loop, so a backend compiles the step (an incomplete beta function, say) once, not `steps`
+    times (unrolled, XLA took minutes over a chain of 64 incomplete beta functions' loops)."""
+
+    def halve(lo, hi):
+        mid = midpoint((lo + hi) / 2)
+        done = reached(mid)
+        return lmath.where(done, lo, mid), lmath.where(done, mid, hi)
+
+    lo, hi = halve(lo, hi)  # the first step outside: the bracket takes the dims `reached` gives it
+    (lo, hi), _ = scan(halve, init=[lo, hi], dim=Dim("halving", size=steps - 1), name="bisection")
+    return lo, hi

@@ -238,3 +238,49 @@ def test_mapped_function_pickles():
     X, MU, SIGMA = _posterior()
     g = pickle.loads(pickle.dumps(f))
     xr.testing.assert_allclose(g(X, MU, SIGMA), f(X, MU, SIGMA))
+
+
+def _loop_graph(draw, steps):
+    """A labeled scan whose state is on `draw` and whose step reads `mu` from outside (a closure), as the
+    bisection of a truncated draw reads its parameters: x <- x / 2 + mu + c * sequence entry."""
+    x0, mu = dg.labeled("x0", dims=(draw,)), dg.labeled("mu", dims=())
+    c = dg.labeled("c", dims=(K,))
+    eps = dg.labeled("eps", dims=(steps,))
+    final, trace = dg.scan(lambda x, e: x / 2 + mu + c * e, init=x0 * c, sequences=eps, dim=steps)
+    return (x0, mu, c, eps), final, trace
+
+
+def _loop_numpy(x0, mu, c, eps):
+    """The loop by hand over NumPy arrays (x0 on draw, mu on the batch, c on k): (final, trace) on
+    (batch, draw, k) and (batch, steps, draw, k)."""
+    x = x0[None, :, None] * c[None, None, :] + 0 * mu[:, None, None]
+    trace = []
+    for e in eps:
+        x = x / 2 + mu[:, None, None] + c[None, None, :] * e
+        trace.append(x)
+    return x, np.stack(trace, axis=1)
+
+
+@pytest.mark.parametrize("aligned", [False, True], ids=["new batch dim", "aligned batch dim"])
+def test_vectorizing_a_labeled_scan_carries_each_batch_dim_once(aligned):
+    """A scan whose closure gains a batch dim: its states and traces gain it once, batch dims first. Aligned
+    (the prior predictive's `draw`), the state already has the dim: element i of the closure meets element i
+    of the state (it was 'draw' twice); a new dim is one more leading dim."""
+    draw, steps = dg.Dim("draw", size=3), dg.Dim("steps", size=4)
+    batch = draw if aligned else dg.Dim("chain", size=2)
+    (x0, mu, c, eps), final, trace = _loop_graph(draw, steps)
+    mus = dg.labeled("mus", dims=(batch,))
+    new_final, new_trace = dg.vectorize_graph([final, trace], {mu: mus}, aligned=(draw,) if aligned else ())
+    lead = () if aligned else ("chain",)
+    assert new_final.type.names == (*lead, "draw", "k")
+    assert new_trace.type.names == (*lead, "steps", "draw", "k")
+    rng = np.random.default_rng(3)
+    X0, C, EPS = rng.normal(size=3), rng.normal(size=2), rng.normal(size=4)
+    MUS = rng.normal(size=batch.size)
+    got = dg.function([x0, mus, c, eps], [new_final, new_trace], backend="python")(X0, MUS, C, EPS)
+    want_final, want_trace = _loop_numpy(X0, MUS, C, EPS)
+    if aligned:  # the batch entry i is the draw i: the diagonal of the by-hand loop over every (batch, draw)
+        want_final = want_final[np.arange(3), np.arange(3)]
+        want_trace = want_trace[np.arange(3), :, np.arange(3)].transpose(1, 0, 2)
+    np.testing.assert_allclose(got[0].values, want_final, rtol=1e-12)
+    np.testing.assert_allclose(got[1].values, want_trace, rtol=1e-12)

@@ -128,12 +128,23 @@ def logp_graph():
     return cached("logp graph", build)
 
 
+def densities_and_gradients(backend):
+    """The log densities, then each one's gradient w.r.t. the series and its parameters, at the tables' values:
+    one compiled function per backend (the gradients' graph holds the densities': apart, compiled twice)."""
+
+    def build():
+        x, graph = logp_graph()
+        wrts = [[x, *params.values()] for params, _ in graph.values()]
+        grads = [g for (_, out), wrt in zip(graph.values(), wrts) for g in dg.grad(out.sum(), wrt)]
+        inputs = [x] + [v for params, _ in graph.values() for v in params.values()]
+        f = dg.function(inputs, [*(out for _, out in graph.values()), *grads], backend=backend)
+        return f(X, *[v for name in CASES for v in _values(name)])
+
+    return cached(("densities and gradients", backend), build)
+
+
 def test_log_densities_match_numpy(backend):
-    x, graph = logp_graph()
-    inputs = [x] + [v for params, _ in graph.values() for v in params.values()]
-    f = cached(("logp", backend), lambda: dg.function(inputs, [out for _, out in graph.values()], backend=backend))
-    got = f(X, *[v for name in CASES for v in _values(name)])
-    for name, value in zip(CASES, got):
+    for name, value in zip(CASES, densities_and_gradients(backend)[: len(CASES)]):
         assert value.dims == ("series",), name
         want = [_numpy_logp(name, _per_series(name, s), X[s]) for s in range(2)]
         np.testing.assert_allclose(value.values, want, rtol=1e-10, err_msg=name)
@@ -143,10 +154,7 @@ def test_gradients_match_finite_differences(backend):
     x, graph = logp_graph()
     costs = {name: out.sum() for name, (_, out) in graph.items()}
     wrts = {name: [x, *params.values()] for name, (params, _) in graph.items()}
-    grads = [g for name in CASES for g in dg.grad(costs[name], wrts[name])]
-    inputs = [x] + [v for params, _ in graph.values() for v in params.values()]
-    f = cached(("grads", backend), lambda: dg.function(inputs, grads, backend=backend))
-    got = iter(f(X, *[v for name in CASES for v in _values(name)]))
+    got = iter(densities_and_gradients(backend)[len(CASES) :])
     for name in CASES:
         cost = cached(("cost", name), lambda: dg.function(wrts[name], costs[name], backend="python"))
         values = [X, *_values(name)]
