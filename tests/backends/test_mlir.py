@@ -24,10 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import sampler_models  # noqa: E402
 
 # The sampler models the mlir backend runs. Refused by name: lkj_user (the hand-written LKJ reads a diagonal
-# through Einsum), crossed (a scatter by two index arrays) and random_walk (Cumsum). Not yet run: the logsumexp
-# mixture, whose 2-d four-output fused loop IREE rejects after its own rewrites ("linalg.yield of 4 values for 1
-# output"; the printed op has 4 outputs and verifies; open bug).
-MLIR_MODELS = ["ar1", "eight_schools", "lkj", "radon"]
+# through Einsum), crossed (a scatter by two index arrays) and random_walk (Cumsum).
+MLIR_MODELS = ["ar1", "eight_schools", "lkj", "mixture", "radon"]
 
 
 @pytest.mark.parametrize("name", MLIR_MODELS)

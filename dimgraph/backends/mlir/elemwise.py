@@ -65,7 +65,15 @@ def _elemwise(op, node, e, ins):
         return [convert(b, value, dt, out_dtypes[0])]
 
     operands = [(v, broadcast_exprs(var.type.shape, rank)) for v, var in zip(ins, node.inputs)]
-    names = generic(e, rank, operands, outs, body, stem="ew")
+    if len(outs) > 1 and rank > 1:
+        # one loop per output: IREE 3.13's own rewrites break a 2-d generic of several results ("linalg.yield
+        # of 4 values for 1 output", the logsumexp mixture's gradient); its fusion joins them again
+        names = [
+            generic(e, rank, operands, [out], lambda b, a, o, k=k: [body(b, a, o)[k]], stem="ew")[0]
+            for k, out in enumerate(outs)
+        ]
+    else:
+        names = generic(e, rank, operands, outs, body, stem="ew")
     return [Value(n, np.dtype(d).name, dims) for n, d in zip(names, out_dtypes)]
 
 
