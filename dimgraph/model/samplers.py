@@ -38,8 +38,11 @@ def sample(model, sampler, draws, tune, chains, seed, backend, **kwargs):
     backend = "jax" if sampler == "blackjax" else backend
     fn = model.logp_fn(backend)
     start = model.initial_point(jitter=0)
-    model.check_point(start, backend)  # bad parameters or data: an error before sampling
-    fn(start)  # the first call (kernel compiles, the fast path switched on) in one thread, before the chains'
+    # the first call (kernel compiles, the fast path switched on) in one thread, before the chains'; a log
+    # density that is not finite there is a bad parameter or data: `check_point` names it before sampling
+    # (its function of every term compiles only then)
+    if not np.isfinite(fn(start)[0]):
+        model.check_point(start, backend)
     run = _nutpie if sampler == "nutpie" else _blackjax
     theta, stats = run(model, fn, draws, tune, chains, seed, **kwargs)
     posterior = model.constrain(theta, backend, batch_dims=("chain", "draw"))

@@ -187,6 +187,26 @@ def test_model_and_its_compiled_functions_pickle(model):
     )
 
 
+def test_sample_compiles_only_the_log_density_before_the_chains_start(monkeypatch):
+    """The function of every term (`check_point`'s) compiles only for a start whose log density is not finite;
+    the constrained values and the pointwise log-likelihood come after the draws."""
+    nutpie = pytest.importorskip("nutpie")
+    from test_reference_models import eight_schools_model
+
+    m = eight_schools_model()
+    built, sample = [], nutpie.sample
+
+    def recorded(*args, **kwargs):
+        built.append(sorted(key[0] for key in m._cache))
+        return sample(*args, **kwargs)
+
+    monkeypatch.setattr(nutpie, "sample", recorded)
+    idata = m.sample(draws=20, tune=20, chains=1, seed=3)
+    assert built == [["layout", "logp"]]
+    assert {"constrain", "log_likelihood"} <= {key[0] for key in m._cache} and "terms" not in {k[0] for k in m._cache}
+    assert idata.posterior["tau"].shape == (1, 20)
+
+
 def test_sample_with_nutpie():
     pytest.importorskip("nutpie")
     from test_reference_models import eight_schools_model
