@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,10 @@ def sample(model, sampler, draws, tune, chains, seed, backend, **kwargs):
     if not np.isfinite(fn(start)[0]):
         model.check_point(start, backend)
     run = _nutpie if sampler == "nutpie" else _blackjax
+    after = _compile_after_draws(model, fn.size, backend) if sampler == "nutpie" else None  # a thread
     theta, stats = run(model, fn, draws, tune, chains, seed, **kwargs)
+    if after is not None:
+        after.join()
     posterior = model.constrain(theta, backend, batch_dims=("chain", "draw"))
     posterior = posterior.assign_coords(chain=np.arange(theta.shape[0]), draw=np.arange(theta.shape[1]))
     groups = {"posterior": posterior, "sample_stats": stats}
@@ -52,6 +56,26 @@ def sample(model, sampler, draws, tune, chains, seed, backend, **kwargs):
         groups["log_likelihood"] = model.log_likelihood(posterior, backend)
     groups.update(data_groups(model.entries))
     return results.container(groups)
+
+
+def _compile_after_draws(model, size, backend):
+    """A thread compiling what comes after the draws while nutpie's chains run (GIL-free on numba): the
+    constrained values and deterministics and the pointwise log-likelihood, each called once on one draw of
+    zeros, so their kernels compile then. The calls after sampling are the same compiled functions (the same
+    results); an error here is left to them, raised in the caller's thread."""
+
+    def compile_now():
+        try:
+            with np.errstate(all="ignore"):  # thread-local: a zero draw's floating-point warnings are not the user's
+                posterior = model.constrain(np.zeros((1, 1, size)), backend, batch_dims=("chain", "draw"))
+                if model.entries.observed:
+                    model.log_likelihood(posterior, backend)
+        except Exception:  # noqa: BLE001, S110 - the same call after sampling raises it where it is seen
+            pass
+
+    thread = threading.Thread(target=compile_now, name="dimgraph-after-draws", daemon=True)
+    thread.start()
+    return thread
 
 
 def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False, **kwargs):
