@@ -249,9 +249,8 @@ def test_the_c_callable_function_reuses_the_flat_entry_compiled_for_a_read_only_
     assert c_logp[0] == value and value == pytest.approx(want_value, rel=1e-12)
     np.testing.assert_array_equal(c_grad, grad)
     np.testing.assert_allclose(grad, want_grad, rtol=1e-11, atol=1e-12)
-    flat = c._cfunc._pyfunc.__globals__["flat"]  # the flat entry the C function calls
-    graph = flat.py_func.__globals__["graph"]
-    assert len(flat.signatures) == 1 and len(graph.signatures) == 1
+    flat = c._cfunc._pyfunc.__globals__["flat"]  # the flat entry the C function calls: compiled for the same types
+    assert flat.signatures == fn._entry.func.signatures and len(flat.signatures) == 1
     assert not flat.signatures[0][0].mutable  # the big constant, read-only as the Python entry passed it
 
 
