@@ -44,11 +44,9 @@ def sample(model, sampler, draws, tune, chains, seed, backend, **kwargs):
     # (its function of every term compiles only then)
     if not np.isfinite(fn(start)[0]):
         model.check_point(start, backend)
-    run = _nutpie if sampler == "nutpie" else _blackjax
-    after = _compile_after_draws(model, fn.size, backend) if sampler == "nutpie" else None  # a thread
+    # nutpie: what comes after the draws compiles while the chains run, for `backend` as given (the same cache key)
+    run = functools.partial(_nutpie, backend=backend) if sampler == "nutpie" else _blackjax
     theta, stats = run(model, fn, draws, tune, chains, seed, **kwargs)
-    if after is not None:
-        after.join()
     posterior = model.constrain(theta, backend, batch_dims=("chain", "draw"))
     posterior = posterior.assign_coords(chain=np.arange(theta.shape[0]), draw=np.arange(theta.shape[1]))
     groups = {"posterior": posterior, "sample_stats": stats}
@@ -58,16 +56,18 @@ def sample(model, sampler, draws, tune, chains, seed, backend, **kwargs):
     return results.container(groups)
 
 
-def _compile_after_draws(model, size, backend):
+def _compile_after_draws(model, size, backend, chains, draws):
     """A thread compiling what comes after the draws while nutpie's chains run (GIL-free on numba): the
-    constrained values and deterministics and the pointwise log-likelihood, each called once on one draw of
-    zeros, so their kernels compile then. The calls after sampling are the same compiled functions (the same
-    results); an error here is left to them, raised in the caller's thread."""
+    constrained values and deterministics and the pointwise log-likelihood, each called once on zeros shaped
+    as the draws (at most 2 chains x 2 draws: the same array layouts, so the same kernels), which compiles their
+    kernels then. The calls after sampling are the same compiled functions (the same results); an error here
+    is left to them, raised in the caller's thread."""
+    zeros = np.zeros((min(chains, 2), min(draws, 2), size))
 
     def compile_now():
         try:
             with np.errstate(all="ignore"):  # thread-local: a zero draw's floating-point warnings are not the user's
-                posterior = model.constrain(np.zeros((1, 1, size)), backend, batch_dims=("chain", "draw"))
+                posterior = model.constrain(zeros, backend, batch_dims=("chain", "draw"))
                 if model.entries.observed:
                     model.log_likelihood(posterior, backend)
         except Exception:  # noqa: BLE001, S110 - the same call after sampling raises it where it is seen
@@ -78,7 +78,7 @@ def _compile_after_draws(model, size, backend):
     return thread
 
 
-def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False, **kwargs):
+def _nutpie(model, fn, draws, tune, chains, seed, backend=None, cores=None, progress_bar=False, **kwargs):
     try:
         import nutpie
     except ImportError:
@@ -90,6 +90,7 @@ def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False
         compiled = _nutpie_pyfunc(model, fn)
     if seed is None:  # fresh entropy, as NumPy's
         seed = int(np.random.SeedSequence().generate_state(1)[0])
+    after = _compile_after_draws(model, fn.size, backend, chains, draws)  # once the C function is built
     trace = nutpie.sample(
         compiled,
         draws=draws,
@@ -101,6 +102,7 @@ def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False
         save_warmup=False,
         **kwargs,
     )
+    after.join()
     return np.asarray(trace.posterior["theta"].values), trace.sample_stats
 
 

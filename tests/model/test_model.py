@@ -217,7 +217,13 @@ def test_sample_compiles_only_the_log_density_before_the_chains_start(monkeypatc
     ]  # fmt: skip
     # the same seed without the thread: every function compiled after the draws, in the caller's thread
     monkeypatch.setattr(dg.Model, "compiled", compiled)
-    monkeypatch.setattr(samplers, "_compile_after_draws", lambda *args: None)
+
+    def nothing(*args):  # a thread that compiles nothing
+        thread = threading.Thread(target=lambda: None)
+        thread.start()
+        return thread
+
+    monkeypatch.setattr(samplers, "_compile_after_draws", nothing)
     again = eight_schools_model().sample(draws=20, tune=20, chains=2, seed=3)
     for group in ("posterior", "log_likelihood"):
         xr.testing.assert_identical(getattr(idata, group), getattr(again, group))
