@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 from typing import Any
 
 import numpy as np
@@ -38,9 +39,13 @@ def sample(model, sampler, draws, tune, chains, seed, backend, **kwargs):
     backend = "jax" if sampler == "blackjax" else backend
     fn = model.logp_fn(backend)
     start = model.initial_point(jitter=0)
-    model.check_point(start, backend)  # bad parameters or data: an error before sampling
-    fn(start)  # the first call (kernel compiles, the fast path switched on) in one thread, before the chains'
-    run = _nutpie if sampler == "nutpie" else _blackjax
+    # the first call (kernel compiles, the fast path switched on) in one thread, before the chains'; a log
+    # density that is not finite there is a bad parameter or data: `check_point` names it before sampling
+    # (its function of every term compiles only then)
+    if not np.isfinite(fn(start)[0]):
+        model.check_point(start, backend)
+    # nutpie: what comes after the draws compiles while the chains run, for `backend` as given (the same cache key)
+    run = functools.partial(_nutpie, backend=backend) if sampler == "nutpie" else _blackjax
     theta, stats = run(model, fn, draws, tune, chains, seed, **kwargs)
     posterior = model.constrain(theta, backend, batch_dims=("chain", "draw"))
     posterior = posterior.assign_coords(chain=np.arange(theta.shape[0]), draw=np.arange(theta.shape[1]))
@@ -51,7 +56,29 @@ def sample(model, sampler, draws, tune, chains, seed, backend, **kwargs):
     return results.container(groups)
 
 
-def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False, **kwargs):
+def _compile_after_draws(model, size, backend, chains, draws):
+    """A thread compiling what comes after the draws while nutpie's chains run (GIL-free on numba): the
+    constrained values and deterministics and the pointwise log-likelihood, each called once on zeros shaped
+    as the draws (at most 2 chains x 2 draws: the same array layouts, so the same kernels), which compiles their
+    kernels then. The calls after sampling are the same compiled functions (the same results); an error here
+    is left to them, raised in the caller's thread."""
+    zeros = np.zeros((min(chains, 2), min(draws, 2), size))
+
+    def compile_now():
+        try:
+            with np.errstate(all="ignore"):  # thread-local: a zero draw's floating-point warnings are not the user's
+                posterior = model.constrain(zeros, backend, batch_dims=("chain", "draw"))
+                if model.entries.observed:
+                    model.log_likelihood(posterior, backend)
+        except Exception:  # noqa: BLE001, S110 - the same call after sampling raises it where it is seen
+            pass
+
+    thread = threading.Thread(target=compile_now, name="dimgraph-after-draws", daemon=True)
+    thread.start()
+    return thread
+
+
+def _nutpie(model, fn, draws, tune, chains, seed, backend=None, cores=None, progress_bar=False, **kwargs):
     try:
         import nutpie
     except ImportError:
@@ -63,6 +90,7 @@ def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False
         compiled = _nutpie_pyfunc(model, fn)
     if seed is None:  # fresh entropy, as NumPy's
         seed = int(np.random.SeedSequence().generate_state(1)[0])
+    after = _compile_after_draws(model, fn.size, backend, chains, draws)  # once the C function is built
     trace = nutpie.sample(
         compiled,
         draws=draws,
@@ -74,6 +102,7 @@ def _nutpie(model, fn, draws, tune, chains, seed, cores=None, progress_bar=False
         save_warmup=False,
         **kwargs,
     )
+    after.join()
     return np.asarray(trace.posterior["theta"].values), trace.sample_stats
 
 

@@ -227,6 +227,33 @@ def test_the_c_callable_function_says_when_a_point_is_not_finite():
     assert code == 4 and logp == -np.inf and grad.tolist() == [1.0, 0.5]
 
 
+def test_the_c_callable_function_reuses_the_flat_entry_compiled_for_a_read_only_constant():
+    """A big constant is a read-only array: the C function reads its copy typed so (`as_readonly`), so the
+    flat entry and the jitted graph compile once, for the Python and the C entry both; a matrix parameter's
+    gradient is copied into the flat vector in C order."""
+    row, col = dg.Dim("row", size=3), dg.Dim("col", size=40)
+    w = dg.labeled("w", dims=(row, col))
+    y = dg.labeled("y", dims=(col,))
+    weights = dg.constant(np.linspace(0.5, 2.0, 120).reshape(3, 40), dims=(row, col))  # too large to print
+    cost = -(((w * weights).sum("row") - y) ** 2).sum() - (w**2).sum()
+    fn = dg.flat_value_and_grad(cost, [w], inputs=[y], backend="numba", jit_graph=True)
+    reference = dg.flat_value_and_grad(cost, [w], inputs=[y], backend="python")
+    data = {"y": np.linspace(-1.0, 1.0, 40)}
+    theta = np.linspace(-1.0, 1.0, 120)
+    value, grad = fn(theta, **data)
+    c = fn.cfunc(**data)
+    ptr = ctypes.POINTER(ctypes.c_double)
+    c_grad, c_logp = np.empty(120), np.empty(1)
+    assert c.ctypes(120, theta.ctypes.data_as(ptr), c_grad.ctypes.data_as(ptr), c_logp.ctypes.data_as(ptr), c.data) == 0
+    want_value, want_grad = reference(theta, **data)
+    assert c_logp[0] == value and value == pytest.approx(want_value, rel=1e-12)
+    np.testing.assert_array_equal(c_grad, grad)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-11, atol=1e-12)
+    flat = c._cfunc._pyfunc.__globals__["flat"]  # the flat entry the C function calls: compiled for the same types
+    assert flat.signatures == fn._entry.func.signatures and len(flat.signatures) == 1
+    assert not flat.signatures[0][0].mutable  # the big constant, read-only as the Python entry passed it
+
+
 def test_cfunc_errors():
     python = dg.flat_value_and_grad(COST, PARAMS, inputs=[IDX, Y], backend="python")
     with pytest.raises(NotImplementedError, match="needs the numba backend.*'python'"):
@@ -375,6 +402,38 @@ def test_einsums_and_indexing_once_without_a_nopython_form_run_jitted():
     np.testing.assert_array_equal(got[0], np.einsum("ij,j->i", av, bv))
     np.testing.assert_array_equal(got[1], xv[iv, jv] * 2.0)
     assert f.timings["perform"] == () and f._compiled.tiers.state == "jitted"
+
+
+_V, _W, _U = dg.tensor("v", shape=(None, 1)), dg.tensor("w", shape=()), dg.tensor("u", shape=(None,))
+_N = dg.tensor("n", shape=(), dtype="int64")
+# broadcasts of run-time sizes (not folded): a length-1 axis stretched, a leading axis added, a 0-d value
+_BROADCASTS = [
+    dg.core.broadcast_to(_V, (2, dg.core.shape_of(_V)[0], _N)),
+    dg.core.broadcast_to(_W, (_N,)),
+    dg.core.broadcast_to(_U, (_N, 3)),
+    dg.core.broadcast_to(_W, ()),
+]
+
+
+@pytest.fixture(scope="module")
+def broadcasts():
+    return dg.function([_V, _W, _U, _N], _BROADCASTS, backend="numba", jit_graph=True)
+
+
+@given(st.integers(0, 3), st.integers(0, 3), st.floats(-2, 2), st.sampled_from([1, 3]))
+def test_broadcast_to_in_the_jitted_graph_matches_numpy(broadcasts, rows, n, w, u_size):
+    """`Alloc`'s kernel (the driver runs it on the host, the jitted graph by loops) against `np.broadcast_to`."""
+    v, u = np.arange(float(rows)).reshape(rows, 1), np.linspace(-1.0, 1.0, u_size)
+    got = broadcasts(v, np.float64(w), u, np.int64(n))
+    expected = [np.broadcast_to(v, (2, rows, n)), np.full(n, w), np.broadcast_to(u, (n, 3)), np.array(w)]
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+    assert broadcasts._compiled.tiers.state == "jitted" and broadcasts.timings["perform"] == ()
+
+
+def test_broadcast_to_in_the_jitted_graph_refuses_a_size_that_does_not_broadcast(broadcasts):
+    with pytest.raises(ValueError, match="cannot broadcast"):
+        broadcasts(np.ones((2, 1)), np.float64(1.0), np.ones(2), np.int64(2))
 
 
 def test_a_trusted_numpy_scalar_is_read_in_a_scan_body(backend):

@@ -2,6 +2,7 @@
 bad input, pickling; sampling through nutpie where it is installed."""
 
 import pickle
+import threading
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import xarray as xr
 
 import dimgraph as dg
 from dimgraph.errors import InputError
+from dimgraph.model import samplers
 
 obs = dg.Dim("obs", size=5)
 group = dg.Dim("group", coords=["a", "b", "c"])
@@ -185,6 +187,46 @@ def test_model_and_its_compiled_functions_pickle(model):
     np.testing.assert_array_equal(
         copy.prior_predictive(10, seed=3).prior["mu"], model.prior_predictive(10, seed=3).prior["mu"]
     )
+
+
+def test_sample_compiles_only_the_log_density_before_the_chains_start(monkeypatch):
+    """The function of every term (`check_point`'s) compiles only for a start whose log density is not finite;
+    the constrained values and the pointwise log-likelihood compile on a thread of their own while the chains
+    run, and the results are those of the same functions compiled after the draws."""
+    nutpie = pytest.importorskip("nutpie")
+    from test_reference_models import eight_schools_model
+
+    m = eight_schools_model()
+    before, built, sample, compiled = [], [], nutpie.sample, dg.Model.compiled
+
+    def recorded_sample(*args, **kwargs):
+        before.append(sorted(key[0] for key in m._cache if key[0] != "constrain" and key[0] != "log_likelihood"))
+        return sample(*args, **kwargs)
+
+    def recorded_compiled(self, key, build):
+        if key not in self._cache:
+            built.append((key[0], threading.current_thread().name))
+        return compiled(self, key, build)
+
+    monkeypatch.setattr(nutpie, "sample", recorded_sample)
+    monkeypatch.setattr(dg.Model, "compiled", recorded_compiled)
+    idata = m.sample(draws=20, tune=20, chains=2, seed=3)
+    assert before == [["layout", "logp"]]
+    assert sorted(built) == [
+        ("constrain", "dimgraph-after-draws"), ("layout", "MainThread"), ("log_likelihood", "dimgraph-after-draws")
+    ]  # fmt: skip
+    # the same seed without the thread: every function compiled after the draws, in the caller's thread
+    monkeypatch.setattr(dg.Model, "compiled", compiled)
+
+    def nothing(*args):  # a thread that compiles nothing
+        thread = threading.Thread(target=lambda: None)
+        thread.start()
+        return thread
+
+    monkeypatch.setattr(samplers, "_compile_after_draws", nothing)
+    again = eight_schools_model().sample(draws=20, tune=20, chains=2, seed=3)
+    for group in ("posterior", "log_likelihood"):
+        xr.testing.assert_identical(getattr(idata, group), getattr(again, group))
 
 
 def test_sample_with_nutpie():

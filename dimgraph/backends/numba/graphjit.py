@@ -318,7 +318,13 @@ class Tiers:
                     cache.digest(self.plan.jit_driver), shapes, dtypes, len(self.bigs), len(data), self.options
                 )
                 flat = cache.load_module("f", text)  # its `flat` compiles for the C function's argument types
-                arguments = [(a.dtype.name, a.ndim) for a in self.bigs + tuple(data)]
+                # typed as the jitted graph was compiled for: its flat entry's compiled code serves the C function too
+                n_big, n_params = len(self.bigs), len(shapes)
+                types = self.sig[:n_big] + self.sig[n_big + n_params :]
+                arguments = [
+                    (a.dtype.name, a.ndim, not getattr(t, "mutable", True))
+                    for a, t in zip(self.bigs + tuple(data), types)
+                ]
                 module = cache.load_module("c", flatjit.cfunc_text(flat.digest, size, arguments))
                 return flatjit.CFunction(module.logp_dlogp, self.bigs + tuple(data))
             except Exception as err:  # noqa: BLE001 - the driver's C function below answers

@@ -198,16 +198,26 @@ def _reshape(op, node):
 
 @numba_kernel.register(Alloc)
 def _alloc(op, node):
-    n = len(node.inputs) - 1
-    args = [f"s{k}" for k in range(n)]
-    shape = _tuple(f"{a}.item()" for a in args)
+    """`v` broadcast by loops (its axes aligned right, a length-1 axis read at 0): Numba's slice assignment
+    of a broadcast array compiles a formatted error message, seconds of a cold compile per rank."""
+    n, m = len(node.inputs) - 1, node.inputs[0].type.ndim
+    sizes = [f"n{k}" for k in range(n)]
     dtype = np_type(node.outputs[0].type.dtype)
-    return (
-        f"def kernel(v{''.join(', ' + a for a in args)}):\n"
-        f"    out = np.empty({shape}, dtype={dtype})\n"
-        f"    out[...] = np.broadcast_to(v, {shape})\n"
-        "    return out\n"
-    )
+    lines = [f"def kernel(v{''.join(f', s{k}' for k in range(n))}):"]
+    lines += [f"    n{k} = s{k}.item()" for k in range(n)]
+    for a in range(m):  # the value's axis a is the output's axis n - m + a
+        lines += [
+            f"    if v.shape[{a}] != 1 and v.shape[{a}] != n{n - m + a}:",
+            "        raise ValueError('broadcast_to: the value cannot broadcast to the target shape')",
+            f"    t{a} = 0 if v.shape[{a}] == 1 else 1",
+        ]
+    lines.append(f"    out = np.empty({_tuple(sizes)}, dtype={dtype})")
+    for k in range(n):
+        lines.append(f"    {'    ' * k}for i{k} in range(n{k}):")
+    source = f"v[{', '.join(f'i{n - m + a} * t{a}' for a in range(m))}]" if m else "v[()]"
+    target = f"out[{', '.join(f'i{k}' for k in range(n))}]" if n else "out[()]"
+    lines.append(f"    {'    ' * n}{target} = {source}")
+    return "\n".join(lines + ["    return out"]) + "\n"
 
 
 @numba_kernel.register(ShapeI)
