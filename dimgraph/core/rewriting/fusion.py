@@ -41,10 +41,21 @@ MAX_STREAMS = 6
 
 
 def _streams(variables, fgraph=None):
-    """How many of `variables` are arrays a loop reads or writes element by element."""
-    return sum(
-        any(s != 1 for s in v.type.shape) and not (fgraph is not None and _accumulated(fgraph, v)) for v in variables
-    )
+    """How many of `variables` are arrays a loop reads or writes element by element.
+
+    Gathers `table[idx]` through the same index arrays are one stream: the loop reads them
+    in place (`fuse_indexed_loops`), the index arrays element by element, the tables at random.
+    """
+    keys = set()
+    for v in variables:
+        if all(s == 1 for s in v.type.shape) or (fgraph is not None and _accumulated(fgraph, v)):
+            continue
+        g = v.owner
+        if g is not None and type(g.op) is AdvancedSubtensor and _point_index(g.op.index, g.inputs[0], g.inputs[1:]):
+            keys.add(tuple(id(i) for i in g.inputs[1:]))
+        else:
+            keys.add(id(v))
+    return len(keys)
 
 
 def _accumulated(fgraph, v):
