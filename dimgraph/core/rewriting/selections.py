@@ -191,7 +191,7 @@ def scatter_by_columns(fgraph, node):
     parts = []
     for c in range(columns):
         mine = [row for p, row in rows if p == c]
-        value = zero if proved and mine else Alloc()(zero, length)
+        value = zero if proved else Alloc()(zero, length)
         for row in mine:  # each row scattered into the zeros' row in turn, as the chain does
             value = value + row
         parts.append(DimShuffle(1, (0, "x"))(AdvancedIncSubtensor((ARRAY,), "inc")(_column(x, c), value, idxs[0])))
