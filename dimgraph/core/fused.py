@@ -138,14 +138,20 @@ class IndexedLoop(Op):
     a multi-output Elemwise, several sums and a scatter-add, with a full-length
     temporary between each. This op is all of it as one loop with no temporary:
 
-    - composite input k reads `inputs[k][j]`, or when `gathered[k]` is true,
-      `table_k[inputs[k][j]]` (the tables follow the composite inputs, in order);
+    - composite input k reads `inputs[k][j]`, or when `gathered[k]` is a count n > 0
+      (True counts as 1), `table_k[inputs[k][j], idx_2[j], ..., idx_n[j]]`: an n-d table
+      read through n index arrays, one per axis (`cell[batch_idx, machine_idx]`). The
+      tables follow the composite inputs, in order; then the further index arrays
+      `idx_2 .. idx_n` of each gathered input, in order;
     - each entry of `results` is `(out, kind, reducer)` for composite output `out`:
       kind "full" (the 1-d array itself), "reduce" (`reducer` over the loop axis, 0-d)
-      or "scatter" (`base` with `base[idx[j]] += value[j]`, as `np.add.at`; a base and
-      an index array per scatter follow the tables).
+      or "scatter" (`base` with `base[idx_1[j], ..., idx_n[j]] += value[j]`, as `np.add.at`,
+      n the entry's third field, None for 1; a base and its n index arrays per scatter
+      come last).
 
-    Index arrays wrap negatives and raise IndexError out of range, as NumPy.
+    Index arrays wrap negatives and raise IndexError out of range, as NumPy; the index
+    arrays of one gathered input (or of one scatter) broadcast alike: all of static
+    length 1 or none.
 
     >>> import dimgraph as dg, numpy as np
     >>> from dimgraph.core.scalar import Composite, ScalarOp
@@ -156,6 +162,12 @@ class IndexedLoop(Op):
     >>> data = {table: np.array([1.0, 2.0, 3.0]), idx: np.array([2, 2, 0])}
     >>> float(total.eval(data)), scattered.eval(data).tolist()
     (14.0, [2.0, 0.0, 12.0])
+    >>> cell, rows, cols = dg.matrix("cell"), dg.vector("rows", dtype="int64"), dg.vector("cols", dtype="int64")
+    >>> pairs = IndexedLoop(double, gathered=(2,), results=((0, "full", None), (0, "scatter", 2)))
+    >>> value, grad = pairs(rows, cell, cols, dg.core.zeros((2, 2)), rows, cols)
+    >>> data = {cell: np.array([[1.0, 2.0], [3.0, 4.0]]), rows: np.array([1, -1]), cols: np.array([0, 1])}
+    >>> value.eval(data).tolist(), grad.eval(data).tolist()
+    ([6.0, 8.0], [[0.0, 0.0], [6.0, 8.0]])
     """
 
     scalar_op: Composite
@@ -165,37 +177,65 @@ class IndexedLoop(Op):
     def __post_init__(self):
         if len(self.gathered) != self.scalar_op.nin:
             raise ValueError(f"IndexedLoop: {len(self.gathered)} gathered flags for {self.scalar_op.nin} inputs")
+        if any(int(g) < 0 for g in self.gathered):
+            raise ValueError(f"IndexedLoop: negative index-array counts in {self.gathered}")
         for out, kind, reducer in self.results:
             if not 0 <= out < self.scalar_op.nout or kind not in ("full", "reduce", "scatter"):
                 raise ValueError(f"IndexedLoop: bad result {(out, kind, reducer)!r}")
             if kind == "reduce" and reducer not in REDUCERS:
                 raise ValueError(f"IndexedLoop: unknown reducer {reducer!r}; known: {sorted(REDUCERS)}")
+            if kind == "scatter" and not (reducer is None or (isinstance(reducer, int) and reducer >= 1)):
+                raise ValueError(f"IndexedLoop: a scatter indexes None or n >= 1 axes, got {reducer!r}")
 
     @property
     def n_tables(self):
-        return sum(self.gathered)
+        return sum(bool(g) for g in self.gathered)
 
     def split_inputs(self, inputs):
-        """(loop inputs, tables, [(base, idx)] per scatter result) from the node's flat input list."""
+        """(loop inputs, [(table, index arrays)] per gathered input, [(base, index arrays)] per scatter).
+
+        A gathered input's first index array is its loop input.
+        """
         nin = self.scalar_op.nin
-        loop, tables = list(inputs[:nin]), list(inputs[nin : nin + self.n_tables])
-        rest = list(inputs[nin + self.n_tables :])
-        return loop, tables, [(rest[2 * k], rest[2 * k + 1]) for k in range(len(rest) // 2)]
+        loop, rest = list(inputs[:nin]), iter(inputs[nin:])
+        tables = [next(rest) for _ in range(self.n_tables)]
+        gathers = []
+        for v, table in zip([v for v, g in enumerate(self.gathered) if g], tables):
+            gathers.append((table, (loop[v], *[next(rest) for _ in range(int(self.gathered[v]) - 1)])))
+        scatters = []
+        for _, kind, n in self.results:
+            if kind == "scatter":
+                base = next(rest)
+                scatters.append((base, tuple(next(rest) for _ in range(n or 1))))
+        return loop, gathers, scatters
 
     def make_node(self, *inputs):
         inputs = [as_tensor(i) for i in inputs]
-        n_scatter = sum(kind == "scatter" for _, kind, _ in self.results)
-        expected = self.scalar_op.nin + self.n_tables + 2 * n_scatter
+        more = sum(int(g) - 1 for g in self.gathered if g)
+        n_scatter_inputs = sum(1 + (n or 1) for _, kind, n in self.results if kind == "scatter")
+        expected = self.scalar_op.nin + self.n_tables + more + n_scatter_inputs
         if len(inputs) != expected:
             raise TypeError(f"{self}: takes {expected} inputs, got {len(inputs)}")
-        loop, tables, scatters = self.split_inputs(inputs)
-        if any(v.type.ndim != 1 for v in inputs):
-            raise TypeError(f"{self}: every input must be 1-d, got {[str(i.type) for i in inputs]}")
-        for v in [i for i, g in zip(loop, self.gathered) if g] + [idx for _, idx in scatters]:
-            if np.dtype(v.type.dtype).kind not in "iu":
-                raise TypeError(f"{self}: index arrays must be integers, got {v.type}")
-        table_of = iter(tables)
-        dtypes = tuple(next(table_of).type.dtype if g else v.type.dtype for v, g in zip(loop, self.gathered))
+        loop, gathers, scatters = self.split_inputs(inputs)
+        indexed = [(table, idxs) for table, idxs in gathers + scatters]
+        vectors = loop + [i for _, idxs in indexed for i in idxs]
+        if any(v.type.ndim != 1 for v in vectors):
+            raise TypeError(
+                f"{self}: every input must be 1-d but the tables and scatter bases (one axis per index array), "
+                f"got {[str(v.type) for v in vectors]}"
+            )
+        for table, idxs in indexed:
+            if table.type.ndim != len(idxs):
+                raise TypeError(f"{self}: {len(idxs)} index arrays into a {table.type.ndim}-d array {table.type}")
+            for v in idxs:
+                if np.dtype(v.type.dtype).kind not in "iu":
+                    raise TypeError(f"{self}: index arrays must be integers, got {v.type}")
+            if len({v.type.shape[0] == 1 for v in idxs}) > 1:
+                raise TypeError(
+                    f"{self}: index arrays into one array broadcast alike, got {[str(v.type) for v in idxs]}"
+                )
+        table_of = iter(gathers)
+        dtypes = tuple(next(table_of)[0].type.dtype if g else v.type.dtype for v, g in zip(loop, self.gathered))
         if dtypes != tuple(self.scalar_op.in_dtypes):
             raise TypeError(f"{self}: expected loop input dtypes {self.scalar_op.in_dtypes}, got {dtypes}")
         sizes = {v.type.shape[0] for v in loop} - {None, 1}
@@ -217,27 +257,34 @@ class IndexedLoop(Op):
         return build(self, inputs, out_dtypes)
 
     def infer_shape(self, inputs, input_shapes):
-        loop_inputs = inputs[: self.scalar_op.nin]
-        known = [sh[0] for sh, v in zip(input_shapes, loop_inputs) if v.type.shape[0] != 1]
+        nin = self.scalar_op.nin
+        known = [sh[0] for sh, v in zip(input_shapes[:nin], inputs[:nin]) if v.type.shape[0] != 1]
         n = known[0] if known else 1
-        base_shapes = iter(input_shapes[self.scalar_op.nin + self.n_tables :: 2])
+        shape_of_input = dict(zip(map(id, inputs), input_shapes))
+        bases = iter(self.split_inputs(inputs)[2])
         shapes = []
         for _, kind, _ in self.results:
-            shapes.append((n,) if kind == "full" else () if kind == "reduce" else next(base_shapes))
+            shapes.append((n,) if kind == "full" else () if kind == "reduce" else shape_of_input[id(next(bases)[0])])
         return shapes
 
     def perform(self, node, inputs):
-        loop, tables, scatters = self.split_inputs(inputs)
+        loop, gathers, scatters = self.split_inputs(inputs)
         loop_vars = node.inputs[: self.scalar_op.nin]
         lengths = {len(v) for v, var in zip(loop, loop_vars) if var.type.shape[0] != 1}
         if len(lengths) > 1:
             raise ShapeError(
                 f"{self}: the loop inputs have lengths {sorted(lengths)}; only inputs of static length 1 broadcast"
             )
-        table_of = iter(tables)
-        values = [_take(next(table_of), v) if g else v for v, g in zip(loop, self.gathered)]
-        full = self.scalar_op.impl(*values)
         n = lengths.pop() if lengths else 1
+        for _, idxs in gathers:
+            if len({len(i) for i in idxs}) > 1:  # NumPy's error: the index arrays do not broadcast together
+                raise IndexError(
+                    f"{self}: shape mismatch: indexing arrays could not be broadcast together with lengths "
+                    f"{[len(i) for i in idxs]}"
+                )
+        table_of = iter(gathers)
+        values = [_take(*next(table_of), n) if g else v for v, g in zip(loop, self.gathered)]
+        full = self.scalar_op.impl(*values)
         full = [np.broadcast_to(f, (n,)) for f in full]
         scatter_of = iter(scatters)
         outs = []
@@ -247,11 +294,11 @@ class IndexedLoop(Op):
             elif kind == "reduce":
                 outs.append(np.asarray(REDUCERS[reducer](full[out]), dtype=var.type.dtype))
             else:
-                base, idx = next(scatter_of)
-                if len(idx) != n:
-                    raise ShapeError(f"{self}: a scatter index array has length {len(idx)}, the loop {n}")
+                base, idxs = next(scatter_of)
+                if any(len(idx) != n for idx in idxs):
+                    raise ShapeError(f"{self}: a scatter index array has length {len(idxs[0])}, the loop {n}")
                 result = base.copy()
-                np.add.at(result, _positions(idx, len(base)), full[out])
+                np.add.at(result, _key(base, idxs), full[out])
                 outs.append(result)
         return outs
 
@@ -263,9 +310,14 @@ class IndexedLoop(Op):
 
     def unfused(self, inputs):
         """The outputs rebuilt from primitive ops (gathers, Elemwise, CAReduce, AdvancedIncSubtensor)."""
-        loop, tables, scatters = self.split_inputs(inputs)
-        table_of = iter(tables)
-        values = [AdvancedSubtensor((ARRAY,))(next(table_of), v) if g else v for v, g in zip(loop, self.gathered)]
+        loop, gathers, scatters = self.split_inputs(inputs)
+        table_of = iter(gathers)
+        values = []
+        for v, g in zip(loop, self.gathered):
+            if g:
+                table, idxs = next(table_of)
+                v = AdvancedSubtensor((ARRAY,) * len(idxs))(table, *idxs)
+            values.append(v)
         full = self.elemwise(*values)
         full = full if isinstance(full, (list, tuple)) else [full]
         scatter_of = iter(scatters)
@@ -276,8 +328,8 @@ class IndexedLoop(Op):
             elif kind == "reduce":
                 outs.append(CAReduce(reducer, (0,))(full[out]))
             else:
-                base, idx = next(scatter_of)
-                outs.append(AdvancedIncSubtensor((ARRAY,), "inc")(base, full[out], idx))
+                base, idxs = next(scatter_of)
+                outs.append(AdvancedIncSubtensor((ARRAY,) * len(idxs), "inc")(base, full[out], *idxs))
         return outs
 
     @property
@@ -285,8 +337,11 @@ class IndexedLoop(Op):
         return Elemwise(self.scalar_op)
 
     def __str__(self):
-        kinds = ", ".join(f"{kind}{'[' + r + ']' if r else ''}(o{out})" for out, kind, r in self.results)
-        return f"indexed_loop{{{kinds}}}({self.scalar_op})"
+        kinds = ", ".join(
+            f"{kind}{'[' + str(r) + ']' if r and r != 1 else ''}(o{out})" for out, kind, r in self.results
+        )
+        gathers = "" if all(int(g) <= 1 for g in self.gathered) else f"gather={[int(g) for g in self.gathered]}, "
+        return f"indexed_loop{{{gathers}{kinds}}}({self.scalar_op})"
 
 
 def _positions(idx, n, axis=0):
@@ -298,8 +353,14 @@ def _positions(idx, n, axis=0):
     return np.where(idx < 0, idx + n, idx)
 
 
-def _take(table, idx):
-    return table[_positions(idx, len(table))]
+def _key(table, idxs):
+    """The NumPy key reading `table` at the checked positions of one index array per axis."""
+    return tuple(_positions(idx, table.shape[a], a) for a, idx in enumerate(idxs))
+
+
+def _take(table, idxs, n):
+    """`table[idxs[0][j], idxs[1][j], ...]` for j < n (index arrays of static length 1 broadcast)."""
+    return table[tuple(np.broadcast_to(p, (n,)) if len(p) == 1 else p for p in _key(table, idxs))]
 
 
 @dataclass(frozen=True)

@@ -18,19 +18,21 @@ def _careduce_elemwise(op, node):
 
 @numba_kernel.register(IndexedLoop)
 def _indexed_loop(op, node):
-    loop_inputs, tables, scatters = op.split_inputs(node.inputs)
-    table_of = dict(zip([v for v, g in enumerate(op.gathered) if g], tables))
+    loop_inputs, gathers, scatters = op.split_inputs(node.inputs)
+    gather_of = dict(zip([v for v, g in enumerate(op.gathered) if g], gathers))
     sinks, scatter_at, scatter_of = [], {}, iter(scatters)
     for k, ((out, kind, reducer), o) in enumerate(zip(op.results, node.outputs)):
         dtype = o.type.dtype
-        sinks.append(
-            (out, None if kind == "full" else (reducer, (0,), dtype) if kind == "reduce" else ("scatter", dtype))
-        )
-        if kind == "scatter":  # the same index array into a table of the same static length: one check
-            base, idx = next(scatter_of)
-            for v, table in table_of.items():
-                if loop_inputs[v] is idx and table.type.shape[0] is not None and table.type.shape == base.type.shape:
+        if kind == "scatter":
+            base, idxs = next(scatter_of)
+            sinks.append((out, ("scatter", dtype, len(idxs))))
+            # the same index arrays into a table of the same static shape: one check per position
+            for v, (table, table_idxs) in gather_of.items():
+                static = None not in table.type.shape and table.type.shape == base.type.shape
+                if static and len(idxs) == len(table_idxs) and all(a is b for a, b in zip(idxs, table_idxs)):
                     scatter_at[k] = v
+        else:
+            sinks.append((out, None if kind == "full" else (reducer, (0,), dtype)))
     return print_loop(
         op,
         loop_inputs,
@@ -39,6 +41,7 @@ def _indexed_loop(op, node):
         gathered=tuple(0 if g else None for g in op.gathered),
         scatter_at=scatter_at,
         reciprocals=True,
+        more_indices={v: int(g) - 1 for v, g in enumerate(op.gathered) if int(g) > 1},
     )
 
 

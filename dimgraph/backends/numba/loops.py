@@ -95,7 +95,15 @@ def guard_lines(checks, indent) -> list:
 
 
 def loop_kernel(
-    in_bcast, in_dtypes, steps, outputs, op_name="Elemwise", gathered=None, scatter_at=None, reciprocals=False
+    in_bcast,
+    in_dtypes,
+    steps,
+    outputs,
+    op_name="Elemwise",
+    gathered=None,
+    scatter_at=None,
+    reciprocals=False,
+    more_indices=None,
 ) -> str:
     """Source of `def kernel(x0, x1, ...)` computing `steps` over inputs with broadcast patterns.
 
@@ -103,20 +111,24 @@ def loop_kernel(
     steps: flat scalar steps `(scalar_op, refs)`, refs < nin naming inputs.
     outputs: per output `(ref, None)` for an elementwise result,
         `(ref, (reducer, axes, dtype))` for a reduction of that value over `axes`, or
-        (1-d loops) `(ref, ("scatter", dtype))`: arguments `b{k}, i{k}` give a base
-        array and an index array, and the output is `b{k}` with `b{k}[i{k}[j]] += value`.
+        (1-d loops) `(ref, ("scatter", dtype))` or `(ref, ("scatter", dtype, n))`: arguments
+        `b{k}, i{k}` (and `i{k}_1 .. i{k}_{n-1}`) give a base array and one index array per axis
+        of it, and the output is `b{k}` with `b{k}[i{k}[j], i{k}_1[j], ...] += value`.
     gathered: per input None, or the axis `a` along which it is read through the 1-d index
         array `x{v}` from a table `t{v}` (arguments after the inputs): the loop reads `t{v}` at
         its position with `j{a}` replaced by `x{v}[j{a}]` (IndexedLoop, GatherElemwise); the
         input's broadcast pattern is the table's with the index array's on axis `a`. Each
         index value is checked once: in the loop over axis 0 (`k{v}`), or for an inner axis
         into a small array of positions (`kp{v}`) before the loops.
-    scatter_at: {scatter output k: gathered input v} where `i{k}` is `x{v}` and the base has
-        the table's length, so the position checked for the read serves the write too.
+    scatter_at: {scatter output k: gathered input v} where `i{k}` is `x{v}` (and so on per axis)
+        and the base has the table's shape, so the positions checked for the read serve the write too.
+    more_indices: (1-d loops) {gathered input v: m} where the table `t{v}` has 1 + m axes, read at
+        `t{v}[x{v}[j], x{v}_1[j], ..., x{v}_m[j]]` (arguments after the tables, in input order).
     reciprocals: print divisions by loop-invariant values as products (see below).
     """
     nin = len(in_bcast)
     gathered = gathered or (None,) * nin
+    more_indices = more_indices or {}
     used = {r for _, refs in steps for r in refs} | {ref for ref, _ in outputs}
     scatter_at = {k: v for k, v in (scatter_at or {}).items() if v in used}
     if len(op_name) > 60:
@@ -164,11 +176,16 @@ def loop_kernel(
 
     src = _Src()
     args = [f"x{k}" for k in range(nin)] + [f"t{k}" for k in range(nin) if gathered[k] is not None]
-    args += [a for k, (_, red) in enumerate(outputs) if _is_scatter(red) for a in (f"b{k}", f"i{k}")]
+    args += [f"x{v}_{a}" for v, m in sorted(more_indices.items()) for a in range(1, m + 1)]
+    for k, (_, red) in enumerate(outputs):
+        if _is_scatter(red):
+            args += [f"b{k}", f"i{k}"] + [f"i{k}_{a}" for a in range(1, _scatter_axes(red))]
     src.lines.append(f"def kernel({', '.join(args)}):")
     for k in range(nin):
         if gathered[k] is not None:
             src(f"tn{k} = t{k}.shape[{gathered[k]}]")
+        for a in range(1, more_indices.get(k, 0) + 1):
+            src(f"tn{k}_{a} = t{k}.shape[{a}]")
 
     def size(k, ax):
         if gathered[k] is None:
@@ -182,10 +199,17 @@ def loop_kernel(
         src(f"n{ax} = {size(owners[0], ax)}" if owners else f"n{ax} = 1")
         message = mismatch_message(op_name, f"axis {ax}")
         checks += [(f"{size(k, ax)} != n{ax}", f"raise ShapeError({message!r})") for k in owners[1:]]
+    for v, m in sorted(more_indices.items()):
+        if not in_bcast[v][0]:
+            message = op_name + ": shape mismatch: indexing arrays could not be broadcast together"
+            checks += [
+                (f"x{v}_{a}.shape[0] != x{v}.shape[0]", f"raise IndexError({message!r})") for a in range(1, m + 1)
+            ]
     for k, (ref, red) in enumerate(outputs):
         if _is_scatter(red):
             message = op_name + ": a scatter index array and the loop differ in length"
-            checks.append((f"i{k}.shape[0] != n0", f"raise ShapeError({message!r})"))
+            names_k = [f"i{k}"] + [f"i{k}_{a}" for a in range(1, _scatter_axes(red))]
+            checks += [(f"{i}.shape[0] != n0", f"raise ShapeError({message!r})") for i in names_k]
         elif red is not None and red[0] in ("maximum", "minimum") and red[1]:
             message = f"zero-size array to reduction operation {red[0]} which has no identity"
             checks += [(f"n{a} == 0", f"raise ValueError({message!r})") for a in red[1]]
@@ -209,6 +233,8 @@ def loop_kernel(
             return f"{'x' if v < nin else 'p'}{v}.item()"
         if v < nin and gathered[v] is not None:  # the table at the checked position
             g = gathered[v]
+            if v in more_indices:  # one checked position per axis of the table
+                return f"t{v}" + _idx([f"k{v}"] + [f"k{v}_{a}" for a in range(1, more_indices[v] + 1)])
             at = f"k{v}" if inline[v] else f"kp{v}[j{g}]"
             return f"t{v}" + _idx([at if a == g else "0" if in_bcast[v][a] else f"j{a}" for a in range(ndim)])
         if v < nin:
@@ -249,6 +275,8 @@ def loop_kernel(
         def position(v):
             at = "0" if in_bcast[v][gathered[v]] else f"j{gathered[v]}"
             src(f"k{v} = rt_views.check_index(x{v}[{at}], tn{v}, {gathered[v]})")
+            for a in range(1, more_indices.get(v, 0) + 1):
+                src(f"k{v}_{a} = rt_views.check_index(x{v}_{a}[{at}], tn{v}_{a}, {a})")
 
         def values(d, expr_of):
             for v in positions[d]:
@@ -351,8 +379,9 @@ def loop_kernel(
             src(f"o{k} = np.empty({shape_of(range(ndim))}, dtype={np_type(dtypes[ref])})")
         elif _is_scatter(red):
             src(f"o{k} = b{k}.copy()")
-            if k not in scatter_at:  # else the write reuses the gather's checked position
-                src(f"on{k} = o{k}.shape[0]")
+            if k not in scatter_at:  # else the write reuses the gather's checked positions
+                for a in range(_scatter_axes(red)):
+                    src(f"on{k}{'_' + str(a) if a else ''} = o{k}.shape[{a}]")
         else:
             reducer, r_axes, out_dtype = red
             kept = [a for a in range(ndim) if a not in r_axes]
@@ -374,7 +403,14 @@ def loop_kernel(
             if _is_scatter(red):
                 if when == "inner":
                     val = _cast_expr(names[ref], dtypes[ref], red[1])
-                    at = f"k{scatter_at[k]}" if k in scatter_at else f"rt_views.check_index(i{k}[j0], on{k}, 0)"
+                    if k in scatter_at:
+                        v = scatter_at[k]
+                        at = ", ".join([f"k{v}"] + [f"k{v}_{a}" for a in range(1, more_indices.get(v, 0) + 1)])
+                    else:
+                        at = ", ".join(
+                            f"rt_views.check_index(i{k}{suffix}[j0], on{k}{suffix}, {a})"
+                            for a, suffix in enumerate([""] + [f"_{a}" for a in range(1, _scatter_axes(red))])
+                        )
                     src(f"o{k}[{at}] += {val}")
                 continue
             reducer, r_axes, out_dtype = red
@@ -458,6 +494,11 @@ def _normal_range(dtype):
 
 def _is_scatter(red):
     return red is not None and red[0] == "scatter"
+
+
+def _scatter_axes(red):
+    """How many axes of its base a scatter sink indexes (one index array each)."""
+    return red[2] if len(red) > 2 else 1
 
 
 def _suffix(r_axes, ndim):

@@ -62,12 +62,13 @@ def split_of(node) -> Split | None:
     if work is not None and work < MIN_WORK:
         return None
     if isinstance(op, IndexedLoop):
-        loop, tables, scatters = op.split_inputs(node.inputs)
-        cut = [v.type.shape[0] != 1 for v in loop] + [False] * len(tables)
+        loop, gathers, scatters = op.split_inputs(node.inputs)
+        cut = [v.type.shape[0] != 1 for v in loop] + [False] * len(gathers)
+        cut += [i.type.shape[0] != 1 for _, idxs in gathers for i in idxs[1:]]
         base = [False] * len(cut)
-        for _ in scatters:
-            cut += [False, True]
-            base += [True, False]
+        for _, idxs in scatters:
+            cut += [False] + [True] * len(idxs)
+            base += [True] + [False] * len(idxs)
         combine = tuple(
             "rows" if kind == "full" else reducer if kind == "reduce" else "scatter" for _, kind, reducer in op.results
         )

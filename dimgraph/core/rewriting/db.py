@@ -16,6 +16,7 @@ from dimgraph.core.rewriting.control import CONTROL_CANONICALIZE, INNER, LOOP_FU
 from dimgraph.core.rewriting.engine import GlobalPhase, GraphRewriter, LocalPhase
 from dimgraph.core.rewriting.fusion import elemwise_fusion, fuse_gathers, fuse_indexed_loops, fuse_reduce
 from dimgraph.core.rewriting.merge import merge_graph
+from dimgraph.core.rewriting.selections import SELECTIONS
 from dimgraph.core.rewriting.stabilize import STABILIZE
 
 MERGE = GraphRewriter("merge", merge_graph, tags=("merge",))
@@ -23,8 +24,9 @@ MERGE = GraphRewriter("merge", merge_graph, tags=("merge",))
 PHASES = [
     GlobalPhase("merge", [MERGE]),  # equal subgraphs -> one (linear, by structural key)
     # neutral elements, folding, useless ops, static shapes; Scan -> Loop, loop-invariant code motion;
-    # a Blockwise without batch axes -> its core op
-    LocalPhase("canonicalize", CANONICALIZE + CONTROL_CANONICALIZE + [blockwise_without_batch]),
+    # a Blockwise without batch axes -> its core op; reads of a few entries moved onto the arrays they
+    # select from, and their gradients' scatters split per column (no zeros of the whole shape)
+    LocalPhase("canonicalize", CANONICALIZE + CONTROL_CANONICALIZE + [blockwise_without_batch] + SELECTIONS),
     LocalPhase("stabilize", STABILIZE),  # log1p, expm1, log-sigmoid, logsumexp, softmax
     LocalPhase("specialize", SPECIALIZE),  # cheaper equivalents (x**2 -> sqr)
     GlobalPhase(

@@ -41,10 +41,21 @@ MAX_STREAMS = 6
 
 
 def _streams(variables, fgraph=None):
-    """How many of `variables` are arrays a loop reads or writes element by element."""
-    return sum(
-        any(s != 1 for s in v.type.shape) and not (fgraph is not None and _accumulated(fgraph, v)) for v in variables
-    )
+    """How many of `variables` are arrays a loop reads or writes element by element.
+
+    Gathers `table[idx]` through the same index arrays are one stream: the loop reads them
+    in place (`fuse_indexed_loops`), the index arrays element by element, the tables at random.
+    """
+    keys = set()
+    for v in variables:
+        if all(s == 1 for s in v.type.shape) or (fgraph is not None and _accumulated(fgraph, v)):
+            continue
+        g = v.owner
+        if g is not None and type(g.op) is AdvancedSubtensor and _point_index(g.op.index, g.inputs[0], g.inputs[1:]):
+            keys.add(tuple(id(i) for i in g.inputs[1:]))
+        else:
+            keys.add(id(v))
+    return len(keys)
 
 
 def _accumulated(fgraph, v):
@@ -322,37 +333,50 @@ def _int_vector(v):
     return v.type.ndim == 1 and v.type.dtype[0] in "iu"
 
 
+def _point_index(index, array, idxs):
+    """Whether `array[index]` with `idxs` reads one element per loop step: one 1-d integer array per axis,
+    all of static length 1 or none (`cell[batch_idx, machine_idx]`)."""
+    return (
+        index == (ARRAY,) * array.type.ndim
+        and all(_int_vector(i) for i in idxs)
+        and len({i.type.shape[0] == 1 for i in idxs}) == 1
+    )
+
+
 def _gather_of(fgraph, e, var):
-    """(table, idx) when `var` is `table[idx]` (1-d, one index array) read only by `e`, else None."""
+    """(table, index arrays) when `var` is `table[i1, ..., in]` (one 1-d index array per axis) read only
+    by `e`, else None."""
     g = var.owner
-    if g is None or type(g.op) is not AdvancedSubtensor or g.op.index != (ARRAY,):
+    if g is None or type(g.op) is not AdvancedSubtensor:
         return None
-    table, idx = g.inputs
-    if table.type.ndim != 1 or not _int_vector(idx):
+    table, *idxs = g.inputs
+    if not _point_index(g.op.index, table, idxs):
         return None
     if any(c is not e for c, _ in _clients(fgraph, var)):
         return None
-    return table, idx
+    return table, tuple(idxs)
 
 
 def _scatter_of(client, pos, value):
-    """(base, idx) when `client` is `base[idx] += value` over a 1-d base, value at input `pos`, else None."""
+    """(base, index arrays) when `client` is `base[i1, ..., in] += value` (one 1-d index array per axis of
+    the base), value at input `pos`, else None."""
     op = client.op
-    if type(op) is not AdvancedIncSubtensor or op.index != (ARRAY,) or op.mode != "inc" or pos != 1:
+    if type(op) is not AdvancedIncSubtensor or op.mode != "inc" or pos != 1:
         return None
-    base, _, idx = client.inputs
-    if base.type.ndim != 1 or not _int_vector(idx):
+    base, _, *idxs = client.inputs
+    if not _point_index(op.index, base, idxs):
         return None
-    if value.type.shape[0] == 1 and idx.type.shape[0] != 1:  # a broadcast value: not one per loop step
+    if value.type.shape[0] == 1 and idxs[0].type.shape[0] != 1:  # a broadcast value: not one per loop step
         return None
-    return base, idx
+    return base, tuple(idxs)
 
 
 def fuse_indexed_loops(fgraph, ctx, rewriter):
     """A 1-d Elemwise with gathered inputs or scatter-add clients -> one IndexedLoop, no temporaries.
 
     `mu[g] + beta * x` read by sums and by the gradient's `zeros[g] += w` becomes
-    one pass over the observations: the gather is folded into the loop's reads,
+    one pass over the observations (so does `cell[b, k]`, one index array per axis of
+    an n-d table, and its gradient's `zeros[b, k] += w`): the gather is folded into the loop's reads,
     each sum into an accumulator, each scatter-add into an indexed update; an
     output also read elsewhere is still written in full. A scatter whose base or
     index depends on the loop itself stays outside (no cycle).
@@ -373,9 +397,10 @@ def fuse_indexed_loops(fgraph, ctx, rewriter):
                     replaced.append(client.outputs[0])
                     forbidden.add(client)
                 elif (scatter := _scatter_of(client, pos, o)) is not None:
-                    results.append((k, "scatter", None))
+                    base, idxs = scatter
+                    results.append((k, "scatter", None if len(idxs) == 1 else len(idxs)))
                     replaced.append(client.outputs[0])
-                    scatter_inputs.extend(scatter)
+                    scatter_inputs.extend([base, *idxs])
                     forbidden.add(client)
                 else:
                     full = True
@@ -387,10 +412,12 @@ def fuse_indexed_loops(fgraph, ctx, rewriter):
             continue
         if has_scatter and any(v.owner in forbidden for v in ancestors(scatter_inputs)):
             continue
-        loop_inputs = [g[1] if g else i for i, g in zip(e.inputs, gathers)]
+        loop_inputs = [g[1][0] if g else i for i, g in zip(e.inputs, gathers)]
         tables = [g[0] for g in gathers if g]
-        op = IndexedLoop(_as_composite(e), tuple(g is not None for g in gathers), tuple(results))
-        new = op.make_node(*loop_inputs, *tables, *scatter_inputs).outputs
+        more = [i for g in gathers if g for i in g[1][1:]]
+        counts = tuple(False if g is None else True if len(g[1]) == 1 else len(g[1]) for g in gathers)
+        op = IndexedLoop(_as_composite(e), counts, tuple(results))
+        new = op.make_node(*loop_inputs, *tables, *more, *scatter_inputs).outputs
         if any(old.type != n.type for old, n in zip(replaced, new)):
             continue
         ctx.replace(rewriter, e, list(zip(replaced, new)))

@@ -233,3 +233,89 @@ def test_bad_construction_is_refused():
         )
     with pytest.raises(TypeError, match="index arrays must be integers"):
         IndexedLoop(sq, gathered=(True,), results=((0, "full", None),))(dg.vector("i"), dg.vector("t"))
+
+
+# -- one index array per axis of an n-d table: cell[b, k] and its gradient's zeros[b, k] += w
+
+
+def _two_index_model():
+    """`c[b, k] * x + 1` summed, and its gradient with respect to the (rows, cols) table."""
+    c = dg.tensor("c", shape=(None, None))
+    x = dg.vector("x")
+    b = dg.tensor("b", shape=(None,), dtype="int64")
+    k = dg.tensor("k", shape=(None,), dtype="int64")
+    v = c[b, k] * x + 1
+    cost = (v * v).sum()
+    return [c, x, b, k], [cost, *dg.grad(cost, [c, x])]
+
+
+_TWO_INDEX = {}
+
+
+def two_index(backend):
+    if backend not in _TWO_INDEX:
+        inputs, outputs = _two_index_model()
+        _TWO_INDEX[backend] = dg.function(inputs, outputs, backend=backend)
+    return _TWO_INDEX[backend]
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # backend: a constant
+@given(rows=st.integers(1, 4), cols=st.integers(1, 4), n=st.integers(0, 9), seed=st.integers(0, 2**16))
+def test_two_index_gather_and_scatter_match_numpy(backend, rows, cols, n, seed):
+    rng = np.random.default_rng(seed)
+    c, x = rng.normal(size=(rows, cols)), rng.normal(size=n)
+    b = rng.integers(-rows, rows, size=n)  # negatives count from the end, repeats accumulate
+    k = rng.integers(-cols, cols, size=n)
+    cost, dc, dx = two_index(backend)(c, x, b, k)
+    v = c[b, k] * x + 1
+    expected_dc = np.zeros_like(c)
+    np.add.at(expected_dc, (b, k), 2 * v * x)
+    np.testing.assert_allclose(cost, (v * v).sum(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dc, expected_dc, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dx, 2 * v * c[b, k], rtol=1e-12, atol=1e-12)
+
+
+def test_two_index_gather_is_read_in_place_on_numba():
+    """The gather and its gradient's scatter are the loop's reads and writes: no (obs,) temporary."""
+    f = two_index("numba")
+    (loop,) = ops(f, IndexedLoop)
+    assert 2 in loop.op.gathered and (0, "scatter", 2) in [(0, kind, n) for _, kind, n in loop.op.results]
+    assert not ops(f, AdvancedSubtensor) and not ops(f, AdvancedIncSubtensor)
+
+
+def test_two_index_gradient_matches_finite_differences():
+    b, k = np.array([1, -1, 0, 1, 0]), np.array([2, 0, -3, 2, 1])
+
+    def fn(c, x):
+        v = c[dg.core.constant(b), dg.core.constant(k)] * x
+        return (dg.sin(v) + v * v).sum()
+
+    rng = np.random.default_rng(2)
+    verify_grad(fn, [rng.normal(size=(2, 3)), rng.normal(size=5)], backend="numba")
+
+
+def test_two_index_out_of_range_and_length_mismatch_raise(backend):
+    f = two_index(backend)
+    c, x = np.ones((2, 3)), np.ones(2)
+    for b, k in (([0, 2], [0, 0]), ([0, -3], [0, 0]), ([0, 0], [3, 0]), ([0, 0], [0, -4])):
+        with pytest.raises(IndexError):
+            f(c, x, np.array(b), np.array(k))
+    with pytest.raises(IndexError, match="could not be broadcast together"):  # NumPy's error
+        f(c, x, np.array([0, 1]), np.array([0, 1, 2]))
+    with pytest.raises(dg.ShapeError):  # the indices and the loop's other inputs differ in length
+        f(c, np.ones(3), np.array([0, 1]), np.array([0, 1]))
+
+
+def test_a_hand_built_two_index_loop_runs_on_every_backend(backend):
+    """The op's own doctest form: a (2, 2) table read and scattered at (rows[j], cols[j])."""
+    double = Composite(in_dtypes=("float64",), steps=((ScalarOp("add"), (0, 0)),), outs=(1,))
+    loop = IndexedLoop(double, gathered=(2,), results=((0, "reduce", "add"), (0, "scatter", 2)))
+    cell = dg.matrix("cell")
+    rows, cols = (dg.tensor(n, shape=(None,), dtype="int64") for n in ("rows", "cols"))
+    f = dg.function([cell, rows, cols], loop(rows, cell, cols, dg.core.zeros((2, 2)), rows, cols), backend=backend)
+    total, scattered = f(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1, -1, 0]), np.array([0, 1, 1]))
+    assert float(total) == 2 * (3.0 + 4.0 + 2.0) and scattered.tolist() == [[0.0, 4.0], [6.0, 8.0]]
+    with pytest.raises(TypeError, match="2 index arrays into a 1-d array"):
+        loop(rows, dg.vector("t"), cols, dg.core.zeros((2, 2)), rows, cols)
+    with pytest.raises(TypeError, match="broadcast alike"):
+        loop(rows, cell, dg.tensor("one", shape=(1,), dtype="int64"), dg.core.zeros((2, 2)), rows, cols)

@@ -85,6 +85,7 @@ def test_every_rule_has_a_test():
         "gather_fusion",  # tests/core/rewriting/test_gather_fusion.py
         "blockwise_without_batch",  # tests/core/test_matrix.py
         "scatter_into_sum",  # tests/core/rewriting/test_scatter_into_sum.py
+        "subtensor_of_transpose", "subtensor_of_gather", "scatter_by_columns",  # tests/core/rewriting/test_selections.py
         # tests/core/test_control.py
         "scan_to_loop", "loop_dead_inputs", "loop_constant_states", "loop_invariant_code_motion", "inline_op_from_graph", "inner_graph_rewrite",
         "loop_forward_accumulation", "loop_inline_constants", "loop_hoist_accumulated_constants", "loop_fusion",
