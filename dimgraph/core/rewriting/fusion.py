@@ -423,7 +423,7 @@ def fuse_indexed_loops(fgraph, ctx, rewriter):
         ctx.replace(rewriter, e, list(zip(replaced, new)))
 
 
-def _axis_gather_of(var):
+def axis_gather_of(var):
     """(table, idx, axis) when `var` is `table[:, ..., idx]`: one 1-d integer array along `axis`, else None."""
     g = var.owner
     if g is None or type(g.op) is not AdvancedSubtensor or g.op.index.count(ARRAY) != 1:
@@ -456,7 +456,7 @@ def fuse_gathers(fgraph, ctx, rewriter):
             sop, reducer, axis = op.scalar_op, op.reducer, tuple(op.axis)
         else:
             continue
-        gathers = [_axis_gather_of(i) for i in node.inputs]
+        gathers = [axis_gather_of(i) for i in node.inputs]
         if not any(gathers):
             continue
         loop_inputs = [g[1] if g else i for i, g in zip(node.inputs, gathers)]

@@ -24,6 +24,7 @@ from dimgraph.core.elemwise import DimShuffle
 from dimgraph.core.graph import Constant
 from dimgraph.core.join import Join
 from dimgraph.core.rewriting.engine import node_rewriter
+from dimgraph.core.rewriting.fusion import axis_gather_of
 from dimgraph.core.shape import ShapeI, to_static
 from dimgraph.core.shape_ops import Alloc
 from dimgraph.core.subtensor import (
@@ -81,20 +82,6 @@ def subtensor_of_transpose(fgraph, node):
     return out if out.type == node.outputs[0].type else None
 
 
-def _one_array_gather(var):
-    """(table, idx, axis) when `var` is `table[:, ..., idx, ...]` with one 1-d integer array, else None."""
-    g = var.owner
-    if g is None or type(g.op) is not AdvancedSubtensor or g.op.index.count(ARRAY) != 1:
-        return None
-    axis = g.op.index.index(ARRAY)
-    if any(e != FULL_SLICE for e in g.op.index if e != ARRAY):
-        return None
-    table, idx = g.inputs
-    if idx.type.ndim != 1 or idx.type.dtype[0] not in "iu":
-        return None
-    return table, idx, axis
-
-
 def _only_selected(fgraph, var):
     """Whether every reader of `var` is a basic read or a transpose read only by basic reads."""
     for client, _ in fgraph.clients.get(var, {}):
@@ -114,7 +101,7 @@ def subtensor_of_gather(fgraph, node):
 
     Only when every reader of the gather selects from it: then the gather itself goes away.
     """
-    found = _one_array_gather(node.inputs[0])
+    found = axis_gather_of(node.inputs[0])
     if found is None or not _constant_entries(node) or not _only_selected(fgraph, node.inputs[0]):
         return None
     table, idx, axis = found
