@@ -106,13 +106,12 @@ def _inc_subtensor(op, node):
         body.append(f"    {item} {sym} v[()]")  # a single element
     else:
         body.append(f"    sel = {item}")
-        offset = f"sel.ndim - {len(v_shape)}"
+        off = sel_ndim - len(v_shape)  # the value's axes are the selection's last ones
         for k, size in enumerate(v_shape):
             if size is None:  # as the python backend: only a static size 1 broadcasts
                 message = mismatch_message(str(op), f"axis {k} of the value", where="from the selection's")
-                body.append(f"    if v.shape[{k}] != sel.shape[{offset} + {k}]:")
+                body.append(f"    if v.shape[{k}] != sel.shape[{off + k}]:")
                 body.append(f"        raise ShapeError({message!r})")
-        off = sel_ndim - len(v_shape)
         read = ", ".join("0" if size == 1 else f"j{off + k}" for k, size in enumerate(v_shape))
         body += copy_lines("sel", "v", sel_ndim, src_at=read, assign=sym)
     body.append("    return out")
