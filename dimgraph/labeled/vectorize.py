@@ -120,17 +120,18 @@ def vectorize_graph(outputs, replace, aligned=()):
     names = {d.name for d in batch}
     _check_batch_names_are_new(outs, replace, names - {getattr(d, "name", d) for d in aligned})
 
-    given, rescanned = dict(replace), {}
+    given, rebuilt = dict(replace), {}
 
-    def rescan(results_of):
-        """A labeled scan's results rebuilt on the batched values, by name (`results_of` is kept on each result
-        by `dg.scan`), once for all its results; None where it cannot be (then its loop is vectorized as is)."""
-        scan_, k = results_of
-        if id(scan_) not in rescanned:
-            rescanned[id(scan_)] = scan_.vectorized(
+    def rebuild_loop(results_of):
+        """A labeled loop's results rebuilt on the batched values, by name (`results_of` is kept on each result
+        by `dg.scan` and `dg.while_loop`), once for all its results; None where it cannot be (then its loop is
+        vectorized as is)."""
+        loop, k = results_of
+        if id(loop) not in rebuilt:
+            rebuilt[id(loop)] = loop.vectorized(
                 lambda values, more={}: vectorize_graph(list(values), {**given, **more}, aligned), list(given.values())
             )
-        results = rescanned[id(scan_)]
+        results = rebuilt[id(loop)]
         return None if results is None else [results[k]]
 
     def rule(node, ins):
@@ -139,10 +140,10 @@ def vectorize_graph(outputs, replace, aligned=()):
         if all(a is b for a, b in zip(ins, node.inputs)):
             return node.outputs
         op = node.op
-        if isinstance(op, FromPositional) and "labeled_scan" in node.outputs[0].tag:
-            rescanned_result = rescan(node.outputs[0].tag["labeled_scan"])
-            if rescanned_result is not None:
-                return rescanned_result
+        if isinstance(op, FromPositional) and "labeled_loop" in node.outputs[0].tag:
+            rebuilt_result = rebuild_loop(node.outputs[0].tag["labeled_loop"])
+            if rebuilt_result is not None:
+                return rebuilt_result
         if isinstance(op, ToPositional):
             (x,) = ins
             extra = [d for d in x.type.dims if d.name in names and d not in op.dims]

@@ -32,7 +32,7 @@ from dimgraph.errors import DimError, ShapeError
 from dimgraph.labeled.basic import constant as labeled_constant
 from dimgraph.labeled.basic import from_positional
 from dimgraph.labeled.dims import Dim, fmt_dims, resolve_dims
-from dimgraph.labeled.math import astype
+from dimgraph.labeled.math import astype, where
 from dimgraph.labeled.ops import is_labeled
 from dimgraph.labeled.shape import broadcast, broadcast_to_dims
 from dimgraph.labeled.type import LabeledType
@@ -261,31 +261,64 @@ def scan(step, init, sequences=None, n_steps=None, dim=None, name="scan"):
     return (finals[0], traces[0]) if single else (finals, traces)
 
 
-class _LabeledScan:
-    """What a labeled scan was built from (its step's labeled graph, its initial states and sequences), kept on
-    its results so `dg.vectorize_graph` rebuilds it by name on batched values.
+class _LabeledLoop:
+    """What a labeled loop was built from (its step's labeled graph, its initial states), kept on its results so
+    `dg.vectorize_graph` rebuilds it by name on batched values (`dg.scan`: `_LabeledScan`, `dg.while_loop`:
+    `_LabeledWhile`).
 
     The loop itself is positional: vectorized as such, a batch dim its states already have (the prior
     predictive's `draw`, aligned) would come back as one more leading axis ('draw' twice), and its closures'
     batch axes would meet the states' own axis of that dim as an outer product. Rebuilt from the labeled step,
-    every dim is matched by name, then the scan is lowered anew (a batch dim reaches a state once).
+    every dim is matched by name, then the loop is lowered anew (a batch dim reaches a state once).
     """
 
-    def __init__(self, placeholders, step_outputs, init, sequences, n_steps, dim, name):
-        self.placeholders, self.step_outputs = placeholders, step_outputs
-        self.init, self.sequences, self.n_steps, self.dim, self.name = init, sequences, n_steps, dim, name
+    def __init__(self, placeholders, step_outputs, init, name):
+        self.placeholders, self.step_outputs, self.init, self.name = placeholders, step_outputs, init, name
         self.results = []
 
     def keep_on(self, results):
         self.results = results
         for k, r in enumerate(results):
-            r.tag["labeled_scan"] = (self, k)
+            r.tag["labeled_loop"] = (self, k)
+
+    def _batched_step(self, vectorize, carriers, new_init, slices, extra_outputs=()):
+        """The stand-ins for the step's placeholders, its outputs and `extra_outputs` (graphs of the same
+        placeholders) on batched values, and the initial states. A state the batch reaches only through the step
+        (or through an extra output, which every state then carries) starts repeated over the batch dims it gains
+        (labeled by `carriers`, the batched values), found by stepping again until no state gains more."""
+        n_init = len(self.init)
+        while True:
+            stand_ins = [
+                p if is_rng_state(p) else LabeledType(p.type.dtype, v.type.dims).make_variable(name=p.name)
+                for p, v in zip(self.placeholders, new_init)
+            ] + slices
+            labeled = {p: q for p, q in zip(self.placeholders, stand_ins) if p is not q}
+            outputs = vectorize([*self.step_outputs, *extra_outputs], labeled)
+            step_outputs, extra = outputs[:n_init], outputs[n_init:]
+            every = tuple(d for e in extra for d in e.type.dims)
+            grown = [
+                (k, tuple(dict.fromkeys(d for d in (*o.type.dims, *every) if d not in v.type.dims)))
+                for k, (o, v) in enumerate(zip(step_outputs, new_init))
+                if not is_rng_state(v)
+            ]
+            grown = [(k, gained) for k, gained in grown if gained]
+            if not grown:
+                return stand_ins, step_outputs, extra, new_init
+            for k, gained in grown:
+                new_init[k] = broadcast_to_dims(new_init[k], gained + new_init[k].type.dims, like=carriers)
+
+
+class _LabeledScan(_LabeledLoop):
+    """A labeled `dg.scan`: also its sequences, step count and step dim."""
+
+    def __init__(self, placeholders, step_outputs, init, sequences, n_steps, dim, name):
+        super().__init__(placeholders, step_outputs, init, name)
+        self.sequences, self.n_steps, self.dim = sequences, n_steps, dim
 
     def vectorized(self, vectorize, carriers):
         """The results (finals, then traces) rebuilt on `vectorize(variables, more_replacements)` of the initial
         states, sequences and step; None where the step count gains dims (the positional loop takes a count per
-        entry). A state the batch reaches only through the step starts repeated over the batch dims it gains
-        (labeled by `carriers`, the batched values), found by stepping again until no state gains more."""
+        entry)."""
         counted = isinstance(self.n_steps, Variable)
         n_init = len(self.init)
         *new_values, n_steps = vectorize([*self.init, *self.sequences, *([self.n_steps] if counted else [])]) + (
@@ -298,22 +331,7 @@ class _LabeledScan:
             LabeledType(p.type.dtype, tuple(d for d in s.type.dims if d != self.dim)).make_variable(name=p.name)
             for p, s in zip(self.placeholders[n_init:], new_seqs)
         ]
-        while True:
-            stand_ins = [
-                p if is_rng_state(p) else LabeledType(p.type.dtype, v.type.dims).make_variable(name=p.name)
-                for p, v in zip(self.placeholders, new_init)
-            ] + slices
-            labeled = {p: q for p, q in zip(self.placeholders, stand_ins) if p is not q}
-            step_outputs = vectorize(self.step_outputs, labeled)
-            grown = [
-                (k, tuple(d for d in o.type.dims if d not in v.type.dims))
-                for k, (o, v) in enumerate(zip(step_outputs, new_init))
-                if not is_rng_state(v) and set(o.type.dims) - set(v.type.dims)
-            ]
-            if not grown:
-                break
-            for k, gained in grown:
-                new_init[k] = broadcast_to_dims(new_init[k], gained + new_init[k].type.dims, like=carriers)
+        stand_ins, step_outputs, _, new_init = self._batched_step(vectorize, carriers, new_init, slices)
         old = [*self.init, *self.sequences, *self.step_outputs]
         if all(a is b for a, b in zip(new_init + new_seqs + step_outputs, old)):
             return self.results
@@ -323,6 +341,47 @@ class _LabeledScan:
 
         finals, traces = scan(step, new_init, new_seqs, n_steps=n_steps, dim=self.dim, name=self.name)
         return [*finals, *traces]
+
+
+class _LabeledWhile(_LabeledLoop):
+    """A labeled `dg.while_loop`: also its condition (a graph of the step's placeholders), step bound and trace.
+
+    Where the batch reaches the condition, entries stop apart: the rebuilt loop runs while any entry goes on,
+    and a step leaves the states of an entry whose condition is false as they are (its trace repeats them)."""
+
+    def __init__(self, placeholders, step_outputs, condition, init, max_steps, trace, dim, name):
+        super().__init__(placeholders, step_outputs, init, name)
+        self.condition, self.max_steps, self.trace, self.dim = condition, max_steps, trace, dim
+
+    def vectorized(self, vectorize, carriers):
+        """The results (finals, then traces) rebuilt on `vectorize(variables, more_replacements)` of the initial
+        states, condition and step; None where the step bound gains dims."""
+        bounded = isinstance(self.max_steps, Variable)
+        *new_init, max_steps = vectorize([*self.init, *([self.max_steps] if bounded else [])]) + (
+            [] if bounded else [self.max_steps]
+        )
+        if bounded and max_steps.type != self.max_steps.type:
+            return None
+        stand_ins, step_outputs, (go,), new_init = self._batched_step(
+            vectorize, carriers, new_init, [], [self.condition]
+        )
+        old = [*self.init, *self.step_outputs, self.condition]
+        if all(a is b for a, b in zip([*new_init, *step_outputs, go], old)):
+            return self.results
+
+        def cond(*values):
+            c = _substituted([go], dict(zip(stand_ins, values)))[0]
+            return c.any() if c.type.dims else c
+
+        def step(*values):
+            new = _substituted(step_outputs, dict(zip(stand_ins, values)))
+            if not go.type.dims:
+                return new
+            going = _substituted([go], dict(zip(stand_ins, values)))[0]
+            return [n if is_rng_state(v) else where(going, n, v).transpose(*v.type.dims) for n, v in zip(new, values)]
+
+        out = while_loop(cond, step, new_init, max_steps, trace=self.trace, dim=self.dim, name=self.name)
+        return [*out[0], *out[1]] if self.trace else out
 
 
 def _substituted(outputs, mapping):
@@ -400,7 +459,12 @@ def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_l
     finals = outs[: len(init)]
     if labeled:
         finals = [f if is_rng_state(v) else from_positional(f, v.type.dims) for f, v in zip(finals, init)]
+        condition = cond(*body.user_states)  # the condition as a graph of the step's placeholders
+        kept = _LabeledWhile(body.user_states, checked, condition, init, max_steps, trace, dim, name)
+        kept = kept if isinstance(condition, Variable) and is_labeled(condition) else None
     if not trace:
+        if labeled and kept is not None:
+            kept.keep_on(finals)
         return finals[0] if single else finals
     # NOTE: the trace is recorded by a replay of the steps taken (the step is pure: its RNG states are
     # loop states), so its rows are the steps taken. Sized by max_steps, it reserved 8 GB per call for
@@ -412,6 +476,8 @@ def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_l
     for m, k in enumerate(traced):
         t = replay[len(init) + m]
         traces[k] = from_positional(t, (dim, *init[k].type.dims)) if labeled else t
+    if labeled and kept is not None and all(t is not None for t in traces):
+        kept.keep_on(finals + traces)
     return (finals[0], traces[0]) if single else (finals, traces)
 
 

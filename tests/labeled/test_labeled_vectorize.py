@@ -284,3 +284,67 @@ def test_vectorizing_a_labeled_scan_carries_each_batch_dim_once(aligned):
         want_trace = want_trace[np.arange(3), :, np.arange(3)].transpose(1, 0, 2)
     np.testing.assert_allclose(got[0].values, want_final, rtol=1e-12)
     np.testing.assert_allclose(got[1].values, want_trace, rtol=1e-12)
+
+
+def _while_numpy(x, limit, max_steps=50):
+    """The by-hand while loop of `_while_graph` for one entry: its last state and its trace (steps taken)."""
+    trace = []
+    for _ in range(max_steps):
+        if not x.sum() < limit:
+            break
+        x = 2.0 * x + 1.0
+        trace.append(x)
+    return x, np.array(trace).reshape(len(trace), *x.shape)
+
+
+def _aligned_while_numpy(x, limits, max_steps=50):
+    """`_while_numpy` with one limit per row of the state: row b steps while the whole state's sum is under
+    limits[b], and the loop runs while any row does (a stopped row repeats in the trace)."""
+    trace = []
+    for _ in range(max_steps):
+        going = x.sum() < limits
+        if not going.any():
+            break
+        x = np.where(going[:, None], 2.0 * x + 1.0, x)
+        trace.append(x)
+    return x, np.array(trace).reshape(len(trace), *x.shape)
+
+
+def _while_graph(draw, trace):
+    """A labeled while loop on a state over (draw, k) whose condition reads a 0-d closure `limit`."""
+    x0, limit = dg.labeled("x0", dims=(draw, K)), dg.labeled("limit", dims=())
+    out = dg.while_loop(
+        lambda v: v.sum() < limit, lambda v: 2.0 * v + 1.0, init=x0, max_steps=50, trace=trace, dim="steps"
+    )
+    return x0, limit, out
+
+
+@pytest.mark.parametrize("trace", [False, True], ids=["final", "trace"])
+@pytest.mark.parametrize("aligned", [False, True], ids=["new batch dim", "aligned batch dim"])
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_vectorizing_a_labeled_while_loop_stops_each_entry_on_its_own(aligned, trace, backend):
+    """The condition's closure gains a batch dim, so entries stop apart: each entry's final state is the by-hand
+    loop's for its own `limit`, and its trace (as long as the longest entry's) repeats its last state after it
+    stops. Aligned, the state's own `draw` meets the batch's `draw` element by element (it was 'draw' twice)."""
+    draw = dg.Dim("draw", size=3)
+    batch = draw if aligned else dg.Dim("chain", size=2)
+    x0, limit, out = _while_graph(draw, trace)
+    limits = dg.labeled("limits", dims=(batch,))
+    new = dg.vectorize_graph(list(out) if trace else out, {limit: limits}, aligned=(draw,) if aligned else ())
+    lead = () if aligned else ("chain",)
+    finals = new[0] if trace else new
+    assert finals.type.names == (*lead, "draw", "k")
+    X0 = np.array([[0.5, 1.0], [2.0, 0.1], [0.0, 0.2]])
+    LIMITS = np.array([3.0, 40.0, 1.0e3])[: batch.size]
+    got = dg.function([x0, limits], new, backend=backend)(X0, LIMITS)
+    if aligned:  # draw b's condition reads the whole state (its sum) and limit b; row b steps while it holds
+        want_final, want_trace = _aligned_while_numpy(X0, LIMITS)
+    else:  # chain c: the by-hand loop of the whole state with limit c
+        runs = [_while_numpy(X0, lim) for lim in LIMITS]
+        n = max(len(t) for _, t in runs)
+        want_final = np.stack([f for f, _ in runs])
+        want_trace = np.stack([np.concatenate([t, np.repeat(f[None], n - len(t), axis=0)]) for f, t in runs])
+    np.testing.assert_allclose((got[0] if trace else got).values, want_final, rtol=1e-12)
+    if trace:
+        assert new[1].type.names == (*lead, "steps", "draw", "k")
+        np.testing.assert_allclose(got[1].values, want_trace, rtol=1e-12)
