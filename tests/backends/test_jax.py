@@ -160,6 +160,34 @@ def test_run_time_checks_raise_before_outputs_and_updates(checked):
     assert float(w.get(ctx=ctx)) == 1.0  # no failed call changed the state
 
 
+def test_one_index_read_and_scattered_is_checked_once_per_call(monkeypatch):
+    """A gather and its gradient's scatter by the same index array (a hierarchical model's group index) trace one
+    bounds check, not one per node; an index out of range still raises, naming the read and the axis."""
+    from dimgraph.backends.jax import subtensor
+
+    traced, real = [], subtensor.runtime_check
+
+    def counting(ok, error, message, detail=None):
+        traced.append(message)
+        return real(ok, error, message, detail)
+
+    monkeypatch.setattr(subtensor, "runtime_check", counting)
+    x, idx = dg.tensor("x", (4,)), dg.tensor("idx", (None,), "int64")
+    cost = (x[idx] ** 2).sum() + x[idx].sum()
+    f = dg.function([x, idx], [cost, dg.grad(cost, x)], backend="jax")
+    X, IDX = np.array([1.0, -2.0, 3.0, 0.5]), np.array([0, 3, 3, 1])
+    value, grad = f(X, IDX)
+    np.testing.assert_allclose(value, (X[IDX] ** 2).sum() + X[IDX].sum(), rtol=1e-12)
+    want = np.zeros(4)
+    np.add.at(want, IDX, 2 * X[IDX] + 1)
+    np.testing.assert_allclose(grad, want, rtol=1e-12)
+    assert len(traced) == 1, traced
+    with pytest.raises(IndexError, match=r"AdvancedSubtensor.*index 7 is out of bounds for axis 0 with size 4"):
+        f(X, np.array([0, 7]))
+    with pytest.raises(IndexError, match="index -5 is out of bounds"):
+        f(X, np.array([-5, 0]))
+
+
 def test_negative_integer_power_raises_as_numpy():
     a = dg.tensor("a", shape=(None,), dtype="int64")
     b = dg.tensor("b", shape=(None,), dtype="int64")

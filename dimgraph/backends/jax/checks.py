@@ -22,6 +22,7 @@ import numpy as np
 
 _ACTIVE = contextvars.ContextVar("dimgraph_jax_checks", default=None)
 _RANGES = contextvars.ContextVar("dimgraph_jax_ranges", default={})
+_CHECKED = contextvars.ContextVar("dimgraph_jax_checked", default=None)
 
 
 class known_range:
@@ -109,16 +110,31 @@ class Flags:
                 raise error(message if details is None else message.format(int(details[k])))
 
 
+def checked_before(value, *facts):
+    """Whether a check on the traced `value` with these `facts` (an axis size) was already traced in this
+    graph: a gather and its gradient's scatter by one index array need one bounds check per call, not two.
+    Records it otherwise (the value is held, so its id stays its own while the graph is traced)."""
+    seen = _CHECKED.get()
+    if seen is None:
+        return False
+    key = (id(value), *facts)
+    if key in seen:
+        return True
+    seen[key] = value
+    return False
+
+
 class collect:
     """Context manager: gathers the checks traced inside it; `.flags()` packs them (None when none)."""
 
     def __enter__(self):
         self.checks = []
-        self._token = _ACTIVE.set(self.checks)
+        self._tokens = _ACTIVE.set(self.checks), _CHECKED.set({})
         return self
 
     def __exit__(self, *exc):
-        _ACTIVE.reset(self._token)
+        _ACTIVE.reset(self._tokens[0])
+        _CHECKED.reset(self._tokens[1])
 
     def flags(self):
         if not self.checks:

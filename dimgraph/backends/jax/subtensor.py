@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dimgraph.backends.jax.checks import range_of, runtime_check
+from dimgraph.backends.jax.checks import checked_before, range_of, runtime_check
 from dimgraph.backends.jax.registry import DataDependentShape, is_static, jax_impl, static_int
 from dimgraph.core.graph import Constant
 from dimgraph.core.subtensor import (
@@ -218,15 +218,17 @@ def _advanced_key(op, node, x_shape, idx_values, idx_vars):
             if bad.size:
                 raise IndexError(f"{op}: {_out_of_bounds(int(bad.flat[0]), axis, n)}")
         else:
+            checked = checked_before(a, "in bounds", n)  # by the graph's value: the same index array read again
             a = jnp.asarray(a)
-            ok = jnp.all(_inside(a, n))
-            # the offending value is looked for only when the check fails (a second pass over the index)
-            first_bad = (
-                jax.lax.cond(ok, lambda a: a.ravel()[0], lambda a: a.ravel()[jnp.argmin(_inside(a, n).ravel())], a)
-                if a.size
-                else None
-            )
-            runtime_check(ok, IndexError, _escaped(op) + f": {_out_of_bounds('{}', axis, n)}", first_bad)
+            if not checked:
+                ok = jnp.all(_inside(a, n))
+                # the offending value is looked for only when the check fails (a second pass over the index)
+                first_bad = (
+                    jax.lax.cond(ok, lambda a: a.ravel()[0], lambda a: a.ravel()[jnp.argmin(_inside(a, n).ravel())], a)
+                    if a.size
+                    else None
+                )
+                runtime_check(ok, IndexError, _escaped(op) + f": {_out_of_bounds('{}', axis, n)}", first_bad)
         key.append(a)
         arrays.append((tuple(a.shape), var.type.shape))
         axis += 1
