@@ -374,10 +374,9 @@ class _LabeledWhile(_LabeledLoop):
             return c.any() if c.type.dims else c
 
         def step(*values):
-            new = _substituted(step_outputs, dict(zip(stand_ins, values)))
             if not go.type.dims:
-                return new
-            going = _substituted([go], dict(zip(stand_ins, values)))[0]
+                return _substituted(step_outputs, dict(zip(stand_ins, values)))
+            *new, going = _substituted([*step_outputs, go], dict(zip(stand_ins, values)))  # one rebuild of both
             return [n if is_rng_state(v) else where(going, n, v).transpose(*v.type.dims) for n, v in zip(new, values)]
 
         out = while_loop(cond, step, new_init, max_steps, trace=self.trace, dim=self.dim, name=self.name)
@@ -456,14 +455,14 @@ def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_l
         count = tensor("count", (), "int64")
         states, new, start = states + [count], new + [count + 1], start + [as_tensor(0, dtype="int64")]
     outs = loop_from_graph(body.index, states, [], new, n, start, [], until=len(init), name=name)
-    finals = outs[: len(init)]
+    finals, kept = outs[: len(init)], None
     if labeled:
         finals = [f if is_rng_state(v) else from_positional(f, v.type.dims) for f, v in zip(finals, init)]
         condition = cond(*body.user_states)  # the condition as a graph of the step's placeholders
-        kept = _LabeledWhile(body.user_states, checked, condition, init, max_steps, trace, dim, name)
-        kept = kept if isinstance(condition, Variable) and is_labeled(condition) else None
+        if isinstance(condition, Variable) and is_labeled(condition):
+            kept = _LabeledWhile(body.user_states, checked, condition, init, max_steps, trace, dim, name)
     if not trace:
-        if labeled and kept is not None:
+        if kept is not None:
             kept.keep_on(finals)
         return finals[0] if single else finals
     # NOTE: the trace is recorded by a replay of the steps taken (the step is pure: its RNG states are
@@ -476,7 +475,7 @@ def while_loop(cond, step, init, max_steps, trace=False, dim=None, name="while_l
     for m, k in enumerate(traced):
         t = replay[len(init) + m]
         traces[k] = from_positional(t, (dim, *init[k].type.dims)) if labeled else t
-    if labeled and kept is not None and all(t is not None for t in traces):
+    if kept is not None and all(t is not None for t in traces):
         kept.keep_on(finals + traces)
     return (finals[0], traces[0]) if single else (finals, traces)
 
