@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import dimgraph as dg
-from dimgraph.backends.numba import graphjit, threads
+from dimgraph.backends.numba import flatjit, graphjit, threads
 from dimgraph.backends.numba.ops import numba_kernel, objmode_kernel
 
 county, obs = dg.Dim("county", size=4), dg.Dim("obs", size=9)
@@ -251,7 +251,53 @@ def test_the_c_callable_function_reuses_the_flat_entry_compiled_for_a_read_only_
     np.testing.assert_allclose(grad, want_grad, rtol=1e-11, atol=1e-12)
     flat = c._cfunc._pyfunc.__globals__["flat"]  # the flat entry the C function calls: compiled for the same types
     assert flat.signatures == fn._entry.func.signatures and len(flat.signatures) == 1
-    assert not flat.signatures[0][0].mutable  # the big constant, read-only as the Python entry passed it
+    assert not flat.signatures[0][1].mutable  # the big constant (after the graph's address), read-only as passed
+
+
+def _defined(library):
+    """The names of the functions a compiled library's LLVM module defines."""
+    return [
+        line.split("@", 1)[1].split("(", 1)[0]
+        for line in library.get_llvm_str().splitlines()
+        if line.startswith("define")
+    ]
+
+
+def test_each_layer_calls_the_one_below_by_address_without_linking_its_code(monkeypatch, tmp_path):
+    """The flat entry calls the jitted graph, and the C function the flat entry, through the callee's native
+    entry point (`native.call`): neither compiles nor holds the code under it again, results are the
+    graph's bit for bit, and a kernel's error reaches the caller with its message through both layers."""
+    monkeypatch.setenv("DIMGRAPH_CACHE_DIR", str(tmp_path))  # nothing cached: every layer compiles here
+    jitted = dg.flat_value_and_grad(COST, PARAMS, inputs=[IDX, Y], backend="numba", jit_graph=True)
+    theta = np.linspace(-1.0, 1.0, 7)
+    value, grad = jitted(theta, **DATA)
+    c = jitted.cfunc(**DATA)
+    tiers = jitted.function._compiled.tiers
+    flat = jitted._entry.func
+    (flat_sig,) = flat.signatures
+    flat_code = _defined(flat.overloads[flat_sig].library)
+    c_code = _defined(c._cfunc._library)
+    assert any("dimgraph_generated_f_" in name for name in flat_code)
+    assert not any("dimgraph_generated_g_" in name or "dimgraph_generated_k_" in name for name in flat_code)
+    assert not any("dimgraph_generated_" in name for name in c_code if "logp_dlogp" not in name)
+    # the graph's own result, bit for bit, from the flat entry and the C function
+    cuts = np.cumsum([0, 1, 1, 4, 1])
+    params = [theta[a:b].reshape(s) for a, b, s in zip(cuts[:-1], cuts[1:], [(), (), (4,), ()])]
+    out = tiers._entry(*params, *DATA.values())
+    assert value == out[0][()] and grad.tolist() == np.concatenate([np.ravel(g) for g in out[1:]]).tolist()
+    ptr = ctypes.POINTER(ctypes.c_double)
+    c_grad, c_logp = np.empty(7), np.empty(1)
+    args = (theta.ctypes.data_as(ptr), c_grad.ctypes.data_as(ptr), c_logp.ctypes.data_as(ptr), c.data)
+    assert c.ctypes(7, *args) == 0 and c_logp[0] == value and c_grad.tolist() == grad.tolist()
+    # a bad position, met by the gather kernel: the flat entry raises its error; the C function says so
+    bad = dict(DATA, idx=np.array([0, 1, 2, 3, 0, 1, 2, 3, 9]))
+    with pytest.raises(IndexError, match="9"):
+        jitted._entry(*bad.values(), theta)
+    bound_idx = next(a for a in c._arrays if a.dtype == np.int64)
+    bound_idx[-1] = 9  # the C function reads the bound array in place: past `cfunc`'s checks
+    assert c.ctypes(7, *args) == flatjit.FAILED
+    bound_idx[-1] = 3
+    assert c.ctypes(7, *args) == 0 and c_logp[0] == value
 
 
 def test_cfunc_errors():

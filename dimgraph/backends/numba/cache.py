@@ -54,7 +54,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.runtime import rtsys
 
 from dimgraph.backends import diskcache, ziggurat
-from dimgraph.backends.numba import bounds, fallback, runtime, views
+from dimgraph.backends.numba import bounds, fallback, native, runtime, views
 from dimgraph.backends.numba import random as random_helpers  # the samplers RandomDraw kernels call
 from dimgraph.core import scalar, special
 from dimgraph.version import __version__
@@ -73,7 +73,7 @@ def version_tag() -> str:
     calls, so the helper modules' text is part of every key.
     """
     helpers = hashlib.blake2b(SEAL.encode(), digest_size=6)
-    for mod in (runtime, views, bounds, fallback, scalar, special, random_helpers, ziggurat):
+    for mod in (runtime, views, bounds, fallback, native, scalar, special, random_helpers, ziggurat):
         helpers.update(Path(mod.__file__).read_bytes())
     return (
         f"numba{numba.__version__}-dimgraph{__version__}-py{sys.version_info[0]}{sys.version_info[1]}"

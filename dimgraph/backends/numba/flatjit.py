@@ -9,8 +9,14 @@ Numba dispatch (a `theta` of another length is an `InputError` raised there). `t
 comes last: a caller binds the big constants and the data once (`functools.partial`)
 and each call passes the vector alone. `cfunc` wraps that entry as `int64(n, const
 double* x, double* grad, double* logp, void* data)` (nutpie's form for PyMC's models):
-`data` points to a table of int64 words, per argument before `theta` (the graph's big
-constants, then the data inputs, each C-contiguous) its address and then its shape.
+`data` points to a table of int64 words: two addresses (below), then per argument before
+`theta` (the graph's big constants, then the data inputs, each C-contiguous) its address and
+then its shape.
+
+Each layer calls the one below through the callee's native entry point (`native.call`), at an
+address it takes at run time (the flat entry's first argument: the jitted graph's; the C function's
+table's first two words: the flat entry's and the graph's), so no layer links and re-optimizes the
+code under it again (Numba's way with a call of a jitted function: seconds of a cold `m.sample`).
 
 What a cold process compiles is kept to the jitted graph's code once: the C function reads
 each argument typed as the jitted graph was compiled for (`as_readonly` where its big
@@ -36,6 +42,7 @@ import numpy as np
 
 from dimgraph.backends.numba import views as rt_views
 from dimgraph.backends.numba.cache import loaded as _loaded
+from dimgraph.backends.numba.native import call as _call
 from dimgraph.errors import InputError
 
 graph = _loaded("{graph}").graph
@@ -76,11 +83,12 @@ LOGP_NOT_FINITE = 4
 
 
 def flat_text(graph_digest, shapes, dtypes, n_big, n_data, jit_options) -> str:
-    """The module of `flat(*bigs, *data, theta) -> (value, gradient)` over parameters of `shapes` and
-    `dtypes` (float64 or float32), around the jitted graph `graph(*bigs, *params, *data)`."""
+    """The module of `flat(graph_address, *bigs, *data, theta) -> (value, gradient)` over parameters of
+    `shapes` and `dtypes` (float64 or float32), around the jitted graph `graph(*bigs, *params, *data)`,
+    called at `graph_address` (`native.address`)."""
     bigs = [f"b{k}" for k in range(n_big)]
     data = [f"d{k}" for k in range(n_data)]
-    lines = [f"def flat({', '.join(bigs + data + ['theta'])}):"]
+    lines = [f"def flat({', '.join(['graph_address'] + bigs + data + ['theta'])}):"]
     size = sum(math.prod(shape) for shape in shapes)
     lines.append(f"    if theta.shape[0] != {size}:")
     lines.append(f"        raise InputError('theta: expected a vector of {size} values')")
@@ -94,7 +102,7 @@ def flat_text(graph_digest, shapes, dtypes, n_big, n_data, jit_options) -> str:
         lines.append(f"    p{k} = {view}{cast}")
         params.append(f"p{k}")
         start += n
-    lines.append(f"    r = graph({', '.join(bigs + params + data)})")
+    lines.append(f"    r = _call(graph, graph_address, {', '.join(bigs + params + data)})")
     lines.append(f"    grad = np.empty({start}, dtype=np.float64)")
     start = 0
     for k, shape in enumerate(shapes):  # loops, not slice assignment: see the module docstring
@@ -118,7 +126,8 @@ CFUNC_SIGNATURE = "int64(int64, CPointer(float64), CPointer(float64), CPointer(f
 
 
 def cfunc_text(flat_digest, size, arguments) -> str:
-    """The module of `logp_dlogp`, the C-callable form of the flat entry `flat(*bigs, *data, theta)`;
+    """The module of `logp_dlogp`, the C-callable form of the flat entry `flat(graph_address, *bigs, *data,
+    theta)`, called at the address in its table's first word (the graph's in the second: `table`);
     `arguments`: (dtype, ndim, readonly) of each argument read from the table (the bigs, then the data),
     `readonly` where the flat entry was compiled for a read-only array there."""
     lines = [
@@ -126,9 +135,9 @@ def cfunc_text(flat_digest, size, arguments) -> str:
         "def logp_dlogp(n, x, grad, logp, data):",
         f"    if n != {size}:",
         f"        return {WRONG_SIZE}",
-        f"    table = numba.carray(data, ({max(1, sum(1 + nd for _, nd, _ in arguments))},), dtype=np.int64)",
+        f"    table = numba.carray(data, ({2 + sum(1 + nd for _, nd, _ in arguments)},), dtype=np.int64)",
     ]
-    word, names = 0, []
+    word, names = 2, []
     for k, (dtype, ndim, readonly) in enumerate(arguments):
         shape = "".join(f"table[{word + 1 + a}], " for a in range(ndim))
         array = f"numba.carray(as_pointer(table[{word}], np.{dtype}), ({shape}))"
@@ -138,7 +147,7 @@ def cfunc_text(flat_digest, size, arguments) -> str:
     call = names + [f"numba.carray(x, ({size},))"]
     lines += [
         "    try:",
-        f"        value, g = flat({', '.join(call)})",
+        f"        value, g = _call(flat, table[0], table[1], {', '.join(call)})",
         "    except Exception:  # noqa: BLE001 - no exception crosses into C",
         f"        return {FAILED}",
         "    logp[0] = value",
@@ -154,15 +163,17 @@ def cfunc_text(flat_digest, size, arguments) -> str:
         "# Generated by dimgraph's numba backend: the C-callable logp and gradient of a flat entry.\n"
         "import numba\nimport numpy as np\nfrom numba.types import CPointer, float64, int64, voidptr\n\n"
         "from dimgraph.backends.numba.flatjit import as_pointer, as_readonly\n"
-        "from dimgraph.backends.numba.cache import loaded as _loaded\n\n"
+        "from dimgraph.backends.numba.cache import loaded as _loaded\n"
+        "from dimgraph.backends.numba.native import call as _call\n\n"
         f'flat = _loaded("{flat_digest}").flat\n_SIGNATURE = {CFUNC_SIGNATURE}\n'
     )
     return head + "\n\n" + "\n".join(lines) + "\n"
 
 
-def table(arrays):
-    """The int64 words `cfunc_text`'s function reads through `data`: per array its address, then its shape."""
-    words = []
+def table(addresses, arrays):
+    """The int64 words `cfunc_text`'s function reads through `data`: the flat entry's and the graph's
+    `addresses`, then per array its address and its shape."""
+    words = list(addresses)
     for a in arrays:
         words.append(a.ctypes.data)
         words.extend(a.shape)
@@ -218,10 +229,10 @@ class CFunction:
 
     signature = "int64(int64 n, const double* x, double* grad, double* logp, void* data)"
 
-    def __init__(self, cfunc, arrays, jitted=True):
+    def __init__(self, cfunc, arrays, addresses=(), jitted=True):
         self._cfunc, self._arrays = cfunc, arrays  # the arrays the table points to: alive as long as this
         self.jitted = jitted  # False: it calls the Python driver, holding the GIL (`python_cfunc`)
-        self._table = table(arrays)
+        self._table = table(addresses, arrays)
         self.address = cfunc.address
         self.data = self._table.ctypes.data
         self.ctypes = cfunc.ctypes  # callable from Python, for checks: ctypes(n, x, grad, logp, data)

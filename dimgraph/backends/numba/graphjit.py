@@ -46,7 +46,7 @@ import warnings
 import numpy as np
 from numba.core.errors import NumbaWarning
 
-from dimgraph.backends.numba import cache, flatjit
+from dimgraph.backends.numba import cache, flatjit, native
 from dimgraph.backends.numba.ops import ObjmodeKernel, holds_scalars, numba_kernel, scalar_elemwise
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.errors import NoMatchingEntry, PerformanceWarning
@@ -162,6 +162,7 @@ class Tiers:
         self.seconds = None  # compile seconds of the jitted graph, once it is ready
         self._callbacks = []
         self._entry = None
+        self._graph = None  # the jitted graph's dispatcher, once ready
         self.failures = {}  # what did not compile ("the jitted graph", "the flat entry", ...) -> why
         self._unwarned = []  # failures not yet named by a warning (a background thread's come at the next call)
         self._lock = threading.Lock()
@@ -277,7 +278,7 @@ class Tiers:
         self.seconds = time.perf_counter() - t0
         entry = functools.partial(dispatcher, *self.bigs) if self.bigs else dispatcher
         with self._lock:
-            self._entry = entry
+            self._graph, self._entry = dispatcher, entry
             self.state = "jitted"
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
@@ -296,17 +297,39 @@ class Tiers:
         self.promote(ready)
 
     def _flat_entry(self, shapes, dtypes):
+        n_big = len(self.bigs)
+        text = flatjit.flat_text(
+            cache.digest(self.plan.jit_driver),
+            shapes,
+            dtypes,
+            n_big,
+            len(self.sig) - n_big - len(shapes),
+            self.options,
+        )
+        graph_address = self._graph_address()  # first: the flat entry's compile types its call
+        dispatcher = _own(cache.load_module("f", text).flat)
+        dispatcher.compile(self._flat_types(len(shapes)))
+        dispatcher.disable_compile()
+        return functools.partial(dispatcher, graph_address, *self.bigs)
+
+    def _flat_types(self, n_params):
+        """The argument types of the flat entry: the graph's address, then typed as the jitted graph was
+        compiled for (the bigs, the data), then `theta`."""
         import numba
 
         n_big = len(self.bigs)
-        data_types = self.sig[n_big + len(shapes) :]
-        text = flatjit.flat_text(
-            cache.digest(self.plan.jit_driver), shapes, dtypes, n_big, len(data_types), self.options
-        )
-        dispatcher = _own(cache.load_module("f", text).flat)
-        dispatcher.compile(self.sig[:n_big] + data_types + (numba.float64[::1],))
-        dispatcher.disable_compile()
-        return functools.partial(dispatcher, *self.bigs) if self.bigs else dispatcher
+        return (numba.int64,) + self.sig[:n_big] + self.sig[n_big + n_params :] + (numba.float64[::1],)
+
+    def _graph_address(self):
+        """The jitted graph's native address (`native.call`). Its compiled code becomes also that of the graph
+        module's own `graph`, which the flat entry's call is typed against (no load or compile of it again)."""
+        from numba.core.compiler_lock import global_compiler_lock
+
+        shared = cache.loaded(cache.digest(self.plan.jit_driver)).graph
+        with global_compiler_lock:
+            if self.sig not in shared.overloads:
+                shared.add_overload(self._graph.overloads[self.sig])
+        return native.address(self._graph, self.sig)
 
     def cfunc(self, shapes, dtypes, params, data):
         """The C-callable logp and gradient (`flatjit.CFunction`) with `data` (C-contiguous arrays) bound: the
@@ -317,16 +340,18 @@ class Tiers:
                 text = flatjit.flat_text(
                     cache.digest(self.plan.jit_driver), shapes, dtypes, len(self.bigs), len(data), self.options
                 )
-                flat = cache.load_module("f", text)  # its `flat` compiles for the C function's argument types
+                graph_address = self._graph_address()  # first: the flat entry's compile types its call
+                flat = cache.load_module("f", text).flat
                 # typed as the jitted graph was compiled for: its flat entry's compiled code serves the C function too
-                n_big, n_params = len(self.bigs), len(shapes)
-                types = self.sig[:n_big] + self.sig[n_big + n_params :]
+                flat_types = self._flat_types(len(shapes))
+                flat.compile(flat_types)  # from the disk cache where the flat entry was compiled for Python
                 arguments = [
                     (a.dtype.name, a.ndim, not getattr(t, "mutable", True))
-                    for a, t in zip(self.bigs + tuple(data), types)
+                    for a, t in zip(self.bigs + tuple(data), flat_types[1:-1])
                 ]
-                module = cache.load_module("c", flatjit.cfunc_text(flat.digest, size, arguments))
-                return flatjit.CFunction(module.logp_dlogp, self.bigs + tuple(data))
+                module = cache.load_module("c", flatjit.cfunc_text(cache.digest(text), size, arguments))
+                addresses = (native.address(flat, flat_types), graph_address)
+                return flatjit.CFunction(module.logp_dlogp, self.bigs + tuple(data), addresses)
             except Exception as err:  # noqa: BLE001 - the driver's C function below answers
                 self._failed("the C-callable function", err)
                 self._warn_failures()
