@@ -123,6 +123,73 @@ def test_numba_damaged_machine_code_is_discarded_and_recompiled(cache_root, numb
         assert _times_one_point_five()(np.array([4.0])).tolist() == [6.25]
 
 
+def _jitted_affine(scale=1.5):
+    x = dg.tensor("x", shape=(None,))
+    return dg.function([x], dg.exp(x) * scale + 0.25, backend="numba", jit_graph=True)
+
+
+def _site_records(cache_root):
+    return sorted(cache_root.rglob("s_*.pkl"))
+
+
+@pytest.mark.parametrize("kind", ["truncated", "shortened", "random", "empty", "byte"])
+def test_numba_damaged_record_of_the_jitted_graphs_sites_is_discarded_and_the_graph_recompiled(
+    cache_root, numba_cache, kind
+):
+    """The jitted graph calls its kernels through a table filled from the record of its call sites: a
+    damaged record is discarded, the graph compiled again (its cached code is not used without one), and
+    the record written afresh."""
+    x = np.array([0.0, 1.0])
+    assert _jitted_affine()(x).tolist() == (np.exp(x) * 1.5 + 0.25).tolist()
+    (record,) = _site_records(cache_root)
+    original = record.read_bytes()
+    _damage(record, kind)
+    _forget_numba(numba_cache)
+    with pytest.warns(CacheWarning, match=str(record)):
+        f = _jitted_affine()
+        out = f(x)
+    assert f._compiled.tiers.state == "jitted" and out.tolist() == (np.exp(x) * 1.5 + 0.25).tolist()
+    assert record.read_bytes() == original
+    _forget_numba(numba_cache)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        g = _jitted_affine()
+        assert g(x).tolist() == out.tolist() and g._compiled.tiers.state == "jitted"
+
+
+def test_numba_jitted_graph_cached_without_its_sites_record_is_compiled_again(cache_root, numba_cache):
+    x = np.array([0.5, -1.0])
+    want = (np.exp(x) * 1.5 + 0.25).tolist()
+    assert _jitted_affine()(x).tolist() == want
+    (record,) = _site_records(cache_root)
+    record.unlink()
+    _forget_numba(numba_cache)
+    f = _jitted_affine()
+    assert f(x).tolist() == want and f._compiled.tiers.state == "jitted"
+    assert _site_records(cache_root) == [record]
+    # a default function takes the cached graph at its first call only where the record is there too
+    record.unlink()
+    _forget_numba(numba_cache)
+    x_ = dg.tensor("x", shape=(None,))
+    lazy = dg.function([x_], dg.exp(x_) * 1.5 + 0.25, backend="numba")
+    assert lazy(x).tolist() == want and lazy._compiled.tiers.state == "driver"
+
+
+def test_numba_sites_record_of_another_graph_is_refused(cache_root, numba_cache):
+    """A record copied under another graph's name fails its seal: its kernels' addresses are never taken."""
+    x = np.array([1.0, 2.0])
+    _jitted_affine(1.5)(x)
+    (mine,) = _site_records(cache_root)
+    _jitted_affine(-2.0)(x)
+    (theirs,) = set(_site_records(cache_root)) - {mine}
+    mine.write_bytes(theirs.read_bytes())
+    _forget_numba(numba_cache)
+    with pytest.warns(CacheWarning, match=str(mine)):
+        f = _jitted_affine(1.5)
+        assert f(x).tolist() == (np.exp(x) * 1.5 + 0.25).tolist()
+    assert f._compiled.tiers.state == "jitted"
+
+
 def test_numba_machine_code_of_another_function_is_refused(cache_root, numba_cache):
     x = dg.tensor("x", shape=(None,))
     plus = dg.function([x], x + 1.0, backend="numba", rewrites="none")

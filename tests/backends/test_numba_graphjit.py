@@ -7,6 +7,7 @@ function reports (`f.summary()`, `f.timings`) and by which entry its calls take.
 import ctypes
 import time
 
+import numba
 import numpy as np
 import pytest
 import xarray as xr
@@ -251,7 +252,9 @@ def test_the_c_callable_function_reuses_the_flat_entry_compiled_for_a_read_only_
     np.testing.assert_allclose(grad, want_grad, rtol=1e-11, atol=1e-12)
     flat = c._cfunc._pyfunc.__globals__["flat"]  # the flat entry the C function calls: compiled for the same types
     assert flat.signatures == fn._entry.func.signatures and len(flat.signatures) == 1
-    assert not flat.signatures[0][1].mutable  # the big constant (after the graph's address), read-only as passed
+    graph_address, table, big = flat.signatures[0][:3]  # the graph's address, its kernels' addresses, the constant
+    assert graph_address == numba.int64 and table == numba.int64[::1]
+    assert not big.mutable  # the big constant, read-only as passed
 
 
 def _defined(library):
@@ -293,7 +296,8 @@ def test_each_layer_calls_the_one_below_by_address_without_linking_its_code(monk
     bad = dict(DATA, idx=np.array([0, 1, 2, 3, 0, 1, 2, 3, 9]))
     with pytest.raises(IndexError, match="9"):
         jitted._entry(*bad.values(), theta)
-    bound_idx = next(a for a in c._arrays if a.dtype == np.int64)
+    bound_idx = c._arrays[len(tiers.bigs)]  # the first data array, after the graph's table and constants
+    assert bound_idx.tolist() == DATA["idx"].tolist()
     bound_idx[-1] = 9  # the C function reads the bound array in place: past `cfunc`'s checks
     assert c.ctypes(7, *args) == flatjit.FAILED
     bound_idx[-1] = 3
@@ -337,7 +341,7 @@ def test_calls_switch_to_the_jitted_graph_once_hot(monkeypatch, tmp_path):
     # types it was not compiled for (Fortran order, float32 data) run the driver: no compile on the hot path
     for data in (np.asfortranarray(xv), xv.astype(np.float32), xv[:, ::1][::2]):
         np.testing.assert_allclose(f(data, np.float64(0.5))[0], (np.asarray(data, float).T * 0.5).sum(axis=0))
-    assert len(f._fast.signatures) == 1
+    assert len(f._compiled.tiers._graph.signatures) == 1
     # the same graph compiled again takes the jitted graph from the disk cache at its first call
     g = dg.function([x, s], [(x.T * s).sum(axis=0), dg.exp(s) + 1.0], backend="numba")
     g(xv, 0.5)

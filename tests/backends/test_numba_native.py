@@ -64,3 +64,58 @@ def test_types_the_callee_is_not_compiled_for_get_the_linked_call():
 
     assert by_address(0, strided, 2) == strided[2] * 2.0  # the address (0) is never called
     assert any("_callee" in name for name in _defined(by_address))
+
+
+@numba.njit
+def _two_sites(table, a, i):
+    x, y = native.site_call(_callee, table, 0, a, i)
+    z, _ = native.site_call(_callee, table, 1, y, i)
+    return x + z
+
+
+def test_a_site_call_takes_its_address_from_the_table_and_its_compile_records_the_site():
+    """Call site `k` calls through `table[k]`; a compile under `recording()` says which compiled signature of
+    which function each site calls, so the caller can fill the table; the call matches the linked one."""
+    a = np.linspace(-1.0, 2.0, 5)
+    with native.recording() as sites:
+        _two_sites.compile((numba.int64[::1], numba.float64[::1], numba.int64))
+    sig = (numba.float64[::1], numba.int64)
+    assert sites == {0: (_callee, sig), 1: (_callee, sig)}
+    table = np.array([native.address(d, s) for d, s in (sites[0], sites[1])], dtype=np.int64)
+    x, y = _callee(a, 2)
+    assert _two_sites(table, a, 2) == x + _callee(y, 2)[0] == a[2] * 2.0 + (a[2] + 1.0) * 2.0
+    assert not any("_callee" in name for name in _defined(_two_sites))
+    with pytest.raises(InputError, match="index out of range"):
+        _two_sites(table, a, 7)
+    with native.recording() as again:  # typing is cached by Numba; lowering, which records, runs at every compile
+        numba.njit(_two_sites.py_func).compile((numba.int64[::1], numba.float64[::1], numba.int64))
+    assert again == sites
+
+
+def test_a_site_call_passes_a_constant_as_the_type_of_the_signature_it_resolves():
+    """A constant argument (typed as a literal) reaches the callee converted to the type of the signature the
+    call resolves to, as in a linked call, and the recorded site names that signature."""
+
+    @numba.njit
+    def scaled(x, s):
+        return x * s
+
+    @numba.njit
+    def caller(table, x):
+        return native.site_call(scaled, table, 0, x, 3)
+
+    with native.recording() as sites:
+        caller.compile((numba.int64[::1], numba.float64))
+    ((callee, args),) = sites.values()
+    assert callee is scaled and args == (numba.float64, numba.int64) and args in scaled.overloads
+    table = np.array([native.address(callee, args)], dtype=np.int64)
+    assert caller(table, 1.5) == 4.5
+
+
+def test_a_site_call_refuses_a_table_that_is_not_c_contiguous_int64():
+    @numba.njit
+    def caller(table, a, i):
+        return native.site_call(_callee, table, 0, a, i)[0]
+
+    with pytest.raises(numba.core.errors.TypingError, match="C-contiguous int64 table"):
+        caller(np.zeros(2, dtype=np.int32), np.ones(3), 0)

@@ -43,7 +43,14 @@ cache.install_locator()  # before the kernel families below make their helpers' 
 from dimgraph.backends.numba import control, extra, fused, join, linalg, random, subtensor  # noqa: F401
 from dimgraph.backends.numba.host import host_call, host_impl
 from dimgraph.backends.numba.linalg import einsum_on_host, lapack_on_host
-from dimgraph.backends.numba.ops import JIT_OPTIONS, KERNEL_FOOTER, KERNEL_HEADER, ObjmodeKernel, numba_kernel
+from dimgraph.backends.numba.ops import (
+    INLINE_FOOTER,
+    JIT_OPTIONS,
+    KERNEL_FOOTER,
+    KERNEL_HEADER,
+    ObjmodeKernel,
+    numba_kernel,
+)
 from dimgraph.backends.numba.scalar import np_type
 from dimgraph.core.elemwise import DimShuffle, Elemwise
 from dimgraph.core.extra import Assert
@@ -169,6 +176,7 @@ class Plan:
     # The object-mode fallbacks the texts look up by key (`fallback.needed`): a process building from
     # the pickled plan registers them before any text loads.
     fallbacks: tuple = ()
+    jit_sites: int = 0  # the jitted graph's kernel calls: the length of its table of addresses (`native.site_call`)
 
 
 def plan(fgraph) -> Plan:
@@ -218,7 +226,12 @@ def plan(fgraph) -> Plan:
         return key, printed[key]
 
     placed = [(node, *kernel_of(node)) for node in nodes]
-    jit = graphjit.Printer(params, lambda src: KERNEL_HEADER + src + KERNEL_FOOTER, _comment)
+    jit = graphjit.Printer(
+        params,
+        lambda src: KERNEL_HEADER + src + KERNEL_FOOTER,
+        lambda src: KERNEL_HEADER + src + INLINE_FOOTER,
+        _comment,
+    )
     splitters = {}  # (kernel name, Split): the name of the driver's splitting wrapper
     may_split = threads.thread_count(config.threads) > 1
     loops = any(src is not None and not _is_tiny(node) for node, _, src in placed)
@@ -267,11 +280,11 @@ def plan(fgraph) -> Plan:
         + "\n"
     )
     source = text + "\n\n# ---- kernels ----\n\n" + "\n\n".join(kernel_sources)
-    jit_driver, jit_kernels, jit_big, performs = jit.finish(results, header_lines, kernels, JIT_OPTIONS)
+    jit_driver, jit_kernels, jit_big, performs, jit_sites = jit.finish(results, header_lines, kernels, JIT_OPTIONS)
     fallbacks = fallback.needed((*kernel_texts, *jit_kernels, jit_driver))
     return Plan(
         text, tuple(kernel_texts), tuple(labels), tuple(host_nodes), big, len(results), source,
-        jit_driver, jit_kernels, jit_big, performs, fallbacks,
+        jit_driver, jit_kernels, jit_big, performs, fallbacks, jit_sites,
     )  # fmt: skip
 
 

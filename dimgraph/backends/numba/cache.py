@@ -163,6 +163,54 @@ def load_cached(dispatcher: Dispatcher, sig) -> bool:
         return True
 
 
+@contextlib.contextmanager
+def typed(dispatcher: Dispatcher):
+    """Inside the block, `dispatcher.compile` types and compiles afresh (and saves as usual), never loading
+    the disk cache's machine code: for a compile that must record what its typing finds (`native.recording`)."""
+    with global_compiler_lock:
+        dispatcher._cache.loads = False
+        try:
+            yield
+        finally:
+            dispatcher._cache.loads = True
+
+
+def _sites_path(graph_key: str, sig) -> Path:
+    return cache_dir() / f"s_{graph_key}_{digest(repr(tuple(sig)))}.pkl"
+
+
+def save_sites(graph_key: str, sig, sites):
+    """Record beside the cache the kernel each call site of the jitted graph `graph_key` compiled for `sig`
+    calls: `sites` as `[(kernel dispatcher, its argument types), ...]` (`native.recording`), kept as kernel
+    digests, sealed by an HMAC under this user's cache key (`diskcache.content_digest`)."""
+    path = _sites_path(graph_key, sig)
+    payload = pickle.dumps([(d.py_func.__globals__["digest"], args) for d, args in sites], protocol=-1)
+    seal = diskcache.content_digest(path.name, payload, path.parent).encode()
+    diskcache.store(path, seal + b"\n" + payload)
+
+
+def load_sites(graph_key: str, sig):
+    """The record `save_sites` left for the jitted graph `graph_key` compiled for `sig`, as
+    `[(kernel dispatcher, argument types), ...]` (the kernels' modules already loaded); None when there is none. A
+    record that fails its seal or does not load is discarded with a `CacheWarning`, so the graph compiles
+    again (its code cached without a record is never used: the table could not be filled)."""
+    path = _sites_path(graph_key, sig)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    seal, _, payload = data.partition(b"\n")
+    if not hmac.compare_digest(seal, diskcache.content_digest(path.name, payload, path.parent).encode()):
+        diskcache.discard(path, "its seal does not match its content")
+        return None
+    try:
+        record = pickle.loads(payload)
+    except Exception as e:  # noqa: BLE001 - damage the seal cannot see (a truncated write sealed whole is not one)
+        diskcache.discard(path, f"it failed loading: {type(e).__name__}")
+        return None
+    return [(kernel(key), tuple(args)) for key, args in record]
+
+
 def _compile_importable(compile, py_func, sig):
     # NOTE: under Numba's own (reentrant) compiler lock, so no other thread's compile sees the
     # modules come and go.
@@ -288,6 +336,7 @@ class VerifiedCache(caching.FunctionCache):
 
     def __init__(self, py_func):
         super().__init__(py_func)
+        self.loads = True  # False: `load_overload` finds nothing (`typed`)
         self._cache_file = _VerifiedFile(
             cache_path=self._cache_path,
             filename_base=self._impl.filename_base,
@@ -309,6 +358,8 @@ class VerifiedCache(caching.FunctionCache):
         # installs every typing and lowering registry (0.4-0.5 CPU s, once per process, scipy's
         # BLAS included). Loading machine code needs only the runtime's symbols (NRT); a compile,
         # which needs the registries, refreshes the context itself (`numba.core.compiler`).
+        if not self.loads:
+            return None
         rtsys.initialize(target_context)
         try:
             with self._guard_against_spurious_io_errors():

@@ -10,11 +10,20 @@ an argument, never baked into its code, so the caller's module stays cacheable o
 The callee's compiled code gives only its types: `args` are exactly the types of one of its
 compiled signatures, and `address` is that signature's (`address(dispatcher, sig)`); other
 types get Numba's own linked call, slower to compile but the same result.
+
+The jitted graph calls each of its kernels so (`site_call`): call site `i` takes its address
+from entry `i` of an int64 table, the graph's first argument. Which compiled signature of
+which kernel each site calls is known only once the graph is typed, so a compile under
+`recording()` collects it, and the caller fills the table from that (or from the record a
+compile left in the disk cache, `cache.load_sites`).
 """
 
 from __future__ import annotations
 
+import contextlib
+
 from numba.core import cgutils, imputils, types
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
@@ -36,6 +45,53 @@ def call(typingctx, callee, address, *args):
             return context.get_function(callee, callee_sig)(builder, values)
         fnty = context.call_conv.get_function_type(callee_sig.return_type, callee_sig.args)
         fn = builder.inttoptr(llargs[1], fnty.as_pointer())
+        status, out = context.call_conv.call_function(builder, fn, callee_sig.return_type, callee_sig.args, values)
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return imputils.fix_returning_optional(context, builder, callee_sig, status, out)
+
+    return sig, codegen
+
+
+_recordings = []  # the sites of the compile in progress (`recording`): index -> (dispatcher, its argument types)
+
+
+@contextlib.contextmanager
+def recording():
+    """`{site index: (kernel dispatcher, the argument types of its signature called)}` of the `site_call`s
+    a compile inside the block lowers (under Numba's compiler lock, so no other thread's compile adds to it)."""
+    with global_compiler_lock:
+        found = {}
+        _recordings.append(found)
+        try:
+            yield found
+        finally:
+            _recordings.pop()
+
+
+@intrinsic
+def site_call(typingctx, callee, table, index, *args):
+    """`callee(*args)` by its native entry point at `table[index]`, `index` a constant (module docstring)."""
+    if not isinstance(index, types.IntegerLiteral):
+        return None  # Numba types the call again with the constant's literal type
+    if not isinstance(callee, types.Dispatcher) or table != types.int64[::1]:
+        raise TypingError("native.site_call takes a jitted function and a C-contiguous int64 table")
+    # typed as a linked call types it (a constant as its type, not its value): compiled for them if need be
+    callee_sig = typingctx.resolve_function_type(callee, tuple(types.unliteral(a) for a in args), {})
+    if callee_sig is None:
+        raise TypingError(f"native.site_call: {callee} does not take {args}")
+    sig = callee_sig.return_type(callee, table, index, types.StarArgTuple.from_types(args))
+    site = (callee.dispatcher, tuple(callee_sig.args))
+
+    def codegen(context, builder, signature, llargs):
+        if _recordings:  # lowering runs at every compile (typing is cached): the record of this one
+            _recordings[-1][index.literal_value] = site
+        values = cgutils.unpack_tuple(builder, llargs[3])
+        values = [context.cast(builder, v, a, f) for v, a, f in zip(values, args, callee_sig.args)]
+        entries = context.make_array(table)(context, builder, value=llargs[1]).data
+        at = builder.load(cgutils.gep_inbounds(builder, entries, index.literal_value))
+        fnty = context.call_conv.get_function_type(callee_sig.return_type, callee_sig.args)
+        fn = builder.inttoptr(at, fnty.as_pointer())
         status, out = context.call_conv.call_function(builder, fn, callee_sig.return_type, callee_sig.args, values)
         with cgutils.if_unlikely(builder, status.is_error):
             context.call_conv.return_status_propagate(builder, status)

@@ -75,6 +75,12 @@ KERNEL_FOOTER = f"""
 
 kernel = numba.njit({JIT_OPTIONS})(kernel)
 """
+# A kernel only the jitted graph calls (a view, a shape, single-element arithmetic: small) is inlined into
+# the graph's code by Numba (`graphjit.Printer`), not compiled on its own.
+INLINE_FOOTER = f"""
+
+kernel = numba.njit(inline="always", {JIT_OPTIONS})(kernel)
+"""
 
 
 @singledispatch
