@@ -268,7 +268,7 @@ def fresh_pairs(names, template, repeats):
             out[name, which] = []
             for _ in range(repeats):
                 with tempfile.TemporaryDirectory() as tmp:
-                    env = dict(os.environ, DIMGRAPH_CACHE_DIR=tmp, PYTENSOR_FLAGS=f"compiledir={tmp}/pytensor",
+                    env = dict(os.environ, DIMGRAPH_CACHE_DIR=tmp, PYTENSOR_FLAGS=f"base_compiledir={tmp}/pytensor",
                                NUMBA_CACHE_DIR=f"{tmp}/numba")  # fmt: skip
                     out[name, which].append([sampler.fresh(which, name, env, template) for _ in ("cold", "warm")])
             print(f"  {name} {which}: {out[name, which]}", flush=True)

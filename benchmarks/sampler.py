@@ -281,7 +281,7 @@ def compile_times(names, whats, repeats):
             pairs = []
             for _ in range(repeats):
                 with tempfile.TemporaryDirectory() as tmp:
-                    env = dict(os.environ, DIMGRAPH_CACHE_DIR=tmp, PYTENSOR_FLAGS=f"compiledir={tmp}/pytensor",
+                    env = dict(os.environ, DIMGRAPH_CACHE_DIR=tmp, PYTENSOR_FLAGS=f"base_compiledir={tmp}/pytensor",
                                NUMBA_CACHE_DIR=f"{tmp}/numba")  # fmt: skip
                     pairs.append((fresh(which, name, env)["cpu"], fresh(which, name, env)["cpu"]))
             out[name, which] = tuple(statistics.median(p[k] for p in pairs) for k in (0, 1))
@@ -336,7 +336,7 @@ def sample_times(names, repeats):
             pairs = []
             for _ in range(repeats):
                 with tempfile.TemporaryDirectory() as tmp:
-                    env = dict(os.environ, DIMGRAPH_CACHE_DIR=tmp, PYTENSOR_FLAGS=f"compiledir={tmp}/pytensor",
+                    env = dict(os.environ, DIMGRAPH_CACHE_DIR=tmp, PYTENSOR_FLAGS=f"base_compiledir={tmp}/pytensor",
                                NUMBA_CACHE_DIR=f"{tmp}/numba")  # fmt: skip
                     pairs.append([fresh(which, name, env, _SAMPLE) for _ in ("cold", "warm")])
             out[name, which] = tuple(
