@@ -382,8 +382,10 @@ def print_compile(times, names, whats):
 
 
 def nutpie_times(model, backends, with_pymc, chains=4, tune=1000, draws=1000):
-    """{label: (compile s, sampling wall s)} for nutpie over dimgraph's flat function (`from_pyfunc`)
-    and over PyMC's model (`compile_pymc_model`), 4 chains of tune + draws iterations, 2 cores."""
+    """{label: (compile s, sampling wall s, leapfrog steps)} for nutpie over dimgraph's flat function
+    (`from_pyfunc`) and over PyMC's model (`compile_pymc_model`), 4 chains of tune + draws iterations, 2 cores.
+    The steps (warmup and draws) differ between runs whose start or adaptation differ (a hierarchical model's
+    funnel): wall per step is the figure that compares the compiled functions."""
     import nutpie
     from nutpie.compiled_pyfunc import from_pyfunc  # public, not re-exported by the package
 
@@ -395,8 +397,8 @@ def nutpie_times(model, backends, with_pymc, chains=4, tune=1000, draws=1000):
         compiled = _nutpie_model(from_pyfunc, model.flat(backend), model)
         compile_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, cores=2, seed=1, progress_bar=False)
-        out[f"dg {backend}, from_pyfunc"] = (compile_s, time.perf_counter() - t0)
+        trace = nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, cores=2, seed=1, progress_bar=False)
+        out[f"dg {backend}, from_pyfunc"] = (compile_s, time.perf_counter() - t0, _steps(trace))
         if backend == "numba":  # the route `dg.Model.sample` takes: nutpie calls the C-callable function
             t0 = time.perf_counter()
             fn = model.flat(backend)
@@ -404,16 +406,21 @@ def nutpie_times(model, backends, with_pymc, chains=4, tune=1000, draws=1000):
             compiled = nutpie_native_model(fn.cfunc(**model.data), fn.size, start)
             compile_s = time.perf_counter() - t0
             t0 = time.perf_counter()
-            nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, cores=2, seed=1, progress_bar=False)
-            out["dg numba, native (fn.cfunc)"] = (compile_s, time.perf_counter() - t0)
+            trace = nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, cores=2, seed=1, progress_bar=False)
+            out["dg numba, native (fn.cfunc)"] = (compile_s, time.perf_counter() - t0, _steps(trace))
     if with_pymc:
         t0 = time.perf_counter()
         compiled = nutpie.compile_pymc_model(model.pymc_model())
         compile_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, cores=2, seed=1, progress_bar=False)
-        out["pymc, compile_pymc_model"] = (compile_s, time.perf_counter() - t0)
+        trace = nutpie.sample(compiled, chains=chains, tune=tune, draws=draws, cores=2, seed=1, progress_bar=False)
+        out["pymc, compile_pymc_model"] = (compile_s, time.perf_counter() - t0, _steps(trace))
     return out
+
+
+def _steps(trace):
+    """The leapfrog steps of a nutpie trace, warmup and draws."""
+    return int(trace.warmup_sample_stats["n_steps"].sum()) + int(trace.sample_stats["n_steps"].sum())
 
 
 def _nutpie_model(from_pyfunc, fn, model):
@@ -493,9 +500,11 @@ def main():
     if not args.no_sample and has("nutpie") and with_pymc:
         print_sample(sample_times(args.models, args.sample_repeats), args.models)
     if not args.no_nutpie and has("nutpie") and "radon" in args.models:
-        print("\n### nutpie, radon, 4 chains x (1000 tune + 1000 draws), 2 cores: compile s / sampling wall s\n")
-        for label, (c, w) in nutpie_times(MODELS["radon"](), args.nutpie_backends, with_pymc).items():
-            print(f"| {label} | {c:.2f} | {w:.2f} |")
+        print("\n### nutpie, radon, 4 chains x (1000 tune + 1000 draws), 2 cores\n")
+        print("| route | compile s | sampling wall s | leapfrog steps | wall us per step (2 cores) |")
+        print("|---|---:|---:|---:|---:|")
+        for label, (c, w, n) in nutpie_times(MODELS["radon"](), args.nutpie_backends, with_pymc).items():
+            print(f"| {label} | {c:.2f} | {w:.2f} | {n} | {w / n * 1e6:.2f} |")
 
 
 if __name__ == "__main__":
