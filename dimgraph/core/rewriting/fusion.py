@@ -379,7 +379,9 @@ def fuse_indexed_loops(fgraph, ctx, rewriter):
     an n-d table, and its gradient's `zeros[b, k] += w`): the gather is folded into the loop's reads,
     each sum into an accumulator, each scatter-add into an indexed update; an
     output also read elsewhere is still written in full. A scatter whose base or
-    index depends on the loop itself stays outside (no cycle).
+    index depends on the loop itself stays outside (no cycle). A multi-output Elemwise with
+    neither, some of whose outputs only sums read (`fuse_reduce` takes it where all are), is one
+    too: a prior's log density summed and its gradient kept, one pass and no array per sum.
     """
     for e in fgraph.toposort():
         if e not in fgraph.nodes or not _is_elemwise(e) or e.outputs[0].type.ndim != 1:
@@ -408,7 +410,8 @@ def fuse_indexed_loops(fgraph, ctx, rewriter):
                 results.append((k, "full", None))
                 replaced.append(o)
         has_scatter = any(kind == "scatter" for _, kind, _ in results)
-        if not has_scatter and not any(gathers):
+        kinds = {kind for _, kind, _ in results}
+        if not has_scatter and not any(gathers) and kinds != {"reduce", "full"}:
             continue
         if has_scatter and any(v.owner in forbidden for v in ancestors(scatter_inputs)):
             continue

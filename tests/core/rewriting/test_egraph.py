@@ -10,6 +10,7 @@ from test_rewrite_random_graphs import SPECIAL, _compare, graphs
 import dimgraph as dg
 from dimgraph.core.elemwise import Elemwise
 from dimgraph.core.rewriting.egraph import graph_cost
+from dimgraph.core.scalar import Composite
 from dimgraph.core.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
 
 # Tests that assert what the e-graph found give it time: the default 5 s budget can run out on a loaded machine
@@ -23,10 +24,11 @@ def ops_of(f):
 
 
 def scalar_names(f):
+    """The scalar ops of every elementwise loop: Elemwise nodes and the fused loops around a Composite."""
     names = []
     for op in ops_of(f):
-        if isinstance(op, Elemwise):
-            sop = op.scalar_op
+        sop = getattr(op, "scalar_op", None)
+        if isinstance(op, Elemwise) or isinstance(sop, Composite):
             names += [s.name for s, _ in sop.steps] if hasattr(sop, "steps") else [sop.name]
     return names
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import dimgraph as dg
 from dimgraph.core.fused import IndexedLoop
+from dimgraph.core.reduce import CAReduce
 from dimgraph.core.scalar import Composite, ScalarOp
 from dimgraph.core.subtensor import AdvancedIncSubtensor, AdvancedSubtensor, inc_subtensor
 from dimgraph.testing import verify_grad
@@ -142,6 +143,44 @@ def test_output_read_elsewhere_is_written_in_full():
     total, values = f(tv, xv, gv)
     np.testing.assert_allclose(values, np.exp(tv[gv] + xv), rtol=1e-14)
     np.testing.assert_allclose(total, np.exp(tv[gv] + xv).sum(), rtol=1e-14)
+
+
+_SUMMED_AND_KEPT = {}
+
+
+def _summed_and_kept(backend, dtype, rewrites="default"):
+    """`v = x * y + 1` summed, and `x * y * 2` kept (a prior's log density summed, its gradient returned)."""
+    key = (backend, dtype, str(rewrites))
+    if key not in _SUMMED_AND_KEPT:
+        x, y = dg.tensor("x", shape=(None,), dtype=dtype), dg.tensor("y", shape=(None,), dtype=dtype)
+        a = x * y
+        _SUMMED_AND_KEPT[key] = dg.function([x, y], [(a + 1).sum(), a * 2], backend=backend, rewrites=rewrites)
+    return _SUMMED_AND_KEPT[key]
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # backend: a constant
+@given(n=st.integers(0, 12), dtype=st.sampled_from(["float64", "float32"]), seed=st.integers(0, 2**16))
+def test_a_sum_and_a_kept_output_of_one_elemwise_match_numpy(backend, n, dtype, seed):
+    """With neither gathers nor scatters, a multi-output Elemwise with an output only a sum reads and one
+    read elsewhere is one loop (numba: one IndexedLoop, no array for the sum), on every backend NumPy's
+    values and those of the graph compiled without the fusion."""
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(size=n).astype(dtype), rng.normal(size=n).astype(dtype)
+    total, kept = _summed_and_kept(backend, dtype)(x, y)
+    unfused_total, unfused_kept = _summed_and_kept(backend, dtype, UNFUSED)(x, y)
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(total, (x * y + dtype_one(dtype)).sum(dtype=dtype), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(total, unfused_total, rtol=rtol, atol=rtol)
+    np.testing.assert_array_equal(kept, x * y * np.asarray(2, dtype=dtype))
+    np.testing.assert_array_equal(kept, unfused_kept)
+    assert np.asarray(total).dtype == dtype and kept.dtype == dtype and kept.shape == (n,)
+
+
+def test_a_sum_and_a_kept_output_of_one_elemwise_are_one_indexed_loop_on_numba():
+    f = _summed_and_kept("numba", "float64")
+    (loop,) = ops(f, IndexedLoop)
+    assert sorted(kind for _, kind, _ in loop.op.results) == ["full", "reduce"]
+    assert not any(loop.op.gathered) and not ops(f, CAReduce)
 
 
 def test_scatter_whose_base_depends_on_the_loop_stays_outside(backend):
