@@ -119,3 +119,16 @@ def test_a_site_call_refuses_a_table_that_is_not_c_contiguous_int64():
 
     with pytest.raises(numba.core.errors.TypingError, match="C-contiguous int64 table"):
         caller(np.zeros(2, dtype=np.int32), np.ones(3), 0)
+
+
+def test_a_site_call_of_types_the_callee_cannot_take_is_a_typing_error():
+    @numba.njit
+    def length(a):
+        return a.shape[0]
+
+    @numba.njit
+    def caller(table, x):
+        return native.site_call(length, table, 0, x)
+
+    with pytest.raises(numba.core.errors.TypingError, match="site_call"):
+        caller(np.zeros(1, dtype=np.int64), 1.5)

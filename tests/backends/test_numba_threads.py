@@ -12,6 +12,7 @@ import pytest
 
 import dimgraph as dg
 from dimgraph.backends.numba import threads
+from dimgraph.core.fused import IndexedLoop
 from dimgraph.errors import IndexOutOfBounds, ShapeError
 
 N = 2 * threads.MIN_WORK + 7  # a loop large enough to split, not a multiple of the block count
@@ -36,6 +37,13 @@ def _rows():
     return [a, b], [e, e.max(axis=1), e.sum(axis=0)]
 
 
+def _partial():
+    """A costly 1-d loop summed and kept (no gathers): one IndexedLoop writing full rows and a sum."""
+    x, y = dg.vector("x"), dg.vector("y")
+    e = dg.exp(x) * dg.log1p(y * y)
+    return [x, y], [e.sum(), e * 2.0]
+
+
 def _hier_args(rng, n=N, groups=None):
     groups = groups or GROUPS
     return [
@@ -54,9 +62,13 @@ def compiled():
     saved = dg.config.threads
     out = {}
     rng = np.random.default_rng(9)
-    first = {"hier": _hier_args(rng, n=10), "rows": [rng.normal(size=(2, 4)), rng.normal(size=(2, 4))]}
+    first = {
+        "hier": _hier_args(rng, n=10),
+        "rows": [rng.normal(size=(2, 4)), rng.normal(size=(2, 4))],
+        "partial": [rng.normal(size=3), rng.normal(size=3)],
+    }
     try:
-        for name, make in (("hier", _hierarchical), ("rows", _rows)):
+        for name, make in (("hier", _hierarchical), ("rows", _rows), ("partial", _partial)):
             for count in (2, 1):
                 dg.config.threads = count
                 inputs, outputs = make()
@@ -103,6 +115,20 @@ def test_split_matches_one_pass(compiled):
     np.testing.assert_allclose(e, np.exp(a) * np.log1p(b * b), rtol=1e-14)
     np.testing.assert_array_equal(emax, e.max(axis=1))
     np.testing.assert_allclose(esum, e.sum(axis=0), rtol=1e-12)
+
+
+def test_a_costly_loop_summed_and_kept_splits_and_matches_one_pass(compiled):
+    """The IndexedLoop of a costly expression with a full-length result splits by rows like the Elemwise it
+    replaces: the rows bit for bit, the sum within the reordering of its terms."""
+    (loop,) = [n for n in compiled["partial", 2].fgraph.nodes if isinstance(n.op, IndexedLoop)]
+    assert threads.split_of(loop) is not None and "_splitter(" in compiled["partial", 2].source
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=N), rng.normal(size=N)
+    (total, kept), (whole_total, whole_kept) = compiled["partial", 2](x, y), compiled["partial", 1](x, y)
+    np.testing.assert_array_equal(kept, whole_kept)
+    np.testing.assert_allclose(kept, np.exp(x) * np.log1p(y * y) * 2.0, rtol=1e-14)
+    np.testing.assert_allclose(total, whole_total, rtol=1e-12)
+    np.testing.assert_allclose(total, (np.exp(x) * np.log1p(y * y)).sum(), rtol=1e-12)
 
 
 def test_small_and_empty_calls_run_whole(compiled):

@@ -96,6 +96,7 @@ class Printer:
         self.comment = comment
         self.body, self.own, self.texts, self.performs = [], {}, [], []
         self.sites = 0  # kernel calls printed: the length of the address table
+        self.called = set()  # the names of the kernels the body calls
         self.scalars = {}  # name -> dtype of the values held as scalars
         self.boxed = set()  # the names of their 0-d arrays, once made
 
@@ -124,6 +125,7 @@ class Printer:
                 self.own[own] = f"j{len(self.own)}"
                 self.texts.append(text)
             name = self.own[own]
+        self.called.add(name)
         if inline:
             self.body.append(f"    {', '.join(outs)} = {name}({', '.join(args)})")
             return
@@ -145,9 +147,8 @@ class Printer:
         """(module text, texts of the kernels only it calls, big constant names, ops run by perform, the
         number of call sites)."""
         results = [self._array(r) for r in results]
-        used = {_name_called(line) for line in self.body}
         lines = [line for line in header_lines if line.startswith("c")]
-        lines += [f'{name} = _kernel("{key}")' for key, name in {**kernels, **self.own}.items() if name in used]
+        lines += [f'{name} = _kernel("{key}")' for key, name in {**kernels, **self.own}.items() if name in self.called]
         big = tuple(line.split(" ", 1)[0] for line in header_lines if line.startswith("b"))
         ret = results[0] if len(results) == 1 else "(" + "".join(r + ", " for r in results) + ")"
         text = (
@@ -158,13 +159,6 @@ class Printer:
             + f"\n\n\ngraph = numba.njit({jit_options})(graph)\n"
         )
         return text, tuple(self.texts), big, tuple(self.performs), self.sites
-
-
-def _name_called(line):
-    """`k3` of a body line `    v7, v8 = _site(k3, _at, 0, v1, c2)` (of the other lines, whatever precedes a
-    parenthesis)."""
-    called = line.split("=", 1)[1].strip()
-    return called[len("_site(") :].split(",", 1)[0] if called.startswith("_site(") else called.split("(", 1)[0]
 
 
 class Tiers:

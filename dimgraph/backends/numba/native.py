@@ -78,8 +78,6 @@ def site_call(typingctx, callee, table, index, *args):
         raise TypingError("native.site_call takes a jitted function and a C-contiguous int64 table")
     # typed as a linked call types it (a constant as its type, not its value): compiled for them if need be
     callee_sig = typingctx.resolve_function_type(callee, tuple(types.unliteral(a) for a in args), {})
-    if callee_sig is None:
-        raise TypingError(f"native.site_call: {callee} does not take {args}")
     sig = callee_sig.return_type(callee, table, index, types.StarArgTuple.from_types(args))
     site = (callee.dispatcher, tuple(callee_sig.args))
 

@@ -72,8 +72,8 @@ def split_of(node) -> Split | None:
         combine = tuple(
             "rows" if kind == "full" else reducer if kind == "reduce" else "scatter" for _, kind, reducer in op.results
         )
-        if any(c == "rows" for c in combine):
-            return None  # full-length results would be copied back together: no gain for a loop this light
+        if any(c == "rows" for c in combine) and not _costly(op.scalar_op):
+            return None  # a memory-bound loop: its full-length results copied back together cost what threads save
         return Split(tuple(cut), tuple(base), combine)
     if isinstance(op, Elemwise):
         if not _costly(op.scalar_op):
